@@ -1,0 +1,60 @@
+"""Time the evaluator on a paper-sized schedule (160 jobs, 20 servers) and a large one.
+
+Run: ``python benchmarks/bench_evaluate.py``. Prints milliseconds per evaluation
+(best of several repeats) and events per second.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate
+
+SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
+MODELS = [(235.0, 0.13), (26.7, 0.152), (97.7, 0.105), (526.4, 0.09), (103.0, 0.087),
+          (251.8, 0.079)]
+
+
+def make_case(n_jobs: int, n_servers: int, seed: int) -> tuple[ProblemData, Schedule]:
+    """Random paper-like jobs; GPUs by list scheduling (least-loaded GPUs), all planned at 0."""
+    rng = random.Random(seed)
+    caps = [rng.choice([4, 8, 16, 32]) for _ in range(n_servers)]
+    cluster = Cluster(tuple(caps))
+    jobs = []
+    for k in range(n_jobs):
+        m, c = rng.choice(MODELS)
+        jobs.append(Job(f"j{k}", gpus=min(SIZES[k % len(SIZES)], max(caps)),
+                        iterations=rng.randint(1000, 6000), gradient_mb=m, compute_seconds=c))
+    data = ProblemData(cluster, tuple(jobs), CostParams())
+    load = [0.0] * cluster.num_gpus
+    gpus = []
+    for j, job in enumerate(jobs):
+        chosen = sorted(range(cluster.num_gpus), key=lambda g: (load[g], g))[: job.gpus]
+        for g in chosen:
+            load[g] += job.iterations
+        gpus.append([cluster.gpu_pair(g) for g in chosen])
+        del j
+    return data, Schedule.build(gpus)
+
+
+def bench(n_jobs: int, n_servers: int, repeats: int) -> None:
+    data, sched = make_case(n_jobs, n_servers, seed=0)
+    evaluate(data, sched)  # warm the rate cache, as a solver's trials do
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        ev = evaluate(data, sched)
+        best = min(best, time.perf_counter() - t0)
+    cold = ProblemData(data.cluster, data.jobs, data.cost, data.name)
+    t0 = time.perf_counter()
+    evaluate(cold, sched)
+    first = time.perf_counter() - t0
+    print(f"{n_jobs:>6} jobs {n_servers:>4} servers: {best * 1e3:8.2f} ms per evaluation "
+          f"(first, cold rate cache: {first * 1e3:.2f} ms); makespan {ev.makespan} slots; "
+          f"{2 * n_jobs / best:,.0f} events/s")
+
+
+if __name__ == "__main__":
+    bench(160, 20, repeats=50)
+    bench(5000, 500, repeats=3)

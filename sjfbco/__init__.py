@@ -1,0 +1,35 @@
+"""sjfbco: scheduling ring-all-reduce deep-learning jobs on shared GPU clusters.
+
+The public API: problem data, files, the evaluator and the solvers.
+"""
+
+from sjfbco.cost import ConfigurationError
+from sjfbco.evaluate import Simulator, evaluate
+from sjfbco.files import read_instance, read_schedule, write_instance, write_schedule
+from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
+from sjfbco.schedule import Evaluation, Schedule, ScheduleError
+from sjfbco.solvers import SOLVERS, Result, Status, solve
+
+__all__ = [
+    "Cluster",
+    "ConfigurationError",
+    "CostParams",
+    "Evaluation",
+    "InputError",
+    "Job",
+    "ProblemData",
+    "Result",
+    "SOLVERS",
+    "Schedule",
+    "ScheduleError",
+    "Simulator",
+    "Status",
+    "evaluate",
+    "read_instance",
+    "read_schedule",
+    "solve",
+    "write_instance",
+    "write_schedule",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from sjfbco.cli import main
+
+sys.exit(main())

@@ -1,0 +1,450 @@
+"""Problem data: the cluster, the cost parameters and the jobs (spec section 1).
+
+Everything here is a frozen dataclass that validates itself on construction and
+round-trips to the JSON instance format ``sjfbco-instance/1`` (see
+``docs/formats.md``). Things refer to each other by integer index: job ``j`` is
+``data.jobs[j]``, server ``s`` is ``data.cluster.gpus_per_server[s]``, and GPU
+``(s, i)`` has the global index ``data.cluster.offsets[s] + i``.
+
+Units: sizes in MB, bandwidths and GPU reduction speed in MB/s, times in
+seconds unless a name says slots.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from sjfbco.cost import RateCache
+
+INSTANCE_FORMAT = "sjfbco-instance/1"
+
+#: Hard limits that keep a hostile or mistyped file from exhausting memory.
+MAX_GPUS_PER_SERVER = 4096
+MAX_SERVERS = 100_000
+MAX_JOBS = 1_000_000
+MAX_ITERATIONS = 10**12
+
+TimeModel = Literal["slotted", "continuous"]
+TIME_MODELS: tuple[str, ...] = ("slotted", "continuous")
+
+
+class InputError(ValueError):
+    """Bad input: names the file (if any), the field and the problem."""
+
+    def __init__(self, message: str, *, source: str | None = None, where: str | None = None):
+        self.problem = message
+        self.source = source
+        self.where = where
+        parts = [p for p in (source, where) if p]
+        super().__init__(": ".join([*parts, message]))
+
+    def located(self, source: str | None = None, prefix: str | None = None) -> InputError:
+        """The same error with a file name and/or a path prefix added."""
+        where = self.where
+        if prefix:
+            where = f"{prefix}.{where}" if where else prefix
+        return InputError(self.problem, source=source or self.source, where=where)
+
+
+def _finite_positive(value: float, what: str, *, allow_zero: bool = False) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"must be a number, got {type(value).__name__}", where=what)
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        finite = False
+    if not finite:
+        raise InputError("must be a finite number of sensible size", where=what)
+    if value < 0 or (value == 0 and not allow_zero):
+        cmp = ">= 0" if allow_zero else "> 0"
+        raise InputError(f"must be {cmp}, got {value!r}", where=what)
+
+
+def _integer(value: int, what: str, lo: int, hi: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be an integer, got {type(value).__name__}", where=what)
+    if not lo <= value <= hi:
+        raise InputError(f"must be in [{lo}, {hi}], got {value}", where=what)
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Servers of identical GPUs and the links between them (spec section 1).
+
+    Parameters
+    ----------
+    gpus_per_server
+        ``O_s``: number of GPUs in each server.
+    bandwidth_intra
+        ``b_intra``, MB/s, between two GPUs of one server.
+    bandwidth_inter
+        ``b_inter``, MB/s, between servers.
+    gpu_speed
+        ``C``, MB/s, the rate at which a GPU reduces gradient data.
+    """
+
+    gpus_per_server: tuple[int, ...]
+    bandwidth_intra: float = 50_000.0
+    bandwidth_inter: float = 11_700.0
+    gpu_speed: float = 20_000.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus_per_server", tuple(self.gpus_per_server))
+        if not self.gpus_per_server:
+            raise InputError("must list at least one server", where="cluster.gpus_per_server")
+        if len(self.gpus_per_server) > MAX_SERVERS:
+            raise InputError(
+                f"at most {MAX_SERVERS} servers, got {len(self.gpus_per_server)}",
+                where="cluster.gpus_per_server",
+            )
+        for s, o in enumerate(self.gpus_per_server):
+            _integer(o, f"cluster.gpus_per_server[{s}]", 1, MAX_GPUS_PER_SERVER)
+        _finite_positive(self.bandwidth_intra, "cluster.bandwidth_intra")
+        _finite_positive(self.bandwidth_inter, "cluster.bandwidth_inter")
+        _finite_positive(self.gpu_speed, "cluster.gpu_speed")
+        if self.bandwidth_intra < self.bandwidth_inter:
+            raise InputError(
+                f"must be >= bandwidth_inter ({self.bandwidth_inter}); the model assumes "
+                "links inside a server are the faster ones",
+                where="cluster.bandwidth_intra",
+            )
+
+    @property
+    def num_servers(self) -> int:
+        return len(self.gpus_per_server)
+
+    @cached_property
+    def num_gpus(self) -> int:
+        return sum(self.gpus_per_server)
+
+    @cached_property
+    def offsets(self) -> tuple[int, ...]:
+        """Global index of GPU ``(s, 0)`` for each server ``s``."""
+        out, acc = [], 0
+        for o in self.gpus_per_server:
+            out.append(acc)
+            acc += o
+        return tuple(out)
+
+    @cached_property
+    def server_of_gpu(self) -> tuple[int, ...]:
+        """Server of each global GPU index."""
+        return tuple(s for s, o in enumerate(self.gpus_per_server) for _ in range(o))
+
+    def gpu_index(self, server: int, index: int) -> int:
+        """Global index of GPU ``(server, index)``."""
+        return self.offsets[server] + index
+
+    def gpu_pair(self, gpu: int) -> tuple[int, int]:
+        """``(server, index)`` of a global GPU index."""
+        s = self.server_of_gpu[gpu]
+        return s, gpu - self.offsets[s]
+
+    def min_servers_for(self, gpus: int) -> int:
+        """Fewest servers whose GPUs add up to at least ``gpus`` (0 if impossible)."""
+        acc = 0
+        for n, o in enumerate(sorted(self.gpus_per_server, reverse=True), start=1):
+            acc += o
+            if acc >= gpus:
+                return n
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpus_per_server": list(self.gpus_per_server),
+            "bandwidth_intra": self.bandwidth_intra,
+            "bandwidth_inter": self.bandwidth_inter,
+            "gpu_speed": self.gpu_speed,
+        }
+
+
+@dataclass(frozen=True)
+class CostParams:
+    """Parameters of the cost model (spec section 2).
+
+    Parameters
+    ----------
+    xi1
+        Contention scale of eq. 7, ``0 < xi1 <= 1``.
+    xi2
+        Overhead per server used, seconds per iteration, ``0 <= xi2 <= 1``.
+    alpha
+        Parameter of the degradation function ``f(alpha, k)``.
+    degradation
+        Name of a registered degradation function (``sjfbco.cost.DEGRADATIONS``).
+    slot_seconds
+        Length of one time slot, seconds.
+    time_model
+        ``"slotted"`` (the paper's: ``floor(1/tau)`` iterations per slot) or
+        ``"continuous"`` (rate ``1/tau``, exact event times).
+    """
+
+    xi1: float = 1.0
+    xi2: float = 0.01
+    alpha: float = 0.275
+    degradation: str = "linear"
+    slot_seconds: float = 4.0
+    time_model: TimeModel = "slotted"
+
+    def __post_init__(self) -> None:
+        _finite_positive(self.xi1, "cost.xi1")
+        if self.xi1 > 1:
+            raise InputError(f"must be in (0, 1], got {self.xi1}", where="cost.xi1")
+        _finite_positive(self.xi2, "cost.xi2", allow_zero=True)
+        if self.xi2 > 1:
+            raise InputError(f"must be in [0, 1], got {self.xi2}", where="cost.xi2")
+        _finite_positive(self.alpha, "cost.alpha", allow_zero=True)
+        _finite_positive(self.slot_seconds, "cost.slot_seconds")
+        if self.time_model not in TIME_MODELS:
+            raise InputError(
+                f"must be one of {', '.join(TIME_MODELS)}, got {self.time_model!r}",
+                where="cost.time_model",
+            )
+        from sjfbco.cost import DEGRADATIONS  # late import: cost imports problem
+
+        if self.degradation not in DEGRADATIONS:
+            raise InputError(
+                f"unknown degradation {self.degradation!r}; known: {', '.join(DEGRADATIONS)}",
+                where="cost.degradation",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Job:
+    """A ring-all-reduce training job (spec section 1).
+
+    Give either ``compute_seconds`` or all of ``forward_seconds_per_sample``,
+    ``batch_size`` and ``backward_seconds``; ``compute`` is the per-iteration
+    compute time in seconds either way
+    (``fwd_per_sample * batch + bwd``).
+
+    Parameters
+    ----------
+    id
+        Unique name.
+    gpus
+        ``G_j``: number of GPUs, one worker per GPU.
+    iterations
+        ``F_j``: iterations to run.
+    gradient_mb
+        ``m_j``: gradient exchanged per iteration, MB.
+    rho_hat
+        Optional estimate of the execution time, slots.
+    arrival
+        Earliest slot the job may start (0 for the offline batch).
+    """
+
+    id: str
+    gpus: int
+    iterations: int
+    gradient_mb: float
+    compute_seconds: float | None = None
+    forward_seconds_per_sample: float | None = None
+    batch_size: int | None = None
+    backward_seconds: float | None = None
+    model: str | None = None
+    rho_hat: float | None = None
+    arrival: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id:
+            raise InputError("must be a non-empty string", where="id")
+        _integer(self.gpus, "gpus", 1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
+        _integer(self.iterations, "iterations", 1, MAX_ITERATIONS)
+        _finite_positive(self.gradient_mb, "gradient_mb", allow_zero=True)
+        split = (self.forward_seconds_per_sample, self.batch_size, self.backward_seconds)
+        if self.compute_seconds is not None:
+            if any(v is not None for v in split):
+                raise InputError(
+                    "give compute_seconds or forward_seconds_per_sample/batch_size/"
+                    "backward_seconds, not both",
+                    where="compute_seconds",
+                )
+            _finite_positive(self.compute_seconds, "compute_seconds", allow_zero=True)
+        else:
+            names = ("forward_seconds_per_sample", "batch_size", "backward_seconds")
+            missing = [n for n, v in zip(names, split, strict=True) if v is None]
+            if missing:
+                raise InputError(
+                    "missing; give compute_seconds or all of " + ", ".join(names),
+                    where=missing[0],
+                )
+            fwd, batch, bwd = split
+            assert fwd is not None and batch is not None and bwd is not None
+            _finite_positive(fwd, "forward_seconds_per_sample", allow_zero=True)
+            _integer(batch, "batch_size", 1, 10**9)
+            _finite_positive(bwd, "backward_seconds", allow_zero=True)
+        if self.model is not None and not isinstance(self.model, str):
+            raise InputError("must be a string", where="model")
+        if self.rho_hat is not None:
+            _finite_positive(self.rho_hat, "rho_hat")
+        _integer(self.arrival, "arrival", 0, MAX_ITERATIONS)
+
+    @property
+    def compute(self) -> float:
+        """Compute time per iteration, seconds."""
+        if self.compute_seconds is not None:
+            return float(self.compute_seconds)
+        assert self.forward_seconds_per_sample is not None
+        assert self.batch_size is not None and self.backward_seconds is not None
+        return self.forward_seconds_per_sample * self.batch_size + self.backward_seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if v is None or (f.name == "arrival" and v == 0):
+                continue
+            out[f.name] = v
+        return out
+
+
+@dataclass(frozen=True)
+class ProblemData:
+    """One scheduling instance: a cluster, cost parameters and a batch of jobs.
+
+    Validated on construction: job ids are unique, every job fits in the cluster,
+    and (slotted time model) every job can do at least one iteration per slot on
+    its best placement without contention.
+    """
+
+    cluster: Cluster
+    jobs: tuple[Job, ...]
+    cost: CostParams = field(default_factory=CostParams)
+    name: str = "instance"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "jobs", tuple(self.jobs))
+        if not isinstance(self.name, str):
+            raise InputError("must be a string", where="name")
+        if len(self.jobs) > MAX_JOBS:
+            raise InputError(f"at most {MAX_JOBS} jobs, got {len(self.jobs)}", where="jobs")
+        seen: dict[str, int] = {}
+        n_gpus = self.cluster.num_gpus
+        from sjfbco.cost import best_iteration_time  # late import: cost imports problem
+
+        for j, job in enumerate(self.jobs):
+            where = f"jobs[{j}]"
+            if job.id in seen:
+                raise InputError(
+                    f"job id {job.id!r} is used twice (jobs[{seen[job.id]}] and {where})",
+                    where=f"{where}.id",
+                )
+            seen[job.id] = j
+            if job.gpus > n_gpus:
+                raise InputError(
+                    f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {n_gpus}",
+                    where=f"{where}.gpus",
+                )
+            if self.cost.time_model == "slotted":
+                tau = best_iteration_time(job, self.cluster, self.cost) / self.cost.slot_seconds
+                if tau > 1:
+                    raise InputError(
+                        f"job {job.id!r}: one iteration takes {tau:.3g} slots even alone on "
+                        "its best placement; the slotted model needs tau <= 1 slot "
+                        "(lengthen cost.slot_seconds)",
+                        where=f"{where}",
+                    )
+
+    @property
+    def num_jobs(self) -> int:
+        return len(self.jobs)
+
+    @cached_property
+    def job_index(self) -> dict[str, int]:
+        """Position of each job id."""
+        return {job.id: j for j, job in enumerate(self.jobs)}
+
+    @cached_property
+    def rates(self) -> RateCache:
+        """Memoised iteration rates for this instance (see :class:`sjfbco.cost.RateCache`)."""
+        from sjfbco.cost import RateCache
+
+        return RateCache(self)
+
+    def replace(self, **changes: Any) -> ProblemData:
+        """A copy with some fields changed (validated again)."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": INSTANCE_FORMAT,
+            "name": self.name,
+            "cluster": self.cluster.to_dict(),
+            "cost": self.cost.to_dict(),
+            "jobs": [job.to_dict() for job in self.jobs],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> ProblemData:
+        """Build from a parsed ``sjfbco-instance/1`` document.
+
+        Raises :class:`InputError` naming the field for any problem: wrong
+        format tag, unknown or missing fields, wrong types, bad values.
+        """
+        top = _expect_mapping(doc, None)
+        _check_keys(top, None, required={"format", "cluster", "jobs"},
+                    optional={"name", "cost"})
+        if top["format"] != INSTANCE_FORMAT:
+            raise InputError(
+                f"unsupported format {top['format']!r}; expected {INSTANCE_FORMAT!r}",
+                where="format",
+            )
+        cdoc = _expect_mapping(top["cluster"], "cluster")
+        _check_keys(cdoc, "cluster", required={"gpus_per_server"},
+                    optional={"bandwidth_intra", "bandwidth_inter", "gpu_speed"})
+        gps = cdoc["gpus_per_server"]
+        if not isinstance(gps, list):
+            raise InputError("must be a list of integers", where="cluster.gpus_per_server")
+        cluster = Cluster(**{**cdoc, "gpus_per_server": tuple(gps)})
+        cost_doc = _expect_mapping(top.get("cost", {}), "cost")
+        _check_keys(cost_doc, "cost", required=set(),
+                    optional={f.name for f in fields(CostParams)})
+        for key in ("degradation", "time_model"):
+            if key in cost_doc and not isinstance(cost_doc[key], str):
+                raise InputError("must be a string", where=f"cost.{key}")
+        cost = CostParams(**cost_doc)
+        jobs_doc = top["jobs"]
+        if not isinstance(jobs_doc, list):
+            raise InputError("must be a list of jobs", where="jobs")
+        job_fields = {f.name for f in fields(Job)}
+        jobs = []
+        for j, jd in enumerate(jobs_doc):
+            where = f"jobs[{j}]"
+            jd = _expect_mapping(jd, where)
+            _check_keys(jd, where, required={"id", "gpus", "iterations", "gradient_mb"},
+                        optional=job_fields)
+            try:
+                jobs.append(Job(**jd))
+            except InputError as err:
+                raise err.located(prefix=where) from None
+        name = top.get("name", "instance")
+        return cls(cluster=cluster, jobs=tuple(jobs), cost=cost, name=name)
+
+
+def _expect_mapping(value: Any, where: str | None) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"must be a JSON object, got {type(value).__name__}", where=where)
+    return value
+
+
+def _check_keys(doc: Mapping[str, Any], where: str | None, *, required: set[str],
+                optional: set[str]) -> None:
+    allowed = required | optional
+    for key in doc:
+        if key not in allowed:
+            raise InputError(
+                f"unknown field {key!r}; allowed: {', '.join(sorted(allowed))}", where=where
+            )
+    for key in sorted(required):
+        if key not in doc:
+            path = f"{where}.{key}" if where else key
+            raise InputError("missing required field", where=path)

@@ -1,0 +1,1 @@
+"""Imports every solver module so that each registers itself in ``SOLVERS``."""

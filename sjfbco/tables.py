@@ -1,0 +1,38 @@
+"""Plain aligned text tables for the CLI (no dependency)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """Short text for a table cell: integers as such, floats to ``digits`` significant."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.{digits}g}"
+    return str(value)
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """Rows as an aligned table: text left-aligned, numbers right-aligned."""
+    cells = [[fmt(r.get(c)) for c in columns] for r in rows]
+    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    numeric = [all(isinstance(r.get(c), int | float) or r.get(c) is None for r in rows)
+               for c in columns]
+
+    def line(vals: Sequence[str]) -> str:
+        out = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric,
+                                                                       strict=True)]
+        return "  ".join(out).rstrip()
+
+    head = line(list(columns))
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([head, rule, *(line(r) for r in cells)])

@@ -1,0 +1,76 @@
+"""Shared fixtures and hypothesis strategies."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTANCES = ROOT / "instances"
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+settings.register_profile("default", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture
+def example_path() -> Path:
+    return INSTANCES / "small" / "example.json"
+
+
+@st.composite
+def instances(draw: st.DrawFn, max_servers: int = 4, max_gpus: int = 4, max_jobs: int = 6,
+              time_model: str | None = None, max_iterations: int = 40) -> ProblemData:
+    """Tiny random instances whose tau stays <= 1 slot under any contention."""
+    caps = draw(st.lists(st.integers(1, max_gpus), min_size=1, max_size=max_servers))
+    n_gpus = sum(caps)
+    cost = CostParams(
+        xi1=draw(st.sampled_from([1.0, 0.5, 0.3])),
+        xi2=draw(st.sampled_from([0.0, 0.01, 0.05])),
+        alpha=draw(st.sampled_from([0.0, 0.275, 1.0])),
+        slot_seconds=2.5,
+        time_model=time_model or draw(st.sampled_from(["slotted", "continuous"])),
+    )
+    cluster = Cluster(tuple(caps), bandwidth_intra=5000.0, bandwidth_inter=1000.0,
+                      gpu_speed=20000.0)
+    n_jobs = draw(st.integers(1, max_jobs))
+    jobs = tuple(
+        Job(id=f"j{k}", gpus=draw(st.integers(1, n_gpus)),
+            iterations=draw(st.integers(1, max_iterations)),
+            gradient_mb=draw(st.sampled_from([0.0, 10.0, 50.0, 100.0])),
+            compute_seconds=draw(st.sampled_from([0.05, 0.2, 0.5])),
+            arrival=draw(st.sampled_from([0, 0, 0, 1, 3])))
+        for k in range(n_jobs)
+    )
+    return ProblemData(cluster, jobs, cost, name="random")
+
+
+@st.composite
+def schedules(draw: st.DrawFn, data: ProblemData, max_start: int = 6) -> Schedule:
+    """Random GPU sets, planned starts and (sometimes) ranks for ``data``."""
+    cl = data.cluster
+    all_gpus = [cl.gpu_pair(g) for g in range(cl.num_gpus)]
+    gpus = []
+    for job in data.jobs:
+        perm = draw(st.permutations(all_gpus))
+        gpus.append(tuple(perm[: job.gpus]))
+    start = [draw(st.integers(0, max_start)) for _ in data.jobs]
+    order = None
+    if draw(st.booleans()):
+        order = draw(st.permutations(range(data.num_jobs)))
+    return Schedule.build(gpus, start, order)
+
+
+@st.composite
+def instance_and_schedule(draw: st.DrawFn, **kw: object) -> tuple[ProblemData, Schedule]:
+    data = draw(instances(**kw))  # type: ignore[arg-type]
+    return data, draw(schedules(data))

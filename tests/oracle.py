@@ -1,0 +1,110 @@
+"""Slow, obvious implementations of the evaluator's rules: the oracles the fast one is tested on.
+
+They share only the cost model's ``iteration_time`` with the package (the cost
+model is pinned by hand-computed tests of its own) and nothing of its event
+machinery: no heaps, no caches, no incremental contention.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sjfbco.cost import effective_contention, iteration_time
+from sjfbco.problem import ProblemData
+from sjfbco.schedule import Schedule
+
+
+def _queues(data: ProblemData, schedule: Schedule) -> tuple[list[list[int]], list[list[int]]]:
+    cl = data.cluster
+    gpus = [[cl.gpu_index(s, i) for s, i in schedule.gpus[j]] for j in range(data.num_jobs)]
+    order = sorted(range(data.num_jobs),
+                   key=lambda j: (schedule.start[j], schedule.rank(j), j))
+    queue: list[list[int]] = [[] for _ in range(cl.num_gpus)]
+    for j in order:
+        for g in gpus[j]:
+            queue[g].append(j)
+    return gpus, queue
+
+
+def _tau_slots(data: ProblemData, j: int, servers: set[int], running: list[int],
+               servers_of: dict[int, set[int]]) -> float:
+    """tau of job j from scratch: eq. 6 by counting split jobs per server."""
+    p = 0
+    if len(servers) > 1:
+        p = max(sum(1 for q in running if len(servers_of[q]) > 1 and s in servers_of[q])
+                for s in servers)
+        assert effective_contention(p, data.cost) >= 1
+    return iteration_time(data.jobs[j], len(servers), p, data.cluster, data.cost) / \
+        data.cost.slot_seconds
+
+
+def _may_start(j: int, t: float, data: ProblemData, schedule: Schedule, gpus: list[list[int]],
+               queue: list[list[int]], ended: dict[int, float], eps: float = 0.0) -> bool:
+    if t + eps < max(schedule.start[j], data.jobs[j].arrival):
+        return False
+    for g in gpus[j]:
+        for q in queue[g]:
+            if q == j:
+                break
+            if q not in ended or ended[q] > t + eps:
+                return False
+    return True
+
+
+def slotted_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[int], list[int]]:
+    """Slot by slot: ends, then starts, then one slot of progress at current contention."""
+    n = data.num_jobs
+    gpus, queue = _queues(data, schedule)
+    servers_of = {j: {data.cluster.server_of_gpu[g] for g in gpus[j]} for j in range(n)}
+    start: dict[int, int] = {}
+    ended: dict[int, float] = {}
+    done = [0] * n
+    t = 0
+    while len(ended) < n:
+        for j in list(start):
+            if j not in ended and done[j] >= data.jobs[j].iterations:
+                ended[j] = t
+        for j in range(n):
+            if j not in start and _may_start(j, t, data, schedule, gpus, queue, ended):
+                start[j] = t
+        running = [j for j in start if j not in ended]
+        for j in running:
+            tau = _tau_slots(data, j, servers_of[j], running, servers_of)
+            assert tau <= 1
+            done[j] += math.floor(1 / tau + 1e-9)
+        t += 1
+        assert t < 10**6
+    return [start[j] for j in range(n)], [int(ended[j]) for j in range(n)]
+
+
+def continuous_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[float], list[float]]:
+    """Event to event, recomputing every rate from scratch at every event."""
+    n = data.num_jobs
+    eps = 1e-9
+    gpus, queue = _queues(data, schedule)
+    servers_of = {j: {data.cluster.server_of_gpu[g] for g in gpus[j]} for j in range(n)}
+    start: dict[int, float] = {}
+    ended: dict[int, float] = {}
+    left = [float(job.iterations) for job in data.jobs]
+    t = 0.0
+    while len(ended) < n:
+        for j in list(start):
+            if j not in ended and left[j] <= 1e-7 * data.jobs[j].iterations:
+                ended[j] = t
+        for j in range(n):
+            if j not in start and _may_start(j, t, data, schedule, gpus, queue, ended, eps):
+                start[j] = t
+        running = [j for j in start if j not in ended]
+        rates = {j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of)
+                 for j in running}
+        nxt = [t + left[j] / rates[j] for j in running]
+        nxt += [float(max(schedule.start[j], data.jobs[j].arrival)) for j in range(n)
+                if j not in start and max(schedule.start[j], data.jobs[j].arrival) > t + eps]
+        if not nxt:
+            assert len(ended) == n
+            break
+        t_next = min(nxt)
+        for j in running:
+            left[j] = max(0.0, left[j] - (t_next - t) * rates[j])
+        t = t_next
+    return [start[j] for j in range(n)], [ended[j] for j in range(n)]

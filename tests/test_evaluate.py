@@ -1,0 +1,139 @@
+"""The evaluator: hand-computed schedules and agreement with the slow oracles."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, ScheduleError, evaluate
+from sjfbco.evaluate import Simulator
+from tests.conftest import instance_and_schedule
+from tests.oracle import continuous_oracle, slotted_oracle
+
+# b_inter 10 MB/s, b_intra 100, C 50, xi2 0.01 s/server, alpha 0.5, slot 10 s.
+CL = Cluster((4, 4), bandwidth_intra=100.0, bandwidth_inter=10.0, gpu_speed=50.0)
+COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.5, slot_seconds=10.0)
+SPLIT_A = ((0, 0), (0, 1), (1, 0), (1, 1))
+SPLIT_B = ((0, 2), (0, 3), (1, 2), (1, 3))
+
+
+def job(name: str, iterations: int) -> Job:
+    return Job(name, gpus=4, iterations=iterations, gradient_mb=8.0, compute_seconds=0.2)
+
+
+def test_two_split_jobs_contend_then_one_speeds_up() -> None:
+    # Both split over servers 0 and 1: p = 2 -> tau = 3.34 s = 0.334 slots -> 2 it/slot.
+    # Alone: tau = 1.54 s -> 6 it/slot.
+    # a: 10 iterations, b: 40. Slots 0..4: both at 2/slot -> a done at boundary 5 (10 it),
+    # b has 10. Then b alone at 6/slot: 30 left -> 5 slots -> ends at 10.
+    data = ProblemData(CL, (job("a", 10), job("b", 40)), COST)
+    ev = evaluate(data, Schedule.build([SPLIT_A, SPLIT_B]))
+    assert ev.start == (0, 0)
+    assert ev.end == (5, 10)
+    assert ev.makespan == 10
+    assert ev.mean_jct == 7.5
+    # alone a would need ceil(10/6) = 2 slots, b ceil(40/6) = 7: (15 - 9) / 15 lost to contention
+    assert ev.contention_share == pytest.approx(6 / 15)
+    # utilisation: 4 GPUs x (5 + 10) slots over 8 GPUs x 10 slots
+    assert ev.utilisation == pytest.approx(60 / 80)
+
+
+def test_job_inside_one_server_is_not_slowed_by_split_jobs() -> None:
+    # c inside server 0: tau 0.45 s = 0.045 slots -> floor(22.2) = 22 it/slot; 44 it -> 2 slots.
+    # a split alone (c is not split, p = 1): 6 it/slot; 12 it -> 2 slots.
+    data = ProblemData(CL, (job("a", 12), job("c", 44)), COST)
+    sched = Schedule.build([((0, 0), (0, 1), (1, 0), (1, 1)), ((1, 2), (1, 3), (0, 2), (0, 3))])
+    # here c is split too: p = 2 -> 2 it/slot each. a: 12 / 2 = 6 slots. c has 12 done at 6,
+    # then 32 left alone at 6 it/slot -> ceil(5.33) = 6 more slots -> ends 12
+    assert evaluate(data, sched).end == (6, 12)
+    inside = Schedule.build([((0, 0), (0, 1), (1, 0), (1, 1)), ((1, 0), (1, 1), (1, 2), (1, 3))])
+    # c waits for a on (1,0),(1,1): a alone 12/6 = 2 slots; c starts at 2, ends 2 + 2 = 4
+    ev = evaluate(data, inside)
+    assert ev.start == (0, 2)
+    assert ev.end == (2, 4)
+
+
+def test_dispatch_order_uses_planned_start_then_order_then_position() -> None:
+    data = ProblemData(CL, (job("a", 6), job("b", 6)), COST)
+    # a and b inside server 0 on the same GPUs: alone 22 it/slot -> 1 slot each
+    same = ((0, 0), (0, 1), (0, 2), (0, 3))
+    assert evaluate(data, Schedule.build([same, same])).start == (0, 1)
+    assert evaluate(data, Schedule.build([same, same], order=[1, 0])).start == (1, 0)
+    assert evaluate(data, Schedule.build([same, same], start=[3, 0])).start == (3, 0)
+    # planned start is the earliest: b planned at 5 starts at 5 although GPUs free at 1
+    assert evaluate(data, Schedule.build([same, same], start=[0, 5])).start == (0, 5)
+
+
+def test_strict_mode_rejects_overlap_and_names_jobs_and_gpu() -> None:
+    data = ProblemData(CL, (job("a", 6), job("b", 6)), COST)
+    same = ((0, 0), (0, 1), (0, 2), (0, 3))
+    with pytest.raises(ScheduleError, match=r"'b'.*GPU \(0, 0\).*'a' holds until slot 1"):
+        evaluate(data, Schedule.build([same, same]), strict=True)
+    ok = evaluate(data, Schedule.build([same, same], start=[0, 1]), strict=True)
+    assert ok.start == (0, 1)
+
+
+def test_arrival_delays_a_job_and_jct_counts_from_arrival() -> None:
+    late = Job("late", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, arrival=3)
+    data = ProblemData(CL, (late,), COST)
+    ev = evaluate(data, Schedule.build([((0, 0),)]))
+    # tau 0.21 s = 0.021 slots -> 47 it/slot -> 1 slot; starts at 3, ends 4; JCT 1
+    assert (ev.start, ev.end, ev.mean_jct) == ((3,), (4,), 1.0)
+    with pytest.raises(ScheduleError, match="before its arrival"):
+        evaluate(data, Schedule.build([((0, 0),)]), strict=True)
+
+
+@pytest.mark.parametrize("bad, message", [
+    ([SPLIT_A[:3], SPLIT_B], "job 'a' is given 3 GPUs; it asks for 4"),
+    ([((0, 0), (0, 0), (1, 0), (1, 1)), SPLIT_B], r"job 'a' lists GPU \(0, 0\) twice"),
+    ([((0, 0), (0, 1), (1, 0), (1, 9)), SPLIT_B], r"GPU \(1, 9\) does not exist; server 1 has 4"),
+    ([((0, 0), (0, 1), (1, 0), (5, 0)), SPLIT_B], r"GPU \(5, 0\) does not exist; the cluster"),
+])
+def test_bad_schedules_name_the_job_and_gpu(bad: list, message: str) -> None:
+    data = ProblemData(CL, (job("a", 6), job("b", 6)), COST)
+    with pytest.raises(ScheduleError, match=message):
+        evaluate(data, Schedule.build(bad))
+
+
+def test_simulator_refuses_a_busy_gpu() -> None:
+    data = ProblemData(CL, (job("a", 6), job("b", 6)), COST)
+    sim = Simulator(data)
+    sim.start(0, [0, 1, 4, 5])
+    with pytest.raises(ScheduleError, match=r"GPU \(0, 1\): job 'a' holds it"):
+        sim.start(1, [1, 2, 3, 6])
+    assert sim.contention(0) == 1
+    assert sim.advance() == [0]
+    assert sim.now == 1  # 6 iterations at 6 per slot
+
+
+def _check_against_oracle(data: ProblemData, schedule: Schedule) -> None:
+    ev = evaluate(data, schedule)
+    if data.cost.time_model == "slotted":
+        start, end = slotted_oracle(data, schedule)
+        assert list(ev.start) == start
+        assert list(ev.end) == end
+    else:
+        start_c, end_c = continuous_oracle(data, schedule)
+        assert list(ev.start) == pytest.approx(start_c, rel=1e-6, abs=1e-6)
+        assert list(ev.end) == pytest.approx(end_c, rel=1e-6, abs=1e-6)
+    assert ev.makespan == max(ev.end)
+    # strict mode accepts exactly the schedules the oracle runs as planned
+    as_planned = all(s == max(p, job.arrival) == p for s, p, job in
+                     zip(ev.start, schedule.start, data.jobs, strict=True))
+    if as_planned:
+        assert evaluate(data, schedule, strict=True).end == ev.end
+    else:
+        with pytest.raises(ScheduleError, match="strict mode"):
+            evaluate(data, schedule, strict=True)
+
+
+@settings(max_examples=300)
+@given(instance_and_schedule(time_model="slotted"))
+def test_slotted_evaluator_matches_slot_by_slot_oracle(case: tuple) -> None:
+    _check_against_oracle(*case)
+
+
+@settings(max_examples=300)
+@given(instance_and_schedule(time_model="continuous"))
+def test_continuous_evaluator_matches_event_oracle(case: tuple) -> None:
+    _check_against_oracle(*case)
