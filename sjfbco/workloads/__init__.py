@@ -1,0 +1,1 @@
+"""Workloads: the measured model table, the paper's generator, trace readers."""
