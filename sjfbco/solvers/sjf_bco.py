@@ -67,13 +67,18 @@ class SJFBCOParams(ListParams):
 
 
 def kappa_candidates(data: ProblemData, params: SJFBCOParams) -> list[int]:
-    """The thresholds to try: the fixed one, the distinct job sizes, or ``1 .. max G``."""
+    """The thresholds to try: the fixed one, ``1 .. max G``, or one per distinct trial.
+
+    A trial depends on ``kappa`` only through the set of job sizes ``<= kappa``,
+    so ``kappa`` in ``1 .. max G`` yields one distinct trial per distinct size,
+    plus ``kappa = 1`` when no job has a single GPU (every job by LBSGF).
+    """
     if params.kappa is not None:
         return [params.kappa]
     sizes = sorted({job.gpus for job in data.jobs})
     if params.kappa_search == "all":
         return list(range(1, max(sizes, default=1) + 1))
-    return sizes
+    return sorted({1, *sizes})
 
 
 def sjf_bco_rule(data: ProblemData, placer: Placer, kappa: int, params: SJFBCOParams) -> Rule:
