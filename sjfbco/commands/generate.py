@@ -29,8 +29,9 @@ def add_parser(sub: Any) -> None:
                    help="number of jobs; the size mix is scaled by largest remainder "
                         "(default 160, the paper's exact mix)")
     p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                   help="cost constants (default paper: 100 Gb/s-class links, 4 s slots; "
-                        "10gbe: Wang et al.'s 10 GbE, 36 s slots)")
+                   help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
+                        "3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
+                        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)")
     p.add_argument("--slot-seconds", type=float, default=None,
                    help="override the preset's slot length, seconds")
     p.add_argument("--time-model", choices=TIME_MODELS, default=None,
