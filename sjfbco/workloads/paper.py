@@ -152,8 +152,8 @@ def draw_servers(servers: int, rng: random.Random, needs: int) -> tuple[int, ...
 
     The whole server list is redrawn until its total reaches ``needs`` (the
     largest job), so the result is uniform among the clusters that can run
-    every job. This only ever redraws for one or two servers (three servers
-    hold at least 12 GPUs, four at least 16...; 10 servers always hold 40).
+    every job. With a 32-GPU job this can only happen for at most 7 servers
+    (8 servers hold at least 32 GPUs).
     """
     if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
         raise ValueError(f"servers must be a positive integer, got {servers!r}")
@@ -256,7 +256,6 @@ def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> flo
     for model in models:
         for g in SIZE_MIX_160:
             job = Job(id="probe", gpus=g, iterations=1, **model.job_fields())
-            n = g
-            contention = max(SERVER_SIZES) if n > 1 else 0
-            worst = max(worst, iteration_time(job, n, contention, cluster, cost))
+            contention = max(SERVER_SIZES) if g > 1 else 0  # on g servers, one GPU each
+            worst = max(worst, iteration_time(job, g, contention, cluster, cost))
     return worst
