@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -61,9 +60,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_instance(data, args.output)
         return 0
-    try:
-        sys.stdout.write(json.dumps(data.to_dict(), indent=1, allow_nan=False) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. `sjfbco generate paper | head`: not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.stdout.write(json.dumps(data.to_dict(), indent=1, allow_nan=False) + "\n")
+    sys.stdout.flush()  # a closed pipe is handled once, in sjfbco.cli.main
     return 0
