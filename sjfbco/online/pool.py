@@ -83,3 +83,14 @@ class FreePool:
             s = min((s for s in range(len(self._free)) if self._free[s]),
                     key=lambda s: (-len(self._free[s]), s))
         return self._pop(s, 1)[0]
+
+    def take_exact(self, gpus: Iterable[int]) -> bool:
+        """Take exactly these GPUs if all are free (``True``), else take nothing (``False``)."""
+        server_of = self.cluster.server_of_gpu
+        wanted = list(gpus)
+        if any(g not in self._free[server_of[g]] for g in wanted):
+            return False
+        for g in wanted:
+            self._free[server_of[g]].remove(g)
+        self._count -= len(wanted)
+        return True
