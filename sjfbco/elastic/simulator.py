@@ -131,9 +131,9 @@ def simulate_elastic(sizes: Sequence[float], n: int, curves: Speedup | Sequence[
     metrics["total_flow"] = math.fsum(e - a for e, a in zip(end, arr, strict=True))
     metrics["utilisation"] = used / (n * metrics["makespan"]) if metrics["makespan"] else 0.0
     bound = None
-    if all(isinstance(c, PowerLaw) and c.p == curves[0].p for c in curves):
-        assert isinstance(curves[0], PowerLaw)
-        bound = optimal_makespan(sizes, n, curves[0].p, arr)
+    powers = {c.p for c in curves if isinstance(c, PowerLaw)}
+    if len(powers) == 1 and all(isinstance(c, PowerLaw) for c in curves):
+        bound = optimal_makespan(sizes, n, powers.pop(), arr)
     return ElasticResult(policy, objective, mode, p, tuple(arr), tuple(first), tuple(end),
                          metrics, bound, tuple(log))
 

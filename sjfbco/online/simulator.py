@@ -68,6 +68,8 @@ class OnlineResult:
         metrics = self.__dict__.get("metrics", {})
         if name in metrics:
             return metrics[name]
+        if name in METRIC_NAMES:  # after a deadlock
+            return None
         raise AttributeError(name)
 
     def to_dict(self, jobs: bool = False) -> dict[str, Any]:
@@ -173,11 +175,10 @@ def _grab(order: list[int], pool: FreePool, held: dict[int, list[int]],
     active = [j for j in order if need[j] > 0]
     while active and pool.count() > 0:
         for j in active:
-            gs = held.setdefault(j, [])
-            g = pool.take_one(Counter(server_of[x] for x in gs))
+            g = pool.take_one(Counter(server_of[x] for x in held.get(j, ())))
             if g is None:
                 break
-            gs.append(g)
+            held.setdefault(j, []).append(g)
             need[j] -= 1
         active = [j for j in active if need[j] > 0]
     done = [j for j in order if need[j] == 0 and j in held]
