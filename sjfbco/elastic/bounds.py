@@ -19,8 +19,10 @@ def optimal_makespan(sizes: Sequence[float], n: int, p: float,
     arr = [0.0] * len(sizes) if arrivals is None else list(arrivals)
     best = 0.0
     for a in sorted(set(arr)):
-        work = math.fsum(x ** (1.0 / p) for x, t in zip(sizes, arr, strict=True) if t >= a)
-        best = max(best, a + work**p / n**p)
+        xs = [x for x, t in zip(sizes, arr, strict=True) if t >= a]
+        top = max(xs)  # scaled by the largest size: x^(1/p) overflows for small p
+        work = math.fsum((x / top) ** (1.0 / p) for x in xs)
+        best = max(best, a + top * (work / n) ** p)
     return best
 
 

@@ -106,7 +106,8 @@ def srpt(a: Active) -> list[float]:
 def constant_share(a: Active) -> list[float]:
     if a.p <= 0:
         return equi(a)
-    w = [r ** (1.0 / a.p) for r in a.remaining]
+    top = max(a.remaining)  # scaled: r^(1/p) overflows for small p
+    w = [(r / top) ** (1.0 / a.p) for r in a.remaining]
     total = math.fsum(w)
     return [a.n * x / total for x in w]
 
