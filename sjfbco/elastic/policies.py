@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sjfbco.elastic.speedup import Speedup
 
@@ -112,8 +113,28 @@ def constant_share(a: Active) -> list[float]:
     return [a.n * x / total for x in w]
 
 
+@lru_cache(maxsize=1024)
+def curve_table(curve: Speedup, n: int) -> tuple[float, ...]:
+    """``s(0), s(1), .., s(n)`` (cached per curve: the policies look them up often)."""
+    return tuple(curve(k) for k in range(n + 1))
+
+
+@lru_cache(maxsize=1024)
+def _hell_best(curve: Speedup, n: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """For ``left = 1..n``: the ``k <= left`` maximising ``s(k)^2 / k``, and that value."""
+    tab = curve_table(curve, n)
+    ks, vals, best_k, best = [], [], 1, -math.inf
+    for k in range(1, n + 1):
+        v = tab[k] * tab[k] / k
+        if v > best + 1e-15:
+            best_k, best = k, v
+        ks.append(best_k)
+        vals.append(best)
+    return tuple(ks), tuple(vals)
+
+
 def _time(a: Active, i: int, k: int) -> float:
-    s = a.curves[i](k)
+    s = curve_table(a.curves[i], a.n)[min(k, a.n)]
     return a.remaining[i] / s if s > 0 else math.inf
 
 
@@ -130,27 +151,26 @@ def _leftovers(a: Active, alloc: list[int], left: int) -> None:
 def hell(a: Active) -> list[float]:
     alloc = [0] * len(a.jobs)
     left = a.n
-    while left > 0 and 0 in alloc:
-        best, best_score = (-1, 0), -math.inf
-        for i in range(len(alloc)):
-            if alloc[i]:
-                continue
-            for k in range(1, left + 1):
-                s = a.curves[i](k)
-                score = (s / k) * s / a.remaining[i]
-                if score > best_score + 1e-15:
-                    best, best_score = (i, k), score
-        alloc[best[0]] = best[1]
-        left -= best[1]
+    best_of = [_hell_best(c, a.n) for c in a.curves]
+    todo = set(range(len(alloc)))
+    while left > 0 and todo:
+        # score (s(k)/k) / (r / s(k)) = s(k)^2 / (k r): the best k <= left is curve-only
+        i = max(todo, key=lambda i: (best_of[i][1][left - 1] / a.remaining[i], -i))
+        k = best_of[i][0][left - 1]
+        alloc[i] = k
+        left -= k
+        todo.discard(i)
     _leftovers(a, alloc, left)
     return [float(k) for k in alloc]
 
 
+@lru_cache(maxsize=1024)
 def knee_of(curve: Speedup, n: int, threshold: float) -> int:
     """Largest ``k <= n`` with ``1 - s(k-1)/s(k) >= threshold`` (at least 1)."""
+    tab = curve_table(curve, n)
     knee = 1
     for k in range(2, n + 1):
-        if 1 - curve(k - 1) / curve(k) >= threshold:
+        if 1 - tab[k - 1] / tab[k] >= threshold:
             knee = k
     return knee
 
