@@ -6,22 +6,22 @@ import argparse
 import json
 from typing import Any
 
-ELASTIC_POLICIES = ("hesrpt", "equi", "srpt", "hell", "knee", "constant-share")
-
 
 def add_parser(sub: Any) -> None:
+    from sjfbco.elastic.simulator import MODES, OBJECTIVES, POLICIES
+
     p = sub.add_parser("elastic", help="run the jobs as malleable jobs under heSRPT and friends",
                        description="Treat each job as malleable (any number of GPUs, speedup "
                                    "curve s(k)) and re-allocate the GPUs at every arrival and "
                                    "completion.")
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    p.add_argument("--policy", default="hesrpt", choices=ELASTIC_POLICIES)
-    p.add_argument("--objective", default="flow", choices=("flow", "slowdown"),
+    p.add_argument("--policy", default="hesrpt", choices=POLICIES)
+    p.add_argument("--objective", default="flow", choices=OBJECTIVES,
                    help="heSRPT variant: mean flow time or mean slowdown")
     p.add_argument("--speedup", default="power:0.7",
                    help="power:P (s(k)=k^P), model (from the RAR cost model, per job) or "
                         "table:S1,S2,... (s(1), s(2), ...); default power:0.7")
-    p.add_argument("--mode", default="continuous", choices=("continuous", "integer"),
+    p.add_argument("--mode", default="continuous", choices=MODES,
                    help="fractional GPU shares, or integer GPUs by largest remainder")
     p.add_argument("--knee-threshold", type=float, default=0.05,
                    help="knee: least fraction of run time one more GPU must save")

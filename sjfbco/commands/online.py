@@ -6,18 +6,18 @@ import argparse
 import json
 from typing import Any
 
-ONLINE_POLICIES = ("fcfs-gang", "smallest-need-first", "easy-backfill", "sjf-bco-online")
-
 
 def add_parser(sub: Any) -> None:
+    from sjfbco.online.simulator import ADMISSIONS, POLICIES
+
     p = sub.add_parser("online", help="simulate jobs arriving over time under an online policy",
                        description="Replay an instance online: each job appears at its "
                                    "'arrival' slot and the policy acts at every arrival and "
                                    "completion. A deadlock (partial admission) is reported, "
                                    "with the jobs involved, as status 'deadlock'.")
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    p.add_argument("--policy", default="fcfs-gang", choices=ONLINE_POLICIES)
-    p.add_argument("--admission", default="gang", choices=("gang", "partial"),
+    p.add_argument("--policy", default="fcfs-gang", choices=POLICIES)
+    p.add_argument("--admission", default="gang", choices=ADMISSIONS,
                    help="gang: start a job when all its GPUs are free (default); partial: "
                         "workers take GPUs as they free up and wait for the rest")
     p.add_argument("--jobs", action="store_true", help="also list per-job start/end slots")

@@ -34,7 +34,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from sjfbco.cost import min_run_time
 from sjfbco.evaluate import Simulator
@@ -84,6 +84,10 @@ class Policy(ABC):
     def wakeup(self) -> float | None:
         """A time (slots) at which the policy wants to act again, besides events."""
         return None
+
+    def stats(self) -> dict[str, Any]:
+        """Policy-specific figures for the result (e.g. number of re-plans)."""
+        return {}
 
 
 class FcfsGang(Policy):

@@ -113,3 +113,6 @@ class SjfBcoOnline(Policy):
 
     def wakeup(self) -> float | None:
         return self._wake
+
+    def stats(self) -> dict[str, Any]:
+        return {"replans": self.replans}

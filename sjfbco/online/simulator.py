@@ -63,6 +63,7 @@ class OnlineResult:
     metrics: dict[str, float] = field(default_factory=dict)
     deadlocked: tuple[str, ...] = ()
     deadlock_time: float | None = None
+    stats: dict[str, Any] = field(default_factory=dict)
 
     def __getattr__(self, name: str) -> Any:
         metrics = self.__dict__.get("metrics", {})
@@ -79,6 +80,7 @@ class OnlineResult:
             "jobs_done": sum(e is not None for e in self.end), "num_jobs": len(self.job_ids),
             **{k: _num(self.metrics[k]) if k in self.metrics else None for k in METRIC_NAMES},
             "held_idle_gpu_slots": self.held_idle_gpu_slots,
+            **self.stats,
         }
         if self.status == "deadlock":
             out["deadlocked"] = list(self.deadlocked)
@@ -195,9 +197,9 @@ def _result(data: ProblemData, pol: Policy, admission: str, sim: Simulator, idle
     if deadlock is not None:
         return OnlineResult(pol.name, admission, "deadlock", ids, arrival, start, end, idle,
                             deadlocked=tuple(jobs[j].id for j in deadlock),
-                            deadlock_time=sim.now)
+                            deadlock_time=sim.now, stats=pol.stats())
     ev = summarise(data, sim)
     metrics = job_metrics(arrival, ev.start, ev.end, [min_run_time(job, data) for job in jobs])
     metrics["utilisation"] = ev.utilisation
     return OnlineResult(pol.name, admission, "completed", ids, arrival, start, end, idle,
-                        metrics=metrics)
+                        metrics=metrics, stats=pol.stats())
