@@ -7,7 +7,8 @@ Run: ``PYTHONPATH=. python benchmarks/bench_online.py [--start 2017-10-09] [--ho
    matching the trace duration alone, 60 s slots) on 16 servers x 8 GPUs,
    through ``fcfs-gang``, ``smallest-need-first``, ``easy-backfill`` and
    ``sjf-bco-online``: makespan, mean and p95 JCT, mean wait, mean slowdown
-   (slots), GPU utilisation, and the simulation's wall time.
+   (slots), GPU utilisation, and the simulation's wall time. Then the same
+   for an overloaded slice (8 h of 2017-11-01 on 4 x 8 GPUs).
 2. Gang versus partial admission over several Philly-derived workloads (days
    x cluster sizes): status (a deadlock lists how many jobs hold GPUs),
    mean JCT, GPU-slots held idle by incomplete groups and their share of the
@@ -74,6 +75,8 @@ def main() -> None:
     ap.add_argument("--servers", type=int, default=16)
     args = ap.parse_args()
     policies_table(args.start, args.hours, args.servers)
+    print()
+    policies_table("2017-11-01", 8, 4)  # an overloaded slice: 32 GPUs
     print()
     print("Gang versus partial admission (held_idle: GPU-slots held by incomplete groups; "
           "idle_share: over GPUs x makespan, or x deadlock time)")

@@ -219,3 +219,16 @@ def test_cli_online_bad_admission_for_policy(capsys: pytest.CaptureFixture[str])
 
 def test_policy_names() -> None:
     assert POLICIES == ("fcfs-gang", "smallest-need-first", "easy-backfill", "sjf-bco-online")
+
+
+def test_sjf_bco_online_replan_option() -> None:
+    from sjfbco.online.replan import SjfBcoOnline
+
+    with pytest.raises(ValueError, match="replan"):
+        SjfBcoOnline(replan="never")
+    pol = SjfBcoOnline(replan="events")
+    r = run_online(hol_instance(), pol)
+    assert r.status == "completed"
+    # arrivals at 0, 1, 2 (3 re-plans) plus completions with jobs waiting
+    assert r.stats["replans"] >= 3
+    assert run_online(hol_instance(), "sjf-bco-online").stats["replans"] == 3

@@ -71,12 +71,19 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
 
 
 class SjfBcoOnline(Policy):
-    """Re-plan waiting jobs with SJF-BCO at arrivals; dispatch the plan in between."""
+    """Re-plan waiting jobs with SJF-BCO at arrivals; dispatch the plan in between.
+
+    ``replan="events"`` re-plans at every event with waiting jobs (arrivals and
+    completions) instead; ``params`` go to :class:`~sjfbco.solvers.sjf_bco.SJFBCOParams`.
+    """
 
     name = "sjf-bco-online"
     partial_ok = False
 
-    def __init__(self, **params: Any):
+    def __init__(self, replan: str = "arrivals", **params: Any):
+        if replan not in ("arrivals", "events"):
+            raise ValueError(f"replan must be 'arrivals' or 'events', got {replan!r}")
+        self.replan = replan
         self.params = params
         self.plan: dict[int, tuple[tuple[int, ...], int, int]] = {}
         self.plan_time = 0.0
@@ -84,7 +91,7 @@ class SjfBcoOnline(Policy):
         self._wake: float | None = None
 
     def select(self, view: View, pool: FreePool) -> list[Start]:
-        if view.arrived:
+        if view.arrived or (self.replan == "events" and view.waiting):
             sim, now = view.sim, view.now
             loads = [0.0] * view.data.cluster.num_gpus
             for r in sim.running:
