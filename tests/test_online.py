@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate, so
 from sjfbco.cli import main
 from sjfbco.files import read_instance
 from sjfbco.online import POLICIES, FreePool, percentile, run_online
-from tests.conftest import INSTANCES, instances
+from tests.conftest import INSTANCES, SHARED_DATA, instances
 
 DEADLOCK = INSTANCES / "small" / "deadlock.json"
 HAS_SJF_BCO = importlib.util.find_spec("sjfbco.solvers.sjf_bco") is not None
@@ -232,3 +233,49 @@ def test_sjf_bco_online_replan_option() -> None:
     # arrivals at 0, 1, 2 (3 re-plans) plus completions with jobs waiting
     assert r.stats["replans"] >= 3
     assert run_online(hol_instance(), "sjf-bco-online").stats["replans"] == 3
+
+
+@settings(max_examples=25)
+@given(instances(), st.sampled_from(POLICIES))
+def test_every_policy_completes_after_arrivals(data: ProblemData, policy: str) -> None:
+    """Both time models, arrivals: every job ends, never starts before it arrives."""
+    r = run_online(data, policy)
+    assert r.status == "completed"
+    for s, e, a in zip(r.start, r.end, r.arrival, strict=True):
+        assert s is not None and e is not None and a <= s < e
+    assert 0 < r.utilisation <= 1 + 1e-9
+    assert r.mean_slowdown >= 1 - 1e-9  # nothing beats running alone on the best placement
+
+
+def test_philly_workload_rules(tmp_path: Path) -> None:
+    from sjfbco.cost import best_iteration_time
+    from sjfbco.online.philly import philly_workload
+
+    csv = tmp_path / "philly.csv"
+    csv.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
+                   "2017-10-09 00:00:30,600.0,1,600.0,x\n"   # kept, arrival slot 0
+                   "2017-10-09 00:02:10,1200.0,4,4800.0,x\n"  # kept, arrival slot 2
+                   "2017-10-09 00:03:00,600.0,3,1800.0,x\n"   # 3 GPUs: dropped
+                   "2017-10-09 00:04:00,100000.0,1,1.0,x\n"   # > 24 h: dropped
+                   "2017-10-10 00:00:00,600.0,1,600.0,x\n")   # outside the window
+    data, stats = philly_workload(csv, start="2017-10-09", hours=24, num_servers=2)
+    assert stats == {"in_window": 4, "dropped_gpus": 1, "dropped_duration": 1, "jobs": 2}
+    assert [j.arrival for j in data.jobs] == [0, 2]
+    assert [j.gpus for j in data.jobs] == [1, 4]
+    for job, dur in zip(data.jobs, (600.0, 1200.0), strict=True):
+        tau = best_iteration_time(job, data.cluster, data.cost)
+        assert job.iterations == max(1, round(dur / tau))
+    again, _ = philly_workload(csv, start="2017-10-09", num_servers=2)
+    assert again == data  # seeded
+
+
+def test_philly_day_runs(tmp_path: Path) -> None:
+    from sjfbco.online.philly import philly_workload
+
+    trace = SHARED_DATA / "philly" / "philly.csv"
+    if not trace.exists():
+        pytest.skip("Philly trace not available")
+    data, stats = philly_workload(trace, start="2017-10-09", hours=2)
+    assert stats["jobs"] == data.num_jobs == 145
+    fcfs = run_online(data, "fcfs-gang")
+    assert fcfs.status == "completed" and fcfs.makespan >= max(j.arrival for j in data.jobs)
