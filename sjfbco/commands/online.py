@@ -20,6 +20,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--admission", default="gang", choices=ADMISSIONS,
                    help="gang: start a job when all its GPUs are free (default); partial: "
                         "workers take GPUs as they free up and wait for the rest")
+    p.add_argument("--replan", default="arrivals", choices=("arrivals", "events"),
+                   help="sjf-bco-online: re-plan when jobs arrive (default; equals offline "
+                        "SJF-BCO when all arrive at 0) or at every event")
     p.add_argument("--jobs", action="store_true", help="also list per-job start/end slots")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(run=run)
@@ -31,7 +34,12 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.tables import format_table
 
     data = read_instance(args.instance)
-    result = run_online(data, args.policy, admission=args.admission)
+    policy: Any = args.policy
+    if policy == "sjf-bco-online":
+        from sjfbco.online.replan import SjfBcoOnline
+
+        policy = SjfBcoOnline(replan=args.replan)
+    result = run_online(data, policy, admission=args.admission)
     doc = result.to_dict(jobs=args.jobs)
     if args.json:
         print(json.dumps(doc))
