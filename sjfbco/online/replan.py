@@ -40,8 +40,6 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
 
     Returns, per job, ``(global GPUs, planned start, rank)``.
     """
-    import numpy as np
-
     from sjfbco.params import make_params
     from sjfbco.solvers.placement import default_horizon, estimates
     from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco
@@ -54,13 +52,13 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
                           data.cost, name=f"{data.name}-waiting")
     initial = None
     if any(loads):
-        initial = np.asarray(loads, dtype=float)
+        initial = loads
         if params.get("horizon") is None:
             # sjf_bco's default horizon ceil(sum rho_hat / u) ignores initial_load: with
             # busy GPUs no theta <= T might fit, so widen T by the largest initial load
             base = make_params(SJFBCOParams, params)
             inc = estimates(sub, base.estimate) / base.u
-            params = {**params, "horizon": default_horizon(inc) + math.ceil(initial.max())}
+            params = {**params, "horizon": default_horizon(inc) + math.ceil(max(loads))}
     sol = sjf_bco(sub, make_params(SJFBCOParams, params), initial_load=initial)
     sched = sol.schedule
     if sched is None:  # pragma: no cover - SJF-BCO always finds theta = T feasible
