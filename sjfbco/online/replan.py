@@ -25,7 +25,6 @@ gives the offline ``solve(data, "sjf-bco")`` makespan (tested).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -41,7 +40,6 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
     Returns, per job, ``(global GPUs, planned start, rank)``.
     """
     from sjfbco.params import make_params
-    from sjfbco.solvers.placement import default_horizon, estimates
     from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco
 
     jobs = sorted(jobs)
@@ -50,15 +48,8 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
     else:
         sub = ProblemData(data.cluster, tuple(replace(data.jobs[j], arrival=0) for j in jobs),
                           data.cost, name=f"{data.name}-waiting")
-    initial = None
-    if any(loads):
-        initial = loads
-        if params.get("horizon") is None:
-            # sjf_bco's default horizon ceil(sum rho_hat / u) ignores initial_load: with
-            # busy GPUs no theta <= T might fit, so widen T by the largest initial load
-            base = make_params(SJFBCOParams, params)
-            inc = estimates(sub, base.estimate) / base.u
-            params = {**params, "horizon": default_horizon(inc) + math.ceil(max(loads))}
+    # the default horizon counts the largest initial load, so theta = T always fits
+    initial = loads if any(loads) else None
     sol = sjf_bco(sub, make_params(SJFBCOParams, params), initial_load=initial)
     sched = sol.schedule
     if sched is None:  # pragma: no cover - SJF-BCO always finds theta = T feasible
