@@ -158,42 +158,43 @@ def test_largest_job_always_fits() -> None:
 
 # --- calibration claims (docs/workload.md) ------------------------------------------------
 
-@pytest.fixture(scope="module")
-def paper_cal() -> Calibration:
-    return calibrate([paper_instance(s, seed) for s in CLAIM_SERVERS for seed in CLAIM_SEEDS])
-
-
-@pytest.fixture(scope="module")
-def gbe_cal() -> Calibration:
-    return calibrate([paper_instance(s, seed, preset="10gbe")
+def _calibrate(preset: str) -> Calibration:
+    return calibrate([paper_instance(s, seed, preset=preset)
                       for s in CLAIM_SERVERS for seed in CLAIM_SEEDS])
 
 
+@pytest.fixture(scope="module")
+def paper_cal() -> Calibration:
+    return _calibrate("paper")
+
+
 def test_paper_tau(paper_cal: Calibration) -> None:
-    # every job that fits in one server: tau in [0.01, 0.05] slots (measured 0.022 .. 0.041)
-    assert paper_cal.tau_best_one_server.inside == 1.0
-    assert paper_cal.tau_best_one_server.lo >= 0.022
-    assert paper_cal.tau_best_one_server.hi <= 0.0411
-    # split over two servers, contention-free: at most 0.0557 slots (split VGG-16)
-    assert paper_cal.tau_split.hi <= 0.0557
-    assert paper_cal.tau_split.inside >= 0.90
+    # every job, best placement and split over two servers, contention-free:
+    # tau in [0.01, 0.05] slots (measured 0.024 .. 0.0488)
+    assert paper_cal.tau_best.inside == 1.0
+    assert paper_cal.tau_split.inside == 1.0
+    assert paper_cal.tau_best.lo >= 0.024
+    assert max(paper_cal.tau_best.hi, paper_cal.tau_split.hi) <= 0.0489
 
 
-def test_paper_tau_stays_within_one_slot_at_any_contention(paper_cal: Calibration) -> None:
-    assert paper_cal.tau_worst.hi <= 1.0
+def test_tau_stays_within_one_slot_at_any_contention(paper_cal: Calibration) -> None:
+    assert paper_cal.tau_worst.hi <= 0.57
     # the bound behind it: VGG-16 on 32 GPUs over 32 servers at p = 32, by hand:
-    # m (w-1)/w = 526.4 * 31/32 = 509.95 MB; f = 32 + 0.275 * 31 = 40.525
-    # 2 * 509.95 * 40.525 / 11700 = 3.5326; + 509.95/20000 = 0.0255; + 0.32; + 0.09 = 3.968 s
-    assert min_safe_slot("paper") == pytest.approx(3.968, abs=1e-3)
-    assert min_safe_slot("paper") <= PRESETS["paper"].slot_seconds
-    # 10 GbE: 2 * 509.95 * 40.525 / 1170 = 35.326 s + 0.4355 = 35.76 s <= 36 s
-    assert min_safe_slot("10gbe") == pytest.approx(35.76, abs=1e-2)
-    assert min_safe_slot("10gbe") <= PRESETS["10gbe"].slot_seconds
+    # m (w-1)/w = 526.4 * 31/32 = 509.95 MB; f = 32 + 0.275 * 31 = 40.525;
+    # reduce 509.95 / 20000 = 0.0255 s; compute 0.09 s
+    # paper: 2 * 509.95 * 40.525 / 23400 = 1.7663; + 0.0255 + 32 * 0.005 + 0.09 = 2.0418 s
+    assert min_safe_slot("paper") == pytest.approx(2.0418, abs=1e-3)
+    # prototype: 2 * 509.95 * 40.525 / 11700 = 3.5326; + 0.0255 + 0.32 + 0.09 = 3.968 s
+    assert min_safe_slot("prototype") == pytest.approx(3.968, abs=1e-3)
+    # 10 GbE: 2 * 509.95 * 40.525 / 1170 = 35.326; + 0.0255 + 0.16 + 0.09 = 35.60 s
+    assert min_safe_slot("10gbe") == pytest.approx(35.60, abs=1e-2)
+    for preset in PRESETS.values():
+        assert min_safe_slot(preset) <= preset.slot_seconds
 
 
 def test_paper_rho(paper_cal: Calibration) -> None:
-    # >= 85% of all jobs, >= 80% on every instance, with rho_min in [50, 300]; none above
-    assert paper_cal.rho_min.inside >= 0.85
+    # >= 88% of all jobs, >= 80% on every instance, with rho_min in [50, 300]; none above
+    assert paper_cal.rho_min.inside >= 0.88
     assert paper_cal.rho_inside_worst_instance >= 0.80
     assert paper_cal.rho_min.hi <= 300
     # the shortfall is all below 50 (fast models with few iterations)
@@ -202,21 +203,32 @@ def test_paper_rho(paper_cal: Calibration) -> None:
 
 def test_paper_shares(paper_cal: Calibration) -> None:
     lv = paper_cal.levels
-    # narrow reading (contention slow-down + xi2 overhead), every instance:
-    assert lv[0].narrow_worst <= 0.15  # best placements: 8.5%
-    assert lv[1].narrow_worst <= 0.15  # every multi-GPU job split, contention-free: 11.2%
-    assert lv[2].narrow > 0.15  # at p = 2 the condition fails (20.8%): documented
-    # broad reading (all communication too), pooled over all instances, best placements
-    assert lv[0].broad <= 0.15
-    assert lv[1].broad > 0.15
+    # narrow reading (contention slow-down + xi2 overhead), on every instance, holds on
+    # best placements (4.4%) and with every multi-GPU job split at p = 1 (6.3%) or p = 2
+    # (13.8%); it fails from p = 3 (17.6% pooled): documented
+    assert max(lv[0].narrow_worst, lv[1].narrow_worst, lv[2].narrow_worst) <= 0.15
+    assert lv[3].narrow > 0.15
+    # broad reading (all communication too): best placements, every instance (12.1%)
+    assert lv[0].broad_worst <= 0.15
+    assert lv[2].broad > 0.15
 
 
-def test_10gbe_breaks_the_conditions(gbe_cal: Calibration) -> None:
-    assert gbe_cal.tau_worst.hi <= 1.0  # but safe: the 36 s slot
-    assert gbe_cal.tau_best_one_server.hi < 0.01  # tau far below the range
-    assert gbe_cal.rho_min.inside < 0.01  # almost every rho_min below the range
-    assert gbe_cal.rho_min.hi < 80
-    assert gbe_cal.levels[1].broad > 0.5  # a split job mostly communicates
+def test_prototype_preset() -> None:
+    cal = _calibrate("prototype")
+    # spec section 7's starting point: tau of jobs inside one server in [0.022, 0.041]
+    assert cal.tau_best_one_server.lo >= 0.022 and cal.tau_best_one_server.hi <= 0.0411
+    # but split VGG-16 jobs exceed 0.05 slots, and contention at p = 2 passes 15%
+    assert cal.tau_split.hi > 0.055
+    assert cal.levels[2].narrow > 0.15
+
+
+def test_10gbe_breaks_the_conditions() -> None:
+    cal = _calibrate("10gbe")
+    assert cal.tau_worst.hi <= 1.0  # safe: the 36 s slot
+    assert cal.tau_best_one_server.hi < 0.01  # tau far below the range
+    assert cal.rho_min.inside < 0.01  # almost every rho_min below the range
+    assert cal.rho_min.hi < 80
+    assert cal.levels[1].broad > 0.5  # a split job mostly communicates
 
 
 def test_job_figures_by_hand() -> None:
@@ -257,7 +269,7 @@ def test_small_files_load(path: Path) -> None:
     if path.name.endswith("-schedule.json"):
         return
     data = read_instance(path)
-    assert "\n" not in data.name and data.name
+    assert data.name == path.stem  # short one-line names; README.md describes each
 
 
 def _run(data: ProblemData, gpus: list[list[tuple[int, int]]]) -> tuple[int, ...]:
@@ -321,7 +333,7 @@ def test_generate_overrides_and_warns(capsys: pytest.CaptureFixture[str]) -> Non
     doc = json.loads(cap.out)
     assert doc["name"] == "paper-s20-seed0-10gbe-slot4"
     assert doc["cost"]["slot_seconds"] == 4.0
-    assert "warning" in cap.err and "35.76 s" in cap.err
+    assert "warning" in cap.err and "35.6 s" in cap.err
     assert main(["generate", "paper", "--preset", "10gbe", "--slot-seconds", "4",
                  "--time-model", "continuous"]) == 0
     cap = capsys.readouterr()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -29,8 +28,9 @@ def add_parser(sub: Any) -> None:
                    help="number of jobs; the size mix is scaled by largest remainder "
                         "(default 160, the paper's exact mix)")
     p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                   help="cost constants (default paper: 100 Gb/s-class links, 4 s slots; "
-                        "10gbe: Wang et al.'s 10 GbE, 36 s slots)")
+                   help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
+                        "3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
+                        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)")
     p.add_argument("--slot-seconds", type=float, default=None,
                    help="override the preset's slot length, seconds")
     p.add_argument("--time-model", choices=TIME_MODELS, default=None,
@@ -60,9 +60,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_instance(data, args.output)
         return 0
-    try:
-        sys.stdout.write(json.dumps(data.to_dict(), indent=1, allow_nan=False) + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. `sjfbco generate paper | head`: not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.stdout.write(json.dumps(data.to_dict(), indent=1, allow_nan=False) + "\n")
+    sys.stdout.flush()  # a closed pipe is handled once, in sjfbco.cli.main
     return 0
