@@ -30,6 +30,9 @@ def add_parser(sub: Any) -> None:
                    help="worker processes (default: the number of CPUs)")
     p.add_argument("--preset", default="paper",
                    help="cost-constant preset of the generated instances (default paper)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="solver parameter for every policy that takes it, repeatable (e.g. "
+                        "mode=timestepped); see sjfbco solve --help")
     p.add_argument("--replot", action="store_true",
                    help="rewrite the tables and plots from the CSVs in --out, without running")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -37,7 +40,17 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.experiments.reproduce import FIGURES, FigureOutput, Settings, replot, reproduce
+    from sjfbco.experiments.reproduce import (
+        FIGURES,
+        SOLVERS,
+        FigureOutput,
+        Settings,
+        field_names,
+        replot,
+        reproduce,
+    )
+    from sjfbco.params import parse_kv
+    from sjfbco.solvers import PARAMS
     from sjfbco.workloads.paper import PRESETS
 
     if args.seeds is not None and args.seeds < 1:
@@ -48,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--preset: unknown preset {args.preset!r}; known: "
                          f"{', '.join(PRESETS)}")
     base = Settings.quick(args.seeds) if args.quick else Settings(seeds=args.seeds or 10)
-    settings = Settings(seeds=base.seeds, preset=args.preset)
+    options = parse_kv(args.param)
+    known = set().union(*(field_names(PARAMS[s]) for s in SOLVERS if s in PARAMS))
+    for key in options:
+        if key not in known:
+            raise ValueError(f"--param: no policy takes {key!r}; known: "
+                             f"{', '.join(sorted(known))}")
+    settings = Settings(seeds=base.seeds, preset=args.preset, options={"*": options})
     figures = FIGURES if args.figure == "all" else (args.figure,)
 
     def show(res: FigureOutput) -> None:

@@ -31,6 +31,7 @@ distinct (instance, solver, parameters) once and copies the row.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import logging
 import math
@@ -133,11 +134,14 @@ class Settings:
         return out
 
 
-def _param_names(solver: str) -> set[str]:
-    import dataclasses
+def field_names(cls: type) -> set[str]:
+    """Names of a parameter dataclass's fields."""
+    return {f.name for f in dataclasses.fields(cls)}
 
+
+def _param_names(solver: str) -> set[str]:
     cls = PARAMS.get(solver)
-    return {f.name for f in dataclasses.fields(cls)} if cls is not None else set()
+    return field_names(cls) if cls is not None else set()
 
 
 @dataclass(frozen=True)

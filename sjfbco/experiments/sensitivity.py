@@ -54,7 +54,10 @@ VARIANTS: tuple[Variant, ...] = (
             options={"sjf-bco": {"ties": "plain"}}),
     Variant("baselines SJF order", "LS, FF and RAND take jobs smallest first",
             options={b: {"order": "sjf"} for b in BASELINES}),
-    Variant("preset 10gbe", "10 GbE links (1,170 MB/s), 36 s slot", preset="10gbe"),
+    Variant("preset prototype", "spec section 7's starting constants: 11,700 MB/s links, "
+                                "xi2 0.01 s, 4 s slot", preset="prototype"),
+    Variant("preset 10gbe", "Wang et al.'s 10 GbE links (1,170 MB/s), 36 s slot",
+            preset="10gbe"),
     Variant("xi1 = 0.5", "half the contention scale (preset paper otherwise)",
             preset=_xi1(0.5)),
     Variant("T = 1500", "the paper's horizon for theta (SJF-BCO, LS, FF; RAND has no limit)",
