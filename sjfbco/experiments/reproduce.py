@@ -20,7 +20,7 @@ Horizon. The paper bisects ``theta`` over ``[1, T]`` with ``T = 1200`` (Fig. 6:
 its default ``T = ceil(sum_j rho_hat_j / u)``: an upper bound that no GPU's
 load can exceed, so no trial is ever infeasible for lack of horizon whatever
 the preset, and the bisection still converges in ``log2 T`` steps (about 15).
-``docs/reproduction.md`` shows the effect of ``T = 1200`` instead
+``docs/reproduction.md`` shows the effect of the paper's ``T = 1500`` instead
 (:mod:`sjfbco.experiments.sensitivity`).
 
 Identical runs are done once: Fig. 4 is Fig. 6 at 20 servers, and Fig. 5 at
