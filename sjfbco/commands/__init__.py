@@ -1,3 +1,5 @@
 """Subcommands of the ``sjfbco`` CLI, in the order ``--help`` lists them."""
 
-COMMANDS: list[str] = ["solve", "evaluate", "generate", "online", "elastic"]
+COMMANDS: list[str] = [
+    "solve", "evaluate", "generate", "reproduce", "plot", "online", "elastic",
+]
