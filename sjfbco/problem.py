@@ -12,6 +12,7 @@ seconds unless a name says slots.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -145,14 +146,20 @@ class Cluster:
         s = self.server_of_gpu[gpu]
         return s, gpu - self.offsets[s]
 
+    @cached_property
+    def _capacity_prefix(self) -> tuple[int, ...]:
+        """GPUs in the ``n`` largest servers, for ``n = 1 .. S``."""
+        out, acc = [], 0
+        for o in sorted(self.gpus_per_server, reverse=True):
+            acc += o
+            out.append(acc)
+        return tuple(out)
+
     def min_servers_for(self, gpus: int) -> int:
         """Fewest servers whose GPUs add up to at least ``gpus`` (0 if impossible)."""
-        acc = 0
-        for n, o in enumerate(sorted(self.gpus_per_server, reverse=True), start=1):
-            acc += o
-            if acc >= gpus:
-                return n
-        return 0
+        prefix = self._capacity_prefix
+        n = bisect.bisect_left(prefix, gpus)
+        return n + 1 if n < len(prefix) else 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
