@@ -1,1 +1,3 @@
 """Imports every solver module so that each registers itself in ``SOLVERS``."""
+
+from sjfbco.solvers import baselines, sjf_bco  # noqa: F401
