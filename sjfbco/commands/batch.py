@@ -70,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
         counts["done"] += 1
         counts["failed"] += row["status"] == batch.ERROR
         if bar is not None:
-            bar.update(1)
             bar.set_postfix(done=counts["done"], failed=counts["failed"],
-                            remaining=bar.total - bar.n, refresh=False)
+                            remaining=bar.total - counts["done"], refresh=False)
+            bar.update(1)
 
     try:
         report = batch.run_batch(tasks, args.out, engine=args.engine, workers=args.workers,
