@@ -56,7 +56,8 @@ def toy_crash(data: ProblemData, *, time_limit: float | None, seed: int,
     raise RuntimeError("boom")
 
 
-for _name, _fn in (("toy-greedy", toy_greedy), ("toy-slow", toy_slow),
-                   ("toy-crash", toy_crash)):
+_TOYS = {"toy-greedy": toy_greedy, "toy-slow": toy_slow, "toy-crash": toy_crash}
+NAMES = tuple(_TOYS)
+for _name, _fn in _TOYS.items():
     if _name not in SOLVERS:
-        register(_name)(_fn)
+        register(_name, heuristic=False)(_fn)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,10 +18,21 @@ import pytest
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve, write_instance
 from sjfbco import batch as B
 from sjfbco.cli import main
-from tests import batch_plugin  # noqa: F401 - registers toy-greedy, toy-slow, toy-crash
+from sjfbco.solvers import SOLVERS
 from tests.conftest import ROOT
 
 PLUGIN = ("tests.batch_plugin",)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def toy_solvers() -> Iterator[None]:
+    """Register the toy solvers for this module only (other tests iterate over SOLVERS)."""
+    from tests import batch_plugin
+
+    yield
+    for name in batch_plugin.NAMES:
+        SOLVERS.pop(name, None)
+    sys.modules.pop("tests.batch_plugin", None)
 
 
 def tiny_instance(k: int) -> ProblemData:

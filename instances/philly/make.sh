@@ -3,7 +3,7 @@
 # Each instance: one virtual cluster, jobs submitted in one 6-hour window (30-60 jobs,
 # chosen for their share of multi-GPU jobs), mapped onto 16 servers x 8 GPUs with
 # seeded model draws; the time scale is set per instance so that the longest job
-# takes 1200 slots (see docs/traces.md). reports/<name>.json holds each one's settings and drop report.
+# takes 1200 slots (see docs/traces.md and README.md here).
 set -e
 TRACE=${1:-../shared/data/philly/philly.csv}
 convert() {  # name vc start end
@@ -11,7 +11,7 @@ convert() {  # name vc start end
     python -m sjfbco convert philly "$TRACE" --cluster 16x8 --vc "$2" --start "$3" --end "$4" \
         --seed 0 --name "$1" -o "$sjfbco_out"
     mv "$sjfbco_out/$1.json" instances/philly/
-    mkdir -p instances/philly/reports && mv "$sjfbco_out/conversion.json" "instances/philly/reports/$1.json"
+    rm "$sjfbco_out/conversion.json"  # its drop report is printed above (nothing is dropped)
     rmdir "$sjfbco_out"
 }
 convert philly-6214e9-1107 6214e9 2017-11-07T18:00 2017-11-08T00:00
