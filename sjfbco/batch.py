@@ -536,3 +536,11 @@ def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None =
 
 SUMMARY_COLUMNS: tuple[str, ...] = ("solver", "tasks", "failed", "mean_gap", "wins",
                                     "mean_runtime_s")
+
+
+def format_summary(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
+                   ) -> str:
+    """:func:`summarise` as an aligned text table."""
+    from sjfbco.tables import format_table
+
+    return format_table(summarise(rows, solvers), SUMMARY_COLUMNS)

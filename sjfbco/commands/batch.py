@@ -45,7 +45,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco import batch
-    from sjfbco.tables import format_table
 
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
@@ -63,8 +62,13 @@ def run(args: argparse.Namespace) -> int:
     params = batch.parse_params(args.param, solvers)
     tasks = batch.make_tasks(instances, solvers, range(args.seeds), time_limit=args.time_limit,
                              params=params, plugins=args.plugin)
-    bar = None if args.no_progress else _progress_bar(len(tasks))
+    bar: Any = None
     counts = {"done": 0, "failed": 0}
+
+    def on_start(pending: int) -> None:
+        nonlocal bar
+        if not args.no_progress:
+            bar = _progress_bar(pending)
 
     def on_row(row: dict[str, Any]) -> None:
         counts["done"] += 1
@@ -78,11 +82,11 @@ def run(args: argparse.Namespace) -> int:
         report = batch.run_batch(tasks, args.out, engine=args.engine, workers=args.workers,
                                  address=args.address, resume=args.resume,
                                  retry_errors=args.retry_errors, on_row=on_row,
-                                 on_start=None if bar is None else bar.reset)
+                                 on_start=on_start)
     finally:
         if bar is not None:
             bar.close()
-    print(format_table(batch.summarise(report.rows, solvers), batch.SUMMARY_COLUMNS))
+    print(batch.format_summary(report.rows, solvers))
     print()
     rate = report.ran / report.elapsed if report.elapsed > 0 else 0.0
     print(f"{len(report.rows)} rows in {report.out}: ran {report.ran} tasks "

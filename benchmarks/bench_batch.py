@@ -1,0 +1,92 @@
+"""Batch throughput: paper-sized instances x 3 solvers, serial loop vs local pool vs Dask.
+
+Usage: ``PYTHONPATH=. python benchmarks/bench_batch.py [--instances 200] [--workers N]``
+
+Instances are paper-sized (spec section 7): 160 jobs (80 x 1 GPU, 14 x 2, 26 x 4,
+30 x 8, 8 x 16, 2 x 32), iterations uniform in [1000, 6000], models drawn from
+the model table, 20 servers of 4, 8, 16 or 32 GPUs drawn uniformly, default
+cost preset. They come from ``sjfbco.workloads.paper`` when that module
+exists, otherwise from the small generator below (same recipe).
+
+Every engine runs the same tasks with the same solving function
+(:func:`sjfbco.batch.run_task`); the serial figure is a plain loop over it in
+this process. Wall times include starting the pool or the LocalCluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sjfbco import Cluster, Job, ProblemData, write_instance
+from sjfbco import batch as B
+from sjfbco.workloads.models import MODELS
+
+SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
+SOLVERS = ["sjf-bco", "ls", "ff"]
+
+
+def paper_like(seed: int, servers: int = 20) -> ProblemData:
+    """A paper-sized instance (spec section 7), seeded."""
+    if importlib.util.find_spec("sjfbco.workloads.paper") is not None:  # the lead's generator
+        from sjfbco.workloads import paper  # type: ignore[attr-defined]
+
+        return paper.generate(seed=seed, servers=servers)  # type: ignore[no-any-return]
+    rng = np.random.default_rng(seed)
+    cl = Cluster(tuple(int(x) for x in rng.choice([4, 8, 16, 32], size=servers)))
+    jobs = []
+    for k, g in enumerate(SIZES):
+        m = MODELS[int(rng.integers(len(MODELS)))]
+        jobs.append(Job(f"j{k}", gpus=g, iterations=int(rng.integers(1000, 6001)),
+                        **m.job_fields()))
+    return ProblemData(cl, tuple(jobs), name=f"paper-{seed}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--instances", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "inst"
+        for k in range(args.instances):
+            write_instance(paper_like(k), folder / f"paper-{k:03d}.json")
+        tasks = B.make_tasks(B.expand_inputs([str(folder)]), SOLVERS, [0])
+        n = len(tasks)
+        print(f"{args.instances} instances (160 jobs, 20 servers) x {len(SOLVERS)} solvers "
+              f"= {n} tasks, {args.workers} workers, {os.cpu_count()} CPUs, load average "
+              f"{os.getloadavg()[0]:.1f} before")
+
+        t0 = time.perf_counter()
+        serial = [B.run_task(t) for t in tasks]
+        t_serial = time.perf_counter() - t0
+
+        results = {"serial loop": (t_serial, serial)}
+        for engine in ("local", "dask"):
+            t0 = time.perf_counter()
+            rep = B.run_batch(tasks, Path(tmp) / f"{engine}.csv", engine=engine,
+                              workers=args.workers)
+            results[f"{engine} engine"] = (time.perf_counter() - t0, rep.rows)
+
+    def strip(rows: list[dict]) -> list[dict]:
+        return sorted(({k: v for k, v in r.items() if k != "runtime_s"} for r in rows),
+                      key=lambda r: (r["instance"], r["solver"]))
+
+    print(f"{'run':<14} {'wall s':>8} {'tasks/s':>8} {'vs serial':>9}")
+    for name, (wall, _rows) in results.items():
+        print(f"{name:<14} {wall:8.2f} {n / wall:8.2f} {t_serial / wall:8.2f}x")
+    print(f"load average after: {os.getloadavg()[0]:.1f} (other processes share the CPUs)")
+    same = all(strip(rows) == strip(serial) for _, rows in results.values())
+    print(f"rows identical across runs (run time aside): {'yes' if same else 'NO'}")
+    print()
+    print(B.format_summary(serial, SOLVERS))
+
+
+if __name__ == "__main__":
+    main()
