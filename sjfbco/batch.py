@@ -255,8 +255,10 @@ def map_dask(tasks: Sequence[Task], workers: int | None = None, address: str | N
     if address:
         client = Client(address)
     else:
+        # no dashboard; the scheduler's small HTTP server on a free port, not 8787
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=processes, dashboard_address=None)
+                               processes=processes, dashboard_address=None,
+                               scheduler_kwargs={"dashboard_address": ":0"})
         client = Client(cluster)
     try:
         futures = client.map(run_task, list(tasks), pure=False)

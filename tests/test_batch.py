@@ -296,3 +296,23 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
         assert kept[(r["instance"], r["solver"], r["seed"])] == r
     assert sum(r["status"] == "error" for r in rows) == 4
     assert all(math.isfinite(r["makespan"]) for r in rows if r["status"] != "error")
+
+
+def test_real_solvers_in_a_batch_match_solve_and_honour_time_limits(tmp_path: Path) -> None:
+    from sjfbco import read_instance
+    from tests.conftest import INSTANCES
+
+    example = str(INSTANCES / "small" / "example.json")
+    philly = str(INSTANCES / "philly" / "philly-6c71a0-1111.json")
+    solvers = ["sjf-bco", "ls", "ff", "rand"]
+    tasks = B.make_tasks([example, philly], solvers, range(2))
+    rows = B.run_batch(tasks, tmp_path / "r.csv", workers=2).rows
+    for r in rows:
+        res = solve(read_instance(r["instance"]), r["solver"], seed=r["seed"])
+        assert (r["status"], r["makespan"], r["lower_bound"]) == (
+            res.status.value, res.makespan, res.lower_bound)
+    # a time limit far too short: every solver hands back its first incumbent
+    short = B.make_tasks([example], solvers[:3], [0], time_limit=1e-9)
+    for r in B.run_batch(short, tmp_path / "t.csv", workers=1).rows:
+        assert r["status"] == "time limit", r
+        assert r["lower_bound"] <= r["makespan"] < math.inf
