@@ -78,9 +78,13 @@ def main() -> None:
         return sorted(({k: v for k, v in r.items() if k != "runtime_s"} for r in rows),
                       key=lambda r: (r["instance"], r["solver"]))
 
-    print(f"{'run':<14} {'wall s':>8} {'tasks/s':>8} {'vs serial':>9}")
-    for name, (wall, _rows) in results.items():
-        print(f"{name:<14} {wall:8.2f} {n / wall:8.2f} {t_serial / wall:8.2f}x")
+    # busy = sum of the tasks' own run times / wall: how many tasks ran at once on average;
+    # s/task = mean run time of one task, which grows when the CPUs are shared
+    print(f"{'run':<14} {'wall s':>8} {'tasks/s':>8} {'vs serial':>9} {'busy':>6} {'s/task':>7}")
+    for name, (wall, rows) in results.items():
+        busy = sum(r["runtime_s"] for r in rows)
+        print(f"{name:<14} {wall:8.2f} {n / wall:8.2f} {t_serial / wall:8.2f}x "
+              f"{busy / wall:6.2f} {busy / n:7.3f}")
     print(f"load average after: {os.getloadavg()[0]:.1f} (other processes share the CPUs)")
     same = all(strip(rows) == strip(serial) for _, rows in results.values())
     print(f"rows identical across runs (run time aside): {'yes' if same else 'NO'}")

@@ -13,7 +13,7 @@ from sjfbco import Cluster, CostParams, InputError, read_instance
 from sjfbco.cli import main
 from sjfbco.cost import min_run_time
 from sjfbco.workloads.models import MODEL_BY_NAME
-from sjfbco.workloads.philly import philly_instances, read_philly
+from sjfbco.workloads.philly import parse_time, philly_instances, read_philly
 from sjfbco.workloads.swf import read_swf
 from sjfbco.workloads.traces import (
     Limits,
@@ -89,6 +89,11 @@ def test_philly_selection_by_vc_and_window(philly_csv: Path) -> None:
     jobs, rep = read_philly(philly_csv, Limits(max_gpus=64), start=start, end=end)
     assert [j.id for j in jobs] == ["philly-3", "philly-4"]
     assert [j.submit for j in jobs] == [0.0, 1800.0]  # seconds after --start
+    assert parse_time("2017-10-01") == datetime(2017, 10, 1)
+    with pytest.raises(InputError, match="without a zone"):
+        parse_time("2017-10-01T08:00+02:00", "--start")
+    with pytest.raises(InputError, match="--end 'soon': expected an ISO date"):
+        parse_time("soon", "--end")
 
 
 def test_philly_errors_name_the_file(tmp_path: Path) -> None:

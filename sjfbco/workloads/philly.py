@@ -39,10 +39,13 @@ TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 def parse_time(text: str, what: str = "time") -> datetime:
     """An ISO date or date-time (``2017-10-01`` or ``2017-10-01 08:00:00``)."""
     try:
-        return datetime.fromisoformat(text.strip())
+        when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise InputError(f"{what} {text!r}: expected an ISO date such as 2017-10-01 "
                          "or 2017-10-01T08:00:00") from None
+    if when.tzinfo is not None:
+        raise InputError(f"{what} {text!r}: give a time without a zone, like the trace's")
+    return when
 
 
 def _parse_row(row: Sequence[str]) -> tuple[datetime, float, int, str]:
@@ -82,7 +85,7 @@ def read_philly(path: str | os.PathLike[str], limits: Limits, *, vc: str | None 
     report = DropReport(src)
     rows: list[tuple[int, datetime, float, int, str]] = []
     try:
-        fh = open(path, newline="", encoding="utf-8")  # noqa: SIM115 - closed below
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
     with fh:
