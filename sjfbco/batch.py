@@ -57,6 +57,8 @@ ERROR = "error"
 
 ENGINES: tuple[str, ...] = ("local", "dask")
 
+JOURNAL_FORMAT = "sjfbco-batch-journal/1"
+
 DASK_MISSING = "the dask engine needs dask.distributed: pip install 'sjfbco[dist]'"
 
 Key = tuple[str, str, int]
@@ -321,13 +323,31 @@ def read_journal(path: str | os.PathLike[str]) -> list[Row]:
         if not line.strip():
             continue
         try:
-            rows.append(_clean(json.loads(line)))
-        except (ValueError, TypeError, KeyError) as err:
+            doc = json.loads(line)
+            if isinstance(doc, dict) and "journal" in doc:
+                continue  # the header
+            rows.append(_clean(doc))
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
             if n == len(lines):  # last line without newline: torn write
                 log.warning("%s: ignoring torn last line", p)
                 continue
             raise BatchError(f"{p}: line {n} is not a result row ({err})") from None
     return rows
+
+
+def journal_is_fresh(path: str | os.PathLike[str]) -> bool:
+    """Whether the journal at ``path`` belongs to a run started without resume.
+
+    Such a run replaces its output: resuming it must not take rows from the
+    output file, which still holds an older run's results.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and head.get("journal") == JOURNAL_FORMAT and bool(
+        head.get("fresh"))
 
 
 def read_results(path: str | os.PathLike[str]) -> list[Row]:
@@ -382,11 +402,19 @@ def _atomic_write_bytes(target: Path, payload: bytes) -> None:
 class Journal:
     """Append-only JSON-lines file of finished rows; each append is flushed and fsync'ed."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._repair()
+        new = not self.path.exists() or self.path.stat().st_size == 0
         self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        if new:  # a header line, and the file's directory entry made durable
+            self._write({"journal": JOURNAL_FORMAT, "fresh": fresh})
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
 
     def _repair(self) -> None:
         """Cut a torn last line so that the next append starts on a fresh line."""
@@ -398,7 +426,10 @@ class Journal:
                 fh.truncate(data.rfind(b"\n") + 1)
 
     def append(self, row: Mapping[str, Any]) -> None:
-        self._fh.write(json.dumps(_clean(row), allow_nan=False) + "\n")
+        self._write(_clean(row))
+
+    def _write(self, doc: Mapping[str, Any]) -> None:
+        self._fh.write(json.dumps(doc, allow_nan=False) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -463,7 +494,7 @@ def run_batch(tasks: Sequence[Task], out: str | os.PathLike[str], *, engine: str
     jpath = journal_path(out)
     previous: dict[Key, Row] = {}
     if resume:
-        if out.exists():
+        if out.exists() and not journal_is_fresh(jpath):
             previous.update((_key(r), r) for r in read_results(out))
         previous.update((_key(r), r) for r in read_journal(jpath))
     elif jpath.exists():
@@ -477,7 +508,7 @@ def run_batch(tasks: Sequence[Task], out: str | os.PathLike[str], *, engine: str
     if on_start is not None:
         on_start(len(pending))
     t0 = time.perf_counter()
-    journal = Journal(jpath)
+    journal = Journal(jpath, fresh=not resume)
     try:
         mapper = (map_local(pending, workers) if engine == "local"
                   else map_dask(pending, workers, address, processes))

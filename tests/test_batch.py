@@ -177,6 +177,15 @@ def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
     retried = B.run_batch(more, out, workers=1, resume=True, retry_errors=True)
     assert (retried.ran, retried.failed) == (6, 6)
     assert len(B.read_results(out)) == 18
+    # a fresh run (no --resume) over the finished output, killed after one row: resuming
+    # it must not take the other rows from the old output, which it was replacing
+    j = B.Journal(jpath, fresh=True)
+    j.append(full.rows[0])
+    j.close()
+    assert B.journal_is_fresh(jpath)
+    replaced = B.run_batch(tasks, out, workers=1, resume=True)
+    assert (replaced.skipped, replaced.ran) == (1, 11)
+    assert keys(replaced.rows) == [t.key for t in tasks]
 
 
 def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
@@ -189,7 +198,9 @@ def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
     j = B.Journal(path)
     j.append({**row, "seed": 1})
     j.close()
+    assert path.read_text().splitlines()[1] == json.dumps({**row, "seed": 1})
     assert [r["seed"] for r in B.read_journal(path)] == [0, 1]
+    assert not B.journal_is_fresh(path)  # no header: an old run's journal, not fresh
     path.write_text('{"oops": 1}\n' + json.dumps(row) + "\n")
     with pytest.raises(B.BatchError, match="line 1 is not a result row"):
         B.read_journal(path)
@@ -271,7 +282,7 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
         n = 0
         while time.monotonic() < deadline and proc.poll() is None:
             n = len(jpath.read_text().splitlines()) if jpath.exists() else 0
-            if n >= 4:
+            if n >= 5:  # the header and 4 rows
                 break
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGKILL)  # the batch process and its pool workers
