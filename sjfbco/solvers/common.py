@@ -78,11 +78,17 @@ class Prepared:
 
 
 def prepare(data: ProblemData, params: ListParams,
-            initial_load: np.ndarray | None = None) -> Prepared:
+            initial_load: Sequence[float] | None = None, indexed: bool = False) -> Prepared:
+    """Estimates, job order, horizon and a trial runner for a list scheduler.
+
+    ``indexed`` selects the fast load index for rules made of least-loaded and
+    LBSGF queries (see :class:`~sjfbco.solvers.placement.TrialRunner`).
+    """
     rho_hat = estimates(data, params.estimate)
     increments = rho_hat / params.u
     horizon = params.horizon or default_horizon(increments)
-    runner = TrialRunner(data, increments, params.mode, initial_load)
+    init = None if initial_load is None else np.asarray(initial_load, dtype=float)
+    runner = TrialRunner(data, increments, params.mode, init, indexed=indexed)
     return Prepared(rho_hat, runner, job_order(data, params.order, rho_hat), horizon)
 
 

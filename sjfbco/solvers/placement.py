@@ -31,14 +31,16 @@ from sjfbco.cost import best_servers, slots_to_finish
 from sjfbco.evaluate import Simulator, makespan_of
 from sjfbco.problem import Cluster, ProblemData
 from sjfbco.schedule import Schedule
+from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
 
 AssignmentMode = Literal["offline", "timestepped"]
 Ties = Literal["fragment", "plain"]
 JobOrder = Literal["input", "sjf"]
 Estimate = Literal["alone", "spread"]
 
-#: A placement rule: (job, loads, qualifying mask) -> chosen global GPU indices or None.
-Rule = Callable[[int, np.ndarray, np.ndarray], "np.ndarray | None"]
+#: A placement rule: (job, load state, load limit) -> chosen global GPU indices or None.
+#: The limit is ``theta - rho_hat_j / u``: a GPU qualifies when its load is within it.
+Rule = Callable[[int, LoadState, float], "Chosen | None"]
 
 _EPS = 1e-9
 
@@ -197,19 +199,27 @@ class TrialRunner:
         ``rho_hat_j / u`` per job: the load a job adds to each GPU it takes.
     mode
         ``offline`` or ``timestepped`` (spec section 5, assignment mode).
+    initial_load
+        Loads (slots) already charged to each global GPU; default zeros.
+    indexed
+        Offline trials keep loads in :class:`~sjfbco.solvers.loads.IndexedLoads`
+        (fast least-loaded and LBSGF queries) instead of a numpy array. Same
+        answers; use it for rules made of those two queries.
     """
 
     def __init__(self, data: ProblemData, increments: np.ndarray,
-                 mode: AssignmentMode = "offline", initial_load: np.ndarray | None = None):
+                 mode: AssignmentMode = "offline", initial_load: np.ndarray | None = None,
+                 indexed: bool = False):
         self.data = data
         self.placer = Placer(data.cluster)
         self.increments = increments
         self.mode = mode
+        self.indexed = indexed
         self.initial_load = (np.zeros(self.placer.n) if initial_load is None
                              else np.asarray(initial_load, dtype=float))
         self.trials = 0
         self.evaluations = 0
-        self._memo: dict[bytes, float] = {}
+        self._memo: dict[tuple[tuple[int, ...], ...], float] = {}
 
     def run(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
         """Place the jobs in ``order`` with ``rule`` under the load limit ``theta``."""
@@ -220,25 +230,25 @@ class TrialRunner:
 
     def _offline(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
         n = self.data.num_jobs
-        loads = self.initial_load.copy()
-        gpus: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
+        state: LoadState = (IndexedLoads(self.data.cluster, self.initial_load.tolist())
+                            if self.indexed else ArrayLoads(self.placer, self.initial_load.copy()))
+        gpus: list[tuple[int, ...]] = [()] * n
         inc = self.increments
         for j in order:
-            chosen = rule(j, loads, loads <= theta - inc[j] + _EPS)
+            chosen = rule(j, state, theta - inc[j])
             if chosen is None:
                 return INFEASIBLE
-            loads[chosen] += inc[j]
-            gpus[j] = chosen
+            state.add(chosen, inc[j])
+            gpus[j] = tuple(sorted(int(g) for g in chosen))
         rank = [0] * n
         for r, j in enumerate(order):
             rank[j] = r
-        key = np.concatenate([np.asarray(order, dtype=np.int64), *gpus]).tobytes()
+        key = (tuple(order), *gpus)
         makespan = self._memo.get(key)
-        lists = [g.tolist() for g in gpus]
         if makespan is None:
             self.evaluations += 1
-            makespan = self._memo[key] = makespan_of(self.data, lists, rank)
-        return Trial(makespan, tuple(map(tuple, lists)), tuple(rank), (0,) * n)
+            makespan = self._memo[key] = makespan_of(self.data, gpus, rank)
+        return Trial(makespan, tuple(gpus), tuple(rank), (0,) * n)
 
     @staticmethod
     def _release(sim: Simulator, finished: list[int], idle: np.ndarray) -> None:
@@ -249,7 +259,7 @@ class TrialRunner:
         n = self.data.num_jobs
         sim = Simulator(self.data)
         idle = np.ones(self.placer.n, dtype=bool)
-        loads = self.initial_load.copy()
+        state = ArrayLoads(self.placer, self.initial_load.copy(), idle)
         inc = self.increments
         gpus: list[tuple[int, ...]] = [()] * n
         start = [0] * n
@@ -259,14 +269,14 @@ class TrialRunner:
             while sim.now < arrival:
                 self._release(sim, sim.advance(until=arrival), idle)
             while True:
-                chosen = rule(j, loads, idle & (loads <= theta - inc[j] + _EPS))
+                chosen = rule(j, state, theta - inc[j])
                 if chosen is not None:
                     break
                 if not sim.running:
                     return INFEASIBLE
                 self._release(sim, sim.advance(), idle)
-            loads[chosen] += inc[j]
-            gpus[j] = tuple(chosen.tolist())
+            state.add(chosen, inc[j])
+            gpus[j] = tuple(sorted(int(g) for g in chosen))
             # continuous time: a job starts at the next slot boundary, so that the
             # planned starts replay exactly under the evaluator's dispatch rules
             start[j] = math.ceil(sim.now - _EPS)
@@ -274,7 +284,7 @@ class TrialRunner:
             while sim.now < start[j]:
                 self._release(sim, sim.advance(until=start[j]), idle)
             sim.start(j, gpus[j])
-            idle[chosen] = False
+            idle[list(gpus[j])] = False
         self.evaluations += 1
         sim.run_to_end()
         return Trial(max(sim.end_time.values(), default=0), tuple(gpus), tuple(rank),
