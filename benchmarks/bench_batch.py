@@ -2,11 +2,9 @@
 
 Usage: ``PYTHONPATH=. python benchmarks/bench_batch.py [--instances 200] [--workers N]``
 
-Instances are paper-sized (spec section 7): 160 jobs (80 x 1 GPU, 14 x 2, 26 x 4,
-30 x 8, 8 x 16, 2 x 32), iterations uniform in [1000, 6000], models drawn from
-the model table, 20 servers of 4, 8, 16 or 32 GPUs drawn uniformly, default
-cost preset. They come from ``sjfbco.workloads.paper`` when that module
-exists, otherwise from the small generator below (same recipe).
+Instances are the paper's workload from ``sjfbco.workloads.paper`` (spec
+section 7): 160 jobs (80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16, 2 x 32) on 20
+servers of 4 to 32 GPUs, preset ``paper``, seeds 0 .. N-1.
 
 Every engine runs the same tasks with the same solving function
 (:func:`sjfbco.batch.run_task`); the serial figure is a plain loop over it in
@@ -16,36 +14,16 @@ this process. Wall times include starting the pool or the LocalCluster.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
-from sjfbco import Cluster, Job, ProblemData, write_instance
 from sjfbco import batch as B
-from sjfbco.workloads.models import MODELS
+from sjfbco import write_instance
+from sjfbco.workloads.paper import paper_instance
 
-SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
 SOLVERS = ["sjf-bco", "ls", "ff"]
-
-
-def paper_like(seed: int, servers: int = 20) -> ProblemData:
-    """A paper-sized instance (spec section 7), seeded."""
-    if importlib.util.find_spec("sjfbco.workloads.paper") is not None:  # the lead's generator
-        from sjfbco.workloads import paper  # type: ignore[attr-defined]
-
-        return paper.generate(seed=seed, servers=servers)  # type: ignore[no-any-return]
-    rng = np.random.default_rng(seed)
-    cl = Cluster(tuple(int(x) for x in rng.choice([4, 8, 16, 32], size=servers)))
-    jobs = []
-    for k, g in enumerate(SIZES):
-        m = MODELS[int(rng.integers(len(MODELS)))]
-        jobs.append(Job(f"j{k}", gpus=g, iterations=int(rng.integers(1000, 6001)),
-                        **m.job_fields()))
-    return ProblemData(cl, tuple(jobs), name=f"paper-{seed}")
 
 
 def main() -> None:
@@ -56,7 +34,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "inst"
         for k in range(args.instances):
-            write_instance(paper_like(k), folder / f"paper-{k:03d}.json")
+            write_instance(paper_instance(servers=20, seed=k), folder / f"paper-{k:03d}.json")
         tasks = B.make_tasks(B.expand_inputs([str(folder)]), SOLVERS, [0])
         n = len(tasks)
         print(f"{args.instances} instances (160 jobs, 20 servers) x {len(SOLVERS)} solvers "
