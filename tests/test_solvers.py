@@ -224,3 +224,24 @@ def test_indexed_loads_choose_exactly_what_the_array_rules_choose(
     fast = TrialRunner(data, inc, indexed=True).run(order, rule, theta)
     slow = TrialRunner(data, inc, indexed=False).run(order, rule, theta)
     assert fast == slow
+
+
+@settings(max_examples=100)
+@given(instances(max_servers=4, max_gpus=5, max_jobs=7, time_model="slotted"),
+       st.sampled_from(["fragment", "plain"]), st.sampled_from([1.0, 2.0]))
+def test_limit_free_shortcut_equals_running_every_trial(data: ProblemData, ties: str,
+                                                        lam: float) -> None:
+    from sjfbco.solvers.common import prepare
+    from sjfbco.solvers.placement import search
+    from sjfbco.solvers.sjf_bco import kappa_candidates
+
+    params = SJFBCOParams(ties=ties, lam=lam)  # type: ignore[arg-type]
+    rules = [(k, sjf_bco_rule(data, k, params)) for k in kappa_candidates(data, params)]
+    for horizon in (None, 3):
+        p = SJFBCOParams(ties=ties, lam=lam, horizon=horizon)  # type: ignore[arg-type]
+        full = prepare(data, p, indexed=True)
+        fast = prepare(data, p, indexed=True)
+        a = search(full.runner, full.order, rules, full.horizon)
+        b = search(fast.runner, fast.order, rules, fast.horizon, limit_free=True)
+        assert a == b
+        assert fast.runner.passes == len(rules) <= full.runner.passes

@@ -57,7 +57,8 @@ def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any)
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.least_loaded(sizes[j], limit, "plain")
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit)
+    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit,
+                              limit_free=True)
 
 
 @register("rand", ListParams)
@@ -94,7 +95,7 @@ def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
         for k in kappa_candidates(data, rule_params)
     ]
     return run_list_scheduler(prep, rules, bisect=False, time_limit=time_limit,
-                              label_name="kappa")
+                              label_name="kappa", limit_free=True)
 
 
 @register("fifo-gang", ListParams)

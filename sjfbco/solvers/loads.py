@@ -39,6 +39,7 @@ class LoadState(Protocol):
     def first_fit(self, g: int, limit: float) -> Chosen | None: ...
     def random(self, g: int, limit: float, rng: np.random.Generator) -> Chosen | None: ...
     def add(self, gpus: Chosen, inc: float) -> None: ...
+    def peak(self, gpus: Chosen) -> float: ...
 
 
 class ArrayLoads:
@@ -70,6 +71,10 @@ class ArrayLoads:
 
     def add(self, gpus: Chosen, inc: float) -> None:
         self.loads[np.asarray(gpus, dtype=np.int64)] += inc
+
+    def peak(self, gpus: Chosen) -> float:
+        """Largest load among ``gpus``."""
+        return float(self.loads[np.asarray(gpus, dtype=np.int64)].max())
 
 
 class IndexedLoads:
@@ -171,6 +176,10 @@ class IndexedLoads:
             touched.add(s)
         for s in touched:
             heapq.heappush(self._servers, (self._total[s] / self.caps[s], s))
+
+    def peak(self, gpus: Chosen) -> float:
+        """Largest load among ``gpus``."""
+        return max(self.load[int(g)] for g in gpus)
 
     # -- queries ---------------------------------------------------------------
     def least_loaded(self, g: int, limit: float, ties: str) -> list[int] | None:

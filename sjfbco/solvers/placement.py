@@ -158,10 +158,11 @@ def job_order(data: ProblemData, how: JobOrder, rho_hat: np.ndarray) -> list[int
                   key=lambda j: (data.jobs[j].gpus, -rho_hat[j], j))
 
 
-def default_horizon(increments: np.ndarray) -> int:
-    """``T = ceil(sum_j rho_hat_j / u)``: no GPU's load can exceed it, so ``theta = T``
-    never makes a trial infeasible for lack of horizon."""
-    return max(1, math.ceil(float(increments.sum()) - _EPS))
+def default_horizon(increments: np.ndarray, initial_load: np.ndarray | None = None) -> int:
+    """``T = ceil(sum_j rho_hat_j / u + max_g initial load)``: no GPU's load can exceed it,
+    so ``theta = T`` never makes a trial infeasible for lack of horizon."""
+    start = float(initial_load.max()) if initial_load is not None and initial_load.size else 0.0
+    return max(1, math.ceil(float(increments.sum()) + start - _EPS))
 
 
 @dataclass(frozen=True)
@@ -217,18 +218,33 @@ class TrialRunner:
         self.indexed = indexed
         self.initial_load = (np.zeros(self.placer.n) if initial_load is None
                              else np.asarray(initial_load, dtype=float))
-        self.trials = 0
+        self.passes = 0
         self.evaluations = 0
         self._memo: dict[tuple[tuple[int, ...], ...], float] = {}
 
     def run(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
         """Place the jobs in ``order`` with ``rule`` under the load limit ``theta``."""
-        self.trials += 1
+        self.passes += 1
         if self.mode == "timestepped":
             return self._timestepped(order, rule, theta)
         return self._offline(order, rule, theta)
 
-    def _offline(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
+    def run_unlimited(self, order: Sequence[int], rule: Rule) -> tuple[Trial, np.ndarray]:
+        """An offline pass without load limit, and the limit each job's choice needed.
+
+        Returns the trial and ``need[j]``: the largest load, before job ``j``
+        was placed, among the GPUs it took. For a *limit-free* rule (one whose
+        choice never depends on the limit while enough GPUs qualify: least
+        loaded, LBSGF), the pass under a limit ``theta`` is this same trial if
+        ``need[j] <= theta - rho_hat_j / u`` for every job, and infeasible
+        otherwise.
+        """
+        self.passes += 1
+        need = np.full(self.data.num_jobs, -np.inf)
+        return self._offline(order, rule, math.inf, need), need
+
+    def _offline(self, order: Sequence[int], rule: Rule, theta: float,
+                 need: np.ndarray | None = None) -> Trial:
         n = self.data.num_jobs
         state: LoadState = (IndexedLoads(self.data.cluster, self.initial_load.tolist())
                             if self.indexed else ArrayLoads(self.placer, self.initial_load.copy()))
@@ -238,6 +254,8 @@ class TrialRunner:
             chosen = rule(j, state, theta - inc[j])
             if chosen is None:
                 return INFEASIBLE
+            if need is not None:
+                need[j] = state.peak(chosen)
             state.add(chosen, inc[j])
             gpus[j] = tuple(sorted(int(g) for g in chosen))
         rank = [0] * n
@@ -294,17 +312,20 @@ class TrialRunner:
 @dataclass(frozen=True)
 class SearchResult:
     """Outcome of :func:`search`: the best trial, the ``theta`` and rule label that produced
-    it, the number of ``theta`` steps, and whether a deadline cut the search short."""
+    it, the number of ``theta`` steps and of ``(theta, rule)`` trials, and whether a
+    deadline cut the search short."""
 
     trial: Trial
     theta: int
     label: object
     steps: int
+    trials: int
     timed_out: bool
 
 
 def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[object, Rule]],
-           horizon: int, *, bisect: bool = True, deadline: float | None = None) -> SearchResult:
+           horizon: int, *, bisect: bool = True, deadline: float | None = None,
+           limit_free: bool = False) -> SearchResult:
     """The ``theta`` search of SJF-BCO, FF and LS (spec section 5, steps 2 to 4).
 
     Bisection over an integer ``theta`` in ``[1, horizon]``. At each ``theta``
@@ -313,9 +334,20 @@ def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[obje
     best so far, keep it and search lower, else search higher. With
     ``bisect=False`` a single step at ``theta = horizon`` (no limit). A
     ``deadline`` (``time.perf_counter()`` value) stops the search between trials.
+
+    ``limit_free=True`` (offline mode, rules made of least-loaded and LBSGF
+    queries only) runs each rule once without limit and derives every
+    ``(theta, rule)`` trial from it: such a rule picks the same GPUs under any
+    limit that leaves enough GPUs qualifying, so the trial at ``theta`` is that
+    pass when every job's choice fits under ``theta`` and infeasible otherwise.
+    The result is the same as running every trial (a property test checks it).
     """
+    passes: list[tuple[Trial, np.ndarray]] | None = None
+    if limit_free and runner.mode == "offline":
+        passes = [runner.run_unlimited(order, rule) for _, rule in rules]
+    inc = runner.increments
     left, right = 1, horizon
-    best, best_theta, best_label, steps = INFEASIBLE, horizon, None, 0
+    best, best_theta, best_label, steps, trials = INFEASIBLE, horizon, None, 0, 0
     timed_out = False
     theta = horizon
     while left <= right:
@@ -323,11 +355,17 @@ def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[obje
             theta = (left + right) // 2
         steps += 1
         step_best, step_label = INFEASIBLE, None
-        for label, rule in rules:
+        for k, (label, rule) in enumerate(rules):
             if deadline is not None and time.perf_counter() > deadline and best.feasible:
                 timed_out = True
                 break
-            trial = runner.run(order, rule, theta)
+            trials += 1
+            if passes is None:
+                trial = runner.run(order, rule, theta)
+            else:
+                trial, need = passes[k]
+                if not bool(np.all(need <= theta - inc + _EPS)):
+                    trial = INFEASIBLE
             if trial.makespan < step_best.makespan:
                 step_best, step_label = trial, label
         if step_best.makespan < best.makespan:
@@ -337,4 +375,4 @@ def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[obje
             left = theta + 1
         if timed_out or not bisect:
             break
-    return SearchResult(best, best_theta, best_label, steps, timed_out)
+    return SearchResult(best, best_theta, best_label, steps, trials, timed_out)

@@ -106,7 +106,7 @@ def sjf_bco(data: ProblemData, params: SJFBCOParams | None = None, *,
     prep = prepare(data, params, initial_load, indexed=True)
     rules = [(k, sjf_bco_rule(data, k, params)) for k in kappa_candidates(data, params)]
     return run_list_scheduler(prep, rules, bisect=True, time_limit=time_limit,
-                              label_name="kappa")
+                              label_name="kappa", limit_free=True)
 
 
 @register("sjf-bco", SJFBCOParams)

@@ -1,0 +1,283 @@
+"""Figures in the paper's style and a Gantt chart of any schedule (matplotlib).
+
+Everything draws on matplotlib's object-oriented API (``Figure`` and the Agg
+canvas, never ``pyplot`` state), so it works the same in scripts, tests and
+notebooks. Times are in slots.
+
+- :func:`plot_figure` draws Fig. 4, 5, 6 or 7 from the tidy rows of
+  :mod:`sjfbco.experiments.reproduce`: ours as the mean over seeds with the
+  seed range (min to max) as error bars or a band, the paper's values as
+  black markers / dashed lines.
+- :func:`gantt` draws a schedule: one row per GPU, grouped by server, one bar
+  per (job, GPU) pair from the job's start to its end (from the evaluator);
+  split jobs (spread over several servers) are hatched with a dark outline.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from sjfbco.evaluate import evaluate
+from sjfbco.experiments.reproduce import LABELS, PAPER, SOLVERS, TITLES, Stat, aggregate
+from sjfbco.problem import ProblemData
+from sjfbco.schedule import Evaluation, Schedule
+
+#: One colour per policy (colour-blind-safe Okabe-Ito).
+COLOURS: dict[str, str] = {"sjf-bco": "#0072B2", "ls": "#E69F00", "ff": "#009E73",
+                           "rand": "#CC79A7"}
+#: Hatch of split jobs in Gantt charts.
+SPLIT_HATCH = "////"
+DPI = 150
+#: Fig. 4 switches to a log axis when the highest whisker exceeds the lowest value this much.
+LOG_SPREAD = 10.0
+
+
+def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
+    """Write ``fig`` as PNG atomically (temporary file, then rename); nothing clipped."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def _err(stats: Sequence[Stat]) -> list[list[float]]:
+    """Error bars from the mean down to the min and up to the max."""
+    return [[s.mean - s.lo for s in stats], [s.hi - s.mean for s in stats]]
+
+
+def _n_seeds(rows: Sequence[Mapping[str, Any]]) -> int:
+    return len({int(r["seed"]) for r in rows})
+
+
+def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
+    """Makespan bars per policy, and the JCT (min, mean, max) per policy."""
+    s = int(rows[0]["servers"])
+    ms, jct = aggregate(rows), aggregate(rows, "mean_jct")
+    lo, hi = aggregate(rows, "min_jct"), aggregate(rows, "max_jct")
+    ax1, ax2 = fig.subplots(1, 2)
+    x = list(range(len(SOLVERS)))
+    names = [LABELS[p] for p in SOLVERS]
+    colours = [COLOURS[p] for p in SOLVERS]
+    mst = [ms[(s, p, "")] for p in SOLVERS]
+    ax1.bar(x, [m.mean for m in mst], yerr=_err(mst), color=colours, capsize=4,
+            label="ours (mean, seed range)")
+    ax1.scatter(x, [PAPER["4"]["makespan"][p] for p in SOLVERS], marker="D", color="black",
+                zorder=3, label="paper")
+    ax1.set_title(f"Makespan, {s} servers")
+    ax1.set_ylabel("makespan (slots)")
+    jst = [jct[(s, p, "")] for p in SOLVERS]
+    ax2.bar(x, [m.mean for m in jst], color=colours, alpha=0.85, label="ours: mean JCT")
+    ax2.vlines(x, [lo[(s, p, "")].mean for p in SOLVERS], [hi[(s, p, "")].mean for p in SOLVERS],
+               color="black", lw=1.5, label="ours: min to max JCT")
+    ax2.scatter(x, [lo[(s, p, "")].mean for p in SOLVERS], marker="_", s=120, color="black")
+    ax2.scatter(x, [hi[(s, p, "")].mean for p in SOLVERS], marker="_", s=120, color="black")
+    ax2.scatter(x, [PAPER["4"]["mean_jct"][p] for p in SOLVERS], marker="D", color="black",
+                zorder=3, label="paper: mean JCT")
+    ax2.set_title("Job completion time (JCT)")
+    ax2.set_ylabel("JCT (slots)")
+    for ax, lows, highs in ((ax1, [m.lo for m in mst], [m.hi for m in mst]),
+                            (ax2, [lo[(s, p, "")].mean for p in SOLVERS],
+                             [hi[(s, p, "")].mean for p in SOLVERS])):
+        ax.set_xticks(x, names)
+        ax.set_xlabel("policy")
+        if max(highs) > LOG_SPREAD * max(min(lows), 1.0):
+            _log_axis(ax, 0.7 * max(min(lows), 1.0))  # one outlier would flatten the rest
+            ax.set_ylabel(ax.get_ylabel().replace("slots)", "slots, log scale)"))
+        else:
+            ax.set_ylim(bottom=0)
+        ax.legend(fontsize="small", loc="upper left")
+        ax.grid(axis="y", alpha=0.3, which="both")
+
+
+def _log_axis(ax: Axes, bottom: float) -> None:
+    """Log y axis with plain-number ticks at 1, 2, 5 times powers of ten."""
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=bottom)
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _curve(rows: Sequence[Mapping[str, Any]], fig: Figure, figure: str, xlabel: str) -> None:
+    """Fig. 5 or 7: SJF-BCO makespan against a swept parameter, paper dashed."""
+    s = int(rows[0]["servers"])
+    ms = aggregate(rows)
+    values = sorted({r["value"] for r in rows})
+    st = [ms[(s, "sjf-bco", v)] for v in values]
+    ax = fig.subplots()
+    x = list(range(len(values)))  # evenly spaced, as in the paper's plots
+    ax.fill_between(x, [m.lo for m in st], [m.hi for m in st], color=COLOURS["sjf-bco"],
+                    alpha=0.2, label="ours: seed range (min to max)")
+    ax.plot(x, [m.mean for m in st], "o-", color=COLOURS["sjf-bco"], label="ours: mean")
+    paper = PAPER[figure]
+    px = [i for i, v in enumerate(values) if v in paper]
+    ax.plot(px, [paper[values[i]] for i in px], "D--", color="black", label="paper")
+    ax.set_xticks(x, [str(v) for v in values])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("makespan (slots)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{TITLES[figure]}, {s} servers")
+    ax.legend(fontsize="small", loc="lower right")
+    ax.grid(alpha=0.3)
+
+
+def figure_6(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
+    """Makespan against servers per policy; log scale so that RAND does not flatten the rest."""
+    ms = aggregate(rows)
+    servers = sorted({int(r["servers"]) for r in rows})
+    ax = fig.subplots()
+    for k, p in enumerate(SOLVERS):
+        st = [ms[(n, p, "")] for n in servers]
+        shift = [n + (k - 1.5) * 0.15 for n in servers]  # keep error bars apart
+        ax.errorbar(shift, [m.mean for m in st], yerr=_err(st), fmt="o-", color=COLOURS[p],
+                    capsize=3, label=f"{LABELS[p]} (ours)")
+        paper = PAPER["6"][p]
+        pn = [n for n in servers if n in paper]
+        ax.plot(pn, [paper[n] for n in pn], "D--", color=COLOURS[p], alpha=0.7, mfc="white",
+                label=f"{LABELS[p]} (paper)")
+    _log_axis(ax, 0.8 * min(ms[(n, p, "")].lo for n in servers for p in SOLVERS))
+    ax.set_xticks(servers, [str(n) for n in servers])
+    ax.set_xlabel("number of servers")
+    ax.set_ylabel("makespan (slots, log scale)")
+    ax.set_title(TITLES["6"])
+    ax.legend(fontsize="small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    ax.grid(alpha=0.3, which="both")
+
+
+def plot_figure(figure: str, rows: Sequence[Mapping[str, Any]],
+                path: str | os.PathLike[str] | None = None) -> Figure:
+    """Draw Fig. ``figure`` from its tidy rows; save as PNG when ``path`` is given."""
+    rows = [r for r in rows if str(r["figure"]) == figure]
+    if not rows:
+        raise ValueError(f"no rows for figure {figure}")
+    fig = Figure(figsize=(10, 4.2) if figure == "4" else (6.4, 4.4), layout="constrained")
+    if figure == "4":
+        figure_4(rows, fig)
+        fig.suptitle(f"{TITLES['4']} (ours: {_n_seeds(rows)} seeds)")
+    elif figure == "5":
+        _curve(rows, fig, "5", "kappa (GPUs; FA-FFP up to kappa, LBSGF above)")
+    elif figure == "6":
+        figure_6(rows, fig)
+    elif figure == "7":
+        _curve(rows, fig, "7", "lambda (LBSGF capacity factor)")
+    else:
+        raise ValueError(f"unknown figure {figure!r}")
+    if path is not None:
+        save(fig, path)
+    return fig
+
+
+# ----------------------------------------------------------------------------- Gantt
+
+
+def _job_colour(j: int) -> Any:
+    from matplotlib import colormaps
+
+    return colormaps["tab20"](j % 20)
+
+
+def gantt(data: ProblemData, schedule: Schedule, ax: Axes | None = None,
+          evaluation: Evaluation | None = None, labels: bool = True,
+          title: str | None = None) -> Axes:
+    """Gantt chart of ``schedule``: one row per GPU grouped by server, one bar per job-GPU pair.
+
+    Parameters
+    ----------
+    data, schedule
+        The instance and a schedule for it.
+    ax
+        Axes to draw on; default a new ``Figure`` sized to the cluster.
+    evaluation
+        The schedule's evaluation (default: ``evaluate(data, schedule)``), for
+        the start and end slots.
+    labels
+        Write job ids on bars wide and tall enough to hold them.
+    title
+        Axes title; default the instance name and makespan.
+
+    Returns
+    -------
+    Axes
+        Each bar is a ``Rectangle`` in ``ax.patches`` with ``gid``
+        ``"<job id>@<server>:<gpu>"``; bars of split jobs are hatched
+        (:data:`SPLIT_HATCH`) with a black outline. Servers are separated by
+        lines and labelled ``S0``, ``S1``, ...
+    """
+    ev = evaluation if evaluation is not None else evaluate(data, schedule)
+    cluster = data.cluster
+    if ax is None:
+        height = min(14.0, 2.0 + 0.2 * cluster.num_gpus)
+        ax = Figure(figsize=(10, height), layout="constrained").subplots()
+    # one row per GPU, top to bottom in (server, index) order
+    row = {cluster.gpu_pair(g): cluster.num_gpus - 1 - g for g in range(cluster.num_gpus)}
+    end = max(ev.makespan, 1.0)
+    ax.set_xlim(0, end * 1.02)
+    ax.set_ylim(-0.5, cluster.num_gpus - 0.5)
+    bars = []
+    for j, job in enumerate(data.jobs):
+        pairs = schedule.gpus[j]
+        split = len({s for s, _ in pairs}) > 1
+        start, stop = ev.start[j], ev.end[j]
+        for s, i in pairs:
+            (rect,) = ax.barh(row[(s, i)], stop - start, left=start, height=0.8,
+                              color=_job_colour(j), edgecolor="black" if split else "none",
+                              linewidth=0.6, hatch=SPLIT_HATCH if split else None)
+            rect.set_gid(f"{job.id}@{s}:{i}")
+            bars.append((rect, job.id))
+    for s in range(1, cluster.num_servers):  # server separators
+        ax.axhline(cluster.num_gpus - cluster.offsets[s] - 0.5, color="grey", lw=0.8)
+    centres = [cluster.num_gpus - cluster.offsets[s] - cluster.gpus_per_server[s] / 2 - 0.5
+               for s in range(cluster.num_servers)]
+    ax.set_yticks(centres, [f"S{s} ({cluster.gpus_per_server[s]} GPUs)"
+                            for s in range(cluster.num_servers)])
+    ax.tick_params(axis="y", length=0)
+    ax.set_xlabel("time (slots)")
+    ax.set_ylabel("GPUs, grouped by server")
+    ax.set_title(title if title is not None
+                 else f"{data.name}: makespan {ev.makespan:g} slots, mean JCT "
+                      f"{ev.mean_jct:.4g} slots", loc="left", fontsize="medium")
+    ax.legend(handles=[Patch(facecolor="lightgrey", edgecolor="black", hatch=SPLIT_HATCH,
+                             label="split job (several servers)"),
+                       Patch(facecolor="lightgrey", label="job inside one server")],
+              fontsize="small", loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
+              frameon=False, borderaxespad=0.2)
+    if labels:
+        _label_bars(ax, bars)
+    return ax
+
+
+def _label_bars(ax: Axes, bars: Sequence[tuple[Any, str]]) -> None:
+    """Write each job's id once, on its first bar that is wide and tall enough (in pixels)."""
+    fig = ax.get_figure()
+    if fig is None:
+        return
+    fig.canvas.draw_idle()
+    x0, x1 = ax.get_xlim()
+    y0, y1 = ax.get_ylim()
+    bbox = ax.get_window_extent()
+    px_x = bbox.width / (x1 - x0)
+    px_y = bbox.height / (y1 - y0)
+    char = 6.0 * fig.dpi / 100  # pixels per character at the label font size (7 pt)
+    if px_y * 0.8 < 9.0 * fig.dpi / 100:
+        return  # rows too thin for any text
+    seen: set[str] = set()
+    for rect, name in bars:
+        if name in seen or rect.get_width() * px_x < char * (len(name) + 1):
+            continue
+        seen.add(name)
+        ax.text(rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height() / 2,
+                name, ha="center", va="center", fontsize=7, clip_on=True,
+                bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6})
