@@ -1,0 +1,579 @@
+"""Batch solving: many (instance, solver, seed) tasks, crash-safe results, two engines.
+
+A :class:`Task` names an instance file, a solver, a seed, the solver's
+parameters and a time limit. :func:`run_task` solves one task and returns one
+result row (a dict with the keys :data:`COLUMNS`); it never raises for a bad
+instance file or a failing solver: those become rows with status ``error``
+whose ``error`` names the file and the problem.
+
+An engine only maps :func:`run_task` over tasks; the solving code is the same
+for all of them:
+
+- ``local``: a :class:`concurrent.futures.ProcessPoolExecutor` on this machine;
+- ``dask``: a Dask distributed cluster (``address``), or a ``LocalCluster``
+  started and closed for the run. Needs the optional extra
+  ``pip install 'sjfbco[dist]'``. Workers read the instance files themselves,
+  so remote workers must see the same paths (a shared file system).
+
+Crash safety (:func:`run_batch`): every finished row is appended to a JSON-lines
+journal beside the output (``<out>.journal.jsonl``), flushed and fsync'ed
+before the next row is taken, so a run killed at any moment loses only the
+tasks in flight. When all tasks are done the output (CSV or Parquet, by
+suffix) is written atomically and the journal removed. ``resume=True`` reads
+the output and the journal, skips the (instance, solver, seed) keys already
+present and never writes a key twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import importlib
+import importlib.util
+import io
+import json
+import logging
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sjfbco.files import atomic_write_text, read_instance
+from sjfbco.problem import InputError
+
+log = logging.getLogger(__name__)
+
+#: Columns of a result row, in output order. Times in slots, ``runtime_s`` in seconds;
+#: ``gap`` is ``makespan / lower_bound`` (1.0 = provably optimal).
+COLUMNS: tuple[str, ...] = ("instance", "solver", "seed", "status", "makespan", "mean_jct",
+                            "lower_bound", "gap", "runtime_s", "error")
+
+#: Status of a row whose task could not be solved (bad file, solver exception).
+ERROR = "error"
+
+ENGINES: tuple[str, ...] = ("local", "dask")
+
+JOURNAL_FORMAT = "sjfbco-batch-journal/1"
+
+DASK_MISSING = "the dask engine needs dask.distributed: pip install 'sjfbco[dist]'"
+
+Key = tuple[str, str, int]
+Row = dict[str, Any]
+
+
+class BatchError(ValueError):
+    """A batch cannot run (bad options, missing engine, lost worker): one clear line."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One solver run: ``solver`` with ``seed`` on the instance file ``instance``.
+
+    Parameters
+    ----------
+    instance
+        Path of an ``sjfbco-instance/1`` file, as it will appear in the rows.
+    solver
+        A registered solver name.
+    seed
+        Seed of every random choice of the solver.
+    time_limit
+        Seconds the solver may use (``None``: its own default).
+    params
+        Solver parameters as ``(name, value)`` pairs.
+    plugins
+        Modules imported before solving (e.g. ones registering extra solvers),
+        in the worker process as well as here.
+    """
+
+    instance: str
+    solver: str
+    seed: int = 0
+    time_limit: float | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+    plugins: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> Key:
+        return (self.instance, self.solver, self.seed)
+
+
+def _finite(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def run_task(task: Task) -> Row:
+    """Solve one task and return its row. Never raises for bad input or a failing solver."""
+    from sjfbco.solvers import solve
+
+    row: Row = dict.fromkeys(COLUMNS)
+    row.update(instance=task.instance, solver=task.solver, seed=task.seed)
+    t0 = time.perf_counter()
+    try:
+        for module in task.plugins:
+            importlib.import_module(module)
+        data = read_instance(task.instance)
+        result = solve(data, task.solver, time_limit=task.time_limit, seed=task.seed,
+                       **dict(task.params))
+    except InputError as err:  # names the file and the field
+        row.update(status=ERROR, error=str(err), runtime_s=time.perf_counter() - t0)
+        return row
+    except Exception as err:  # noqa: BLE001 - any solver failure becomes an error row
+        row.update(status=ERROR, runtime_s=time.perf_counter() - t0,
+                   error=f"{task.instance}: solver {task.solver!r} failed: "
+                         f"{type(err).__name__}: {err}")
+        return row
+    s = result.summary()
+    row.update(status=s["status"], makespan=_finite(s["makespan"]),
+               mean_jct=_finite(s["mean_jct"]), lower_bound=_finite(s["lower_bound"]),
+               gap=_finite(s["gap"]), runtime_s=float(s["runtime_s"]))
+    return row
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def expand_inputs(inputs: Iterable[str]) -> list[str]:
+    """Instance paths from files, folders (their ``*.json``) and globs, in order, without repeats.
+
+    A path that does not exist and has no glob characters is kept: it becomes
+    an error row naming the file. A glob or folder that matches nothing raises
+    :class:`BatchError`.
+    """
+    out: list[str] = []
+    for item in inputs:
+        if os.path.isdir(item):
+            found = sorted(glob.glob(os.path.join(glob.escape(item), "*.json")))
+            if not found:
+                raise BatchError(f"folder {item} holds no *.json instance files")
+        elif glob.has_magic(item):
+            found = sorted(p for p in glob.glob(item, recursive=True) if not os.path.isdir(p))
+            if not found:
+                raise BatchError(f"pattern {item!r} matches no files")
+        else:
+            found = [item]
+        out.extend(os.path.normpath(p) for p in found)
+    return list(dict.fromkeys(out))
+
+
+def parse_params(items: Iterable[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``k=v`` strings to per-solver parameters.
+
+    ``k=v`` goes to every solver, ``SOLVER.k=v`` (``SOLVER`` one of ``solvers``)
+    to that solver only. Values are read as JSON when they parse (numbers,
+    ``true``, ``null``, lists) and kept as strings otherwise.
+    """
+    out: dict[str, dict[str, Any]] = {s: {} for s in solvers}
+    for item in items:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BatchError(f"--param {item!r}: expected NAME=VALUE")
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        prefix, dot, name = key.partition(".")
+        if dot and name and prefix in out:
+            out[prefix][name] = value
+        else:
+            for s in solvers:
+                out[s][key] = value
+    return out
+
+
+def make_tasks(instances: Sequence[str], solvers: Sequence[str], seeds: Iterable[int], *,
+               time_limit: float | None = None,
+               params: Mapping[str, Mapping[str, Any]] | None = None,
+               plugins: Sequence[str] = ()) -> list[Task]:
+    """Every (instance, solver, seed) combination, instance-major."""
+    seeds = list(seeds)
+    params = params or {}
+    return [Task(inst, s, seed, time_limit, tuple(sorted(params.get(s, {}).items())),
+                 tuple(plugins))
+            for inst in instances for s in solvers for seed in seeds]
+
+
+def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
+    """Import ``plugins`` and check that every solver name is registered."""
+    from sjfbco.solvers import SOLVERS
+
+    for module in plugins:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise BatchError(f"cannot import plugin {module!r}: {err}") from None
+    unknown = [s for s in solvers if s not in SOLVERS]
+    if unknown:
+        raise BatchError(f"unknown solver {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(sorted(SOLVERS)) or '(none registered)'}")
+
+
+# --------------------------------------------------------------------------- engines
+
+
+def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Row, None, None]:
+    """Rows of ``tasks`` in completion order, from a local process pool of ``workers``."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    if not tasks:
+        return
+    pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
+    try:
+        futures = [pool.submit(run_task, t) for t in tasks]
+        for fut in as_completed(futures):
+            try:
+                yield fut.result()
+            except BrokenProcessPool as err:
+                raise BatchError(f"a worker process died ({err}); finished rows are kept: "
+                                 "rerun with --resume") from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def map_dask(tasks: Sequence[Task], workers: int | None = None, address: str | None = None,
+             processes: bool = True) -> Generator[Row, None, None]:
+    """Rows of ``tasks`` in completion order, from a Dask cluster.
+
+    With ``address`` the tasks go to that scheduler (which this run does not
+    close); otherwise a ``LocalCluster`` of ``workers`` single-threaded workers
+    (processes, or threads with ``processes=False``) is started and closed.
+    """
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise BatchError(DASK_MISSING) from None
+    if not tasks:
+        return
+    cluster = None
+    if address:
+        client = Client(address)
+    else:
+        # no dashboard; the scheduler's small HTTP server on a free port, not 8787
+        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                               processes=processes, dashboard_address=None,
+                               scheduler_kwargs={"dashboard_address": ":0"})
+        client = Client(cluster)
+    try:
+        futures = client.map(run_task, list(tasks), pure=False)
+        for fut in as_completed(futures):
+            try:
+                yield fut.result()
+            except Exception as err:  # KilledWorker, lost connection
+                raise BatchError(f"the Dask cluster lost a task ({type(err).__name__}: {err}); "
+                                 "finished rows are kept: rerun with --resume") from None
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+# --------------------------------------------------------------------------- files
+
+
+def journal_path(out: str | os.PathLike[str]) -> Path:
+    """The JSON-lines journal that backs the output file ``out`` while a run is going."""
+    p = Path(out)
+    return p.with_name(p.name + ".journal.jsonl")
+
+
+def check_output(out: str | os.PathLike[str]) -> str:
+    """The output format (``csv`` or ``parquet``) of ``out``, or a clear error."""
+    suffix = Path(out).suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix in (".parquet", ".pq"):
+        if not any(importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
+            raise BatchError(f"{out}: writing Parquet needs pyarrow or fastparquet "
+                             "(pip install pyarrow), or use a .csv output")
+        return "parquet"
+    raise BatchError(f"{out}: unknown output suffix {suffix!r}; use .csv or .parquet")
+
+
+def _clean(row: Mapping[str, Any]) -> Row:
+    """A row with exactly :data:`COLUMNS`, NaN as ``None``, ``seed`` an int."""
+    out: Row = {}
+    for c in COLUMNS:
+        v = row.get(c)
+        if isinstance(v, float) and math.isnan(v):
+            v = None
+        if v is not None and hasattr(v, "item"):  # numpy scalar
+            v = v.item()
+        out[c] = v
+    out["seed"] = int(out["seed"])
+    return out
+
+
+def read_journal(path: str | os.PathLike[str]) -> list[Row]:
+    """Rows of a journal; a torn last line (a crash mid-write) is ignored."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    rows = []
+    lines = p.read_text(encoding="utf-8").split("\n")
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            doc = json.loads(line)
+            if isinstance(doc, dict) and "journal" in doc:
+                continue  # the header
+            rows.append(_clean(doc))
+        except (ValueError, TypeError, KeyError, AttributeError) as err:
+            if n == len(lines):  # last line without newline: torn write
+                log.warning("%s: ignoring torn last line", p)
+                continue
+            raise BatchError(f"{p}: line {n} is not a result row ({err})") from None
+    return rows
+
+
+def journal_is_fresh(path: str | os.PathLike[str]) -> bool:
+    """Whether the journal at ``path`` belongs to a run started without resume.
+
+    Such a run replaces its output: resuming it must not take rows from the
+    output file, which still holds an older run's results.
+    """
+    try:
+        with open(path, encoding="utf-8") as fh:
+            head = json.loads(fh.readline())
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and head.get("journal") == JOURNAL_FORMAT and bool(
+        head.get("fresh"))
+
+
+def read_results(path: str | os.PathLike[str]) -> list[Row]:
+    """Rows of a CSV or Parquet result file written by :func:`write_results`."""
+    import pandas as pd
+
+    kind = check_output(path)
+    try:
+        df = pd.read_csv(path) if kind == "csv" else pd.read_parquet(path)
+    except (OSError, ValueError) as err:
+        raise BatchError(f"{path}: cannot read results ({err})") from None
+    missing = [c for c in ("instance", "solver", "seed") if c not in df.columns]
+    if missing:
+        raise BatchError(f"{path}: not a batch result file (no column {missing[0]!r})")
+    df = df.astype(object).where(df.notna(), None)
+    return [_clean(r) for r in df.to_dict(orient="records")]
+
+
+def write_results(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Atomically write ``rows`` as CSV or Parquet (by the suffix of ``path``)."""
+    import pandas as pd
+
+    kind = check_output(path)
+    df = pd.DataFrame([_clean(r) for r in rows], columns=list(COLUMNS))
+    for c in ("makespan", "mean_jct", "lower_bound", "gap", "runtime_s"):
+        df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
+    df["seed"] = df["seed"].astype("int64")
+    for c in ("instance", "solver", "status", "error"):
+        df[c] = df[c].astype(object)
+    if kind == "csv":
+        atomic_write_text(path, df.to_csv(index=False))
+        return
+    buf = io.BytesIO()
+    df.to_parquet(buf, index=False)
+    _atomic_write_bytes(Path(path), buf.getvalue())
+
+
+def _atomic_write_bytes(target: Path, payload: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Journal:
+    """Append-only JSON-lines file of finished rows; each append is flushed and fsync'ed."""
+
+    def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._repair()
+        new = not self.path.exists() or self.path.stat().st_size == 0
+        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        if new:  # a header line, and the file's directory entry made durable
+            self._write({"journal": JOURNAL_FORMAT, "fresh": fresh})
+            dir_fd = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+    def _repair(self) -> None:
+        """Cut a torn last line so that the next append starts on a fresh line."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, row: Mapping[str, Any]) -> None:
+        self._write(_clean(row))
+
+    def _write(self, doc: Mapping[str, Any]) -> None:
+        self._fh.write(json.dumps(doc, allow_nan=False) + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class BatchReport:
+    """What :func:`run_batch` did: all rows of the output, and counts of this run."""
+
+    rows: list[Row]
+    out: Path
+    skipped: int = 0
+    ran: int = 0
+    failed: int = 0
+    elapsed: float = 0.0
+    solvers: list[str] = field(default_factory=list)
+
+
+def run_batch(tasks: Sequence[Task], out: str | os.PathLike[str], *, engine: str = "local",
+              workers: int | None = None, address: str | None = None, resume: bool = False,
+              retry_errors: bool = False, processes: bool = True,
+              on_start: Callable[[int], Any] | None = None,
+              on_row: Callable[[Row], None] | None = None) -> BatchReport:
+    """Run ``tasks`` on ``engine`` and write one row per task to ``out`` (CSV or Parquet).
+
+    Parameters
+    ----------
+    tasks
+        The tasks; repeated keys are run once.
+    out
+        Output file; ``.csv`` or ``.parquet``. Its journal is ``<out>.journal.jsonl``.
+    engine
+        ``"local"`` (process pool) or ``"dask"``.
+    workers
+        Worker processes (default: CPU count). Ignored with a Dask ``address``.
+    address
+        Dask scheduler address (``tcp://host:8786``); ``None`` starts a LocalCluster.
+    resume
+        Keep the rows already in ``out`` and in its journal and run only the other
+        tasks. Without it an existing journal (an interrupted run) is an error.
+    retry_errors
+        With ``resume``: run again the tasks whose row has status ``error``; the
+        new row replaces the old one.
+    processes
+        LocalCluster workers as processes (default) or threads.
+    on_start
+        Called with the number of tasks left to run, once the resume check is done.
+    on_row
+        Called with each new row as it is journaled (progress display).
+    """
+    if engine not in ENGINES:
+        raise BatchError(f"unknown engine {engine!r}; known: {', '.join(ENGINES)}")
+    if engine == "dask" and importlib.util.find_spec("distributed") is None:
+        raise BatchError(DASK_MISSING)
+    out = Path(out)
+    check_output(out)
+    jpath = journal_path(out)
+    previous: dict[Key, Row] = {}
+    if resume:
+        if out.exists() and not journal_is_fresh(jpath):
+            previous.update((_key(r), r) for r in read_results(out))
+        previous.update((_key(r), r) for r in read_journal(jpath))
+    elif jpath.exists():
+        raise BatchError(f"{jpath} holds rows of an interrupted run: pass --resume to continue "
+                         "it, or delete the file to start over")
+    unique = list({t.key: t for t in tasks}.values())
+    done = {k for k, r in previous.items() if not (retry_errors and r["status"] == ERROR)}
+    pending = [t for t in unique if t.key not in done]
+    report = BatchReport([], out, skipped=len(unique) - len(pending),
+                         solvers=list(dict.fromkeys(t.solver for t in unique)))
+    if on_start is not None:
+        on_start(len(pending))
+    t0 = time.perf_counter()
+    journal = Journal(jpath, fresh=not resume)
+    try:
+        mapper = (map_local(pending, workers) if engine == "local"
+                  else map_dask(pending, workers, address, processes))
+        with contextlib.closing(mapper):
+            for row in mapper:
+                journal.append(row)
+                previous[_key(row)] = _clean(row)
+                report.ran += 1
+                report.failed += row["status"] == ERROR
+                if on_row is not None:
+                    on_row(row)
+    finally:
+        journal.close()
+    report.elapsed = time.perf_counter() - t0
+    order = {t.key: n for n, t in enumerate(unique)}
+    report.rows = sorted(previous.values(), key=lambda r: order.get(_key(r), len(order)))
+    write_results(report.rows, out)
+    jpath.unlink(missing_ok=True)
+    return report
+
+
+def _key(row: Mapping[str, Any]) -> Key:
+    return (str(row["instance"]), str(row["solver"]), int(row["seed"]))
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
+              ) -> list[Row]:
+    """Per solver: tasks, failures, mean gap, wins and mean run time.
+
+    A solver *wins* an (instance, seed) pair when its makespan is the smallest
+    among the solvers with a makespan on that pair; tied solvers all win.
+    """
+    solvers = list(solvers or dict.fromkeys(r["solver"] for r in rows))
+    best: dict[tuple[str, int], float] = {}
+    for r in rows:
+        if r.get("makespan") is not None:
+            k = (r["instance"], r["seed"])
+            best[k] = min(best.get(k, math.inf), r["makespan"])
+    table = []
+    for s in solvers:
+        mine = [r for r in rows if r["solver"] == s]
+        gaps = [r["gap"] for r in mine if r.get("gap") is not None]
+        times = [r["runtime_s"] for r in mine if r.get("runtime_s") is not None]
+        wins = sum(1 for r in mine if r.get("makespan") is not None
+                   and r["makespan"] <= best[(r["instance"], r["seed"])] + 1e-9)
+        table.append({
+            "solver": s, "tasks": len(mine),
+            "failed": sum(r["status"] == ERROR for r in mine),
+            "mean_gap": sum(gaps) / len(gaps) if gaps else None,
+            "wins": wins,
+            "mean_runtime_s": sum(times) / len(times) if times else None,
+        })
+    return table
+
+
+SUMMARY_COLUMNS: tuple[str, ...] = ("solver", "tasks", "failed", "mean_gap", "wins",
+                                    "mean_runtime_s")
+
+
+def format_summary(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
+                   ) -> str:
+    """:func:`summarise` as an aligned text table."""
+    from sjfbco.tables import format_table
+
+    return format_table(summarise(rows, solvers), SUMMARY_COLUMNS)

@@ -1,0 +1,143 @@
+"""Reader for the Microsoft Philly GPU-cluster trace (Jeon et al., USENIX ATC 2019).
+
+The condensed CSV published with the Pollux simulator has the columns
+``timestamp`` (submit time, ``YYYY-MM-DD HH:MM:SS``), ``duration`` (seconds),
+``num_gpus``, ``gpu_time`` and ``cluster`` (virtual-cluster hash); see
+``../shared/data/README.md`` and ``docs/traces.md``.
+
+:func:`read_philly` selects rows (virtual cluster, submit-time window), applies
+the drop rules of :class:`sjfbco.workloads.traces.Limits` and returns the kept
+:class:`~sjfbco.workloads.traces.TraceJob` records with a
+:class:`~sjfbco.workloads.traces.DropReport`. Rows that cannot be parsed
+(wrong field count, bad timestamp, non-numeric duration, fractional GPU
+count) are dropped as ``malformed row`` and counted, never silently.
+:func:`philly_instances` samples jobs and maps them to instances with
+:func:`sjfbco.workloads.traces.to_instance`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sjfbco.problem import Cluster, CostParams, InputError, ProblemData
+from sjfbco.workloads.traces import (
+    DEFAULT_MAX_SLOTS,
+    DropReport,
+    Limits,
+    TraceJob,
+    build_instances,
+)
+
+COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def parse_time(text: str, what: str = "time") -> datetime:
+    """An ISO date or date-time (``2017-10-01`` or ``2017-10-01 08:00:00``)."""
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise InputError(f"{what} {text!r}: expected an ISO date such as 2017-10-01 "
+                         "or 2017-10-01T08:00:00") from None
+    if when.tzinfo is not None:
+        raise InputError(f"{what} {text!r}: give a time without a zone, like the trace's")
+    return when
+
+
+def _parse_row(row: Sequence[str]) -> tuple[datetime, float, int, str]:
+    if len(row) != len(COLUMNS):
+        raise ValueError(f"{len(row)} fields")
+    ts = datetime.strptime(row[0].strip(), TIME_FORMAT)
+    duration = float(row[1])
+    gpus_f = float(row[2])
+    if not gpus_f.is_integer():
+        raise ValueError("fractional GPU count")
+    return ts, duration, int(gpus_f), row[4].strip()
+
+
+def read_philly(path: str | os.PathLike[str], limits: Limits, *, vc: str | None = None,
+                start: datetime | None = None, end: datetime | None = None
+                ) -> tuple[list[TraceJob], DropReport]:
+    """Kept jobs of the Philly CSV at ``path`` and what was dropped.
+
+    Parameters
+    ----------
+    path
+        The CSV (``../shared/data/philly/philly.csv``).
+    limits
+        Drop rules (GPU counts above the cluster, durations, power-of-two rule).
+    vc
+        Keep only this virtual cluster (``cluster`` column; a prefix is enough).
+    start, end
+        Keep only jobs submitted in ``[start, end)``.
+
+    Returns
+    -------
+    jobs, report
+        Jobs in file order, ids ``philly-<line>`` (line 2 is the first data row),
+        ``submit`` in seconds since ``start`` (or the first kept job).
+    """
+    src = str(path)
+    report = DropReport(src)
+    rows: list[tuple[int, datetime, float, int, str]] = []
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
+    with fh:
+        reader = csv.reader(fh)
+        header = next(reader, None)
+        if header is None or [h.strip() for h in header] != list(COLUMNS):
+            raise InputError(f"expected the header {','.join(COLUMNS)}, got "
+                             f"{','.join(header or [])!r}", source=src, where="line 1")
+        for row in reader:
+            line = reader.line_num
+            if not row or not any(c.strip() for c in row):
+                continue  # blank line (the file ends with one)
+            report.rows += 1
+            try:
+                ts, duration, gpus, cluster = _parse_row(row)
+            except ValueError:
+                report.selected += 1
+                report.drop("malformed row", line)
+                continue
+            if vc is not None and not cluster.startswith(vc):
+                continue
+            if (start is not None and ts < start) or (end is not None and ts >= end):
+                continue
+            report.selected += 1
+            reason = limits.reason(duration, gpus)
+            if reason is not None:
+                report.drop(reason, line)
+                continue
+            rows.append((line, ts, duration, gpus, cluster))
+    origin = start or min((r[1] for r in rows), default=datetime(2017, 1, 1))
+    jobs = [TraceJob(f"philly-{line}", (ts - origin).total_seconds(), duration, gpus, line,
+                     cluster) for line, ts, duration, gpus, cluster in rows]
+    report.kept = len(jobs)
+    return jobs, report
+
+
+def philly_instances(path: str | os.PathLike[str], cluster: Cluster, *, n_jobs: int | None,
+                     instances: int = 1, seed: int = 0, vc: str | None = None,
+                     start: datetime | None = None, end: datetime | None = None,
+                     cost: CostParams | None = None, time_scale: float | None = None,
+                     max_slots: float = DEFAULT_MAX_SLOTS, keep_arrivals: bool = False,
+                     limits: Limits | None = None, name: str = "philly",
+                     ) -> tuple[list[ProblemData], DropReport, dict[str, Any]]:
+    """``instances`` instances of ``n_jobs`` jobs sampled from the selected Philly rows.
+
+    Instance ``k`` samples with ``numpy.random.default_rng([seed, k])`` (all
+    selected jobs when ``n_jobs`` is ``None``; then ``instances`` must be 1)
+    and draws its models with seed ``seed * 1000 + k``. Returns the instances,
+    the drop report and a dict of settings (time scale per instance).
+    """
+    limits = limits or Limits(max_gpus=cluster.num_gpus)
+    jobs, report = read_philly(path, limits, vc=vc, start=start, end=end)
+    return build_instances(jobs, report, cluster, n_jobs=n_jobs, instances=instances, seed=seed,
+                  cost=cost, time_scale=time_scale, max_slots=max_slots,
+                  keep_arrivals=keep_arrivals, name=name)

@@ -1,0 +1,63 @@
+"""Tiny solvers registered only for the batch tests (imported with ``--plugin``).
+
+- ``toy-greedy``: jobs in a seeded random order, each on the ``G_j`` least
+  loaded GPUs (load = sum of ``rho_min`` of the jobs already there), planned
+  start 0; the evaluator dispatches them. Deterministic for a given seed.
+- ``toy-slow``: the same after sleeping ``sleep`` seconds (param, default 0.2),
+  so that a test can kill a batch part way through.
+- ``toy-crash``: raises, to check that a failing solver becomes an error row.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from sjfbco.cost import min_run_time
+from sjfbco.problem import ProblemData
+from sjfbco.schedule import Schedule
+from sjfbco.solvers import SOLVERS, Solution, Status, register
+
+
+def _greedy(data: ProblemData, seed: int) -> Solution:
+    cl = data.cluster
+    load = [0.0] * cl.num_gpus
+    order = list(range(data.num_jobs))
+    random.Random(seed).shuffle(order)
+    gpus: list[tuple[tuple[int, int], ...]] = [()] * data.num_jobs
+    for j in order:
+        job = data.jobs[j]
+        chosen = sorted(range(cl.num_gpus), key=lambda g: (load[g], g))[: job.gpus]
+        for g in chosen:
+            load[g] += min_run_time(job, data)
+        gpus[j] = tuple(cl.gpu_pair(g) for g in chosen)
+    ranks = [0] * data.num_jobs
+    for rank, j in enumerate(order):
+        ranks[j] = rank
+    return Solution(Schedule.build(gpus, None, ranks), Status.FEASIBLE)
+
+
+def toy_greedy(data: ProblemData, *, time_limit: float | None, seed: int,
+               **params: Any) -> Solution:
+    if params:
+        raise ValueError(f"unknown parameters {sorted(params)}")
+    return _greedy(data, seed)
+
+
+def toy_slow(data: ProblemData, *, time_limit: float | None, seed: int,
+             sleep: float = 0.2) -> Solution:
+    time.sleep(sleep)
+    return _greedy(data, seed)
+
+
+def toy_crash(data: ProblemData, *, time_limit: float | None, seed: int,
+              **params: Any) -> Solution:
+    raise RuntimeError("boom")
+
+
+_TOYS = {"toy-greedy": toy_greedy, "toy-slow": toy_slow, "toy-crash": toy_crash}
+NAMES = tuple(_TOYS)
+for _name, _fn in _TOYS.items():
+    if _name not in SOLVERS:
+        register(_name, heuristic=False)(_fn)
