@@ -12,7 +12,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
+from sjfbco import (
+    Cluster,
+    CostParams,
+    Job,
+    ProblemData,
+    evaluate,
+    read_instance,
+    read_schedule,
+    solve,
+    write_schedule,
+)
 from sjfbco.solvers import HEURISTICS, SOLVERS, Status
 from sjfbco.solvers.placement import Placer, TrialRunner, estimates
 from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco_rule
@@ -103,12 +113,13 @@ def _tiny() -> ProblemData:
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
 @pytest.mark.parametrize("solver", sorted(HEURISTICS))
-def test_reported_makespan_is_the_evaluators(path: Path, solver: str) -> None:
+def test_reported_makespan_is_the_evaluators(path: Path, solver: str, tmp_path: Path) -> None:
     data = read_instance(path)
     res = solve(data, solver)
     assert res.status in (Status.FEASIBLE, Status.OPTIMAL)
     assert res.schedule is not None
-    ev = evaluate(data, res.schedule)
+    write_schedule(res.schedule, data, tmp_path / "s.json")  # what `sjfbco evaluate` reads
+    ev = evaluate(data, read_schedule(tmp_path / "s.json", data))
     assert res.makespan == ev.makespan
     assert res.mean_jct == ev.mean_jct
     assert res.lower_bound <= res.makespan
