@@ -63,6 +63,7 @@ class _JobVars:
     use: list[Any]
     y: list[Any]
     can_split: bool
+    usable: list[int] = field(default_factory=list)
     split: Any = None
     run: dict[int, Any] = field(default_factory=dict)
     p: dict[int, Any] = field(default_factory=dict)
@@ -140,7 +141,7 @@ class NonconvexModel:
                 else:
                     m.add(d == lo).only_enforce_if(use[k])
             can_split = any(pats[k].split for k in usable)
-            jv = _JobVars(a, T, use, y, can_split)
+            jv = _JobVars(a, T, use, y, can_split, usable)
             jv.interval = iv  # type: ignore[attr-defined]
             if can_split:
                 jv.split = m.new_bool_var(f"split_{j}")
@@ -320,8 +321,8 @@ class NonconvexModel:
         m.clear_hints()
         counts = self.patterns.canonicalise(plan.counts)
         for j, jv in enumerate(self.jobs):
-            for k, q in enumerate(self.patterns[j]):
-                m.add_hint(jv.use[k], int(q.counts == counts[j]))
+            for k in jv.usable:  # the others are constants
+                m.add_hint(jv.use[k], int(self.patterns[j][k].counts == counts[j]))
             for t, r in jv.run.items():
                 m.add_hint(r, int(plan.start[j] <= t < plan.end[j]))
             m.add_hint(jv.start, plan.start[j])
@@ -338,6 +339,8 @@ class NonconvexModel:
         solver.parameters.num_search_workers = workers
         solver.parameters.random_seed = seed
         st = solver.solve(self.model)
+        if st == cp_model.MODEL_INVALID:  # pragma: no cover - a bug in this module
+            raise RuntimeError(f"CP-SAT rejects the model: {self.model.validate()}")
         self._solver = solver
         has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         obj = solver.objective_value if has else None
