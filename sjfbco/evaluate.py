@@ -78,6 +78,11 @@ class Simulator:
         """Jobs holding GPUs now."""
         return list(self._runs)
 
+    @property
+    def owners(self) -> list[int]:
+        """Job holding each global GPU now (-1 if idle). A live view: do not modify."""
+        return self._owner
+
     def owner(self, gpu: int) -> int:
         """Job holding global GPU ``gpu`` now, or -1."""
         return self._owner[gpu]
@@ -220,9 +225,20 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
         A placement whose ``tau`` exceeds one slot (slotted model).
     """
     gpus = check_schedule(data, schedule)
+    ranks = [schedule.rank(j) for j in range(data.num_jobs)]
+    sim = dispatch(data, gpus, schedule.start, ranks, strict=strict)
+    return summarise(data, sim)
+
+
+def dispatch(data: ProblemData, gpus: Sequence[Sequence[int]], planned: Sequence[int],
+             ranks: Sequence[int], strict: bool = False) -> Simulator:
+    """Run jobs on global GPU indices with the dispatch semantics of :func:`evaluate`.
+
+    The fast path for solvers, which build GPU sets as global indices and have
+    checked them already; returns the finished :class:`Simulator`.
+    """
     n = data.num_jobs
-    planned = schedule.start
-    key = [(planned[j], schedule.rank(j), j) for j in range(n)]
+    key = [(planned[j], ranks[j], j) for j in range(n)]
     # immediate predecessors on each GPU in the per-GPU queue order
     last_on_gpu: dict[int, int] = {}
     n_pred = [0] * n
@@ -259,11 +275,17 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
                 n_pred[s] -= 1
                 if n_pred[s] == 0:
                     heapq.heappush(ready, (max(planned[s], arrival[s], sim.now), key[s]))
-    return summarise(data, sim)
+    return sim
+
+
+def makespan_of(data: ProblemData, gpus: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
+    """Makespan of GPU sets all planned at slot 0 with the given ranks (solvers' trials)."""
+    sim = dispatch(data, gpus, [0] * len(gpus), ranks)
+    return max(sim.end_time.values(), default=0)
 
 
 def _strict_violation(data: ProblemData, j: int, planned: int, sim: Simulator,
-                      preds: set[int], gpus: list[list[int]]) -> None:
+                      preds: set[int], gpus: Sequence[Sequence[int]]) -> None:
     """Raise the strict-mode error for job ``j``, which could not start at ``planned``."""
     job = data.jobs[j]
     late = [q for q in preds if sim.end_time[q] > planned]

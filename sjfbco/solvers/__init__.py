@@ -86,15 +86,28 @@ class Result:
 
 
 SOLVERS: dict[str, SolverFn] = {}
+#: The parameter dataclass of each solver that has one (for the CLI and docs).
+PARAMS: dict[str, type] = {}
+#: Solvers that ``--solver all`` runs: the fast heuristics, not the exact ones.
+HEURISTICS: list[str] = []
 
 
-def register(name: str) -> Callable[[SolverFn], SolverFn]:
-    """Decorator: make a solver function available to :func:`solve` by ``name``."""
+def register(name: str, params: type | None = None,
+             heuristic: bool = True) -> Callable[[SolverFn], SolverFn]:
+    """Decorator: make a solver function available to :func:`solve` by ``name``.
+
+    ``params`` is its parameter dataclass; ``heuristic=False`` keeps it out of
+    ``sjfbco solve --solver all`` (for exact, possibly slow, solvers).
+    """
 
     def deco(fn: SolverFn) -> SolverFn:
         if name in SOLVERS:
             raise ValueError(f"solver {name!r} is registered twice")
         SOLVERS[name] = fn
+        if params is not None:
+            PARAMS[name] = params
+        if heuristic:
+            HEURISTICS.append(name)
         return fn
 
     return deco

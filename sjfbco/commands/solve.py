@@ -1,0 +1,100 @@
+"""``sjfbco solve INSTANCE... [--solver NAME|all] [--param k=v ...] [--json]``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "solve", help="solve instance files with a solver (or all heuristics)",
+        description="Solve instances and report makespan, mean JCT, lower bound and gap; every "
+                    "figure comes from the evaluator. Solvers: sjf-bco (default), ls, ff, rand, "
+                    "lwf, fifo-gang, and the exact ones; 'all' runs every heuristic.")
+    p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
+    p.add_argument("--solver", default="sjf-bco", help="solver name or 'all' (default sjf-bco)")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="seconds per solver run")
+    p.add_argument("--seed", type=int, default=0, help="seed for random choices (default 0)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped)")
+    p.add_argument("--schedule-out", metavar="FILE",
+                   help="write the schedule; with several runs use {instance} and {solver} "
+                        "in the name")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object per run (one per line) and nothing else")
+    p.set_defaults(run=run)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to file descriptor 1 (solver banners too) to stderr."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _params_for(solver: str, params: dict[str, str], run_all: bool) -> dict[str, str]:
+    """All ``--param`` values; with ``--solver all`` only those the solver knows."""
+    from sjfbco.solvers import PARAMS
+
+    cls = PARAMS.get(solver)
+    if not run_all or cls is None:
+        return params
+    known = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in params.items() if k in known}
+
+
+def run(args: argparse.Namespace) -> int:
+    from sjfbco.files import read_instance, write_schedule
+    from sjfbco.params import parse_kv
+    from sjfbco.solvers import HEURISTICS, SOLVERS, solve
+    from sjfbco.tables import format_table
+
+    run_all = args.solver == "all"
+    solvers = list(HEURISTICS) if run_all else [args.solver]
+    for name in solvers:
+        if name not in SOLVERS:
+            raise ValueError(f"--solver: unknown solver {name!r}; known: "
+                             f"{', '.join(sorted(SOLVERS))}, all")
+    params = parse_kv(args.param)
+    n_runs = len(solvers) * len(args.instances)
+    if args.schedule_out and n_runs > 1 and not (
+            "{instance}" in args.schedule_out and (len(solvers) == 1
+                                                   or "{solver}" in args.schedule_out)):
+        raise ValueError("--schedule-out: several runs need {instance} and {solver} in the "
+                         "file name")
+    data_all = [read_instance(path) for path in args.instances]  # fail before solving
+    rows = []
+    for path, data in zip(args.instances, data_all, strict=True):
+        for name in solvers:
+            ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
+            with ctx:
+                res = solve(data, name, time_limit=args.time_limit, seed=args.seed,
+                            **_params_for(name, params, run_all))
+            row = {"instance": data.name, **res.summary()}
+            rows.append(row)
+            if args.json:
+                print(json.dumps({**row, "file": str(path), "stats": res.stats}), flush=True)
+            if args.schedule_out and res.schedule is not None:
+                out = args.schedule_out.format(instance=Path(path).stem, solver=name)
+                write_schedule(res.schedule, data, out)
+    if not args.json:
+        cols = ["instance", "solver", "status", "makespan", "mean_jct", "lower_bound", "gap",
+                "runtime_s"]
+        print(format_table(rows, cols))
+    return 0

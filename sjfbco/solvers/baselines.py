@@ -1,0 +1,109 @@
+"""The paper's baselines (spec section 6) and related list schedulers.
+
+All run on the placement machinery of :mod:`sjfbco.solvers.placement`, take the
+same assignment mode and job-order options as SJF-BCO, and are scored by the
+evaluator:
+
+- ``ff``: first fit, server by server, within ``theta``; ``theta`` searched.
+- ``ls``: list scheduling, the least-loaded GPUs within ``theta`` with ties
+  ``(load, server, GPU index)``; ``theta`` searched.
+- ``rand``: random GPUs (seeded), ``theta = T`` (no limit).
+- ``lwf``: LWF-kappa (Wang et al., arXiv:2002.10105): least-workload GPUs for
+  jobs up to ``kappa`` GPUs, least busy servers (LBSGF, ``lambda = 1``) above;
+  no ``theta`` limit; ``kappa`` fixed or searched over the job sizes.
+- ``fifo-gang``: input order, each job started as soon as enough GPUs are idle,
+  first fit: the ``timestepped`` mode with ``theta = T`` and the FF rule.
+
+Job order for baselines is not given by the paper: **Decision** input order,
+with ``order=sjf`` as an option.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sjfbco.params import make_params
+from sjfbco.problem import ProblemData
+from sjfbco.solvers import Solution, register
+from sjfbco.solvers.common import ListParams, prepare, run_list_scheduler
+from sjfbco.solvers.placement import Rule
+from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
+
+
+def _sizes(data: ProblemData) -> list[int]:
+    return [job.gpus for job in data.jobs]
+
+
+@register("ff", ListParams)
+def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+    prep = prepare(data, make_params(ListParams, params))
+    placer, sizes = prep.runner.placer, _sizes(data)
+
+    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+        return placer.first_fit(mask, sizes[j])
+
+    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit)
+
+
+@register("ls", ListParams)
+def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+    prep = prepare(data, make_params(ListParams, params))
+    placer, sizes = prep.runner.placer, _sizes(data)
+
+    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+        return placer.least_loaded(loads, mask, sizes[j], "plain")
+
+    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit)
+
+
+@register("rand", ListParams)
+def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+    prep = prepare(data, make_params(ListParams, params))
+    placer, sizes = prep.runner.placer, _sizes(data)
+    rng = np.random.default_rng(seed)
+
+    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+        return placer.random(mask, sizes[j], rng)
+
+    return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)
+
+
+@dataclass(frozen=True)
+class LWFParams(ListParams):
+    """LWF-kappa: ``kappa`` fixed, or ``None`` to keep the best over the job sizes."""
+
+    kappa: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.kappa is not None and not (isinstance(self.kappa, int) and self.kappa >= 1):
+            raise ValueError(f"parameter kappa: must be an integer >= 1, got {self.kappa!r}")
+
+
+@register("lwf", LWFParams)
+def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+    p = make_params(LWFParams, params)
+    prep = prepare(data, p)
+    rule_params = SJFBCOParams(kappa=p.kappa, ties="plain", lam=1.0)
+    rules: list[tuple[object, Rule]] = [
+        (k, sjf_bco_rule(data, prep.runner.placer, k, rule_params))
+        for k in kappa_candidates(data, rule_params)
+    ]
+    return run_list_scheduler(prep, rules, bisect=False, time_limit=time_limit,
+                              label_name="kappa")
+
+
+@register("fifo-gang", ListParams)
+def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int,
+              **params: Any) -> Solution:
+    p = make_params(ListParams, {"mode": "timestepped", **params})
+    prep = prepare(data, p)
+    placer, sizes = prep.runner.placer, _sizes(data)
+
+    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+        return placer.first_fit(mask, sizes[j])
+
+    return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)

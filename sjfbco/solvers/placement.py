@@ -1,0 +1,330 @@
+"""The one placement machinery of the list schedulers (spec sections 5 and 6).
+
+A list scheduler places jobs one by one in a given order. Each GPU ``g`` has a
+load ``U_g`` (the estimated busy time charged to it, slots); a GPU *qualifies*
+for job ``j`` under a limit ``theta`` when ``U_g + rho_hat_j / u <= theta``.
+A *rule* picks ``G_j`` GPUs among the qualifying ones:
+
+- ``least_loaded`` (FA-FFP; LS is its plain-ties form),
+- ``first_fit`` (FF: the first qualifying GPUs, server by server),
+- ``lbsgf`` (least busy server-GPU first),
+- ``random`` (RAND).
+
+:func:`run_trial` runs one pass in either assignment mode (``offline``: GPU
+queues in placement order, then the evaluator's dispatch; ``timestepped``: a
+forward-only clock driving the :class:`~sjfbco.evaluate.Simulator`), and
+:func:`search` is the search over ``theta`` that SJF-BCO, FF and LS share.
+Every makespan comes from the evaluator.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from sjfbco.cost import best_servers, slots_to_finish
+from sjfbco.evaluate import Simulator, makespan_of
+from sjfbco.problem import Cluster, ProblemData
+from sjfbco.schedule import Schedule
+
+AssignmentMode = Literal["offline", "timestepped"]
+Ties = Literal["fragment", "plain"]
+JobOrder = Literal["input", "sjf"]
+Estimate = Literal["alone", "spread"]
+
+#: A placement rule: (job, loads, qualifying mask) -> chosen global GPU indices or None.
+Rule = Callable[[int, np.ndarray, np.ndarray], "np.ndarray | None"]
+
+_EPS = 1e-9
+
+
+class Placer:
+    """GPU-choice rules on one cluster, vectorised over GPUs with numpy."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.server = np.asarray(cluster.server_of_gpu, dtype=np.int64)
+        self.caps = np.asarray(cluster.gpus_per_server, dtype=np.int64)
+        self.offsets = np.asarray(cluster.offsets, dtype=np.int64)
+        self.n = cluster.num_gpus
+
+    def least_loaded(self, loads: np.ndarray, mask: np.ndarray, g: int,
+                     ties: Ties = "plain") -> np.ndarray | None:
+        """The ``g`` least-loaded qualifying GPUs (FA-FFP; LS with plain ties).
+
+        ``plain`` ties: ``(load, server, GPU index)``. ``fragment`` ties
+        (Decision, spec section 5): among equally loaded GPUs, first the server
+        whose number of such GPUs fits the job best (the smallest count that
+        holds all the GPUs still needed); servers that cannot hold them whole
+        come after, larger counts first (fewest servers), then by server index;
+        within a server by GPU index.
+        """
+        cand = np.flatnonzero(mask)
+        if cand.size < g:
+            return None
+        lc = loads[cand]
+        order = np.argsort(lc, kind="stable")  # stable: ties by global index = (server, index)
+        if ties == "plain" or cand.size == g:
+            return cand[order[:g]]
+        cutoff = lc[order[g - 1]]
+        below = cand[lc < cutoff]
+        need = g - below.size
+        tied = cand[lc == cutoff]
+        if tied.size == need:
+            return cand[order[:g]]
+        return np.concatenate([below, self._fragment_pick(tied, need)])
+
+    def _fragment_pick(self, tied: np.ndarray, need: int) -> np.ndarray:
+        """``need`` GPUs among equally loaded ``tied`` (sorted), fragment-aware."""
+        srv = self.server[tied]
+        counts = np.bincount(srv, minlength=self.caps.size)
+        chosen: list[np.ndarray] = []
+        while True:
+            fits = np.flatnonzero(counts >= need)
+            if fits.size:  # best fit: the smallest count that holds the rest whole
+                s = int(fits[np.argmin(counts[fits])])
+                chosen.append(tied[srv == s][:need])
+                return np.concatenate(chosen) if len(chosen) > 1 else chosen[0]
+            s = int(np.argmax(counts))  # none holds it whole: the largest count first
+            chosen.append(tied[srv == s])
+            need -= int(counts[s])
+            counts[s] = 0
+
+    def first_fit(self, mask: np.ndarray, g: int) -> np.ndarray | None:
+        """The first ``g`` qualifying GPUs, server by server (FF)."""
+        cand = np.flatnonzero(mask)
+        return cand[:g] if cand.size >= g else None
+
+    def lbsgf(self, loads: np.ndarray, mask: np.ndarray, g: int, lam: float) -> np.ndarray | None:
+        """Least busy server-GPU first (spec section 5).
+
+        Sort servers by average GPU load (ties by server index); keep the first
+        servers until their capacity reaches ``lam * g``; among their qualifying
+        GPUs take the ``g`` least loaded (ties by server rank, then GPU index).
+        """
+        avg = np.add.reduceat(loads, self.offsets) / self.caps
+        srv_order = np.argsort(avg, kind="stable")
+        cum = np.cumsum(self.caps[srv_order])
+        k = int(np.searchsorted(cum, lam * g - _EPS)) + 1
+        rank = np.empty_like(srv_order)
+        rank[srv_order] = np.arange(srv_order.size)
+        allowed = rank[self.server] < k
+        cand = np.flatnonzero(mask & allowed)
+        if cand.size < g:
+            return None
+        pick = np.lexsort((cand, rank[self.server[cand]], loads[cand]))[:g]
+        return cand[pick]
+
+    def random(self, mask: np.ndarray, g: int, rng: np.random.Generator) -> np.ndarray | None:
+        """``g`` qualifying GPUs uniformly at random (RAND)."""
+        cand = np.flatnonzero(mask)
+        if cand.size < g:
+            return None
+        return np.sort(rng.choice(cand, size=g, replace=False))
+
+
+def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
+    """``rho_hat_j`` in slots for every job; a job's own ``rho_hat`` field wins.
+
+    ``alone``: the job alone on its best contention-free placement (fewest
+    servers). ``spread``: alone, but spread one GPU per server as far as the
+    cluster allows (a pessimistic estimate for jobs that will be split).
+    """
+    out = np.empty(data.num_jobs)
+    rates = data.rates
+    for j, job in enumerate(data.jobs):
+        if job.rho_hat is not None:
+            out[j] = job.rho_hat
+            continue
+        n = best_servers(job, data.cluster)
+        if method == "spread":
+            n = max(n, min(job.gpus, data.cluster.num_servers))
+        out[j] = slots_to_finish(job.iterations, rates.alone(j, n), data.cost)
+    return out
+
+
+def job_order(data: ProblemData, how: JobOrder, rho_hat: np.ndarray) -> list[int]:
+    """``input`` order, or SJF: ``G_j`` ascending, then larger ``rho_hat`` first, then index."""
+    if how == "input":
+        return list(range(data.num_jobs))
+    return sorted(range(data.num_jobs),
+                  key=lambda j: (data.jobs[j].gpus, -rho_hat[j], j))
+
+
+def default_horizon(increments: np.ndarray) -> int:
+    """``T = ceil(sum_j rho_hat_j / u)``: no GPU's load can exceed it, so ``theta = T``
+    never makes a trial infeasible for lack of horizon."""
+    return max(1, math.ceil(float(increments.sum()) - _EPS))
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One placement pass. ``gpus[j]``: global GPU indices; ``rank[j]``: placement rank;
+    ``start[j]``: planned start (0 offline; the clock in timestepped mode);
+    ``makespan``: from the evaluator, ``inf`` when the trial is infeasible."""
+
+    makespan: float
+    gpus: tuple[tuple[int, ...], ...] = ()
+    rank: tuple[int, ...] = ()
+    start: tuple[int, ...] = ()
+
+    @property
+    def feasible(self) -> bool:
+        return math.isfinite(self.makespan)
+
+    def schedule(self, cluster: Cluster) -> Schedule:
+        pair = cluster.gpu_pair
+        return Schedule(tuple(tuple(pair(g) for g in gs) for gs in self.gpus), self.start,
+                        self.rank)
+
+
+INFEASIBLE = Trial(math.inf)
+
+
+class TrialRunner:
+    """Runs placement passes for one instance, memoising evaluations of identical placements.
+
+    Parameters
+    ----------
+    data
+        The instance.
+    increments
+        ``rho_hat_j / u`` per job: the load a job adds to each GPU it takes.
+    mode
+        ``offline`` or ``timestepped`` (spec section 5, assignment mode).
+    """
+
+    def __init__(self, data: ProblemData, increments: np.ndarray,
+                 mode: AssignmentMode = "offline", initial_load: np.ndarray | None = None):
+        self.data = data
+        self.placer = Placer(data.cluster)
+        self.increments = increments
+        self.mode = mode
+        self.initial_load = (np.zeros(self.placer.n) if initial_load is None
+                             else np.asarray(initial_load, dtype=float))
+        self.trials = 0
+        self.evaluations = 0
+        self._memo: dict[bytes, float] = {}
+
+    def run(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
+        """Place the jobs in ``order`` with ``rule`` under the load limit ``theta``."""
+        self.trials += 1
+        if self.mode == "timestepped":
+            return self._timestepped(order, rule, theta)
+        return self._offline(order, rule, theta)
+
+    def _offline(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
+        n = self.data.num_jobs
+        loads = self.initial_load.copy()
+        gpus: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
+        inc = self.increments
+        for j in order:
+            chosen = rule(j, loads, loads <= theta - inc[j] + _EPS)
+            if chosen is None:
+                return INFEASIBLE
+            loads[chosen] += inc[j]
+            gpus[j] = chosen
+        rank = [0] * n
+        for r, j in enumerate(order):
+            rank[j] = r
+        key = np.concatenate([np.asarray(order, dtype=np.int64), *gpus]).tobytes()
+        makespan = self._memo.get(key)
+        lists = [g.tolist() for g in gpus]
+        if makespan is None:
+            self.evaluations += 1
+            makespan = self._memo[key] = makespan_of(self.data, lists, rank)
+        return Trial(makespan, tuple(map(tuple, lists)), tuple(rank), (0,) * n)
+
+    @staticmethod
+    def _release(sim: Simulator, finished: list[int], idle: np.ndarray) -> None:
+        for f in finished:
+            idle[list(sim.gpus_of[f])] = True
+
+    def _timestepped(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
+        n = self.data.num_jobs
+        sim = Simulator(self.data)
+        idle = np.ones(self.placer.n, dtype=bool)
+        loads = self.initial_load.copy()
+        inc = self.increments
+        gpus: list[tuple[int, ...]] = [()] * n
+        start = [0] * n
+        rank = [0] * n
+        for r, j in enumerate(order):
+            arrival = self.data.jobs[j].arrival
+            while sim.now < arrival:
+                self._release(sim, sim.advance(until=arrival), idle)
+            while True:
+                chosen = rule(j, loads, idle & (loads <= theta - inc[j] + _EPS))
+                if chosen is not None:
+                    break
+                if not sim.running:
+                    return INFEASIBLE
+                self._release(sim, sim.advance(), idle)
+            loads[chosen] += inc[j]
+            gpus[j] = tuple(chosen.tolist())
+            # continuous time: a job starts at the next slot boundary, so that the
+            # planned starts replay exactly under the evaluator's dispatch rules
+            start[j] = math.ceil(sim.now - _EPS)
+            rank[j] = r
+            while sim.now < start[j]:
+                self._release(sim, sim.advance(until=start[j]), idle)
+            sim.start(j, gpus[j])
+            idle[chosen] = False
+        self.evaluations += 1
+        sim.run_to_end()
+        return Trial(max(sim.end_time.values(), default=0), tuple(gpus), tuple(rank),
+                     tuple(start))
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Outcome of :func:`search`: the best trial, the ``theta`` and rule label that produced
+    it, the number of ``theta`` steps, and whether a deadline cut the search short."""
+
+    trial: Trial
+    theta: int
+    label: object
+    steps: int
+    timed_out: bool
+
+
+def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[object, Rule]],
+           horizon: int, *, bisect: bool = True, deadline: float | None = None) -> SearchResult:
+    """The ``theta`` search of SJF-BCO, FF and LS (spec section 5, steps 2 to 4).
+
+    Bisection over an integer ``theta`` in ``[1, horizon]``. At each ``theta``
+    every rule in ``rules`` (e.g. one per ``kappa``) is tried from an empty
+    cluster and the best trial kept (ties: the earlier rule). If it beats the
+    best so far, keep it and search lower, else search higher. With
+    ``bisect=False`` a single step at ``theta = horizon`` (no limit). A
+    ``deadline`` (``time.perf_counter()`` value) stops the search between trials.
+    """
+    left, right = 1, horizon
+    best, best_theta, best_label, steps = INFEASIBLE, horizon, None, 0
+    timed_out = False
+    theta = horizon
+    while left <= right:
+        if bisect:
+            theta = (left + right) // 2
+        steps += 1
+        step_best, step_label = INFEASIBLE, None
+        for label, rule in rules:
+            if deadline is not None and time.perf_counter() > deadline and best.feasible:
+                timed_out = True
+                break
+            trial = runner.run(order, rule, theta)
+            if trial.makespan < step_best.makespan:
+                step_best, step_label = trial, label
+        if step_best.makespan < best.makespan:
+            best, best_theta, best_label = step_best, theta, step_label
+            right = theta - 1
+        else:
+            left = theta + 1
+        if timed_out or not bisect:
+            break
+    return SearchResult(best, best_theta, best_label, steps, timed_out)
