@@ -28,6 +28,7 @@ from typing import Any
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import best_servers, min_run_time
 from sjfbco.evaluate import evaluate
+from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers import SOLVERS, Solution, Status, register
@@ -75,15 +76,6 @@ class ExactParams:
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) \
                 or self.threads < 1:
             raise ValueError(f"threads: must be a positive integer, got {self.threads!r}")
-
-    @classmethod
-    def from_params(cls, params: dict[str, Any]) -> ExactParams:
-        known = set(cls.__dataclass_fields__)
-        unknown = sorted(set(params) - known)
-        if unknown:
-            raise ValueError(f"unknown parameter(s) for solver 'exact': {', '.join(unknown)}; "
-                             f"known: {', '.join(sorted(known))}")
-        return cls(**params)
 
 
 def serial_schedule(data: ProblemData) -> Schedule:
@@ -142,13 +134,13 @@ def best_warm_start(data: ProblemData, *, seed: int = 0,
     return min(cands, key=lambda c: c[2].makespan)
 
 
-@register("exact")
+@register("exact", ExactParams, heuristic=False)
 def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
                 **params: Any) -> Solution:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
     from sjfbco.formulations.common import plan_from_schedule, plan_to_schedule, require_slotted
 
-    p = ExactParams.from_params(params)
+    p = make_params(ExactParams, params)
     require_slotted(data, "solver 'exact'")
     t0 = time.perf_counter()
     name, warm, warm_ev = best_warm_start(data, seed=seed)
