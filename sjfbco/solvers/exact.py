@@ -127,6 +127,20 @@ def warm_candidates(data: ProblemData, *, seed: int = 0,
     return out
 
 
+def candidate_schedules(data: ProblemData, *, seed: int = 0) -> list[tuple[str, Schedule]]:
+    """A candidate set for the paper's ILP (eqs. 10-16): every heuristic's schedule, SJF-BCO
+    at each threshold ``kappa`` (its trials' best per ``kappa``), and the serial schedule."""
+    from sjfbco.solvers import solve
+
+    out = [(name, sched) for name, sched, _ in warm_candidates(data, seed=seed)]
+    if "sjf-bco" in SOLVERS:
+        for kappa in sorted({job.gpus for job in data.jobs}):
+            res = solve(data, "sjf-bco", seed=seed, kappa=kappa)
+            if res.schedule is not None:
+                out.append((f"sjf-bco kappa={kappa}", res.schedule))
+    return out
+
+
 def best_warm_start(data: ProblemData, *, seed: int = 0,
                     time_limit: float | None = None) -> tuple[str, Schedule, Evaluation]:
     """The candidate with the smallest makespan (ties: first tried)."""
@@ -196,9 +210,7 @@ def _run_model(data: ProblemData, p: ExactParams, horizon: int, plan: Any,
     if p.backend == "cpsat":
         from sjfbco.formulations.nonconvex import NonconvexModel
 
-        cp = NonconvexModel(data, horizon)
-        if plan is not None:
-            cp.set_hint(plan)
+        cp = NonconvexModel(data, horizon)  # no hint: see NonconvexModel.solve
         build = time.perf_counter() - t0
         res = cp.solve(time_limit=time_limit, workers=p.threads, seed=seed)
         return cp, {"build_s": build, "proven": res.proven, "has_solution": res.has_solution,
