@@ -79,9 +79,13 @@ def test_ilp_size_of_one_fixed_job() -> None:
                                   compute_seconds=0.5),), COST)
     ilp = TimeIndexedILP(data, 8)
     # canonical job: only pattern (1, 0); starts 0, 1, 2 (end <= 8); no ends, no levels;
-    # rows: one start (3 x), one makespan (3 x + C); capacity never binds -> 7 non-zeros
-    assert ilp.size() == {"variables": 4, "x": 3, "e": 0, "w": 0, "constraints": 2,
-                          "nonzeros": 7, "patterns": 1, "horizon": 8}
+    # steps S_0..S_2 (S_t = S_{t-1} + x_t: rows of 2, 3, 3 non-zeros);
+    # rows: one start (3 x), one makespan (3 x + C); capacity never binds
+    # -> 7 variables, 5 rows, 8 + 3 + 4 = 15 non-zeros
+    assert ilp.size() == {"variables": 7, "x": 3, "e": 0, "w": 0, "steps": 3, "constraints": 5,
+                          "nonzeros": 15, "patterns": 1, "horizon": 8}
+    dense = TimeIndexedILP(data, 8, sparse=False).size()
+    assert (dense["variables"], dense["constraints"], dense["nonzeros"]) == (4, 2, 7)
     with pytest.raises(ValueError, match="cannot finish by the horizon 5"):
         TimeIndexedILP(data, 5)
 

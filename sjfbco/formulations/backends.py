@@ -25,11 +25,12 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pulp
+
+from sjfbco.formulations.common import Outcome as MipOutcome
 
 BACKENDS = ("highs", "cbc")
 
@@ -66,23 +67,6 @@ def _has_fileno(stream: Any) -> bool:
     except (AttributeError, OSError, ValueError):
         return False
     return True
-
-
-@dataclass(frozen=True)
-class MipOutcome:
-    """What a MIP run established.
-
-    ``proven`` is True only when the solver itself reports optimality (not at a
-    time limit); ``has_solution`` when variable values are usable; ``bound`` is
-    the solver's best lower bound on the objective (minimisation), if known.
-    """
-
-    proven: bool
-    has_solution: bool
-    objective: float | None
-    bound: float | None
-    infeasible: bool = False
-    message: str = ""
 
 
 class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]

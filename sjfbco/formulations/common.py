@@ -200,6 +200,23 @@ def kept_levels(data: ProblemData, j: int, pattern: Pattern, top: int) -> list[i
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What one solver run on a model established (any backend).
+
+    ``proven`` is True only when the solver itself reports optimality (not at a
+    time limit); ``has_solution`` when variable values are usable; ``bound`` is
+    the solver's best lower bound on the objective (minimisation), if known.
+    """
+
+    proven: bool
+    has_solution: bool
+    objective: float | None
+    bound: float | None
+    infeasible: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True)
 class Plan:
     """A model's answer: per job its pattern counts, start slot and (model) end slot.
 

@@ -57,14 +57,33 @@ class _PatVars:
     e: dict[int, Any] = field(default_factory=dict)  # end boundary -> binary (variable only)
     w: dict[tuple[int, int], Any] = field(default_factory=dict)  # (slot, level) -> binary
     levels: list[int] = field(default_factory=list)
+    # step variables (sparse form): S[t] = sum_{a<=t} x[a], E[t] = sum_{b<=t} e[b]
+    S: dict[int, Any] = field(default_factory=dict)
+    E: dict[int, Any] = field(default_factory=dict)
+
+    def started(self, t: int) -> Expr:
+        """``sum_{a <= t} x[a]``: started by slot ``t``."""
+        if self.S:
+            if t < min(self.S):
+                return 0
+            return self.S[min(t, max(self.S))]
+        return pulp.lpSum(v for a, v in self.x.items() if a <= t)
+
+    def ended(self, t: int) -> Expr:
+        """``sum_{b <= t} e[b]``: ended by boundary ``t`` (split patterns)."""
+        if self.E:
+            if t < min(self.E):
+                return 0
+            return self.E[min(t, max(self.E))]
+        return pulp.lpSum(v for b, v in self.e.items() if b <= t)
 
     def running(self, t: int) -> Expr:
         """``z[t]``: 1 when the job holds its GPUs in slot ``t`` with this pattern."""
         if self.fixed:
+            if self.S:
+                return self.started(t) - self.started(t - self.dmin)
             return pulp.lpSum(v for a, v in self.x.items() if t - self.dmin < a <= t)
-        started = pulp.lpSum(v for a, v in self.x.items() if a <= t)
-        ended = pulp.lpSum(v for b, v in self.e.items() if b <= t)
-        return started - ended
+        return self.started(t) - self.ended(t)
 
     def end_expr(self) -> Expr:
         if self.fixed:
@@ -103,15 +122,20 @@ class TimeIndexedILP:
         The placement patterns (default: all, with one job's symmetry broken).
     relax
         Continuous variables in ``[0, 1]``: the LP relaxation.
+    sparse
+        Write the cumulative sums through continuous step variables
+        ``S[t] = S[t-1] + x[t]`` (same LP, far fewer non-zeros; default) instead
+        of expanding every sum.
     """
 
     def __init__(self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None,
-                 relax: bool = False):
+                 relax: bool = False, sparse: bool = True):
         require_slotted(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
         self.patterns = patterns or Patterns(data)
         self.relax = relax
+        self.sparse = sparse
         self.top = max_level(data, self.patterns)
         self.prob = pulp.LpProblem(f"sjfbco_ilp_{_clean(data.name)}", pulp.LpMinimize)
         self.pvars: list[list[_PatVars]] = []
@@ -158,10 +182,14 @@ class TimeIndexedILP:
         tag = f"{j}_{i}"
         for a in range(arrival, H - dmin + 1):
             pv.x[a] = self._var(f"x_{tag}_{a}")
+        if self.sparse:
+            self._steps(pv.x, pv.S, f"S_{tag}")
         if fixed:
             return pv
         for b in range(arrival + dmin, H + 1):
             pv.e[b] = self._var(f"e_{tag}_{b}")
+        if self.sparse:
+            self._steps(pv.e, pv.E, f"E_{tag}")
         prob += (pulp.lpSum(pv.e.values()) == pulp.lpSum(pv.x.values()), f"end_{tag}")
         need = data.jobs[j].iterations
         progress = []
@@ -173,13 +201,22 @@ class TimeIndexedILP:
                 progress.append(rate(data, j, pat, c) * pv.w[t, c])
             prob += (pulp.lpSum(pv.w[t, c] for c in levels) == z, f"lvl_{tag}_{t}")
             # valid cuts: ended by t => started by t - dmin; started by t - dmax => ended by t
-            ended = pulp.lpSum(v for b, v in pv.e.items() if b <= t + 1)
-            prob += (ended <= pulp.lpSum(v for a, v in pv.x.items() if a <= t + 1 - dmin),
-                     f"dmin_{tag}_{t}")
-            prob += (pulp.lpSum(v for a, v in pv.x.items() if a <= t + 1 - dmax) <= ended,
-                     f"dmax_{tag}_{t}")
+            ended = pv.ended(t + 1)
+            prob += (ended - pv.started(t + 1 - dmin) <= 0, f"dmin_{tag}_{t}")
+            if t + 1 - dmax >= arrival:
+                prob += (pv.started(t + 1 - dmax) - ended <= 0, f"dmax_{tag}_{t}")
         prob += (pulp.lpSum(progress) >= need * pulp.lpSum(pv.x.values()), f"prog_{tag}")
         return pv
+
+    def _steps(self, events: dict[int, Any], steps: dict[int, Any], name: str) -> None:
+        """Continuous ``steps[t] = steps[t-1] + events[t]`` (cumulative sums, 3 non-zeros a row)."""
+        prev: Any = None
+        for t in range(min(events), max(events) + 1):
+            v = self.prob.add_variable(f"{name}_{t}", 0, 1)
+            ev = events.get(t, 0)
+            self.prob += ((v - prev - ev if prev is not None else v - ev) == 0, f"{name}_{t}_def")
+            steps[t] = v
+            prev = v
 
     def _capacity(self) -> None:
         caps = self.data.cluster.gpus_per_server
@@ -194,23 +231,39 @@ class TimeIndexedILP:
                     self.prob += (pulp.lpSum(terms) <= cap, f"cap_{s}_{t}")
 
     def _contention(self) -> None:
-        """``sum_c c w[j,q,t,c] >= n_s[t] - M (1 - z[j,q,t])`` on every server of split q."""
+        """Level constraints on every server ``s`` a job may be split over.
+
+        ``N[s,t]`` (continuous) counts the split jobs running on ``s`` in slot ``t``;
+        for each job ``j`` (its split patterns ``q`` on ``s`` with levels):
+        ``sum_q sum_c c w[j,q,t,c] >= N[s,t] - M (1 - sum_q z[j,q,t])``. At most
+        one pattern of ``j`` runs, so this is the per-pattern constraint of spec
+        section 4 summed over ``j``'s patterns: same integer solutions, fewer rows.
+        """
         caps = self.data.cluster.gpus_per_server
         for s in range(len(caps)):
             splitters = [pv for row in self.pvars for pv in row
                          if pv.pattern.split and pv.pattern.counts[s]]
-            jobs_here = {pv.job for pv in splitters}
-            big_m = min(caps[s], len(jobs_here)) - 1  # others that can share s
-            if big_m <= 0:
+            jobs_here = sorted({pv.job for pv in splitters})
+            most = min(caps[s], len(jobs_here))  # split jobs that fit on s together
+            if most <= 1:
                 continue
-            for pv in splitters:
-                if pv.fixed:
+            for t in range(self.horizon):
+                active = [o for o in splitters if _active(o, t)]
+                if len({o.job for o in active}) <= 1:
                     continue
-                for t in range(self.data.jobs[pv.job].arrival, self.horizon):
-                    n_s = pulp.lpSum(o.running(t) for o in splitters if _active(o, t))
-                    lhs = pulp.lpSum(c * pv.w[t, c] for c in pv.levels)
-                    z = pv.running(t)
-                    self.prob += (lhs >= n_s - big_m * (1 - z), f"ctn_{pv.job}_{pv.index}_{s}_{t}")
+                n_st = self.prob.add_variable(f"N_{s}_{t}", 0, most)
+                self.prob += (n_st - pulp.lpSum(o.running(t) for o in active) == 0,
+                              f"N_{s}_{t}_def")
+                for j in jobs_here:
+                    mine = [o for o in active if o.job == j]
+                    leveled = [o for o in mine if not o.fixed]
+                    if not leveled:
+                        continue
+                    # others that can share s; +1 when j may sit on s with a constant rate
+                    big_m = most - (0 if len(leveled) < len(mine) else 1)
+                    lhs = pulp.lpSum(c * o.w[t, c] for o in leveled for c in o.levels)
+                    z = pulp.lpSum(o.running(t) for o in leveled)
+                    self.prob += (lhs - n_st - big_m * z >= -big_m, f"ctn_{j}_{s}_{t}")
 
     # -- size, output, solving -------------------------------------------------------
     def size(self) -> dict[str, int]:
@@ -218,8 +271,9 @@ class TimeIndexedILP:
         x = sum(len(pv.x) for row in self.pvars for pv in row)
         e = sum(len(pv.e) for row in self.pvars for pv in row)
         w = sum(len(pv.w) for row in self.pvars for pv in row)
+        steps = sum(len(pv.S) + len(pv.E) for row in self.pvars for pv in row)
         nz = sum(len(c) for c in self.prob.constraints())
-        return {"variables": x + e + w + 1, "x": x, "e": e, "w": w,
+        return {"variables": x + e + w + steps + 1, "x": x, "e": e, "w": w, "steps": steps,
                 "constraints": self.prob.numConstraints(), "nonzeros": nz,
                 "patterns": sum(len(row) for row in self.pvars), "horizon": self.horizon}
 
@@ -247,6 +301,13 @@ class TimeIndexedILP:
                 p = levels[j].get(t, 1)
                 c = next((c for c in pv.levels if c >= p), pv.levels[-1])
                 values[pv.w[t, c].name] = 1.0
+        for row in self.pvars:
+            for pv in row:
+                for steps, events in ((pv.S, pv.x), (pv.E, pv.e)):
+                    acc = 0.0
+                    for t in sorted(steps):
+                        acc += values[events[t].name] if t in events else 0.0
+                        values[steps[t].name] = acc
         values["C"] = float(plan.makespan)
         for v in self.prob.variables():
             v.setInitialValue(values[v.name])

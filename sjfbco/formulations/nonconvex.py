@@ -32,6 +32,7 @@ from typing import Any
 
 from sjfbco.bounds import lower_bound
 from sjfbco.formulations.common import (
+    Outcome,
     Patterns,
     Plan,
     duration,
@@ -41,19 +42,6 @@ from sjfbco.formulations.common import (
     require_slotted,
 )
 from sjfbco.problem import ProblemData
-
-
-@dataclass
-class CpOutcome:
-    """What a CP-SAT run established (``proven``: optimal, not stopped by the time limit)."""
-
-    proven: bool
-    has_solution: bool
-    objective: float | None
-    bound: float | None
-    infeasible: bool = False
-    message: str = ""
-    wall_time: float = 0.0
 
 
 @dataclass
@@ -321,7 +309,7 @@ class NonconvexModel:
     # already bounds the makespan by the warm start's, and the exact solver keeps the
     # warm start as its incumbent.
     def solve(self, *, time_limit: float | None = None, workers: int = 2,
-              seed: int = 0) -> CpOutcome:
+              seed: int = 0) -> Outcome:
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
@@ -336,8 +324,8 @@ class NonconvexModel:
         has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         obj = solver.objective_value if has else None
         bound = solver.best_objective_bound if has else None
-        return CpOutcome(st == cp_model.OPTIMAL, has, obj, bound, st == cp_model.INFEASIBLE,
-                         solver.status_name(st), solver.wall_time)
+        return Outcome(st == cp_model.OPTIMAL, has, obj, bound, st == cp_model.INFEASIBLE,
+                         solver.status_name(st))
 
     def plan(self) -> Plan:
         """The plan of the last solve (exact completions when ``exact_ends``)."""

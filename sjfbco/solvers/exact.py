@@ -213,15 +213,11 @@ def _run_model(data: ProblemData, p: ExactParams, horizon: int, plan: Any,
         cp = NonconvexModel(data, horizon)  # no hint: see NonconvexModel.solve
         build = time.perf_counter() - t0
         res = cp.solve(time_limit=time_limit, workers=p.threads, seed=seed)
-        return cp, {"build_s": build, "proven": res.proven, "has_solution": res.has_solution,
-                    "objective": res.objective, "bound": res.bound,
-                    "infeasible": res.infeasible, "message": res.message}
+        return cp, {"build_s": build, **asdict(res)}
     from sjfbco.formulations.ilp import TimeIndexedILP
 
     ilp = TimeIndexedILP(data, horizon)
     warm = plan is not None and ilp.set_warm_start(plan)
     build = time.perf_counter() - t0
     mip = ilp.solve(p.backend, time_limit=time_limit, threads=p.threads, warm=warm)
-    return ilp, {"build_s": build, "proven": mip.proven, "has_solution": mip.has_solution,
-                 "objective": mip.objective, "bound": mip.bound, "infeasible": mip.infeasible,
-                 "message": mip.message}
+    return ilp, {"build_s": build, **asdict(mip)}
