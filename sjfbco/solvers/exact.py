@@ -36,6 +36,8 @@ from sjfbco.solvers import SOLVERS, Solution, Status, register
 log = logging.getLogger(__name__)
 
 BACKENDS = ("highs", "cbc", "cpsat")
+#: Share of the time limit the model gets when an LP bound may follow.
+LP_SHARE_KEPT = 0.9
 #: Heuristics tried for the warm start, when registered.
 WARM_SOLVERS = ("sjf-bco", "ls", "ff", "fifo-gang")
 
@@ -167,6 +169,8 @@ def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
         return Solution(warm, Status.OPTIMAL, closed, stats)
     plan = plan_from_schedule(data, warm, warm_ev)
     left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
+    if left is not None and p.lp_bound:
+        left *= LP_SHARE_KEPT  # the rest of the budget is for the LP bound, if needed
     t1 = time.perf_counter()
     model, out = _run_model(data, p, horizon, plan if p.warm_start else None, left, seed)
     build_s = out.pop("build_s")
@@ -193,7 +197,8 @@ def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
     if status is not Status.OPTIMAL and p.lp_bound:
         from sjfbco.formulations.ilp import lp_bound
 
-        remaining = None if time_limit is None else max(1.0, time_limit * 0.25)
+        remaining = None if time_limit is None else max(
+            0.5, time_limit - (time.perf_counter() - t0))
         lpb = lp_bound(data, horizon, time_limit=remaining)
         stats["lp_bound"] = lpb
         if lpb is not None:
