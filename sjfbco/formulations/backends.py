@@ -161,6 +161,7 @@ def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, threads: int | 
 
 _CBC_BOUND = re.compile(r"best possible\s+(-?[0-9.eE+]+)")
 _CBC_RESULT = re.compile(r"^Result - (.*)$", re.MULTILINE)
+_CBC_LOWER = re.compile(r"^Lower bound:\s+(-?[0-9.eE+]+)", re.MULTILINE)
 
 
 def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, threads: int | None,
@@ -180,7 +181,7 @@ def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, threads: int | No
         relax or message.startswith("Optimal") or not message)
     objective = pulp.value(prob.objective) if has_solution else None
     bound: float | None = None
-    found = _CBC_BOUND.findall(text)
+    found = _CBC_LOWER.findall(text) or _CBC_BOUND.findall(text)
     if found:
         bound = float(found[-1])
     if proven and objective is not None:
