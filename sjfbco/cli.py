@@ -36,6 +36,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except BrokenPipeError:  # e.g. `sjfbco ... | head`: the reader left, not an error of ours
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (InputError, ConfigurationError) as err:
         return _fail(str(err))
     except (ValueError, OSError) as err:

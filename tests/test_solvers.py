@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
 from sjfbco.solvers import HEURISTICS, SOLVERS, Status
@@ -163,7 +164,7 @@ def test_sjf_bco_with_kappa_max_and_plain_ties_is_ls_in_sjf_order(data: ProblemD
 def test_timestepped_trials_replay_exactly_in_the_evaluator(data: ProblemData) -> None:
     inc = estimates(data)
     runner = TrialRunner(data, inc, "timestepped")
-    rule = sjf_bco_rule(data, runner.placer, 1, SJFBCOParams())
+    rule = sjf_bco_rule(data, 1, SJFBCOParams())
     trial = runner.run(range(data.num_jobs), rule, float(inc.sum()) + 1)
     assert trial.feasible
     assert evaluate(data, trial.schedule(data.cluster), strict=True).makespan == trial.makespan
@@ -207,3 +208,40 @@ def test_lambda_per_job_override_changes_lbsgf_span() -> None:
     assert one.schedule is not None and two.schedule is not None
     assert {s for s, _ in one.schedule.gpus[0]} == {0, 1}
     assert one.makespan == two.makespan
+
+
+@settings(max_examples=150)
+@given(instances(max_servers=5, max_gpus=6, max_jobs=8, time_model="slotted"),
+       st.sampled_from(["fragment", "plain"]), st.integers(1, 6), st.floats(0.05, 1.0),
+       st.sampled_from([1.0, 1.5, 3.0]))
+def test_indexed_loads_choose_exactly_what_the_array_rules_choose(
+        data: ProblemData, ties: str, kappa: int, theta_share: float, lam: float) -> None:
+    inc = estimates(data)
+    theta = max(1.0, float(np.ceil(inc.sum() * theta_share)))
+    params = SJFBCOParams(ties=ties, lam=lam)  # type: ignore[arg-type]
+    rule = sjf_bco_rule(data, kappa, params)
+    order = list(range(data.num_jobs))
+    fast = TrialRunner(data, inc, indexed=True).run(order, rule, theta)
+    slow = TrialRunner(data, inc, indexed=False).run(order, rule, theta)
+    assert fast == slow
+
+
+@settings(max_examples=100)
+@given(instances(max_servers=4, max_gpus=5, max_jobs=7, time_model="slotted"),
+       st.sampled_from(["fragment", "plain"]), st.sampled_from([1.0, 2.0]))
+def test_limit_free_shortcut_equals_running_every_trial(data: ProblemData, ties: str,
+                                                        lam: float) -> None:
+    from sjfbco.solvers.common import prepare
+    from sjfbco.solvers.placement import search
+    from sjfbco.solvers.sjf_bco import kappa_candidates
+
+    params = SJFBCOParams(ties=ties, lam=lam)  # type: ignore[arg-type]
+    rules = [(k, sjf_bco_rule(data, k, params)) for k in kappa_candidates(data, params)]
+    for horizon in (None, 3):
+        p = SJFBCOParams(ties=ties, lam=lam, horizon=horizon)  # type: ignore[arg-type]
+        full = prepare(data, p, indexed=True)
+        fast = prepare(data, p, indexed=True)
+        a = search(full.runner, full.order, rules, full.horizon)
+        b = search(fast.runner, fast.order, rules, fast.horizon, limit_free=True)
+        assert a == b
+        assert fast.runner.passes == len(rules) <= full.runner.passes

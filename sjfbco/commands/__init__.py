@@ -1,3 +1,3 @@
 """Subcommands of the ``sjfbco`` CLI, in the order ``--help`` lists them."""
 
-COMMANDS: list[str] = ["solve", "evaluate", "formulate"]
+COMMANDS: list[str] = ["solve", "evaluate", "generate", "formulate", "online", "elastic"]

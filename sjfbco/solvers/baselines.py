@@ -29,6 +29,7 @@ from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import ListParams, prepare, run_list_scheduler
+from sjfbco.solvers.loads import Chosen, LoadState
 from sjfbco.solvers.placement import Rule
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 
@@ -40,33 +41,34 @@ def _sizes(data: ProblemData) -> list[int]:
 @register("ff", ListParams)
 def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
     prep = prepare(data, make_params(ListParams, params))
-    placer, sizes = prep.runner.placer, _sizes(data)
+    sizes = _sizes(data)
 
-    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
-        return placer.first_fit(mask, sizes[j])
+    def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
+        return state.first_fit(sizes[j], limit)
 
     return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit)
 
 
 @register("ls", ListParams)
 def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
-    placer, sizes = prep.runner.placer, _sizes(data)
+    prep = prepare(data, make_params(ListParams, params), indexed=True)
+    sizes = _sizes(data)
 
-    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
-        return placer.least_loaded(loads, mask, sizes[j], "plain")
+    def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
+        return state.least_loaded(sizes[j], limit, "plain")
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit)
+    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit,
+                              limit_free=True)
 
 
 @register("rand", ListParams)
 def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
     prep = prepare(data, make_params(ListParams, params))
-    placer, sizes = prep.runner.placer, _sizes(data)
+    sizes = _sizes(data)
     rng = np.random.default_rng(seed)
 
-    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
-        return placer.random(mask, sizes[j], rng)
+    def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
+        return state.random(sizes[j], limit, rng)
 
     return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)
 
@@ -86,14 +88,14 @@ class LWFParams(ListParams):
 @register("lwf", LWFParams)
 def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
     p = make_params(LWFParams, params)
-    prep = prepare(data, p)
+    prep = prepare(data, p, indexed=True)
     rule_params = SJFBCOParams(kappa=p.kappa, ties="plain", lam=1.0)
     rules: list[tuple[object, Rule]] = [
-        (k, sjf_bco_rule(data, prep.runner.placer, k, rule_params))
+        (k, sjf_bco_rule(data, k, rule_params))
         for k in kappa_candidates(data, rule_params)
     ]
     return run_list_scheduler(prep, rules, bisect=False, time_limit=time_limit,
-                              label_name="kappa")
+                              label_name="kappa", limit_free=True)
 
 
 @register("fifo-gang", ListParams)
@@ -101,9 +103,9 @@ def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int,
               **params: Any) -> Solution:
     p = make_params(ListParams, {"mode": "timestepped", **params})
     prep = prepare(data, p)
-    placer, sizes = prep.runner.placer, _sizes(data)
+    sizes = _sizes(data)
 
-    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
-        return placer.first_fit(mask, sizes[j])
+    def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
+        return state.first_fit(sizes[j], limit)
 
     return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)

@@ -45,7 +45,8 @@ class ListParams:
     u
         Upper ratio of the estimates: a job charges ``rho_hat / u`` to each GPU.
     horizon
-        ``T``, the largest ``theta`` (slots); default ``ceil(sum_j rho_hat_j / u)``.
+        ``T``, the largest ``theta`` (slots); default ``ceil(sum_j rho_hat_j / u)``
+        plus the largest initial GPU load.
     estimate
         How ``rho_hat`` is estimated when a job gives none: ``alone`` (best
         contention-free placement) or ``spread`` (one GPU per server).
@@ -78,24 +79,40 @@ class Prepared:
 
 
 def prepare(data: ProblemData, params: ListParams,
-            initial_load: np.ndarray | None = None) -> Prepared:
+            initial_load: Sequence[float] | None = None, indexed: bool = False) -> Prepared:
+    """Estimates, job order, horizon and a trial runner for a list scheduler.
+
+    ``indexed`` selects the fast load index for rules made of least-loaded and
+    LBSGF queries (see :class:`~sjfbco.solvers.placement.TrialRunner`).
+    """
     rho_hat = estimates(data, params.estimate)
     increments = rho_hat / params.u
-    horizon = params.horizon or default_horizon(increments)
-    runner = TrialRunner(data, increments, params.mode, initial_load)
+    init = None if initial_load is None else np.asarray(initial_load, dtype=float)
+    horizon = params.horizon or default_horizon(increments, init)
+    runner = TrialRunner(data, increments, params.mode, init, indexed=indexed)
     return Prepared(rho_hat, runner, job_order(data, params.order, rho_hat), horizon)
 
 
 def run_list_scheduler(prep: Prepared, rules: Sequence[tuple[object, Rule]], *, bisect: bool,
-                       time_limit: float | None, label_name: str = "rule") -> Solution:
-    """Search ``theta`` (or not), return the best trial's schedule and statistics."""
+                       time_limit: float | None, label_name: str = "rule",
+                       limit_free: bool = False) -> Solution:
+    """Search ``theta`` (or not), return the best trial's schedule and statistics.
+
+    Statistics: ``theta``, ``horizon``, ``theta_steps``, ``trials`` (the
+    ``(theta, rule)`` trials of the algorithm), ``placement_passes`` (passes
+    actually run: fewer than trials for limit-free rules, see
+    :func:`~sjfbco.solvers.placement.search`), ``evaluations`` (distinct
+    placements scored by the evaluator) and the winning rule's label.
+    """
     deadline = time.perf_counter() + time_limit if time_limit is not None else None
-    res = search(prep.runner, prep.order, rules, prep.horizon, bisect=bisect, deadline=deadline)
+    res = search(prep.runner, prep.order, rules, prep.horizon, bisect=bisect, deadline=deadline,
+                 limit_free=limit_free)
     stats: dict[str, Any] = {
         "theta": res.theta,
         "horizon": prep.horizon,
         "theta_steps": res.steps,
-        "trials": prep.runner.trials,
+        "trials": res.trials,
+        "placement_passes": prep.runner.passes,
         "evaluations": prep.runner.evaluations,
     }
     if res.label is not None:

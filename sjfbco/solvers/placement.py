@@ -31,14 +31,16 @@ from sjfbco.cost import best_servers, slots_to_finish
 from sjfbco.evaluate import Simulator, makespan_of
 from sjfbco.problem import Cluster, ProblemData
 from sjfbco.schedule import Schedule
+from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
 
 AssignmentMode = Literal["offline", "timestepped"]
 Ties = Literal["fragment", "plain"]
 JobOrder = Literal["input", "sjf"]
 Estimate = Literal["alone", "spread"]
 
-#: A placement rule: (job, loads, qualifying mask) -> chosen global GPU indices or None.
-Rule = Callable[[int, np.ndarray, np.ndarray], "np.ndarray | None"]
+#: A placement rule: (job, load state, load limit) -> chosen global GPU indices or None.
+#: The limit is ``theta - rho_hat_j / u``: a GPU qualifies when its load is within it.
+Rule = Callable[[int, LoadState, float], "Chosen | None"]
 
 _EPS = 1e-9
 
@@ -156,10 +158,11 @@ def job_order(data: ProblemData, how: JobOrder, rho_hat: np.ndarray) -> list[int
                   key=lambda j: (data.jobs[j].gpus, -rho_hat[j], j))
 
 
-def default_horizon(increments: np.ndarray) -> int:
-    """``T = ceil(sum_j rho_hat_j / u)``: no GPU's load can exceed it, so ``theta = T``
-    never makes a trial infeasible for lack of horizon."""
-    return max(1, math.ceil(float(increments.sum()) - _EPS))
+def default_horizon(increments: np.ndarray, initial_load: np.ndarray | None = None) -> int:
+    """``T = ceil(sum_j rho_hat_j / u + max_g initial load)``: no GPU's load can exceed it,
+    so ``theta = T`` never makes a trial infeasible for lack of horizon."""
+    start = float(initial_load.max()) if initial_load is not None and initial_load.size else 0.0
+    return max(1, math.ceil(float(increments.sum()) + start - _EPS))
 
 
 @dataclass(frozen=True)
@@ -197,48 +200,73 @@ class TrialRunner:
         ``rho_hat_j / u`` per job: the load a job adds to each GPU it takes.
     mode
         ``offline`` or ``timestepped`` (spec section 5, assignment mode).
+    initial_load
+        Loads (slots) already charged to each global GPU; default zeros.
+    indexed
+        Offline trials keep loads in :class:`~sjfbco.solvers.loads.IndexedLoads`
+        (fast least-loaded and LBSGF queries) instead of a numpy array. Same
+        answers; use it for rules made of those two queries.
     """
 
     def __init__(self, data: ProblemData, increments: np.ndarray,
-                 mode: AssignmentMode = "offline", initial_load: np.ndarray | None = None):
+                 mode: AssignmentMode = "offline", initial_load: np.ndarray | None = None,
+                 indexed: bool = False):
         self.data = data
         self.placer = Placer(data.cluster)
         self.increments = increments
         self.mode = mode
+        self.indexed = indexed
         self.initial_load = (np.zeros(self.placer.n) if initial_load is None
                              else np.asarray(initial_load, dtype=float))
-        self.trials = 0
+        self.passes = 0
         self.evaluations = 0
-        self._memo: dict[bytes, float] = {}
+        self._memo: dict[tuple[tuple[int, ...], ...], float] = {}
 
     def run(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
         """Place the jobs in ``order`` with ``rule`` under the load limit ``theta``."""
-        self.trials += 1
+        self.passes += 1
         if self.mode == "timestepped":
             return self._timestepped(order, rule, theta)
         return self._offline(order, rule, theta)
 
-    def _offline(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
+    def run_unlimited(self, order: Sequence[int], rule: Rule) -> tuple[Trial, np.ndarray]:
+        """An offline pass without load limit, and the limit each job's choice needed.
+
+        Returns the trial and ``need[j]``: the largest load, before job ``j``
+        was placed, among the GPUs it took. For a *limit-free* rule (one whose
+        choice never depends on the limit while enough GPUs qualify: least
+        loaded, LBSGF), the pass under a limit ``theta`` is this same trial if
+        ``need[j] <= theta - rho_hat_j / u`` for every job, and infeasible
+        otherwise.
+        """
+        self.passes += 1
+        need = np.full(self.data.num_jobs, -np.inf)
+        return self._offline(order, rule, math.inf, need), need
+
+    def _offline(self, order: Sequence[int], rule: Rule, theta: float,
+                 need: np.ndarray | None = None) -> Trial:
         n = self.data.num_jobs
-        loads = self.initial_load.copy()
-        gpus: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
+        state: LoadState = (IndexedLoads(self.data.cluster, self.initial_load.tolist())
+                            if self.indexed else ArrayLoads(self.placer, self.initial_load.copy()))
+        gpus: list[tuple[int, ...]] = [()] * n
         inc = self.increments
         for j in order:
-            chosen = rule(j, loads, loads <= theta - inc[j] + _EPS)
+            chosen = rule(j, state, theta - inc[j])
             if chosen is None:
                 return INFEASIBLE
-            loads[chosen] += inc[j]
-            gpus[j] = chosen
+            if need is not None:
+                need[j] = state.peak(chosen)
+            state.add(chosen, inc[j])
+            gpus[j] = tuple(sorted(int(g) for g in chosen))
         rank = [0] * n
         for r, j in enumerate(order):
             rank[j] = r
-        key = np.concatenate([np.asarray(order, dtype=np.int64), *gpus]).tobytes()
+        key = (tuple(order), *gpus)
         makespan = self._memo.get(key)
-        lists = [g.tolist() for g in gpus]
         if makespan is None:
             self.evaluations += 1
-            makespan = self._memo[key] = makespan_of(self.data, lists, rank)
-        return Trial(makespan, tuple(map(tuple, lists)), tuple(rank), (0,) * n)
+            makespan = self._memo[key] = makespan_of(self.data, gpus, rank)
+        return Trial(makespan, tuple(gpus), tuple(rank), (0,) * n)
 
     @staticmethod
     def _release(sim: Simulator, finished: list[int], idle: np.ndarray) -> None:
@@ -249,7 +277,7 @@ class TrialRunner:
         n = self.data.num_jobs
         sim = Simulator(self.data)
         idle = np.ones(self.placer.n, dtype=bool)
-        loads = self.initial_load.copy()
+        state = ArrayLoads(self.placer, self.initial_load.copy(), idle)
         inc = self.increments
         gpus: list[tuple[int, ...]] = [()] * n
         start = [0] * n
@@ -259,14 +287,14 @@ class TrialRunner:
             while sim.now < arrival:
                 self._release(sim, sim.advance(until=arrival), idle)
             while True:
-                chosen = rule(j, loads, idle & (loads <= theta - inc[j] + _EPS))
+                chosen = rule(j, state, theta - inc[j])
                 if chosen is not None:
                     break
                 if not sim.running:
                     return INFEASIBLE
                 self._release(sim, sim.advance(), idle)
-            loads[chosen] += inc[j]
-            gpus[j] = tuple(chosen.tolist())
+            state.add(chosen, inc[j])
+            gpus[j] = tuple(sorted(int(g) for g in chosen))
             # continuous time: a job starts at the next slot boundary, so that the
             # planned starts replay exactly under the evaluator's dispatch rules
             start[j] = math.ceil(sim.now - _EPS)
@@ -274,7 +302,7 @@ class TrialRunner:
             while sim.now < start[j]:
                 self._release(sim, sim.advance(until=start[j]), idle)
             sim.start(j, gpus[j])
-            idle[chosen] = False
+            idle[list(gpus[j])] = False
         self.evaluations += 1
         sim.run_to_end()
         return Trial(max(sim.end_time.values(), default=0), tuple(gpus), tuple(rank),
@@ -284,17 +312,20 @@ class TrialRunner:
 @dataclass(frozen=True)
 class SearchResult:
     """Outcome of :func:`search`: the best trial, the ``theta`` and rule label that produced
-    it, the number of ``theta`` steps, and whether a deadline cut the search short."""
+    it, the number of ``theta`` steps and of ``(theta, rule)`` trials, and whether a
+    deadline cut the search short."""
 
     trial: Trial
     theta: int
     label: object
     steps: int
+    trials: int
     timed_out: bool
 
 
 def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[object, Rule]],
-           horizon: int, *, bisect: bool = True, deadline: float | None = None) -> SearchResult:
+           horizon: int, *, bisect: bool = True, deadline: float | None = None,
+           limit_free: bool = False) -> SearchResult:
     """The ``theta`` search of SJF-BCO, FF and LS (spec section 5, steps 2 to 4).
 
     Bisection over an integer ``theta`` in ``[1, horizon]``. At each ``theta``
@@ -303,9 +334,20 @@ def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[obje
     best so far, keep it and search lower, else search higher. With
     ``bisect=False`` a single step at ``theta = horizon`` (no limit). A
     ``deadline`` (``time.perf_counter()`` value) stops the search between trials.
+
+    ``limit_free=True`` (offline mode, rules made of least-loaded and LBSGF
+    queries only) runs each rule once without limit and derives every
+    ``(theta, rule)`` trial from it: such a rule picks the same GPUs under any
+    limit that leaves enough GPUs qualifying, so the trial at ``theta`` is that
+    pass when every job's choice fits under ``theta`` and infeasible otherwise.
+    The result is the same as running every trial (a property test checks it).
     """
+    passes: list[tuple[Trial, np.ndarray]] | None = None
+    if limit_free and runner.mode == "offline":
+        passes = [runner.run_unlimited(order, rule) for _, rule in rules]
+    inc = runner.increments
     left, right = 1, horizon
-    best, best_theta, best_label, steps = INFEASIBLE, horizon, None, 0
+    best, best_theta, best_label, steps, trials = INFEASIBLE, horizon, None, 0, 0
     timed_out = False
     theta = horizon
     while left <= right:
@@ -313,11 +355,17 @@ def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[obje
             theta = (left + right) // 2
         steps += 1
         step_best, step_label = INFEASIBLE, None
-        for label, rule in rules:
+        for k, (label, rule) in enumerate(rules):
             if deadline is not None and time.perf_counter() > deadline and best.feasible:
                 timed_out = True
                 break
-            trial = runner.run(order, rule, theta)
+            trials += 1
+            if passes is None:
+                trial = runner.run(order, rule, theta)
+            else:
+                trial, need = passes[k]
+                if not bool(np.all(need <= theta - inc + _EPS)):
+                    trial = INFEASIBLE
             if trial.makespan < step_best.makespan:
                 step_best, step_label = trial, label
         if step_best.makespan < best.makespan:
@@ -327,4 +375,4 @@ def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[obje
             left = theta + 1
         if timed_out or not bisect:
             break
-    return SearchResult(best, best_theta, best_label, steps, timed_out)
+    return SearchResult(best, best_theta, best_label, steps, trials, timed_out)

@@ -12,17 +12,16 @@ gives the same result as ``kappa = 1 .. max G`` in fewer trials.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
-
-import numpy as np
 
 from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import ListParams, check_choice, prepare, run_list_scheduler
-from sjfbco.solvers.placement import Placer, Rule, Ties
+from sjfbco.solvers.loads import Chosen, LoadState
+from sjfbco.solvers.placement import Rule, Ties
 
 KappaSearch = Literal["sizes", "all"]
 
@@ -67,16 +66,21 @@ class SJFBCOParams(ListParams):
 
 
 def kappa_candidates(data: ProblemData, params: SJFBCOParams) -> list[int]:
-    """The thresholds to try: the fixed one, the distinct job sizes, or ``1 .. max G``."""
+    """The thresholds to try: the fixed one, ``1 .. max G``, or one per distinct trial.
+
+    A trial depends on ``kappa`` only through the set of job sizes ``<= kappa``,
+    so ``kappa`` in ``1 .. max G`` yields one distinct trial per distinct size,
+    plus ``kappa = 1`` when no job has a single GPU (every job by LBSGF).
+    """
     if params.kappa is not None:
         return [params.kappa]
     sizes = sorted({job.gpus for job in data.jobs})
     if params.kappa_search == "all":
         return list(range(1, max(sizes, default=1) + 1))
-    return sizes
+    return sorted({1, *sizes})
 
 
-def sjf_bco_rule(data: ProblemData, placer: Placer, kappa: int, params: SJFBCOParams) -> Rule:
+def sjf_bco_rule(data: ProblemData, kappa: int, params: SJFBCOParams) -> Rule:
     """FA-FFP for ``G_j <= kappa``, LBSGF with ``lambda_j`` above it."""
     sizes = [job.gpus for job in data.jobs]
     lams = [float(params.lam_per_job.get(job.id, params.lam)) for job in data.jobs]
@@ -85,25 +89,24 @@ def sjf_bco_rule(data: ProblemData, placer: Placer, kappa: int, params: SJFBCOPa
         raise ValueError(f"parameter lam_per_job: unknown job id {sorted(unknown)[0]!r}")
     ties = params.ties
 
-    def rule(j: int, loads: np.ndarray, mask: np.ndarray) -> np.ndarray | None:
+    def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         g = sizes[j]
         if g <= kappa:
-            return placer.least_loaded(loads, mask, g, ties)
-        return placer.lbsgf(loads, mask, g, lams[j])
+            return state.least_loaded(g, limit, ties)
+        return state.lbsgf(g, limit, lams[j])
 
     return rule
 
 
 def sjf_bco(data: ProblemData, params: SJFBCOParams | None = None, *,
             time_limit: float | None = None,
-            initial_load: np.ndarray | None = None) -> Solution:
+            initial_load: Sequence[float] | None = None) -> Solution:
     """Run SJF-BCO; ``initial_load`` (slots per global GPU) pre-charges busy GPUs."""
     params = params or SJFBCOParams()
-    prep = prepare(data, params, initial_load)
-    placer = prep.runner.placer
-    rules = [(k, sjf_bco_rule(data, placer, k, params)) for k in kappa_candidates(data, params)]
+    prep = prepare(data, params, initial_load, indexed=True)
+    rules = [(k, sjf_bco_rule(data, k, params)) for k in kappa_candidates(data, params)]
     return run_list_scheduler(prep, rules, bisect=True, time_limit=time_limit,
-                              label_name="kappa")
+                              label_name="kappa", limit_free=True)
 
 
 @register("sjf-bco", SJFBCOParams)

@@ -1,0 +1,151 @@
+"""Speedup curves ``s(k)`` of malleable jobs (spec section 8).
+
+A job of size ``x`` (slots of work on one GPU) running on ``k`` GPUs (``k``
+real in the continuous mode) progresses at rate ``s(k)`` work-slots per slot.
+Every curve has ``s(0) = 0`` and is non-decreasing.
+
+- :class:`PowerLaw`: ``s(k) = k^p``, ``0 < p <= 1`` (Berg et al.).
+- :class:`TableSpeedup`: ``s(1), s(2), ..`` given; linear between integer
+  points (``s(0) = 0``), flat after the last entry.
+- :func:`model_speedup`: derived from the RAR cost model (sjfbco.cost) for one
+  job on one cluster. Derivation: the job's work is ``F_j * G_j`` worker
+  iterations (``F_j`` iterations of ``G_j`` workers, each worker one batch).
+  On ``k`` GPUs with ``k`` workers, an iteration processes ``k`` worker
+  batches and takes ``tau(k)``, the per-iteration time of eq. 8 with ``w = k``
+  on the best placement of ``k`` GPUs (fewest servers, contention count 1 if
+  split, no other jobs). So the run time on ``k`` GPUs is
+  ``F_j G_j tau(k) / k`` and on one GPU ``x_j = F_j G_j tau(1)``; hence
+  ``s(k) = k * tau(1) / tau(k)`` (and ``x_j / s(G_j) = F_j tau(G_j)``, the
+  rigid run time). Crossing from one server to two can lower ``s``; the
+  curve keeps the running maximum (a job never uses GPUs that slow it down;
+  it would leave them idle). Contention between elastic jobs is ignored.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from sjfbco.cost import iteration_time
+from sjfbco.problem import Cluster, CostParams, Job, ProblemData
+
+
+class Speedup(ABC):
+    """A speedup curve ``s(k)`` on real ``k >= 0``."""
+
+    @abstractmethod
+    def __call__(self, k: float) -> float: ...
+
+    def exponent(self, n: int) -> float:
+        """``p`` of the power law that fits ``s`` best on ``k = 1..n`` (least squares in logs).
+
+        heSRPT needs a power law; for other curves it uses this fit, clipped to
+        ``[0, 1]``.
+        """
+        ks = np.arange(1, max(2, n) + 1, dtype=float)
+        ss = np.array([self(k) for k in ks])
+        lk, ls = np.log(ks), np.log(ss / ss[0])
+        return float(min(1.0, max(0.0, (lk @ ls) / (lk @ lk))))
+
+
+@dataclass(frozen=True)
+class PowerLaw(Speedup):
+    """``s(k) = k^p``."""
+
+    p: float
+
+    def __post_init__(self) -> None:
+        if not 0 < self.p <= 1:
+            raise ValueError(f"power-law speedup: p must be in (0, 1], got {self.p}")
+
+    def __call__(self, k: float) -> float:
+        return float(k**self.p) if k > 0 else 0.0
+
+    def exponent(self, n: int) -> float:
+        return self.p
+
+
+@dataclass(frozen=True)
+class TableSpeedup(Speedup):
+    """``values[i] = s(i + 1)``; linear between integers, ``s(0) = 0``, flat past the end."""
+
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        vals = tuple(float(v) for v in self.values)
+        object.__setattr__(self, "values", vals)
+        if not vals:
+            raise ValueError("table speedup: give at least s(1)")
+        if any(not math.isfinite(v) or v <= 0 for v in vals):
+            raise ValueError("table speedup: every s(k) must be a positive number")
+        for k in range(1, len(vals)):
+            if vals[k] < vals[k - 1]:
+                raise ValueError(f"table speedup: s({k + 1}) = {vals[k]} < s({k}) = "
+                                 f"{vals[k - 1]}; the curve must not decrease")
+
+    def __call__(self, k: float) -> float:
+        if k <= 0:
+            return 0.0
+        vals = self.values
+        if k >= len(vals):
+            return vals[-1]
+        lo = int(math.floor(k))
+        below = vals[lo - 1] if lo >= 1 else 0.0
+        return below + (k - lo) * (vals[lo] - below)
+
+
+def one_gpu_time(job: Job, cluster: Cluster, cost: CostParams, k: int = 1) -> float:
+    """``tau(k)`` seconds: eq. 8 for ``job`` run with ``k`` workers on its best placement."""
+    n = cluster.min_servers_for(k)
+    if n == 0:
+        raise ValueError(f"job {job.id!r}: the cluster has fewer than {k} GPUs")
+    return iteration_time(replace(job, gpus=k), n, 1 if n > 1 else 0, cluster, cost)
+
+
+def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableSpeedup:
+    """``s(k) = k tau(1) / tau(k)`` for job ``j`` (running maximum), ``k = 1..max_k``."""
+    job = data.jobs[j]
+    top = data.cluster.num_gpus if max_k is None else max_k
+    t1 = one_gpu_time(job, data.cluster, data.cost, 1)
+    vals, best = [], 0.0
+    for k in range(1, top + 1):
+        best = max(best, k * t1 / one_gpu_time(job, data.cluster, data.cost, k))
+        vals.append(best)
+    return TableSpeedup(tuple(vals))
+
+
+def elastic_sizes(data: ProblemData) -> list[float]:
+    """``x_j = F_j G_j tau_j(1)`` in slots: each job's work on one GPU (see module docstring)."""
+    slot = data.cost.slot_seconds
+    return [job.iterations * job.gpus * one_gpu_time(job, data.cluster, data.cost) / slot
+            for job in data.jobs]
+
+
+def parse_speedup(text: str) -> str | Speedup:
+    """``power:P`` -> :class:`PowerLaw`, ``table:S1,S2,..`` -> :class:`TableSpeedup`,
+    ``model`` -> the string ``"model"`` (per job, built by :func:`curves_for`)."""
+    kind, _, arg = text.partition(":")
+    try:
+        if kind == "power":
+            return PowerLaw(float(arg))
+        if kind == "table":
+            return TableSpeedup(tuple(float(v) for v in arg.split(",")))
+    except ValueError as err:
+        raise ValueError(f"--speedup {text!r}: {err}") from None
+    if kind == "model" and not arg:
+        return "model"
+    raise ValueError(f"--speedup {text!r}: expected power:P, table:S1,S2,... or model")
+
+
+def curves_for(data: ProblemData, speedup: str | Speedup) -> Sequence[Speedup]:
+    """One curve per job: the given one for all, or the model-derived one per job."""
+    if isinstance(speedup, str):
+        spec = parse_speedup(speedup)
+        if isinstance(spec, str):
+            return [model_speedup(data, j) for j in range(data.num_jobs)]
+        speedup = spec
+    return [speedup] * data.num_jobs

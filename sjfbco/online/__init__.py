@@ -1,0 +1,33 @@
+"""Online scheduling: arrivals, online policies, gang versus partial admission (spec section 8).
+
+>>> from sjfbco.online import run_online
+>>> result = run_online(data, "easy-backfill")          # doctest: +SKIP
+>>> result.mean_jct, result.to_dict()                   # doctest: +SKIP
+"""
+
+from sjfbco.online.metrics import job_metrics, percentile
+from sjfbco.online.policies import Policy, View, runtime_estimates
+from sjfbco.online.pool import FreePool
+from sjfbco.online.simulator import (
+    ADMISSIONS,
+    METRIC_NAMES,
+    POLICIES,
+    OnlineResult,
+    make_policy,
+    run_online,
+)
+
+__all__ = [
+    "ADMISSIONS",
+    "FreePool",
+    "METRIC_NAMES",
+    "OnlineResult",
+    "POLICIES",
+    "Policy",
+    "View",
+    "job_metrics",
+    "make_policy",
+    "percentile",
+    "run_online",
+    "runtime_estimates",
+]

@@ -1,0 +1,162 @@
+"""Online policies: what to start, and where, at each arrival and completion.
+
+A policy sees a :class:`View` (the time, the jobs that have arrived and not
+started, the running jobs and the runtime estimates) and a
+:class:`~sjfbco.online.pool.FreePool` of the free GPUs; :meth:`Policy.select`
+takes GPUs from the pool and returns the jobs to start now. The simulator
+(:mod:`sjfbco.online.simulator`) starts them on the one
+:class:`~sjfbco.evaluate.Simulator`, so times and contention follow the cost
+model exactly as in :func:`sjfbco.evaluate.evaluate`.
+
+Policies (spec section 8; Wang, Xie, Harchol-Balter, SIGMETRICS 2021 for the
+multi-server FCFS baselines):
+
+- ``fcfs-gang``: strict arrival order (ties: position in the instance); the
+  first job that does not fit blocks every job behind it (head-of-line
+  blocking).
+- ``smallest-need-first``: fewest GPUs first (ties: arrival, position); a job
+  that does not fit is skipped, so large jobs may starve.
+- ``easy-backfill``: FCFS with EASY backfilling (Lifka 1995). When the head
+  does not fit, it gets a reservation at the *shadow time*, the earliest time
+  at which, by the runtime estimates of the running jobs, enough GPUs are free
+  for it; a later job may start now if it fits and either ends (by its own
+  estimate) by the shadow time or uses only the *extra* GPUs the head will not
+  need then. Reservations count GPUs, not servers. A running job past its
+  estimate is taken to end now (it is not killed).
+- ``sjf-bco-online``: see :mod:`sjfbco.online.replan`.
+
+Runtime estimates, slots: ``job.rho_hat`` if the instance gives it, else
+:func:`sjfbco.cost.min_run_time` (alone, on the best placement).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sjfbco.cost import min_run_time
+from sjfbco.evaluate import Simulator
+from sjfbco.online.pool import FreePool
+from sjfbco.problem import ProblemData
+
+Start = tuple[int, list[int]]
+
+
+def runtime_estimates(data: ProblemData) -> list[float]:
+    """``rho_hat_j`` (slots): the job's own field, else ``min_run_time``."""
+    return [job.rho_hat if job.rho_hat is not None else min_run_time(job, data)
+            for job in data.jobs]
+
+
+@dataclass
+class View:
+    """What a policy sees at an event.
+
+    ``waiting`` lists the arrived, unstarted jobs in arrival order (ties:
+    position); ``arrived`` the jobs that arrived at this event.
+    """
+
+    data: ProblemData
+    now: float
+    waiting: Sequence[int]
+    arrived: Sequence[int]
+    sim: Simulator
+    estimate: Sequence[float]
+
+
+class Policy(ABC):
+    """An online policy. One instance serves one simulation (it may keep state)."""
+
+    name: ClassVar[str]
+    #: Whether the policy defines a priority order usable by ``partial`` admission.
+    partial_ok: ClassVar[bool] = True
+
+    def order(self, view: View) -> list[int]:
+        """Priority order of the waiting jobs (used by ``partial`` admission)."""
+        return list(view.waiting)
+
+    @abstractmethod
+    def select(self, view: View, pool: FreePool) -> list[Start]:
+        """Jobs to start now, each with the GPUs taken from ``pool``."""
+
+    def wakeup(self) -> float | None:
+        """A time (slots) at which the policy wants to act again, besides events."""
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        """Policy-specific figures for the result (e.g. number of re-plans)."""
+        return {}
+
+
+class FcfsGang(Policy):
+    name = "fcfs-gang"
+
+    def select(self, view: View, pool: FreePool) -> list[Start]:
+        out: list[Start] = []
+        for j in view.waiting:
+            gpus = pool.take(view.data.jobs[j].gpus)
+            if gpus is None:
+                break  # head-of-line blocking
+            out.append((j, gpus))
+        return out
+
+
+class SmallestNeedFirst(Policy):
+    name = "smallest-need-first"
+
+    def order(self, view: View) -> list[int]:
+        jobs = view.data.jobs
+        return sorted(view.waiting, key=lambda j: (jobs[j].gpus, jobs[j].arrival, j))
+
+    def select(self, view: View, pool: FreePool) -> list[Start]:
+        out: list[Start] = []
+        for j in self.order(view):
+            gpus = pool.take(view.data.jobs[j].gpus)
+            if gpus is not None:
+                out.append((j, gpus))
+        return out
+
+
+class EasyBackfill(Policy):
+    name = "easy-backfill"
+    partial_ok = False
+
+    def select(self, view: View, pool: FreePool) -> list[Start]:
+        jobs, now, est = view.data.jobs, view.now, view.estimate
+        out: list[Start] = []
+        queue = list(view.waiting)
+        while queue:  # plain FCFS while the head fits
+            gpus = pool.take(jobs[queue[0]].gpus)
+            if gpus is None:
+                break
+            out.append((queue.pop(0), gpus))
+        if not queue:
+            return out
+        head = queue.pop(0)
+        sim = view.sim
+        ends = sorted([(max(now, sim.start_time[r] + est[r]), r) for r in sim.running]
+                      + [(now + est[j], j) for j, _ in out])
+        avail = pool.count()
+        shadow, extra = float("inf"), 0
+        for t, r in ends:
+            avail += jobs[r].gpus
+            if avail >= jobs[head].gpus:
+                shadow, extra = t, avail - jobs[head].gpus
+                break
+        for j in queue:
+            g = jobs[j].gpus
+            if g > pool.count():
+                continue
+            if now + est[j] <= shadow + 1e-9:
+                out.append((j, pool.take(g) or []))
+            elif g <= extra:
+                extra -= g
+                out.append((j, pool.take(g) or []))
+        return out
+
+
+POLICY_CLASSES: dict[str, type[Policy]] = {
+    cls.name: cls for cls in (FcfsGang, SmallestNeedFirst, EasyBackfill)
+}

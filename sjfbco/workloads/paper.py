@@ -1,0 +1,261 @@
+"""The paper's synthetic workload (spec section 7; Yu et al., MobiHoc 2022, section 6).
+
+:func:`paper_instance` draws one instance: a job-size mix scaled from the
+Microsoft Philly trace (160 jobs: 80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16,
+2 x 32), iterations uniform in [1000, 6000], models drawn from the measured
+table :data:`sjfbco.workloads.models.MODELS`, and a cluster whose servers hold
+4, 8, 16 or 32 GPUs each, drawn uniformly. The cost constants come from a
+named :class:`Preset`; ``docs/workload.md`` explains how they were calibrated
+(``benchmarks/calibrate_paper.py`` prints the figures).
+
+Randomness. Every draw comes from one ``random.Random(seed)`` through its
+``random()`` method only: Python promises that this one stream stays the same
+across versions for the same seed, so the bundled instance files in
+``instances/paper/`` can be regenerated bit for bit (a test checks it).
+Integers and choices are mapped from ``random()`` here, not with
+``randint``/``choice``/``shuffle``, whose algorithms Python may change.
+
+Draw order for one seed: the servers' sizes (whole cluster redrawn until it
+holds the largest job), then a Fisher-Yates shuffle of the job sizes, then per
+job its model and its iteration count. The job list is in that shuffled order,
+so rules that take jobs in input order (the baselines' default) do not get
+them sorted by size for free.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from sjfbco.cost import iteration_time
+from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData, TimeModel
+from sjfbco.workloads.models import MODELS, Model
+
+#: The 160-job size mix of the paper (GPUs -> number of jobs).
+SIZE_MIX_160: dict[int, int] = {1: 80, 2: 14, 4: 26, 8: 30, 16: 8, 32: 2}
+#: GPUs per server, each drawn uniformly.
+SERVER_SIZES: tuple[int, ...] = (4, 8, 16, 32)
+#: ``F_j`` is a uniform integer in this closed range.
+ITERATIONS: tuple[int, int] = (1000, 6000)
+#: Attempts at drawing a cluster that holds the largest job before giving up.
+MAX_CLUSTER_DRAWS = 1000
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Cost constants of a generated instance (units as in :mod:`sjfbco.problem`).
+
+    Parameters
+    ----------
+    name
+        Key in :data:`PRESETS`.
+    slot_seconds
+        Slot length, s.
+    bandwidth_inter, bandwidth_intra, gpu_speed
+        ``b_inter``, ``b_intra``, ``C`` in MB/s.
+    alpha, xi1, xi2
+        Degradation parameter, contention scale, overhead per server (s).
+    time_model
+        ``slotted`` (the paper's) or ``continuous``.
+    """
+
+    name: str
+    slot_seconds: float
+    bandwidth_inter: float
+    bandwidth_intra: float = 50_000.0
+    gpu_speed: float = 20_000.0
+    alpha: float = 0.275
+    xi1: float = 1.0
+    xi2: float = 0.005
+    time_model: TimeModel = "slotted"
+
+    def with_changes(self, *, slot_seconds: float | None = None,
+                     time_model: TimeModel | None = None) -> Preset:
+        """A copy with the slot length and/or time model changed; the name records it.
+
+        E.g. ``PRESETS["10gbe"].with_changes(slot_seconds=4, time_model="continuous")``
+        is named ``10gbe-slot4-continuous``.
+        """
+        out, name = self, self.name
+        if slot_seconds is not None and slot_seconds != self.slot_seconds:
+            out = replace(out, slot_seconds=float(slot_seconds))
+            name += f"-slot{float(slot_seconds):g}"
+        if time_model is not None and time_model != self.time_model:
+            out = replace(out, time_model=time_model)
+            name += f"-{time_model}"
+        return replace(out, name=name)
+
+    def cluster(self, gpus_per_server: Sequence[int]) -> Cluster:
+        """A cluster with these servers and the preset's links."""
+        return Cluster(tuple(gpus_per_server), bandwidth_intra=self.bandwidth_intra,
+                       bandwidth_inter=self.bandwidth_inter, gpu_speed=self.gpu_speed)
+
+    def cost(self) -> CostParams:
+        """The preset's cost parameters (linear degradation)."""
+        return CostParams(xi1=self.xi1, xi2=self.xi2, alpha=self.alpha,
+                          slot_seconds=self.slot_seconds,
+                          time_model=self.time_model)
+
+
+#: Named presets; see ``docs/workload.md`` for the calibration behind each.
+PRESETS: dict[str, Preset] = {
+    # Calibrated: 200 Gb/s-class inter-server links (HDR InfiniBand), 5 ms per server and
+    # iteration; tau, rho_min and the 15% share hold as far as they can together.
+    "paper": Preset("paper", slot_seconds=3.5, bandwidth_inter=23_400.0, xi2=0.005),
+    # The starting point of spec section 7 (a prototype's): 100 Gb/s-class links, 10 ms.
+    "prototype": Preset("prototype", slot_seconds=4.0, bandwidth_inter=11_700.0, xi2=0.01),
+    # Wang et al.'s measured 10 GbE: communication dominates split jobs, so the paper's
+    # aggregate conditions cannot all hold. The 36 s slot is the shortest that keeps
+    # tau <= 1 slot at any contention (min_safe_slot).
+    "10gbe": Preset("10gbe", slot_seconds=36.0, bandwidth_inter=1_170.0, xi2=0.005),
+}
+
+
+def size_mix(jobs: int) -> dict[int, int]:
+    """Number of jobs of each size for ``jobs`` jobs, scaled from :data:`SIZE_MIX_160`.
+
+    Exact for 160. Otherwise largest remainder (Hamilton): each size gets the
+    floor of its quota ``jobs * count / 160``, and the jobs left over go one
+    each to the sizes with the largest fractional part of the quota; ties go
+    to the size that is more common in the 160 mix, then to the smaller size.
+    The counts always add up to ``jobs``. Sizes with a zero count are kept
+    (value 0).
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+    total = sum(SIZE_MIX_160.values())
+    # integer arithmetic: quota = jobs * c / total = floor + rem / total
+    floors = {g: jobs * c // total for g, c in SIZE_MIX_160.items()}
+    rems = {g: jobs * c % total for g, c in SIZE_MIX_160.items()}
+    left = jobs - sum(floors.values())
+    order = sorted(SIZE_MIX_160, key=lambda g: (-rems[g], -SIZE_MIX_160[g], g))
+    for g in order[:left]:
+        floors[g] += 1
+    return floors
+
+
+def _randint(rng: random.Random, lo: int, hi: int) -> int:
+    """Uniform integer in ``[lo, hi]`` from ``rng.random()`` (the version-stable stream)."""
+    return lo + min(int(rng.random() * (hi - lo + 1)), hi - lo)
+
+
+def _shuffle(rng: random.Random, items: list[int]) -> None:
+    """Fisher-Yates shuffle in place, drawing from ``rng.random()`` only."""
+    for i in range(len(items) - 1, 0, -1):
+        k = _randint(rng, 0, i)
+        items[i], items[k] = items[k], items[i]
+
+
+def draw_servers(servers: int, rng: random.Random, needs: int) -> tuple[int, ...]:
+    """GPUs per server, each uniform in :data:`SERVER_SIZES`, holding at least ``needs`` GPUs.
+
+    The whole server list is redrawn until its total reaches ``needs`` (the
+    largest job), so the result is uniform among the clusters that can run
+    every job. With a 32-GPU job this can only happen for at most 7 servers
+    (8 servers hold at least 32 GPUs).
+    """
+    if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
+        raise ValueError(f"servers must be a positive integer, got {servers!r}")
+    if servers * max(SERVER_SIZES) < needs:
+        raise ValueError(f"{servers} servers of at most {max(SERVER_SIZES)} GPUs cannot "
+                         f"hold a {needs}-GPU job")
+    for _ in range(MAX_CLUSTER_DRAWS):
+        caps = tuple(SERVER_SIZES[_randint(rng, 0, len(SERVER_SIZES) - 1)]
+                     for _ in range(servers))
+        if sum(caps) >= needs:
+            return caps
+    raise ValueError(f"no draw of {servers} servers held a {needs}-GPU job "
+                     f"in {MAX_CLUSTER_DRAWS} attempts")
+
+
+def _preset(preset: str | Preset) -> Preset:
+    if isinstance(preset, Preset):
+        return preset
+    try:
+        return PRESETS[preset]
+    except KeyError:
+        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}") from None
+
+
+def instance_name(servers: int, seed: int, jobs: int = 160, preset: str = "paper") -> str:
+    """Default instance name, e.g. ``paper-s20-seed0`` (jobs and preset added if not default)."""
+    name = f"paper-s{servers}-seed{seed}"
+    if jobs != 160:
+        name += f"-j{jobs}"
+    if preset != "paper":
+        name += f"-{preset}"
+    return name
+
+
+def paper_instance(servers: int = 20, seed: int = 0, jobs: int = 160,
+                   preset: str | Preset = "paper", *, name: str | None = None,
+                   models: Sequence[Model] = MODELS) -> ProblemData:
+    """One instance of the paper's workload (spec section 7).
+
+    Parameters
+    ----------
+    servers
+        Number of servers ``S``; each holds 4, 8, 16 or 32 GPUs (uniform).
+    seed
+        Seed of the single random stream (see the module docstring).
+    jobs
+        Number of jobs; the size mix is :func:`size_mix` of it (exact paper
+        mix for 160).
+    preset
+        Name in :data:`PRESETS` or a :class:`Preset` (cost constants).
+    name
+        Instance name; default :func:`instance_name`.
+    models
+        Table the jobs' models are drawn from, uniformly.
+
+    Returns
+    -------
+    ProblemData
+        Jobs in the forward/backward form (:meth:`Model.job_fields`), ids
+        ``j000``, ``j001``, ... in the shuffled order, all arriving at 0,
+        without ``rho_hat`` (SJF-BCO estimates it from the cost model).
+    """
+    p = _preset(preset)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    if not models:
+        raise ValueError("models must not be empty")
+    mix = size_mix(jobs)
+    rng = random.Random(seed)
+    largest = max(g for g, c in mix.items() if c > 0)
+    caps = draw_servers(servers, rng, largest)
+    sizes = [g for g in sorted(mix) for _ in range(mix[g])]
+    _shuffle(rng, sizes)
+    width = len(str(jobs - 1))
+    out = []
+    for k, g in enumerate(sizes):
+        model = models[_randint(rng, 0, len(models) - 1)]
+        iters = _randint(rng, *ITERATIONS)
+        out.append(Job(id=f"j{k:0{width}d}", gpus=g, iterations=iters, **model.job_fields()))
+    label = name if name is not None else instance_name(servers, seed, jobs, p.name)
+    try:
+        return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
+    except InputError as err:
+        raise ValueError(f"preset {p.name!r} does not fit this workload: {err}") from None
+
+
+def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> float:
+    """Shortest slot (seconds) with ``tau <= 1`` slot for every job in every schedule.
+
+    A job of ``G`` GPUs uses at most ``G`` servers, and its contention count
+    is at most the GPUs of one server (each split job on a server holds one
+    of its GPUs), so ``tau`` is largest for the largest job of the mix, on
+    ``G`` servers, at ``p = max(SERVER_SIZES)``. With a slot at least this
+    long the slotted model can never raise
+    :class:`sjfbco.cost.ConfigurationError` on a generated instance.
+    """
+    p = _preset(preset)
+    cluster, cost = p.cluster((max(SERVER_SIZES),)), p.cost()
+    worst = 0.0
+    for model in models:
+        for g in SIZE_MIX_160:
+            job = Job(id="probe", gpus=g, iterations=1, **model.job_fields())
+            contention = max(SERVER_SIZES) if g > 1 else 0  # on g servers, one GPU each
+            worst = max(worst, iteration_time(job, g, contention, cluster, cost))
+    return worst
