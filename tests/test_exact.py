@@ -131,7 +131,7 @@ def _check_instance(data: ProblemData) -> None:
         assert all(res.makespan <= m for m in heur.values())
 
 
-@settings(max_examples=12)
+@settings(max_examples=40)
 @given(tiny_instances())
 def test_backends_equal_brute_force(data: ProblemData) -> None:
     _check_instance(data)
