@@ -63,19 +63,11 @@ class _PatVars:
 
     def started(self, t: int) -> Expr:
         """``sum_{a <= t} x[a]``: started by slot ``t``."""
-        if self.S:
-            if t < min(self.S):
-                return 0
-            return self.S[min(t, max(self.S))]
-        return pulp.lpSum(v for a, v in self.x.items() if a <= t)
+        return _cumulative(self.S, self.x, t)
 
     def ended(self, t: int) -> Expr:
         """``sum_{b <= t} e[b]``: ended by boundary ``t`` (split patterns)."""
-        if self.E:
-            if t < min(self.E):
-                return 0
-            return self.E[min(t, max(self.E))]
-        return pulp.lpSum(v for b, v in self.e.items() if b <= t)
+        return _cumulative(self.E, self.e, t)
 
     def running(self, t: int) -> Expr:
         """``z[t]``: 1 when the job holds its GPUs in slot ``t`` with this pattern."""
@@ -334,6 +326,15 @@ class TimeIndexedILP:
             else:
                 end.append(max(pv.e.items(), key=lambda kv: kv[1].varValue or 0.0)[0])
         return Plan(tuple(counts), tuple(start), tuple(end))
+
+
+def _cumulative(steps: dict[int, Any], events: dict[int, Any], t: int) -> Expr:
+    """``sum_{k <= t} events[k]``: the step variable if there is one, else the sum itself."""
+    if steps:
+        if t < min(steps):
+            return 0
+        return steps[min(t, max(steps))]
+    return pulp.lpSum(v for k, v in events.items() if k <= t)
 
 
 def _active(pv: _PatVars, t: int) -> bool:
