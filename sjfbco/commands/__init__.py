@@ -1,6 +1,6 @@
 """Subcommands of the ``sjfbco`` CLI, in the order ``--help`` lists them."""
 
 COMMANDS: list[str] = [
-    "solve", "evaluate", "generate", "reproduce", "plot", "online", "elastic", "batch",
-    "convert",
+    "solve", "evaluate", "generate", "formulate", "reproduce", "plot", "batch", "convert",
+    "online", "elastic",
 ]

@@ -1,0 +1,311 @@
+"""What every exact formulation shares (spec section 4): placement patterns, durations,
+contention levels, horizons and the way a model's answer becomes a :class:`Schedule`.
+
+Because the GPUs of one server are identical, a job's placement is exact as a
+*pattern*: its per-server GPU counts. The cost model (eqs. 6 to 9) only looks at
+how many servers a job uses and at which servers host split jobs, so two GPU
+sets with the same per-server counts run at the same rate. A model decides a
+pattern and a start slot per job; :func:`plan_to_schedule` hands out concrete
+GPUs greedily in start order.
+
+Units: slots throughout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from sjfbco.cost import ConfigurationError, slots_to_finish
+from sjfbco.evaluate import evaluate
+from sjfbco.problem import ProblemData
+from sjfbco.schedule import Evaluation, Schedule, ScheduleError
+
+#: Most patterns one job may have before the exact models refuse the instance.
+MAX_PATTERNS = 5000
+
+
+def require_slotted(data: ProblemData, what: str) -> None:
+    """Raise ``ValueError`` unless ``data`` uses the slotted time model."""
+    if data.cost.time_model != "slotted":
+        raise ValueError(f"{what} is time-indexed and needs cost.time_model = 'slotted'; "
+                         f"instance {data.name!r} uses {data.cost.time_model!r}")
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """Per-server GPU counts of one job (``counts[s]`` GPUs on server ``s``)."""
+
+    counts: tuple[int, ...]
+
+    @cached_property
+    def servers(self) -> tuple[int, ...]:
+        """Servers the pattern uses."""
+        return tuple(s for s, c in enumerate(self.counts) if c > 0)
+
+    @property
+    def num_servers(self) -> int:
+        return len(self.servers)
+
+    @property
+    def split(self) -> bool:
+        """True when the job spans more than one server (it then meets contention)."""
+        return self.num_servers > 1
+
+    def label(self) -> str:
+        return "-".join(map(str, self.counts))
+
+
+def identical_server_groups(data: ProblemData) -> list[list[int]]:
+    """Servers grouped by capacity; servers in one group are interchangeable."""
+    groups: dict[int, list[int]] = {}
+    for s, o in enumerate(data.cluster.gpus_per_server):
+        groups.setdefault(o, []).append(s)
+    return [g for g in groups.values()]
+
+
+def _compositions(total: int, caps: Sequence[int]) -> list[tuple[int, ...]]:
+    """All tuples ``c`` with ``0 <= c[s] <= caps[s]`` summing to ``total``."""
+    out: list[tuple[int, ...]] = []
+
+    def rec(s: int, left: int, acc: list[int]) -> None:
+        if s == len(caps):
+            if left == 0:
+                out.append(tuple(acc))
+            return
+        room = sum(caps[s + 1:])
+        for c in range(max(0, left - room), min(caps[s], left) + 1):
+            acc.append(c)
+            rec(s + 1, left - c, acc)
+            acc.pop()
+
+    rec(0, total, [])
+    return out
+
+
+def is_canonical(counts: Sequence[int], groups: Sequence[Sequence[int]]) -> bool:
+    """True when counts do not increase along each group of identical servers."""
+    return all(counts[a] >= counts[b] for g in groups for a, b in itertools.pairwise(g))
+
+
+class Patterns:
+    """The placement patterns of every job of one instance.
+
+    Symmetry between identical servers is broken for **one** job only (the one
+    with the most patterns), whose patterns are reduced to the canonical form
+    (counts non-increasing along each group of identical servers). Any schedule
+    can be mapped to one where that job is canonical by permuting identical
+    servers, so the optimum is kept. Canonicalising every job would forbid two
+    jobs from sitting on different identical servers and cut off optima (spec
+    section 4: wrong on 33 of 57 instances checked).
+    """
+
+    def __init__(self, data: ProblemData, *, break_symmetry: bool = True):
+        self.data = data
+        caps = data.cluster.gpus_per_server
+        self.groups = identical_server_groups(data)
+        self.by_job: list[list[Pattern]] = []
+        for job in data.jobs:
+            comps = _compositions(job.gpus, caps)
+            if len(comps) > MAX_PATTERNS:
+                raise ValueError(f"job {job.id!r} has {len(comps)} placement patterns (more "
+                                 f"than {MAX_PATTERNS}); the exact models are for small "
+                                 "instances")
+            if not comps:  # pragma: no cover - ProblemData checks that every job fits
+                raise ValueError(f"job {job.id!r} fits on no server combination")
+            self.by_job.append([Pattern(c) for c in comps])
+        self.canonical_job: int | None = None
+        if break_symmetry and any(len(g) > 1 for g in self.groups) and data.num_jobs:
+            k = max(range(data.num_jobs), key=lambda j: (len(self.by_job[j]), -j))
+            self.by_job[k] = [p for p in self.by_job[k] if is_canonical(p.counts, self.groups)]
+            self.canonical_job = k
+
+    def __getitem__(self, j: int) -> list[Pattern]:
+        return self.by_job[j]
+
+    def index(self, j: int, counts: Sequence[int]) -> int:
+        """Position of the pattern with these counts among job ``j``'s patterns."""
+        for i, p in enumerate(self.by_job[j]):
+            if p.counts == tuple(counts):
+                return i
+        raise KeyError(f"job {self.data.jobs[j].id!r} has no pattern {tuple(counts)}")
+
+    def total(self) -> int:
+        return sum(len(p) for p in self.by_job)
+
+    def canonicalise(self, counts: Sequence[Sequence[int]]) -> list[tuple[int, ...]]:
+        """Permute identical servers in a whole plan so that the canonical job is canonical."""
+        plan = [tuple(c) for c in counts]
+        k = self.canonical_job
+        if k is None:
+            return plan
+        perm = list(range(self.data.cluster.num_servers))
+        for g in self.groups:
+            # stable sort of the group's servers by job k's counts, largest first
+            ordered = sorted(g, key=lambda s: (-plan[k][s], s))
+            for dst, src in zip(g, ordered, strict=True):
+                perm[dst] = src
+        return [tuple(c[perm[s]] for s in range(len(perm))) for c in plan]
+
+
+def max_level(data: ProblemData, patterns: Patterns) -> int:
+    """Largest possible contention count: split jobs that can share one server."""
+    can_split = [j for j in range(data.num_jobs) if any(p.split for p in patterns[j])]
+    caps = data.cluster.gpus_per_server
+    return max(1, min(max(caps), len(can_split)))
+
+
+def rate(data: ProblemData, j: int, pattern: Pattern, level: int) -> float:
+    """Iterations per slot of job ``j`` on ``pattern`` at contention ``level`` (eqs. 6-9)."""
+    return data.rates.rate(j, pattern.num_servers, level if pattern.split else 0)
+
+
+def duration(data: ProblemData, j: int, pattern: Pattern, level: int = 1) -> int:
+    """Slots job ``j`` needs on ``pattern`` at a constant contention ``level``."""
+    r = rate(data, j, pattern, level)
+    return int(slots_to_finish(data.jobs[j].iterations, r, data.cost))
+
+
+def level_cap(data: ProblemData, j: int, pattern: Pattern, top: int) -> int:
+    """Highest contention level ``<= top`` at which job ``j`` on a split ``pattern`` is valid.
+
+    Above it one iteration would take more than a slot, which the cost model
+    rejects (:class:`~sjfbco.cost.ConfigurationError`); the exact models forbid
+    such contention instead of scoring it. 0 if even level 1 is invalid.
+    """
+    for c in range(top, 0, -1):
+        try:
+            rate(data, j, pattern, c)
+        except ConfigurationError:
+            continue
+        return c
+    return 0
+
+
+def kept_levels(data: ProblemData, j: int, pattern: Pattern, top: int) -> list[int]:
+    """Contention levels ``1..top`` worth a binary in the time-indexed ILP.
+
+    Progress ``phi`` never increases with the level; of a run of levels with the
+    same ``phi``, only the highest is needed (choosing it is never worse for the
+    ``c >= n_s[t]`` constraint). Always ends with ``top``.
+    """
+    out = []
+    for c in range(1, top + 1):
+        if c == top or rate(data, j, pattern, c + 1) != rate(data, j, pattern, c):
+            out.append(c)
+    return out
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one solver run on a model established (any backend).
+
+    ``proven`` is True only when the solver itself reports optimality (not at a
+    time limit); ``has_solution`` when variable values are usable; ``bound`` is
+    the solver's best lower bound on the objective (minimisation), if known.
+    """
+
+    proven: bool
+    has_solution: bool
+    objective: float | None
+    bound: float | None
+    infeasible: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A model's answer: per job its pattern counts, start slot and (model) end slot.
+
+    A model's end may be later than the evaluator's (progress is an "at least"
+    constraint), never earlier.
+    """
+
+    counts: tuple[tuple[int, ...], ...]
+    start: tuple[int, ...]
+    end: tuple[int, ...]
+
+    @property
+    def makespan(self) -> int:
+        return max(self.end, default=0)
+
+
+def plan_to_schedule(data: ProblemData, plan: Plan) -> Schedule:
+    """Hand out concrete GPUs greedily in start order (ties by job position).
+
+    A job starting at ``a`` takes, on each server, the lowest-indexed GPUs whose
+    previous holder ends (by the plan) at or before ``a``. Planned starts are the
+    plan's; ``order`` is the rank in start order, so the evaluator's per-GPU
+    queues follow the plan.
+
+    Raises
+    ------
+    ScheduleError
+        The plan overfills a server at some start (a model bug, not user input).
+    """
+    cl = data.cluster
+    free_at = [[0] * o for o in cl.gpus_per_server]  # slot from which each GPU is free
+    order_jobs = sorted(range(data.num_jobs), key=lambda j: (plan.start[j], j))
+    gpus: list[list[tuple[int, int]]] = [[] for _ in range(data.num_jobs)]
+    for j in order_jobs:
+        a = plan.start[j]
+        for s, c in enumerate(plan.counts[j]):
+            if c == 0:
+                continue
+            avail = [i for i in range(cl.gpus_per_server[s]) if free_at[s][i] <= a]
+            if len(avail) < c:
+                raise ScheduleError(f"plan puts job {data.jobs[j].id!r} on {c} GPUs of server "
+                                    f"{s} at slot {a}, but only {len(avail)} are free")
+            for i in avail[:c]:
+                free_at[s][i] = plan.end[j]
+                gpus[j].append((s, i))
+    rank = [0] * data.num_jobs
+    for r, j in enumerate(order_jobs):
+        rank[j] = r
+    return Schedule.build(gpus, plan.start, rank)
+
+
+def schedule_counts(data: ProblemData, schedule: Schedule) -> list[tuple[int, ...]]:
+    """Per-server GPU counts of every job of a schedule."""
+    out = []
+    for pairs in schedule.gpus:
+        c = [0] * data.cluster.num_servers
+        for s, _ in pairs:
+            c[s] += 1
+        out.append(tuple(c))
+    return out
+
+
+def plan_from_schedule(data: ProblemData, schedule: Schedule,
+                       ev: Evaluation | None = None) -> Plan:
+    """The plan of an evaluated schedule: its patterns and its actual start and end slots."""
+    ev = ev or evaluate(data, schedule)
+    return Plan(tuple(schedule_counts(data, schedule)),
+                tuple(int(round(s)) for s in ev.start), tuple(int(round(e)) for e in ev.end))
+
+
+def slot_levels(data: ProblemData, plan: Plan) -> list[dict[int, int]]:
+    """Contention count ``p_j`` of every split job in every slot it runs (eq. 6), from a plan.
+
+    Returns, per job, ``{slot: p}`` (empty for jobs inside one server).
+    """
+    n = data.num_jobs
+    splits = [j for j in range(n) if sum(1 for c in plan.counts[j] if c) > 1]
+    out: list[dict[int, int]] = [{} for _ in range(n)]
+    for j in splits:
+        servers = [s for s, c in enumerate(plan.counts[j]) if c]
+        for t in range(plan.start[j], plan.end[j]):
+            p = 0
+            for s in servers:
+                p = max(p, sum(1 for k in splits if plan.counts[k][s]
+                               and plan.start[k] <= t < plan.end[k]))
+            out[j][t] = p
+    return out
+
+
+def ceil_slots(x: float) -> int:
+    """Round a slot count up to a boundary (tolerating float noise)."""
+    return int(math.ceil(x - 1e-9))

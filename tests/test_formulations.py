@@ -1,0 +1,269 @@
+"""The model builders: patterns, the time-indexed ILP, the non-convex model, the paper's ILPs."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pulp
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sjfbco import Cluster, Job, ProblemData, Schedule, ScheduleError, evaluate
+from sjfbco.cli import main
+from sjfbco.formulations.backends import solve_mip
+from sjfbco.formulations.common import (
+    Patterns,
+    Plan,
+    is_canonical,
+    kept_levels,
+    plan_to_schedule,
+    rate,
+)
+from sjfbco.formulations.ilp import Candidate, TimeIndexedILP, paper_ilp, theta_program
+from sjfbco.formulations.nonconvex import NonconvexModel
+from sjfbco.solvers.exact import best_warm_start
+from tests.conftest import INSTANCES, schedules
+from tests.test_exact import COST, _contention_instance
+from tests.tiny import tiny_instances
+
+CL22 = Cluster((2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+EXAMPLE = INSTANCES / "small" / "example.json"
+
+
+def test_patterns_and_one_canonical_job() -> None:
+    data = _contention_instance()  # jobs G = 3, 2, 2 on servers (2, 2)
+    pats = Patterns(data, break_symmetry=False)
+    assert [p.counts for p in pats[0]] == [(1, 2), (2, 1)]
+    assert [p.counts for p in pats[1]] == [(0, 2), (1, 1), (2, 0)]
+    sym = Patterns(data)
+    # the job with the most patterns (s1, first of the 3-pattern jobs) alone is canonical
+    assert sym.canonical_job == 1
+    assert [p.counts for p in sym[1]] == [(1, 1), (2, 0)]
+    assert [p.counts for p in sym[2]] == [(0, 2), (1, 1), (2, 0)]
+    assert is_canonical((2, 0), sym.groups) and not is_canonical((0, 2), sym.groups)
+    # a plan with s1 on server 1 is mirrored: every job's counts swap servers
+    assert sym.canonicalise([(2, 1), (0, 2), (2, 0)]) == [(1, 2), (2, 0), (0, 2)]
+
+
+def test_kept_levels_keep_the_top_of_each_plateau() -> None:
+    data = _contention_instance()
+    big = Patterns(data)[0][0]
+    # big split: 7 it/slot at p=1, 4 at p=2 (see _contention_instance)
+    assert [rate(data, 0, big, c) for c in (1, 2)] == [7.0, 4.0]
+    assert kept_levels(data, 0, big, 2) == [1, 2]
+    flat = data.replace(jobs=(data.jobs[0].__class__(id="g0", gpus=3, iterations=30,
+                                                      gradient_mb=0.0, compute_seconds=0.2),))
+    # no gradient: contention is harmless, one level is enough
+    assert kept_levels(flat, 0, Patterns(flat)[0][0], 3) == [3]
+
+
+def test_plan_to_schedule_hands_out_gpus_in_start_order() -> None:
+    data = _contention_instance()
+    plan = Plan(counts=((1, 2), (2, 0), (1, 0)), start=(2, 0, 2), end=(7, 2, 5))
+    sched = plan_to_schedule(data, plan)
+    # s1 (start 0) takes (0,0),(0,1); at slot 2 big takes (0,0) and both of server 1,
+    # s2 takes the next free GPU of server 0, (0,1)
+    assert sched.gpus == (((0, 0), (1, 0), (1, 1)), ((0, 0), (0, 1)), ((0, 1),))
+    assert sched.start == (2, 0, 2) and sched.order == (1, 0, 2)
+    bad = Plan(counts=((1, 2), (2, 0), (2, 0)), start=(0, 0, 1), end=(5, 2, 3))
+    with pytest.raises(ScheduleError, match="on 2 GPUs of server 0 at slot 0, but only 1 are free"):
+        plan_to_schedule(data, bad)
+
+
+def test_ilp_size_of_one_fixed_job() -> None:
+    # one 1-GPU job, compute 0.5 s: tau = 0.51 s = 0.204 slots -> 4 it/slot; F = 22 -> 6 slots
+    data = ProblemData(CL22, (Job(id="a", gpus=1, iterations=22, gradient_mb=0.0,
+                                  compute_seconds=0.5),), COST)
+    ilp = TimeIndexedILP(data, 8)
+    # canonical job: only pattern (1, 0); starts 0, 1, 2 (end <= 8); no ends, no levels;
+    # steps S_0..S_2 (S_t = S_{t-1} + x_t: rows of 2, 3, 3 non-zeros);
+    # rows: one start (3 x), one makespan (3 x + C); capacity never binds
+    # -> 7 variables, 5 rows, 8 + 3 + 4 = 15 non-zeros
+    assert ilp.size() == {"variables": 7, "x": 3, "e": 0, "w": 0, "steps": 3, "constraints": 5,
+                          "nonzeros": 15, "patterns": 1, "horizon": 8}
+    dense = TimeIndexedILP(data, 8, sparse=False).size()
+    assert (dense["variables"], dense["constraints"], dense["nonzeros"]) == (4, 2, 7)
+    with pytest.raises(ValueError, match="cannot finish by the horizon 5"):
+        TimeIndexedILP(data, 5)
+
+
+def test_identical_servers_are_not_all_canonicalised() -> None:
+    """Two 2-GPU jobs on two 2-GPU servers run side by side (different identical servers)."""
+    jobs = tuple(Job(id=f"s{k}", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2)
+                 for k in range(2))
+    data = ProblemData(CL22, jobs, COST)
+    ilp = TimeIndexedILP(data, 4)
+    assert ilp.solve("highs").proven
+    plan = ilp.plan()
+    # 11 it/slot -> 2 slots each, together: makespan 2 (a canonical form for both = 4)
+    assert plan.makespan == 2 and sorted(plan.counts) == [(0, 2), (2, 0)]
+
+
+@pytest.mark.parametrize("suffix, marker", [(".lp", "Minimize"), (".mps", "ROWS")])
+def test_ilp_written_as_lp_or_mps(tmp_path: Path, suffix: str, marker: str) -> None:
+    ilp = TimeIndexedILP(_contention_instance(), 9)
+    out = tmp_path / f"m{suffix}"
+    ilp.write(out)
+    text = out.read_text()
+    assert marker.lower() in text.lower() and "x_0_0_0" in text
+    with pytest.raises(ValueError, match="end in .lp or .mps"):
+        ilp.write(tmp_path / "m.txt")
+
+
+def test_warm_start_fits_and_is_kept() -> None:
+    from sjfbco.formulations.common import plan_from_schedule
+
+    data = _contention_instance()
+    _, sched, ev = best_warm_start(data)
+    ilp = TimeIndexedILP(data, int(ev.makespan))
+    assert ilp.set_warm_start(plan_from_schedule(data, sched, ev))
+    out = ilp.solve("highs", warm=True)
+    assert out.proven and out.objective == 7
+
+
+def test_highs_banner_does_not_reach_stdout(capfd: pytest.CaptureFixture[str]) -> None:
+    ilp = TimeIndexedILP(_contention_instance(), 9)
+    ilp.solve("highs")
+    assert capfd.readouterr().out == ""
+
+
+def test_time_limit_is_not_reported_as_optimal() -> None:
+    jobs = tuple(Job(id=f"j{k}", gpus=1 + k % 3, iterations=20 + 7 * k, gradient_mb=100.0,
+                     compute_seconds=0.2) for k in range(8))
+    data = ProblemData(Cluster((3, 3, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0,
+                               gpu_speed=20000.0), jobs, COST)
+    ilp = TimeIndexedILP(data, 30)
+    for backend in ("highs", "cbc"):
+        out = ilp.solve(backend, time_limit=0.01)
+        assert not out.proven
+        assert out.bound is None or out.bound <= 30
+
+
+def test_no_pulp_deprecation_warnings() -> None:
+    data = _contention_instance()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ilp = TimeIndexedILP(data, 9)
+        ilp.size()
+        for backend in ("highs", "cbc"):
+            assert ilp.solve(backend).proven
+        cands = [Candidate.evaluated(data, best_warm_start(data)[1])]
+        paper_ilp(data, cands).solve("cbc")
+
+
+# -- the non-convex model -------------------------------------------------------------
+
+
+def test_nonconvex_model_is_inspectable(tmp_path: Path) -> None:
+    model = NonconvexModel(_contention_instance(), 9)
+    size = model.size()
+    assert size["c_element"] > 0 and size["c_lin_max"] > 0 and size["c_cumulative"] == 2
+    text = model.dump()
+    assert "job big G=3 F=30" in text and "1-2:phi=[7, 4]" in text
+    model.write(tmp_path / "m.txt")
+    model.write(tmp_path / "m.pb.txt")
+    assert (tmp_path / "m.pb.txt").read_text().startswith("variables")
+
+
+@settings(max_examples=10)
+@given(tiny_instances())
+def test_nonconvex_ends_are_the_evaluators(data: ProblemData) -> None:
+    """With exact ends, the model's per-job completions are the evaluator's (eq. 9)."""
+    _, _, ev = best_warm_start(data)
+    model = NonconvexModel(data, int(ev.makespan))
+    out = model.solve(time_limit=30)
+    assert out.proven
+    plan = model.plan()
+    got = evaluate(data, plan_to_schedule(data, plan), strict=True)
+    assert tuple(got.end) == plan.end and tuple(got.start) == plan.start
+
+
+# -- the paper's reformulation (eqs. 10-13) and the theta program (eqs. 14-16) ---------
+
+
+@st.composite
+def instance_and_candidates(draw: st.DrawFn) -> tuple[ProblemData, list[Schedule]]:
+    data = draw(tiny_instances())
+    k = draw(st.integers(1, 6))
+    return data, [draw(schedules(data, max_start=3)) for _ in range(k)]
+
+
+@settings(max_examples=25)
+@given(instance_and_candidates(), st.sampled_from(["highs", "cbc"]))
+def test_paper_ilp_picks_the_best_candidate(case: tuple[ProblemData, list[Schedule]],
+                                            backend: str) -> None:
+    data, scheds = case
+    cands = [Candidate.evaluated(data, s) for s in scheds]
+    makespans = [evaluate(data, s).makespan for s in scheds]
+    model = paper_ilp(data, cands)
+    out = model.solve(backend)
+    assert out.proven
+    assert out.objective == pytest.approx(min(makespans))
+    assert makespans[model.chosen()] == min(makespans)
+    # eq. 12: every job follows the same candidate
+    assert all(round(model.x[j][model.chosen()].varValue) == 1 for j in range(data.num_jobs))
+
+
+def test_theta_program_hand_example() -> None:
+    """Two 1-GPU jobs, rho_hat 3 and 4, on one 2-GPU server.
+
+    Candidate A puts both on GPU 0, candidate B puts job 1 on GPU 1. With
+    theta = 5, A for job 1 would load GPU 0 with 3 + 4 = 7 > 5, so job 1 must
+    take B; theta = 3.5 is infeasible (job 1 alone charges 4 to some GPU).
+    """
+    cl = Cluster((2,), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    jobs = (Job(id="a", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2,
+                rho_hat=3.0),
+            Job(id="b", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2,
+                rho_hat=4.0))
+    data = ProblemData(cl, jobs, COST)
+    a = Schedule.build([[(0, 0)], [(0, 0)]])
+    b = Schedule.build([[(0, 0)], [(0, 1)]])
+    cands = [Candidate.evaluated(data, a), Candidate.evaluated(data, b)]
+    model = theta_program(data, cands, theta=5)
+    assert model.solve("highs").proven
+    assert round(model.x[1][1].varValue) == 1
+    out = theta_program(data, cands, theta=3.5).solve("cbc")
+    assert out.infeasible and not out.has_solution
+    assert theta_program(data, cands, theta=8, u=2.0).solve("highs").proven
+
+
+def test_solve_mip_rejects_unknown_backend() -> None:
+    prob = pulp.LpProblem("p", pulp.LpMinimize)
+    with pytest.raises(ValueError, match="unknown MILP backend 'glpk'"):
+        solve_mip(prob, "glpk")
+
+
+# -- the formulate command ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind, name", [("ilp", "m.lp"), ("ilp", "m.mps"),
+                                        ("paper-ilp", "p.lp"), ("nonconvex", "n.txt")])
+def test_formulate_writes_model(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str,
+                                name: str) -> None:
+    out = tmp_path / name
+    assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out", str(out), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert out.exists() and info["kind"] == kind and info["size"]["variables"] > 0
+
+
+def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "m.lp"
+    assert main(["formulate", str(EXAMPLE), "--kind", "ilp", "--out", str(out), "--horizon",
+                 "95", "--lp-bound"]) == 0
+    text = capsys.readouterr().out
+    assert "horizon 95" in text and "LP-relaxation lower bound" in text
+
+
+@pytest.mark.parametrize("kind, name, message", [
+    ("ilp", "m.txt", "written as .lp or .mps"),
+    ("nonconvex", "m.lp", "written as .txt or .pb.txt"),
+])
+def test_formulate_bad_output_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   kind: str, name: str, message: str) -> None:
+    assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out",
+                 str(tmp_path / name)]) == 2
+    assert message in capsys.readouterr().err
