@@ -6,9 +6,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,20 +31,6 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Send everything written to file descriptor 1 (solver banners too) to stderr."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    try:
-        os.dup2(2, 1)
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 def _params_for(solver: str, params: dict[str, str], run_all: bool) -> dict[str, str]:
     """All ``--param`` values; with ``--solver all`` only those the solver knows."""
     from sjfbco.solvers import PARAMS
@@ -63,6 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.files import read_instance, write_schedule
     from sjfbco.params import parse_kv
     from sjfbco.solvers import HEURISTICS, SOLVERS, solve
+    from sjfbco.stdio import stdout_to_stderr
     from sjfbco.tables import format_table
 
     run_all = args.solver == "all"

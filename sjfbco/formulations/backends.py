@@ -18,55 +18,18 @@ OR-Tools' own HiGHS backend crashes the process on this kind of machine.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import sys
 import tempfile
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pulp
 
 from sjfbco.formulations.common import Outcome as MipOutcome
+from sjfbco.stdio import stdout_to_stderr
 
 BACKENDS = ("highs", "cbc")
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Redirect file descriptor 1 (C-level stdout too) to stderr inside the block."""
-    try:
-        sys.stdout.flush()
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # pytest capture or a closed stream
-        yield
-        return
-    saved = os.dup(fd)
-    try:
-        target = sys.stderr.fileno() if _has_fileno(sys.stderr) else None
-        if target is None:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, fd)
-            os.close(null)
-        else:
-            os.dup2(target, fd)
-        yield
-    finally:
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
-
-
-def _has_fileno(stream: Any) -> bool:
-    try:
-        stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False
-    return True
 
 
 class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]

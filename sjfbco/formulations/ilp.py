@@ -24,7 +24,7 @@ from typing import Any
 import pulp
 
 from sjfbco.bounds import lower_bound
-from sjfbco.formulations.backends import MipOutcome, solve_mip, stdout_to_stderr
+from sjfbco.formulations.backends import MipOutcome, solve_mip
 from sjfbco.formulations.common import (
     Pattern,
     Patterns,
@@ -39,6 +39,7 @@ from sjfbco.formulations.common import (
 )
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
+from sjfbco.stdio import stdout_to_stderr
 
 Expr = Any  # pulp.LpAffineExpression
 
