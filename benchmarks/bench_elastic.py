@@ -17,8 +17,8 @@ import random
 import time
 
 from sjfbco.elastic import POLICIES, PowerLaw, optimal_total_flow, run_elastic, simulate_elastic
-from sjfbco.online.philly import philly_workload
 from sjfbco.tables import format_table
+from sjfbco.workloads.philly import philly_workload
 from tests.conftest import SHARED_DATA
 
 TRACE = SHARED_DATA / "philly" / "philly.csv"

@@ -3,7 +3,7 @@
 Run: ``PYTHONPATH=. python benchmarks/bench_online.py [--start 2017-10-09] [--hours 24]``.
 
 1. The jobs submitted on one day of the Philly trace (see
-   :func:`sjfbco.online.philly.philly_workload`: seeded DNN models, iterations
+   :func:`sjfbco.workloads.philly.philly_workload`: seeded DNN models, iterations
    matching the trace duration alone, 60 s slots) on 16 servers x 8 GPUs,
    through ``fcfs-gang``, ``smallest-need-first``, ``easy-backfill`` and
    ``sjf-bco-online``: makespan, mean and p95 JCT, mean wait, mean slowdown
@@ -21,8 +21,8 @@ import argparse
 import time
 
 from sjfbco.online import run_online
-from sjfbco.online.philly import philly_workload
 from sjfbco.tables import format_table
+from sjfbco.workloads.philly import philly_workload
 from tests.conftest import SHARED_DATA
 
 TRACE = SHARED_DATA / "philly" / "philly.csv"

@@ -248,25 +248,35 @@ def test_every_policy_completes_after_arrivals(data: ProblemData, policy: str) -
 
 
 def test_philly_workload_rules(tmp_path: Path) -> None:
-    from sjfbco.cost import best_iteration_time
+    from sjfbco.cost import min_run_time
     from sjfbco.online.philly import philly_workload
 
     csv = tmp_path / "philly.csv"
     csv.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
-                   "2017-10-09 00:00:30,600.0,1,600.0,x\n"   # kept, arrival slot 0
-                   "2017-10-09 00:02:10,1200.0,4,4800.0,x\n"  # kept, arrival slot 2
+                   "2017-10-09 00:00:30,600.0,1,600.0,x\n"   # kept, first: arrival slot 0
+                   "2017-10-09 00:02:10,1200.0,4,4800.0,x\n"  # kept, 100 s later: slot 1
                    "2017-10-09 00:03:00,600.0,3,1800.0,x\n"   # 3 GPUs: dropped
                    "2017-10-09 00:04:00,100000.0,1,1.0,x\n"   # > 24 h: dropped
                    "2017-10-10 00:00:00,600.0,1,600.0,x\n")   # outside the window
     data, stats = philly_workload(csv, start="2017-10-09", hours=24, num_servers=2)
-    assert stats == {"in_window": 4, "dropped_gpus": 1, "dropped_duration": 1, "jobs": 2}
-    assert [j.arrival for j in data.jobs] == [0, 2]
+    assert stats == {"in_window": 4, "dropped_gpus": 1, "dropped_duration": 1, "malformed": 0,
+                     "jobs": 2}
+    assert [j.id for j in data.jobs] == ["philly-2", "philly-3"]  # CSV line numbers
+    assert [j.arrival for j in data.jobs] == [0, 1]  # floor((130 - 30) / 60) = 1
     assert [j.gpus for j in data.jobs] == [1, 4]
-    for job, dur in zip(data.jobs, (600.0, 1200.0), strict=True):
-        tau = best_iteration_time(job, data.cluster, data.cost)
-        assert job.iterations == max(1, round(dur / tau))
+    # seed 0 draws MODELS[5] (lstm-ptb) and MODELS[3] (vgg16); 60 s slots, one server each.
+    # lstm-ptb, 1 GPU: tau = 0.0005 * 64 + 0.047 + xi2 0.01 = 0.089 s, floor(60 / 0.089) = 674
+    #   iterations per slot; 600 s = 10 slots -> F = 6740.
+    # vgg16, 4 GPUs: compute 0.00225 * 16 + 0.054 = 0.09; share 526.4 * 3/4 = 394.8 MB,
+    #   comm 2 * 394.8 / 50000 + 394.8 / 20000 = 0.035532; tau = 0.135532 s,
+    #   floor(60 / 0.135532) = 442 per slot; 1200 s = 20 slots -> F = 8840.
+    assert [j.model for j in data.jobs] == ["lstm-ptb", "vgg16"]
+    assert [j.iterations for j in data.jobs] == [6740, 8840]
+    assert [min_run_time(j, data) for j in data.jobs] == [10.0, 20.0]  # = trace durations
     again, _ = philly_workload(csv, start="2017-10-09", num_servers=2)
     assert again == data  # seeded
+    sliced, stats = philly_workload(csv, start="2017-10-09", num_servers=2, max_jobs=1)
+    assert sliced.jobs == data.jobs[:1] and stats["jobs"] == 1
 
 
 def test_philly_day_runs(tmp_path: Path) -> None:

@@ -12,7 +12,8 @@ the drop rules of :class:`sjfbco.workloads.traces.Limits` and returns the kept
 (wrong field count, bad timestamp, non-numeric duration, fractional GPU
 count) are dropped as ``malformed row`` and counted, never silently.
 :func:`philly_instances` samples jobs and maps them to instances with
-:func:`sjfbco.workloads.traces.to_instance`.
+:func:`sjfbco.workloads.traces.to_instance`; :func:`philly_workload` maps one
+submit-time window, arrivals kept, to the online workload of ``docs/online.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import csv
 import os
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sjfbco.problem import Cluster, CostParams, InputError, ProblemData
@@ -30,6 +31,7 @@ from sjfbco.workloads.traces import (
     Limits,
     TraceJob,
     build_instances,
+    to_instance,
 )
 
 COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
@@ -141,3 +143,53 @@ def philly_instances(path: str | os.PathLike[str], cluster: Cluster, *, n_jobs: 
     return build_instances(jobs, report, cluster, n_jobs=n_jobs, instances=instances, seed=seed,
                   cost=cost, time_scale=time_scale, max_slots=max_slots,
                   keep_arrivals=keep_arrivals, name=name)
+
+
+#: Cost constants of :func:`philly_workload`: the spec's preset (``b_inter`` 11,700 MB/s,
+#: ``b_intra`` 50,000 MB/s, ``C`` 20,000 MB/s, ``alpha`` 0.275, ``xi1`` 1, ``xi2`` 0.01 s)
+#: with a 60 s slot (the trace's times are minutes to hours).
+PHILLY_COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=60.0)
+
+
+def philly_workload(path: str | os.PathLike[str], *, start: str = "2017-10-09",
+                    hours: float = 24.0, num_servers: int = 16, gpus_per_server: int = 8,
+                    max_hours: float = 24.0, max_jobs: int | None = None,
+                    seed: int = 0) -> tuple[ProblemData, dict[str, Any]]:
+    """Online instance of the jobs submitted in a window of the Philly trace, and the drops.
+
+    - Window: jobs submitted in ``[start, start + hours)`` (:func:`read_philly`).
+    - Dropped (:class:`~sjfbco.workloads.traces.Limits` with ``power_of_two``):
+      durations not positive or above ``max_hours`` (the trace holds jobs of
+      months that would dominate any window), then GPU counts that are not a
+      power of two or exceed the cluster; a row failing both counts as a
+      duration drop. Unparsable rows are ``malformed``.
+    - ``max_jobs``: keep the first jobs by submit time (a smaller slice).
+    - Mapping (:func:`~sjfbco.workloads.traces.to_instance` with time scale 1
+      and :data:`PHILLY_COST`): job ids ``philly-<line>``, in submit order; a
+      model drawn uniformly from :data:`sjfbco.workloads.models.MODELS`
+      (``seed``); ``F_j`` iterations so that alone on its best placement the
+      job runs its trace duration within one slot; arrival = whole 60 s slots
+      since the first kept job's submit time.
+    - Cluster: ``num_servers`` servers of ``gpus_per_server`` GPUs.
+
+    Returns the instance and counts: ``in_window`` (rows of the window that
+    passed parsing), ``dropped_gpus``, ``dropped_duration``, ``malformed``
+    (anywhere in the file: an unparsable row has no trustworthy time) and ``jobs``.
+    """
+    cluster = Cluster((gpus_per_server,) * num_servers)
+    t0 = parse_time(start, "start")
+    limits = Limits(max_gpus=cluster.num_gpus, max_duration=max_hours * 3600.0,
+                    power_of_two=True)
+    jobs, report = read_philly(path, limits, start=t0, end=t0 + timedelta(hours=hours))
+    jobs.sort(key=lambda j: j.submit)  # stable: file order among equal submit times
+    if max_jobs is not None:
+        jobs = jobs[:max_jobs]
+    data, _ = to_instance(jobs, cluster, seed=seed, name=f"philly-{start}-{hours:g}h",
+                          cost=PHILLY_COST, time_scale=1.0, keep_arrivals=True)
+    malformed = report.dropped["malformed row"]
+    by_duration = sum(n for r, n in report.dropped.items() if r.startswith("duration"))
+    stats: dict[str, Any] = {
+        "in_window": report.selected - malformed, "dropped_gpus":
+        sum(report.dropped.values()) - malformed - by_duration,
+        "dropped_duration": by_duration, "malformed": malformed, "jobs": data.num_jobs}
+    return data, stats
