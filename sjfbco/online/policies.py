@@ -36,18 +36,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from sjfbco.cost import min_run_time
 from sjfbco.evaluate import Simulator
 from sjfbco.online.pool import FreePool
 from sjfbco.problem import ProblemData
+from sjfbco.solvers.placement import estimates
 
 Start = tuple[int, list[int]]
 
 
 def runtime_estimates(data: ProblemData) -> list[float]:
-    """``rho_hat_j`` (slots): the job's own field, else ``min_run_time``."""
-    return [job.rho_hat if job.rho_hat is not None else min_run_time(job, data)
-            for job in data.jobs]
+    """``rho_hat_j`` (slots): the job's own field, else ``min_run_time``.
+
+    The list schedulers' ``alone`` estimate
+    (:func:`sjfbco.solvers.placement.estimates`), as a list.
+    """
+    return [float(x) for x in estimates(data, "alone")]
 
 
 @dataclass
