@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from sjfbco.cost import iteration_time
+from sjfbco.cost import best_iteration_time
 from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
 
@@ -100,10 +100,9 @@ class TableSpeedup(Speedup):
 
 def one_gpu_time(job: Job, cluster: Cluster, cost: CostParams, k: int = 1) -> float:
     """``tau(k)`` seconds: eq. 8 for ``job`` run with ``k`` workers on its best placement."""
-    n = cluster.min_servers_for(k)
-    if n == 0:
+    if cluster.min_servers_for(k) == 0:
         raise ValueError(f"job {job.id!r}: the cluster has fewer than {k} GPUs")
-    return iteration_time(replace(job, gpus=k), n, 1 if n > 1 else 0, cluster, cost)
+    return best_iteration_time(replace(job, gpus=k), cluster, cost)
 
 
 def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableSpeedup:

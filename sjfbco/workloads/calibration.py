@@ -43,7 +43,7 @@ import math
 from dataclasses import dataclass
 from functools import partial
 
-from sjfbco.cost import best_servers, iteration_time, min_run_time, overhead
+from sjfbco.cost import best_iteration_time, best_servers, iteration_time, min_run_time, overhead
 from sjfbco.problem import ProblemData
 
 #: Ranges of the paper (slots).
@@ -98,7 +98,7 @@ def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[Job
     for job in data.jobs:
         tau = partial(iteration_time, job, cluster=cl, cost=cost)
         n_best = best_servers(job, cl)
-        best = tau(n_best, 1 if n_best > 1 else 0)
+        best = best_iteration_time(job, cl, cost)
         can_split = job.gpus >= 2 and cl.num_servers >= 2
         n_wide = min(job.gpus, cl.num_servers)
         seconds, narrow, broad = {}, {}, {}
