@@ -160,11 +160,15 @@ def best_iteration_time(job: Job, cluster: Cluster, cost: CostParams) -> float:
     return iteration_time(job, n, 1 if n > 1 else 0, cluster, cost)
 
 
+def best_rate(job: Job, cluster: Cluster, cost: CostParams) -> float:
+    """Iterations per slot on the best placement, without contention (``p = 1`` if split)."""
+    n = best_servers(job, cluster)
+    return rate_at(job, n, 1 if n > 1 else 0, cluster, cost)
+
+
 def min_run_time(job: Job, data: ProblemData) -> float:
     """``rho_j^min``: slots the job needs alone on its best placement."""
-    n = best_servers(job, data.cluster)
-    rate = rate_at(job, n, 1 if n > 1 else 0, data.cluster, data.cost)
-    return slots_to_finish(job.iterations, rate, data.cost)
+    return slots_to_finish(job.iterations, best_rate(job, data.cluster, data.cost), data.cost)
 
 
 class RateCache:

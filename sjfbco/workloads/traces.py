@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from sjfbco.cost import best_servers, min_run_time, rate_at
+from sjfbco.cost import best_rate, min_run_time
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
 from sjfbco.workloads.models import MODELS, Model
 
@@ -174,8 +174,7 @@ def model_job(tj: TraceJob, model: Model, cluster: Cluster, cost: CostParams,
               time_scale: float, arrival: int = 0) -> Job:
     """The instance job for trace job ``tj`` running ``model`` (see the module docstring)."""
     job = Job(tj.id, gpus=tj.gpus, iterations=1, arrival=arrival, **model.job_fields())
-    n = best_servers(job, cluster)
-    rate = rate_at(job, n, 1 if n > 1 else 0, cluster, cost)  # iterations per slot
+    rate = best_rate(job, cluster, cost)  # iterations per slot
     slots = tj.duration / time_scale / cost.slot_seconds
     return replace(job, iterations=max(1, round(slots * rate)))
 
