@@ -35,14 +35,13 @@ import json
 import logging
 import math
 import os
-import tempfile
 import time
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sjfbco.files import atomic_write_text, read_instance
+from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance
 from sjfbco.problem import InputError
 
 log = logging.getLogger(__name__)
@@ -382,21 +381,7 @@ def write_results(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str
         return
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
-    _atomic_write_bytes(Path(path), buf.getvalue())
-
-
-def _atomic_write_bytes(target: Path, payload: bytes) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, buf.getvalue())
 
 
 class Journal:

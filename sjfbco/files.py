@@ -79,12 +79,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
     A crash leaves either the old file or the new one, never half of one.
     """
+    _atomic_write(path, text)
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], payload: bytes) -> None:
+    """:func:`atomic_write_text` for binary content (Parquet, PNG)."""
+    _atomic_write(path, payload)
+
+
+def _atomic_write(path: str | os.PathLike[str], payload: str | bytes) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        binary = isinstance(payload, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", encoding=None if binary else "utf-8") as fh:
+            fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
         umask = os.umask(0)

@@ -15,6 +15,7 @@ notebooks. Times are in slots.
 
 from __future__ import annotations
 
+import io
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -27,6 +28,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from sjfbco.evaluate import evaluate
 from sjfbco.experiments.reproduce import LABELS, PAPER, SOLVERS, TITLES, Stat, aggregate
+from sjfbco.files import atomic_write_bytes
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
 
@@ -41,16 +43,12 @@ LOG_SPREAD = 10.0
 
 
 def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write ``fig`` as PNG atomically (temporary file, then rename); nothing clipped."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    try:
-        fig.savefig(tmp, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    """Write ``fig`` as PNG atomically (:func:`sjfbco.files.atomic_write_bytes`); nothing
+    clipped."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
+    atomic_write_bytes(path, buf.getvalue())
+    return Path(path)
 
 
 def _err(stats: Sequence[Stat]) -> list[list[float]]:
