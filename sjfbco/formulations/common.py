@@ -14,7 +14,6 @@ Units: slots throughout.
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -304,8 +303,3 @@ def slot_levels(data: ProblemData, plan: Plan) -> list[dict[int, int]]:
                                and plan.start[k] <= t < plan.end[k]))
             out[j][t] = p
     return out
-
-
-def ceil_slots(x: float) -> int:
-    """Round a slot count up to a boundary (tolerating float noise)."""
-    return int(math.ceil(x - 1e-9))
