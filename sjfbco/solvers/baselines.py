@@ -28,7 +28,7 @@ import numpy as np
 from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, register
-from sjfbco.solvers.common import ListParams, prepare, run_list_scheduler
+from sjfbco.solvers.common import ListParams, check_count, prepare, run_list_scheduler
 from sjfbco.solvers.loads import Chosen, LoadState
 from sjfbco.solvers.placement import Rule
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
@@ -81,8 +81,7 @@ class LWFParams(ListParams):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.kappa is not None and not (isinstance(self.kappa, int) and self.kappa >= 1):
-            raise ValueError(f"parameter kappa: must be an integer >= 1, got {self.kappa!r}")
+        check_count("kappa", self.kappa)
 
 
 @register("lwf", LWFParams)

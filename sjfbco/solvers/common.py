@@ -31,6 +31,12 @@ def check_choice(name: str, value: object, literal: Any) -> None:
         raise ValueError(f"parameter {name}: must be one of {', '.join(options)}, got {value!r}")
 
 
+def check_count(name: str, value: object) -> None:
+    """Raise ``ValueError`` unless ``value`` is ``None`` or an integer ``>= 1``."""
+    if value is not None and not (isinstance(value, int) and value >= 1):
+        raise ValueError(f"parameter {name}: must be an integer >= 1, got {value!r}")
+
+
 @dataclass(frozen=True)
 class ListParams:
     """Options every list scheduler takes.
@@ -64,8 +70,7 @@ class ListParams:
         check_choice("estimate", self.estimate, Estimate)
         if not (isinstance(self.u, int | float) and self.u > 0):
             raise ValueError(f"parameter u: must be > 0, got {self.u!r}")
-        if self.horizon is not None and not (isinstance(self.horizon, int) and self.horizon >= 1):
-            raise ValueError(f"parameter horizon: must be an integer >= 1, got {self.horizon!r}")
+        check_count("horizon", self.horizon)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,13 @@ from typing import Any, Literal
 from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, register
-from sjfbco.solvers.common import ListParams, check_choice, prepare, run_list_scheduler
+from sjfbco.solvers.common import (
+    ListParams,
+    check_choice,
+    check_count,
+    prepare,
+    run_list_scheduler,
+)
 from sjfbco.solvers.loads import Chosen, LoadState
 from sjfbco.solvers.placement import Rule, Ties
 
@@ -58,8 +64,7 @@ class SJFBCOParams(ListParams):
         super().__post_init__()
         check_choice("kappa_search", self.kappa_search, KappaSearch)
         check_choice("ties", self.ties, Ties)
-        if self.kappa is not None and not (isinstance(self.kappa, int) and self.kappa >= 1):
-            raise ValueError(f"parameter kappa: must be an integer >= 1, got {self.kappa!r}")
+        check_count("kappa", self.kappa)
         for name, lam in [("lam", self.lam), *self.lam_per_job.items()]:
             if not (isinstance(lam, int | float) and lam >= 1):
                 raise ValueError(f"parameter lam ({name}): must be >= 1, got {lam!r}")
