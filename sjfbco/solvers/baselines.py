@@ -38,15 +38,21 @@ def _sizes(data: ProblemData) -> list[int]:
     return [job.gpus for job in data.jobs]
 
 
-@register("ff", ListParams)
-def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+def _first_fit_rule(data: ProblemData) -> Rule:
+    """The FF rule (``ff`` and ``fifo-gang``): the first qualifying GPUs, server by server."""
     sizes = _sizes(data)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.first_fit(sizes[j], limit)
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit)
+    return rule
+
+
+@register("ff", ListParams)
+def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+    prep = prepare(data, make_params(ListParams, params))
+    return run_list_scheduler(prep, [(None, _first_fit_rule(data))], bisect=True,
+                              time_limit=time_limit)
 
 
 @register("ls", ListParams)
@@ -102,9 +108,5 @@ def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int,
               **params: Any) -> Solution:
     p = make_params(ListParams, {"mode": "timestepped", **params})
     prep = prepare(data, p)
-    sizes = _sizes(data)
-
-    def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
-        return state.first_fit(sizes[j], limit)
-
-    return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)
+    return run_list_scheduler(prep, [(None, _first_fit_rule(data))], bisect=False,
+                              time_limit=time_limit)
