@@ -95,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
                                         "drop_non_pow2": args.drop_non_pow2},
         "instances": [d.name + ".json" for d in instances],
         "report": report.to_dict()})
-    print(f"{report.source}: {report.rows} rows, {report.selected} selected, {report.kept} "
-          f"kept, {sum(report.dropped.values())} dropped")
+    print(report.headline())
     if report.dropped:
         print(format_table(report.table_rows(), ["reason", "rows", "first lines"]))
     scales = settings["time_scale"]

@@ -87,12 +87,16 @@ class DropReport:
         return [{"reason": r, "rows": n, "first lines": ", ".join(map(str, self.examples[r]))}
                 for r, n in sorted(self.dropped.items(), key=lambda kv: -kv[1])]
 
+    def headline(self) -> str:
+        """One line: rows read, selected, kept and dropped."""
+        return (f"{self.source}: {self.rows} rows, {self.selected} selected, "
+                f"{self.kept} kept, {sum(self.dropped.values())} dropped")
+
     def lines(self) -> str:
         """A short human-readable account."""
-        head = (f"{self.source}: {self.rows} rows, {self.selected} selected, "
-                f"{self.kept} kept, {sum(self.dropped.values())} dropped")
-        return "\n".join([head, *(f"  {r['rows']:>7}  {r['reason']} (lines {r['first lines']})"
-                                  for r in self.table_rows())])
+        return "\n".join([self.headline(),
+                          *(f"  {r['rows']:>7}  {r['reason']} (lines {r['first lines']})"
+                            for r in self.table_rows())])
 
 
 @dataclass(frozen=True)
