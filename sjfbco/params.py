@@ -30,6 +30,11 @@ def parse_kv(items: list[str] | None) -> dict[str, str]:
     return out
 
 
+def field_names(cls: type) -> set[str]:
+    """Names of a parameter dataclass's fields."""
+    return {f.name for f in dataclasses.fields(cls)}
+
+
 def _convert(name: str, text: str, tp: Any) -> Any:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
@@ -86,7 +91,7 @@ def make_params(cls: type[P], values: Mapping[str, Any] | None = None) -> P:
     """
     values = dict(values or {})
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    known = field_names(cls)
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:

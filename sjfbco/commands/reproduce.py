@@ -45,11 +45,10 @@ def run(args: argparse.Namespace) -> int:
         SOLVERS,
         FigureOutput,
         Settings,
-        field_names,
         replot,
         reproduce,
     )
-    from sjfbco.params import parse_kv
+    from sjfbco.params import field_names, parse_kv
     from sjfbco.solvers import PARAMS
     from sjfbco.workloads.paper import PRESETS
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -33,12 +32,13 @@ def add_parser(sub: Any) -> None:
 
 def _params_for(solver: str, params: dict[str, str], run_all: bool) -> dict[str, str]:
     """All ``--param`` values; with ``--solver all`` only those the solver knows."""
+    from sjfbco.params import field_names
     from sjfbco.solvers import PARAMS
 
     cls = PARAMS.get(solver)
     if not run_all or cls is None:
         return params
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = field_names(cls)
     return {k: v for k, v in params.items() if k in known}
 
 

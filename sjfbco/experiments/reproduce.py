@@ -31,7 +31,6 @@ distinct (instance, solver, parameters) once and copies the row.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import logging
 import math
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from sjfbco.files import atomic_write_text
+from sjfbco.params import field_names
 from sjfbco.solvers import PARAMS, solve
 from sjfbco.workloads.paper import Preset, paper_instance
 
@@ -132,11 +132,6 @@ class Settings:
         out = {k: v for k, v in self.options.get("*", {}).items() if k in known}
         out.update(self.options.get(solver, {}))
         return out
-
-
-def field_names(cls: type) -> set[str]:
-    """Names of a parameter dataclass's fields."""
-    return {f.name for f in dataclasses.fields(cls)}
 
 
 def _param_names(solver: str) -> set[str]:
