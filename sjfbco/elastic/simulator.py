@@ -27,7 +27,7 @@ from typing import Any
 from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.policies import ALLOCATORS, Active, largest_remainder
 from sjfbco.elastic.speedup import PowerLaw, Speedup, curves_for, elastic_sizes
-from sjfbco.online.metrics import job_metrics
+from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.problem import ProblemData
 
 MODES: tuple[str, ...] = ("continuous", "integer")
@@ -39,7 +39,7 @@ _TOL = 1e-12
 
 
 @dataclass(frozen=True)
-class ElasticResult:
+class ElasticResult(MetricAttributes):
     """Outcome of one elastic run; times in slots. ``bound`` is the optimal malleable
     makespan lower bound when every curve is the same power law, else ``None``."""
 
@@ -53,12 +53,6 @@ class ElasticResult:
     metrics: dict[str, float] = field(default_factory=dict)
     bound: float | None = None
     allocations: tuple[tuple[float, tuple[float, ...]], ...] = ()
-
-    def __getattr__(self, name: str) -> Any:
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
         return {"policy": self.policy, "objective": self.objective, "mode": self.mode,

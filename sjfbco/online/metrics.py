@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -17,6 +18,24 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def mean(values: Sequence[float]) -> float:
     return float(sum(values) / len(values)) if values else 0.0
+
+
+class MetricAttributes:
+    """Mixin for result dataclasses: ``result.name`` reads ``result.metrics[name]``.
+
+    Names in ``optional_metrics`` read ``None`` when the run has no such figure
+    (an online run that deadlocked); any other missing name is an ``AttributeError``.
+    """
+
+    optional_metrics: ClassVar[tuple[str, ...]] = ()
+
+    def __getattr__(self, name: str) -> Any:
+        metrics = self.__dict__.get("metrics", {})
+        if name in metrics:
+            return metrics[name]
+        if name in self.optional_metrics:
+            return None
+        raise AttributeError(name)
 
 
 def job_metrics(arrival: Sequence[float], start: Sequence[float], end: Sequence[float],

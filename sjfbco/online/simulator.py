@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from sjfbco.cost import min_run_time
 from sjfbco.evaluate import EPS, Simulator, summarise
-from sjfbco.online.metrics import job_metrics
+from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
 from sjfbco.problem import ProblemData
@@ -41,10 +41,11 @@ from sjfbco.schedule import _num
 
 Admission = Literal["gang", "partial"]
 ADMISSIONS: tuple[str, ...] = ("gang", "partial")
+METRIC_NAMES = ("makespan", "mean_jct", "p95_jct", "mean_wait", "mean_slowdown", "utilisation")
 
 
 @dataclass(frozen=True)
-class OnlineResult:
+class OnlineResult(MetricAttributes):
     """Outcome of one online run. Times in slots; metric fields are ``None`` after a deadlock.
 
     ``utilisation`` is GPU-slots of running jobs over ``num_gpus * makespan``;
@@ -64,14 +65,7 @@ class OnlineResult:
     deadlocked: tuple[str, ...] = ()
     deadlock_time: float | None = None
     stats: dict[str, Any] = field(default_factory=dict)
-
-    def __getattr__(self, name: str) -> Any:
-        metrics = self.__dict__.get("metrics", {})
-        if name in metrics:
-            return metrics[name]
-        if name in METRIC_NAMES:  # after a deadlock
-            return None
-        raise AttributeError(name)
+    optional_metrics: ClassVar[tuple[str, ...]] = METRIC_NAMES  # None after a deadlock
 
     def to_dict(self, jobs: bool = False) -> dict[str, Any]:
         """Flat JSON-ready figures (per-job start/end with ``jobs=True``)."""
@@ -89,9 +83,6 @@ class OnlineResult:
             out["jobs"] = [{"id": i, "arrival": a, "start": s, "end": e} for i, a, s, e in
                            zip(self.job_ids, self.arrival, self.start, self.end, strict=True)]
         return out
-
-
-METRIC_NAMES = ("makespan", "mean_jct", "p95_jct", "mean_wait", "mean_slowdown", "utilisation")
 
 
 def make_policy(policy: str | Policy) -> Policy:
