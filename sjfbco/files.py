@@ -106,9 +106,14 @@ def _atomic_write(path: str | os.PathLike[str], payload: str | bytes) -> None:
         raise
 
 
+def json_text(doc: Any) -> str:
+    """``doc`` as the indented JSON text of every file sjfbco writes (no NaN, final newline)."""
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:
-    """Atomically write ``doc`` as indented JSON."""
-    atomic_write_text(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    """Atomically write ``doc`` as indented JSON (:func:`json_text`)."""
+    atomic_write_text(path, json_text(doc))
 
 
 def write_instance(data: ProblemData, path: str | os.PathLike[str]) -> None:

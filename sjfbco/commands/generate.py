@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
@@ -43,7 +42,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.files import write_instance
+    from sjfbco.files import json_text, write_instance
     from sjfbco.workloads.paper import PRESETS, min_safe_slot, paper_instance
 
     if args.slot_seconds is not None and not args.slot_seconds > 0:
@@ -60,6 +59,6 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_instance(data, args.output)
         return 0
-    sys.stdout.write(json.dumps(data.to_dict(), indent=1, allow_nan=False) + "\n")
+    sys.stdout.write(json_text(data.to_dict()))
     sys.stdout.flush()  # a closed pipe is handled once, in sjfbco.cli.main
     return 0
