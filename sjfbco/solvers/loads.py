@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from sjfbco.problem import Cluster
+
+if TYPE_CHECKING:  # placement imports this module
+    from sjfbco.solvers.placement import Placer
 
 EPS = 1e-9
 
@@ -45,10 +48,7 @@ class LoadState(Protocol):
 class ArrayLoads:
     """Loads in a numpy array; qualifying GPUs by a vectorised mask (optionally idle only)."""
 
-    def __init__(self, placer: object, loads: np.ndarray, idle: np.ndarray | None = None):
-        from sjfbco.solvers.placement import Placer
-
-        assert isinstance(placer, Placer)
+    def __init__(self, placer: Placer, loads: np.ndarray, idle: np.ndarray | None = None):
         self.placer = placer
         self.loads = loads
         self.idle = idle
