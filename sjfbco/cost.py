@@ -10,7 +10,7 @@ Units: sizes MB, bandwidths MB/s, times seconds unless a name says slots.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 
 from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
@@ -54,16 +54,16 @@ def register_degradation(name: str, fn: Degradation) -> None:
     DEGRADATIONS[name] = fn
 
 
-def contention_count(job_servers: Iterable[int], split_jobs_on_server: Callable[[int], int],
-                     is_split: bool) -> int:
+def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[int]) -> int:
     """Contention count ``p_j`` (eq. 6).
 
-    The largest number of split jobs (``j`` included) holding a GPU on any server
-    where ``j`` is split; 0 for a job inside one server.
+    ``split_jobs_on_server[s]``: running split jobs (``j`` included) holding a
+    GPU on server ``s``. The count is the largest over ``j``'s servers; 0 for a
+    job inside one server.
     """
-    if not is_split:
+    if len(job_servers) < 2:
         return 0
-    return max(split_jobs_on_server(s) for s in job_servers)
+    return max(split_jobs_on_server[s] for s in job_servers)
 
 
 def effective_contention(p: int, cost: CostParams) -> float:

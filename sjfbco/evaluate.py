@@ -18,7 +18,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sjfbco.cost import slots_to_finish
+from sjfbco.cost import contention_count, slots_to_finish
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
@@ -184,7 +184,7 @@ class Simulator:
         n_split = self._n_split
         for j in jobs:
             run = self._runs[j]
-            p = max(n_split[s] for s in run.servers)
+            p = contention_count(run.servers, n_split)
             if p != run.p:
                 self._set_rate(j, run, p)
 

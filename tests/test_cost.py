@@ -105,3 +105,13 @@ def test_register_degradation_checks_its_shape() -> None:
     cost = CostParams(xi2=0.01, alpha=0.5, slot_seconds=10.0, degradation="sqrt-test")
     # p = 4: f = 2 -> B = 5 -> ring 2 * 6 / 5 = 2.4; + 0.12 + 0.02 + 0.2 = 2.74 s
     assert iteration_time(JOB4, 2, 4, CL, cost) == pytest.approx(2.74)
+
+
+def test_contention_count_is_the_largest_split_count_on_the_jobs_servers() -> None:
+    from sjfbco.cost import contention_count
+
+    # split jobs per server: 3 on server 0, 1 on server 1, 2 on server 2
+    counts = [3, 1, 2]
+    assert contention_count((1, 2), counts) == 2  # max(1, 2)
+    assert contention_count((0, 1, 2), counts) == 3
+    assert contention_count((0,), counts) == 0  # inside one server: no contention
