@@ -37,9 +37,11 @@ def main() -> None:
             write_instance(paper_instance(servers=20, seed=k), folder / f"paper-{k:03d}.json")
         tasks = B.make_tasks(B.expand_inputs([str(folder)]), SOLVERS, [0])
         n = len(tasks)
-        print(f"{args.instances} instances (160 jobs, 20 servers) x {len(SOLVERS)} solvers "
-              f"= {n} tasks, {args.workers} workers, {os.cpu_count()} CPUs, load average "
-              f"{os.getloadavg()[0]:.1f} before")
+        print(
+            f"{args.instances} instances (160 jobs, 20 servers) x {len(SOLVERS)} solvers "
+            f"= {n} tasks, {args.workers} workers, {os.cpu_count()} CPUs, load average "
+            f"{os.getloadavg()[0]:.1f} before"
+        )
 
         t0 = time.perf_counter()
         serial = [B.run_task(t) for t in tasks]
@@ -48,21 +50,26 @@ def main() -> None:
         results = {"serial loop": (t_serial, serial)}
         for engine in ("local", "dask"):
             t0 = time.perf_counter()
-            rep = B.run_batch(tasks, Path(tmp) / f"{engine}.csv", engine=engine,
-                              workers=args.workers)
+            rep = B.run_batch(
+                tasks, Path(tmp) / f"{engine}.csv", engine=engine, workers=args.workers
+            )
             results[f"{engine} engine"] = (time.perf_counter() - t0, rep.rows)
 
     def strip(rows: list[dict]) -> list[dict]:
-        return sorted(({k: v for k, v in r.items() if k != "runtime_s"} for r in rows),
-                      key=lambda r: (r["instance"], r["solver"]))
+        return sorted(
+            ({k: v for k, v in r.items() if k != "runtime_s"} for r in rows),
+            key=lambda r: (r["instance"], r["solver"]),
+        )
 
     # busy = sum of the tasks' own run times / wall: how many tasks ran at once on average;
     # s/task = mean run time of one task, which grows when the CPUs are shared
     print(f"{'run':<14} {'wall s':>8} {'tasks/s':>8} {'vs serial':>9} {'busy':>6} {'s/task':>7}")
     for name, (wall, rows) in results.items():
         busy = sum(r["runtime_s"] for r in rows)
-        print(f"{name:<14} {wall:8.2f} {n / wall:8.2f} {t_serial / wall:8.2f}x "
-              f"{busy / wall:6.2f} {busy / n:7.3f}")
+        print(
+            f"{name:<14} {wall:8.2f} {n / wall:8.2f} {t_serial / wall:8.2f}x "
+            f"{busy / wall:6.2f} {busy / n:7.3f}"
+        )
     print(f"load average after: {os.getloadavg()[0]:.1f} (other processes share the CPUs)")
     same = all(strip(rows) == strip(serial) for _, rows in results.values())
     print(f"rows identical across runs (run time aside): {'yes' if same else 'NO'}")

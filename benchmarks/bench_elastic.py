@@ -26,20 +26,43 @@ TRACE = SHARED_DATA / "philly" / "philly.csv"
 
 def philly_table() -> None:
     data, stats = philly_workload(TRACE)
-    print(f"Philly 2017-10-09, {stats['jobs']} jobs as malleable jobs on "
-          f"{data.cluster.num_gpus} GPUs (slots of 60 s)")
+    print(
+        f"Philly 2017-10-09, {stats['jobs']} jobs as malleable jobs on "
+        f"{data.cluster.num_gpus} GPUs (slots of 60 s)"
+    )
     rows = []
     for speedup in ("power:0.7", "model"):
         for policy in POLICIES:
             t0 = time.perf_counter()
             r = run_elastic(data, policy, speedup=speedup)
             d = r.to_dict()
-            rows.append({"speedup": speedup, "policy": policy, "makespan": d["makespan"],
-                         "bound": d["makespan_bound"], "mean_jct": d["mean_jct"],
-                         "p95_jct": d["p95_jct"], "mean_slowdown": d["mean_slowdown"],
-                         "wall_s": round(time.perf_counter() - t0, 2)})
-    print(format_table(rows, ["speedup", "policy", "makespan", "bound", "mean_jct", "p95_jct",
-                              "mean_slowdown", "wall_s"]))
+            rows.append(
+                {
+                    "speedup": speedup,
+                    "policy": policy,
+                    "makespan": d["makespan"],
+                    "bound": d["makespan_bound"],
+                    "mean_jct": d["mean_jct"],
+                    "p95_jct": d["p95_jct"],
+                    "mean_slowdown": d["mean_slowdown"],
+                    "wall_s": round(time.perf_counter() - t0, 2),
+                }
+            )
+    print(
+        format_table(
+            rows,
+            [
+                "speedup",
+                "policy",
+                "makespan",
+                "bound",
+                "mean_jct",
+                "p95_jct",
+                "mean_slowdown",
+                "wall_s",
+            ],
+        )
+    )
 
 
 def closed_form_table(trials: int = 200, seed: int = 0) -> None:
@@ -57,10 +80,19 @@ def closed_form_table(trials: int = 200, seed: int = 0) -> None:
             ratio_sum[key] += r
             if key == ("hesrpt", "continuous"):
                 err = max(err, abs(r - 1))
-    print(f"{trials} random batches (2-30 jobs, 1-64 GPUs, p in [0.1, 0.9]): heSRPT vs closed "
-          f"form, largest relative error {err:.1e}")
-    rows = [{"policy": p, "mode": m, "mean_ratio": round(ratio_sum[(p, m)] / trials, 4),
-             "worst_ratio": round(worst[(p, m)], 4)} for p, m in worst]
+    print(
+        f"{trials} random batches (2-30 jobs, 1-64 GPUs, p in [0.1, 0.9]): heSRPT vs closed "
+        f"form, largest relative error {err:.1e}"
+    )
+    rows = [
+        {
+            "policy": p,
+            "mode": m,
+            "mean_ratio": round(ratio_sum[(p, m)] / trials, 4),
+            "worst_ratio": round(worst[(p, m)], 4),
+        }
+        for p, m in worst
+    ]
     print(format_table(rows, ["policy", "mode", "mean_ratio", "worst_ratio"]))
 
 

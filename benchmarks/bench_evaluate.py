@@ -12,8 +12,14 @@ import time
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate
 
 SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
-MODELS = [(235.0, 0.13), (26.7, 0.152), (97.7, 0.105), (526.4, 0.09), (103.0, 0.087),
-          (251.8, 0.079)]
+MODELS = [
+    (235.0, 0.13),
+    (26.7, 0.152),
+    (97.7, 0.105),
+    (526.4, 0.09),
+    (103.0, 0.087),
+    (251.8, 0.079),
+]
 
 
 def make_case(n_jobs: int, n_servers: int, seed: int) -> tuple[ProblemData, Schedule]:
@@ -24,8 +30,15 @@ def make_case(n_jobs: int, n_servers: int, seed: int) -> tuple[ProblemData, Sche
     jobs = []
     for k in range(n_jobs):
         m, c = rng.choice(MODELS)
-        jobs.append(Job(f"j{k}", gpus=min(SIZES[k % len(SIZES)], max(caps)),
-                        iterations=rng.randint(1000, 6000), gradient_mb=m, compute_seconds=c))
+        jobs.append(
+            Job(
+                f"j{k}",
+                gpus=min(SIZES[k % len(SIZES)], max(caps)),
+                iterations=rng.randint(1000, 6000),
+                gradient_mb=m,
+                compute_seconds=c,
+            )
+        )
     data = ProblemData(cluster, tuple(jobs), CostParams())
     load = [0.0] * cluster.num_gpus
     gpus = []
@@ -50,9 +63,11 @@ def bench(n_jobs: int, n_servers: int, repeats: int) -> None:
     t0 = time.perf_counter()
     evaluate(cold, sched)
     first = time.perf_counter() - t0
-    print(f"{n_jobs:>6} jobs {n_servers:>4} servers: {best * 1e3:8.2f} ms per evaluation "
-          f"(first, cold rate cache: {first * 1e3:.2f} ms); makespan {ev.makespan} slots; "
-          f"{2 * n_jobs / best:,.0f} events/s")
+    print(
+        f"{n_jobs:>6} jobs {n_servers:>4} servers: {best * 1e3:8.2f} ms per evaluation "
+        f"(first, cold rate cache: {first * 1e3:.2f} ms); makespan {ev.makespan} slots; "
+        f"{2 * n_jobs / best:,.0f} events/s"
+    )
 
 
 if __name__ == "__main__":

@@ -38,13 +38,25 @@ def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
     jobs = []
     for k in range(n_jobs):
         model = rng.choice(MODELS)
-        jobs.append(Job(id=f"{model.name}-{k}", gpus=rng.choice(SIZES),
-                        iterations=rng.randint(80, 300), **model.job_fields()))
+        jobs.append(
+            Job(
+                id=f"{model.name}-{k}",
+                gpus=rng.choice(SIZES),
+                iterations=rng.randint(80, 300),
+                **model.job_fields(),
+            )
+        )
     return ProblemData(cluster, tuple(jobs), CostParams(), name=f"n{n_jobs}-s{n_servers}")
 
 
-def run(sizes: list[int], servers: int, limit: float, backends: list[str], seed: int,
-        stop_after_fail: bool) -> None:
+def run(
+    sizes: list[int],
+    servers: int,
+    limit: float,
+    backends: list[str],
+    seed: int,
+    stop_after_fail: bool,
+) -> None:
     heuristic = "sjf-bco" if "sjf-bco" in SOLVERS else None
     rows: list[dict[str, Any]] = []
     largest: dict[str, int] = {}
@@ -69,18 +81,46 @@ def run(sizes: list[int], servers: int, limit: float, backends: list[str], seed:
                 opt = res.makespan
             else:
                 failed.add(backend)
-            rows.append({"jobs": n, "servers": servers, "backend": backend,
-                         "status": res.status.value, "seconds": round(secs, 2),
-                         "vars": size.get("variables"), "cons": size.get("constraints"),
-                         "H": res.stats.get("horizon"), "warm": res.stats.get("warm_makespan"),
-                         "makespan": res.makespan, "bound": res.lower_bound,
-                         "lp": res.stats.get("lp_bound")})
+            rows.append(
+                {
+                    "jobs": n,
+                    "servers": servers,
+                    "backend": backend,
+                    "status": res.status.value,
+                    "seconds": round(secs, 2),
+                    "vars": size.get("variables"),
+                    "cons": size.get("constraints"),
+                    "H": res.stats.get("horizon"),
+                    "warm": res.stats.get("warm_makespan"),
+                    "makespan": res.makespan,
+                    "bound": res.lower_bound,
+                    "lp": res.stats.get("lp_bound"),
+                }
+            )
             print(format_table(rows[-1:], list(rows[-1])).splitlines()[-1], flush=True)
         if opt is not None and h is not None:
-            gaps.append({"jobs": n, "sjf-bco": h.makespan, "optimum": opt,
-                         "gap": round(h.makespan / opt, 3)})
-    cols = ["jobs", "servers", "backend", "status", "seconds", "vars", "cons", "H", "warm",
-            "makespan", "bound", "lp"]
+            gaps.append(
+                {
+                    "jobs": n,
+                    "sjf-bco": h.makespan,
+                    "optimum": opt,
+                    "gap": round(h.makespan / opt, 3),
+                }
+            )
+    cols = [
+        "jobs",
+        "servers",
+        "backend",
+        "status",
+        "seconds",
+        "vars",
+        "cons",
+        "H",
+        "warm",
+        "makespan",
+        "bound",
+        "lp",
+    ]
     print("\n" + format_table(rows, cols))
     print(f"\nLargest instance proven optimal within {limit:g} s ({servers} servers of 4 GPUs):")
     for b in backends:
@@ -111,11 +151,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--backends", nargs="+", default=["cpsat", "highs", "cbc"])
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--keep-going", action="store_true",
-                    help="keep running a backend after it first misses the limit")
+    ap.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="keep running a backend after it first misses the limit",
+    )
     args = ap.parse_args(argv)
-    run(args.sizes, args.servers, args.time_limit, args.backends, args.seed,
-        not args.keep_going)
+    run(args.sizes, args.servers, args.time_limit, args.backends, args.seed, not args.keep_going)
     return 0
 
 

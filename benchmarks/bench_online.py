@@ -32,9 +32,11 @@ DAYS = ("2017-10-10", "2017-10-16", "2017-11-01")
 
 def policies_table(start: str, hours: float, servers: int) -> None:
     data, stats = philly_workload(TRACE, start=start, hours=hours, num_servers=servers)
-    print(f"Philly {start}, {hours:g} h: {stats['jobs']} jobs ({stats['in_window']} submitted; "
-          f"dropped {stats['dropped_gpus']} for GPU count, {stats['dropped_duration']} for "
-          f"duration > 24 h) on {servers} x 8 GPUs; times in 60 s slots")
+    print(
+        f"Philly {start}, {hours:g} h: {stats['jobs']} jobs ({stats['in_window']} submitted; "
+        f"dropped {stats['dropped_gpus']} for GPU count, {stats['dropped_duration']} for "
+        f"duration > 24 h) on {servers} x 8 GPUs; times in 60 s slots"
+    )
     rows = []
     for policy in POLICIES:
         t0 = time.perf_counter()
@@ -42,8 +44,21 @@ def policies_table(start: str, hours: float, servers: int) -> None:
         row = r.to_dict()
         row["utilisation"] = round(row["utilisation"], 3)
         rows.append({**row, "wall_s": round(time.perf_counter() - t0, 2)})
-    print(format_table(rows, ["policy", "makespan", "mean_jct", "p95_jct", "mean_wait",
-                              "mean_slowdown", "utilisation", "wall_s"]))
+    print(
+        format_table(
+            rows,
+            [
+                "policy",
+                "makespan",
+                "mean_jct",
+                "p95_jct",
+                "mean_wait",
+                "mean_slowdown",
+                "utilisation",
+                "wall_s",
+            ],
+        )
+    )
 
 
 def admission_table() -> None:
@@ -57,15 +72,42 @@ def admission_table() -> None:
                     d = r.to_dict()
                     held = r.held_idle_gpu_slots
                     span = d["makespan"] if d["makespan"] is not None else r.deadlock_time
-                    status = (d["status"] if r.status == "completed"
-                              else f"deadlock@{r.deadlock_time:g} ({len(r.deadlocked)} jobs)")
-                    rows.append({"day": day, "gpus": servers * 8, "jobs": data.num_jobs,
-                                 "policy": policy, "admission": admission, "status": status,
-                                 "mean_jct": d["mean_jct"], "p95_jct": d["p95_jct"],
-                                 "held_idle": held,
-                                 "idle_share": round(held / (servers * 8 * span), 4)})
-    print(format_table(rows, ["day", "gpus", "jobs", "policy", "admission", "status",
-                              "mean_jct", "p95_jct", "held_idle", "idle_share"]))
+                    status = (
+                        d["status"]
+                        if r.status == "completed"
+                        else f"deadlock@{r.deadlock_time:g} ({len(r.deadlocked)} jobs)"
+                    )
+                    rows.append(
+                        {
+                            "day": day,
+                            "gpus": servers * 8,
+                            "jobs": data.num_jobs,
+                            "policy": policy,
+                            "admission": admission,
+                            "status": status,
+                            "mean_jct": d["mean_jct"],
+                            "p95_jct": d["p95_jct"],
+                            "held_idle": held,
+                            "idle_share": round(held / (servers * 8 * span), 4),
+                        }
+                    )
+    print(
+        format_table(
+            rows,
+            [
+                "day",
+                "gpus",
+                "jobs",
+                "policy",
+                "admission",
+                "status",
+                "mean_jct",
+                "p95_jct",
+                "held_idle",
+                "idle_share",
+            ],
+        )
+    )
 
 
 def main() -> None:
@@ -78,8 +120,10 @@ def main() -> None:
     print()
     policies_table("2017-11-01", 8, 4)  # an overloaded slice: 32 GPUs
     print()
-    print("Gang versus partial admission (held_idle: GPU-slots held by incomplete groups; "
-          "idle_share: over GPUs x makespan, or x deadlock time)")
+    print(
+        "Gang versus partial admission (held_idle: GPU-slots held by incomplete groups; "
+        "idle_share: over GPUs x makespan, or x deadlock time)"
+    )
     admission_table()
 
 

@@ -23,8 +23,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--preset", default="paper")
     args = ap.parse_args()
-    print(f"preset {args.preset}, seeds 0..{args.seeds - 1}; mean makespan (slots) and ratio "
-          "to SJF-BCO; paper's ratio in brackets")
+    print(
+        f"preset {args.preset}, seeds 0..{args.seeds - 1}; mean makespan (slots) and ratio "
+        "to SJF-BCO; paper's ratio in brackets"
+    )
     for servers in [10, 15, 20]:
         spans: dict[str, list[float]] = {s: [] for s in SOLVERS}
         for seed in range(args.seeds):
@@ -33,8 +35,10 @@ def main() -> None:
                 spans[s].append(solve(data, s, seed=seed).makespan)
         means = {s: statistics.mean(v) for s, v in spans.items()}
         base = means["sjf-bco"]
-        cells = [f"{s} {means[s]:7.1f} x{means[s] / base:5.2f} [{p / PAPER[servers][0]:.2f}]"
-                 for s, p in zip(SOLVERS, PAPER[servers], strict=True)]
+        cells = [
+            f"{s} {means[s]:7.1f} x{means[s] / base:5.2f} [{p / PAPER[servers][0]:.2f}]"
+            for s, p in zip(SOLVERS, PAPER[servers], strict=True)
+        ]
         order = " < ".join(sorted(SOLVERS, key=means.__getitem__))
         print(f"{servers:>2} servers: " + " | ".join(cells) + f"   order: {order}")
 

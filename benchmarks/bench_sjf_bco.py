@@ -21,8 +21,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-jobs", type=int, default=20_000)
     args = ap.parse_args()
-    print(f"{'jobs':>6} {'servers':>7} {'solver':>8} {'seconds':>8} {'trials':>6} {'passes':>6} "
-          f"{'evals':>5} {'us/(job*trial)':>14} {'makespan':>8}")
+    print(
+        f"{'jobs':>6} {'servers':>7} {'solver':>8} {'seconds':>8} {'trials':>6} {'passes':>6} "
+        f"{'evals':>5} {'us/(job*trial)':>14} {'makespan':>8}"
+    )
     for n_jobs in [160, 1000, 5000, 20000]:
         if n_jobs > args.max_jobs:
             break
@@ -34,9 +36,12 @@ def main() -> None:
                 res = solve(data, solver)
                 dt = min(dt, time.perf_counter() - t0)
             trials = res.stats["trials"]
-            print(f"{n_jobs:>6} {data.cluster.num_servers:>7} {solver:>8} {dt:>8.3f} "
-                  f"{trials:>6} {res.stats['placement_passes']:>6} {res.stats['evaluations']:>5} "
-                  f"{dt / (n_jobs * trials) * 1e6:>14.2f} {res.makespan:>8}", flush=True)
+            print(
+                f"{n_jobs:>6} {data.cluster.num_servers:>7} {solver:>8} {dt:>8.3f} "
+                f"{trials:>6} {res.stats['placement_passes']:>6} {res.stats['evaluations']:>5} "
+                f"{dt / (n_jobs * trials) * 1e6:>14.2f} {res.makespan:>8}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

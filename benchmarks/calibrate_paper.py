@@ -56,8 +56,14 @@ def _pct(x: float) -> str:
 
 
 def _row(name: str, s: Spread, target: str) -> dict[str, object]:
-    return {"figure": name, "jobs": s.count, "min": s.lo, "max": s.hi,
-            "in target": _pct(s.inside), "target": target}
+    return {
+        "figure": name,
+        "jobs": s.count,
+        "min": s.lo,
+        "max": s.hi,
+        "in target": _pct(s.inside),
+        "target": target,
+    }
 
 
 def report(preset: Preset, cal: Calibration) -> str:
@@ -88,16 +94,22 @@ def report(preset: Preset, cal: Calibration) -> str:
     ]
     lrows = []
     for lv, sh in cal.levels.items():
-        lrows.append({
-            "placement": "best placement" if lv == 0 else f"split jobs at p={lv}",
-            "narrow": f"{sh.narrow:.1%}", "narrow worst inst": f"{sh.narrow_worst:.1%}",
-            "jobs narrow<=15%": f"{sh.jobs_narrow_ok:.1%}",
-            "broad": f"{sh.broad:.1%}", "broad worst inst": f"{sh.broad_worst:.1%}",
-            "jobs broad<=15%": f"{sh.jobs_broad_ok:.1%}",
-        })
+        lrows.append(
+            {
+                "placement": "best placement" if lv == 0 else f"split jobs at p={lv}",
+                "narrow": f"{sh.narrow:.1%}",
+                "narrow worst inst": f"{sh.narrow_worst:.1%}",
+                "jobs narrow<=15%": f"{sh.jobs_narrow_ok:.1%}",
+                "broad": f"{sh.broad:.1%}",
+                "broad worst inst": f"{sh.broad_worst:.1%}",
+                "jobs broad<=15%": f"{sh.jobs_broad_ok:.1%}",
+            }
+        )
     out.append(format_table(lrows, list(lrows[0])))
-    out.append("narrow: (contention slow-down + xi2 overhead) / tau; "
-               "broad: (tau - compute) / tau, communication included")
+    out.append(
+        "narrow: (contention slow-down + xi2 overhead) / tau; "
+        "broad: (tau - compute) / tau, communication included"
+    )
     return "\n".join(out)
 
 
@@ -106,18 +118,21 @@ def alternatives(servers: list[int], seeds: int) -> str:
     rows = []
     for label, change in ALTERNATIVES.items():
         preset = replace(PRESETS["paper"], name=label, **change)
-        cal = calibrate([paper_instance(s, seed, preset=preset)
-                         for s in servers for seed in range(seeds)])
-        rows.append({
-            "variant": label,
-            "tau 1-server max": cal.tau_best_one_server.hi,
-            "tau split in": _pct(cal.tau_split.inside),
-            "tau worst": cal.tau_worst.hi,
-            "rho in": _pct(cal.rho_min.inside),
-            "narrow p=1": f"{cal.levels[1].narrow:.1%}",
-            "narrow p=2": f"{cal.levels[2].narrow:.1%}",
-            "broad best": f"{cal.levels[0].broad:.1%}",
-        })
+        cal = calibrate(
+            [paper_instance(s, seed, preset=preset) for s in servers for seed in range(seeds)]
+        )
+        rows.append(
+            {
+                "variant": label,
+                "tau 1-server max": cal.tau_best_one_server.hi,
+                "tau split in": _pct(cal.tau_split.inside),
+                "tau worst": cal.tau_worst.hi,
+                "rho in": _pct(cal.rho_min.inside),
+                "narrow p=1": f"{cal.levels[1].narrow:.1%}",
+                "narrow p=2": f"{cal.levels[2].narrow:.1%}",
+                "broad best": f"{cal.levels[0].broad:.1%}",
+            }
+        )
     return format_table(rows, list(rows[0]))
 
 
@@ -141,9 +156,15 @@ def solver_shares(preset: Preset, servers: list[int], seeds: int) -> str:
                 cont += ev.contention_share
                 over += ev.overhead_share
                 n += 1
-        rows.append({"solver": name, "instances": n, "contention": f"{cont / n:.1%}",
-                     "overhead (comm, xi2, rounding)": f"{over / n:.1%}",
-                     "sum": f"{(cont + over) / n:.1%}"})
+        rows.append(
+            {
+                "solver": name,
+                "instances": n,
+                "contention": f"{cont / n:.1%}",
+                "overhead (comm, xi2, rounding)": f"{over / n:.1%}",
+                "sum": f"{(cont + over) / n:.1%}",
+            }
+        )
     return format_table(rows, list(rows[0]))
 
 
@@ -152,16 +173,27 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=50, help="seeds per server count")
     ap.add_argument("--servers", type=int, nargs="+", default=[10, 15, 20])
     ap.add_argument("--preset", choices=sorted(PRESETS), nargs="+", default=list(PRESETS))
-    ap.add_argument("--solvers", type=int, default=0, metavar="SEEDS",
-                    help="also run the registered solvers on this many seeds per server count")
-    ap.add_argument("--alternatives", action="store_true",
-                    help="also compare variants of the paper preset")
+    ap.add_argument(
+        "--solvers",
+        type=int,
+        default=0,
+        metavar="SEEDS",
+        help="also run the registered solvers on this many seeds per server count",
+    )
+    ap.add_argument(
+        "--alternatives", action="store_true", help="also compare variants of the paper preset"
+    )
     args = ap.parse_args()
     for name in args.preset:
         preset = PRESETS[name]
         t0 = time.perf_counter()
-        cal = calibrate([paper_instance(s, seed, preset=preset)
-                         for s in args.servers for seed in range(args.seeds)])
+        cal = calibrate(
+            [
+                paper_instance(s, seed, preset=preset)
+                for s in args.servers
+                for seed in range(args.seeds)
+            ]
+        )
         print(report(preset, cal))
         if args.solvers:
             print()

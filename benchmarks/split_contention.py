@@ -34,13 +34,17 @@ def main() -> None:
     ap.add_argument("--preset", default="paper")
     ap.add_argument("--mode", default="offline")
     args = ap.parse_args()
-    print(f"{args.servers} servers, preset {args.preset}, mode {args.mode}, "
-          f"seeds 0..{args.seeds - 1}")
-    print(f"{'policy':>8} {'split':>6} {'servers/split':>13} {'slowdown':>8} "
-          f"{'contention':>10} {'overhead':>8} {'util':>5} {'makespan':>8}")
+    print(
+        f"{args.servers} servers, preset {args.preset}, mode {args.mode}, seeds 0..{args.seeds - 1}"
+    )
+    print(
+        f"{'policy':>8} {'split':>6} {'servers/split':>13} {'slowdown':>8} "
+        f"{'contention':>10} {'overhead':>8} {'util':>5} {'makespan':>8}"
+    )
     for solver in SOLVERS:
-        cols: dict[str, list[float]] = {k: [] for k in
-                                        ("split", "width", "slow", "cont", "over", "util", "ms")}
+        cols: dict[str, list[float]] = {
+            k: [] for k in ("split", "width", "slow", "cont", "over", "util", "ms")
+        }
         for seed in range(args.seeds):
             data = paper_instance(args.servers, seed, preset=args.preset)
             res = solve(data, solver, seed=seed, mode=args.mode)
@@ -55,8 +59,9 @@ def main() -> None:
                 if n > 1:
                     split += 1
                     widths.append(n)
-                    alone = slots_to_finish(data.jobs[j].iterations, data.rates.alone(j, n),
-                                            data.cost)
+                    alone = slots_to_finish(
+                        data.jobs[j].iterations, data.rates.alone(j, n), data.cost
+                    )
                     slow.append((ev.end[j] - ev.start[j]) / alone)
             cols["split"].append(split / multi)
             cols["width"].append(statistics.fmean(widths) if widths else 1.0)
@@ -66,8 +71,10 @@ def main() -> None:
             cols["util"].append(ev.utilisation)
             cols["ms"].append(ev.makespan)
         m = {k: statistics.fmean(v) for k, v in cols.items()}
-        print(f"{solver:>8} {m['split']:>6.0%} {m['width']:>13.1f} {m['slow']:>8.2f} "
-              f"{m['cont']:>10.1%} {m['over']:>8.1%} {m['util']:>5.0%} {m['ms']:>8.0f}")
+        print(
+            f"{solver:>8} {m['split']:>6.0%} {m['width']:>13.1f} {m['slow']:>8.2f} "
+            f"{m['cont']:>10.1%} {m['over']:>8.1%} {m['util']:>5.0%} {m['ms']:>8.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from sjfbco.schedule import Evaluation, Schedule, ScheduleError
 from sjfbco.solvers import SOLVERS, Result, Status, solve
 
 __all__ = [
+    "SOLVERS",
     "Cluster",
     "ConfigurationError",
     "CostParams",
@@ -19,7 +20,6 @@ __all__ = [
     "Job",
     "ProblemData",
     "Result",
-    "SOLVERS",
     "Schedule",
     "ScheduleError",
     "Simulator",

@@ -36,20 +36,32 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance
 from sjfbco.problem import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 
 log = logging.getLogger(__name__)
 
 #: Columns of a result row, in output order. Times in slots, ``runtime_s`` in seconds;
 #: ``gap`` is ``makespan / lower_bound`` (1.0 = provably optimal).
-COLUMNS: tuple[str, ...] = ("instance", "solver", "seed", "status", "makespan", "mean_jct",
-                            "lower_bound", "gap", "runtime_s", "error")
+COLUMNS: tuple[str, ...] = (
+    "instance",
+    "solver",
+    "seed",
+    "status",
+    "makespan",
+    "mean_jct",
+    "lower_bound",
+    "gap",
+    "runtime_s",
+    "error",
+)
 
 #: Status of a row whose task could not be solved (bad file, solver exception).
 ERROR = "error"
@@ -119,20 +131,28 @@ def run_task(task: Task) -> Row:
         for module in task.plugins:
             importlib.import_module(module)
         data = read_instance(task.instance)
-        result = solve(data, task.solver, time_limit=task.time_limit, seed=task.seed,
-                       **dict(task.params))
+        result = solve(
+            data, task.solver, time_limit=task.time_limit, seed=task.seed, **dict(task.params)
+        )
     except InputError as err:  # names the file and the field
         row.update(status=ERROR, error=str(err), runtime_s=time.perf_counter() - t0)
         return row
-    except Exception as err:  # noqa: BLE001 - any solver failure becomes an error row
-        row.update(status=ERROR, runtime_s=time.perf_counter() - t0,
-                   error=f"{task.instance}: solver {task.solver!r} failed: "
-                         f"{type(err).__name__}: {err}")
+    except Exception as err:
+        row.update(
+            status=ERROR,
+            runtime_s=time.perf_counter() - t0,
+            error=f"{task.instance}: solver {task.solver!r} failed: {type(err).__name__}: {err}",
+        )
         return row
     s = result.summary()
-    row.update(status=s["status"], makespan=_finite(s["makespan"]),
-               mean_jct=_finite(s["mean_jct"]), lower_bound=_finite(s["lower_bound"]),
-               gap=_finite(s["gap"]), runtime_s=float(s["runtime_s"]))
+    row.update(
+        status=s["status"],
+        makespan=_finite(s["makespan"]),
+        mean_jct=_finite(s["mean_jct"]),
+        lower_bound=_finite(s["lower_bound"]),
+        gap=_finite(s["gap"]),
+        runtime_s=float(s["runtime_s"]),
+    )
     return row
 
 
@@ -188,16 +208,24 @@ def parse_params(items: Iterable[str], solvers: Sequence[str]) -> dict[str, dict
     return out
 
 
-def make_tasks(instances: Sequence[str], solvers: Sequence[str], seeds: Iterable[int], *,
-               time_limit: float | None = None,
-               params: Mapping[str, Mapping[str, Any]] | None = None,
-               plugins: Sequence[str] = ()) -> list[Task]:
+def make_tasks(
+    instances: Sequence[str],
+    solvers: Sequence[str],
+    seeds: Iterable[int],
+    *,
+    time_limit: float | None = None,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    plugins: Sequence[str] = (),
+) -> list[Task]:
     """Every (instance, solver, seed) combination, instance-major."""
     seeds = list(seeds)
     params = params or {}
-    return [Task(inst, s, seed, time_limit, tuple(sorted(params.get(s, {}).items())),
-                 tuple(plugins))
-            for inst in instances for s in solvers for seed in seeds]
+    return [
+        Task(inst, s, seed, time_limit, tuple(sorted(params.get(s, {}).items())), tuple(plugins))
+        for inst in instances
+        for s in solvers
+        for seed in seeds
+    ]
 
 
 def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
@@ -211,8 +239,10 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
             raise BatchError(f"cannot import plugin {module!r}: {err}") from None
     unknown = [s for s in solvers if s not in SOLVERS]
     if unknown:
-        raise BatchError(f"unknown solver {', '.join(map(repr, unknown))}; "
-                         f"known: {', '.join(sorted(SOLVERS)) or '(none registered)'}")
+        raise BatchError(
+            f"unknown solver {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(sorted(SOLVERS)) or '(none registered)'}"
+        )
 
 
 # --------------------------------------------------------------------------- engines
@@ -232,14 +262,19 @@ def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Ro
             try:
                 yield fut.result()
             except BrokenProcessPool as err:
-                raise BatchError(f"a worker process died ({err}); finished rows are kept: "
-                                 "rerun with --resume") from None
+                raise BatchError(
+                    f"a worker process died ({err}); finished rows are kept: rerun with --resume"
+                ) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def map_dask(tasks: Sequence[Task], workers: int | None = None, address: str | None = None,
-             processes: bool = True) -> Generator[Row, None, None]:
+def map_dask(
+    tasks: Sequence[Task],
+    workers: int | None = None,
+    address: str | None = None,
+    processes: bool = True,
+) -> Generator[Row, None, None]:
     """Rows of ``tasks`` in completion order, from a Dask cluster.
 
     With ``address`` the tasks go to that scheduler (which this run does not
@@ -257,9 +292,13 @@ def map_dask(tasks: Sequence[Task], workers: int | None = None, address: str | N
         client = Client(address)
     else:
         # no dashboard; the scheduler's small HTTP server on a free port, not 8787
-        cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=processes, dashboard_address=None,
-                               scheduler_kwargs={"dashboard_address": ":0"})
+        cluster = LocalCluster(
+            n_workers=workers or os.cpu_count() or 1,
+            threads_per_worker=1,
+            processes=processes,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard_address": ":0"},
+        )
         client = Client(cluster)
     try:
         futures = client.map(run_task, list(tasks), pure=False)
@@ -267,8 +306,10 @@ def map_dask(tasks: Sequence[Task], workers: int | None = None, address: str | N
             try:
                 yield fut.result()
             except Exception as err:  # KilledWorker, lost connection
-                raise BatchError(f"the Dask cluster lost a task ({type(err).__name__}: {err}); "
-                                 "finished rows are kept: rerun with --resume") from None
+                raise BatchError(
+                    f"the Dask cluster lost a task ({type(err).__name__}: {err}); "
+                    "finished rows are kept: rerun with --resume"
+                ) from None
     finally:
         client.close()
         if cluster is not None:
@@ -291,8 +332,10 @@ def check_output(out: str | os.PathLike[str]) -> str:
         return "csv"
     if suffix in (".parquet", ".pq"):
         if not any(importlib.util.find_spec(m) for m in ("pyarrow", "fastparquet")):
-            raise BatchError(f"{out}: writing Parquet needs pyarrow or fastparquet "
-                             "(pip install pyarrow), or use a .csv output")
+            raise BatchError(
+                f"{out}: writing Parquet needs pyarrow or fastparquet "
+                "(pip install pyarrow), or use a .csv output"
+            )
         return "parquet"
     raise BatchError(f"{out}: unknown output suffix {suffix!r}; use .csv or .parquet")
 
@@ -345,8 +388,9 @@ def journal_is_fresh(path: str | os.PathLike[str]) -> bool:
             head = json.loads(fh.readline())
     except (OSError, ValueError):
         return False
-    return isinstance(head, dict) and head.get("journal") == JOURNAL_FORMAT and bool(
-        head.get("fresh"))
+    return (
+        isinstance(head, dict) and head.get("journal") == JOURNAL_FORMAT and bool(head.get("fresh"))
+    )
 
 
 def read_results(path: str | os.PathLike[str]) -> list[Row]:
@@ -438,11 +482,19 @@ class BatchReport:
     solvers: list[str] = field(default_factory=list)
 
 
-def run_batch(tasks: Sequence[Task], out: str | os.PathLike[str], *, engine: str = "local",
-              workers: int | None = None, address: str | None = None, resume: bool = False,
-              retry_errors: bool = False, processes: bool = True,
-              on_start: Callable[[int], Any] | None = None,
-              on_row: Callable[[Row], None] | None = None) -> BatchReport:
+def run_batch(
+    tasks: Sequence[Task],
+    out: str | os.PathLike[str],
+    *,
+    engine: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    resume: bool = False,
+    retry_errors: bool = False,
+    processes: bool = True,
+    on_start: Callable[[int], Any] | None = None,
+    on_row: Callable[[Row], None] | None = None,
+) -> BatchReport:
     """Run ``tasks`` on ``engine`` and write one row per task to ``out`` (CSV or Parquet).
 
     Parameters
@@ -483,20 +535,29 @@ def run_batch(tasks: Sequence[Task], out: str | os.PathLike[str], *, engine: str
             previous.update((_key(r), r) for r in read_results(out))
         previous.update((_key(r), r) for r in read_journal(jpath))
     elif jpath.exists():
-        raise BatchError(f"{jpath} holds rows of an interrupted run: pass --resume to continue "
-                         "it, or delete the file to start over")
+        raise BatchError(
+            f"{jpath} holds rows of an interrupted run: pass --resume to continue "
+            "it, or delete the file to start over"
+        )
     unique = list({t.key: t for t in tasks}.values())
     done = {k for k, r in previous.items() if not (retry_errors and r["status"] == ERROR)}
     pending = [t for t in unique if t.key not in done]
-    report = BatchReport([], out, skipped=len(unique) - len(pending),
-                         solvers=list(dict.fromkeys(t.solver for t in unique)))
+    report = BatchReport(
+        [],
+        out,
+        skipped=len(unique) - len(pending),
+        solvers=list(dict.fromkeys(t.solver for t in unique)),
+    )
     if on_start is not None:
         on_start(len(pending))
     t0 = time.perf_counter()
     journal = Journal(jpath, fresh=not resume)
     try:
-        mapper = (map_local(pending, workers) if engine == "local"
-                  else map_dask(pending, workers, address, processes))
+        mapper = (
+            map_local(pending, workers)
+            if engine == "local"
+            else map_dask(pending, workers, address, processes)
+        )
         with contextlib.closing(mapper):
             for row in mapper:
                 journal.append(row)
@@ -522,8 +583,7 @@ def _key(row: Mapping[str, Any]) -> Key:
 # --------------------------------------------------------------------------- summary
 
 
-def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
-              ) -> list[Row]:
+def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None) -> list[Row]:
     """Per solver: tasks, failures, mean gap, wins and mean run time.
 
     A solver *wins* an (instance, seed) pair when its makespan is the smallest
@@ -540,24 +600,36 @@ def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None =
         mine = [r for r in rows if r["solver"] == s]
         gaps = [r["gap"] for r in mine if r.get("gap") is not None]
         times = [r["runtime_s"] for r in mine if r.get("runtime_s") is not None]
-        wins = sum(1 for r in mine if r.get("makespan") is not None
-                   and r["makespan"] <= best[(r["instance"], r["seed"])] + 1e-9)
-        table.append({
-            "solver": s, "tasks": len(mine),
-            "failed": sum(r["status"] == ERROR for r in mine),
-            "mean_gap": sum(gaps) / len(gaps) if gaps else None,
-            "wins": wins,
-            "mean_runtime_s": sum(times) / len(times) if times else None,
-        })
+        wins = sum(
+            1
+            for r in mine
+            if r.get("makespan") is not None
+            and r["makespan"] <= best[(r["instance"], r["seed"])] + 1e-9
+        )
+        table.append(
+            {
+                "solver": s,
+                "tasks": len(mine),
+                "failed": sum(r["status"] == ERROR for r in mine),
+                "mean_gap": sum(gaps) / len(gaps) if gaps else None,
+                "wins": wins,
+                "mean_runtime_s": sum(times) / len(times) if times else None,
+            }
+        )
     return table
 
 
-SUMMARY_COLUMNS: tuple[str, ...] = ("solver", "tasks", "failed", "mean_gap", "wins",
-                                    "mean_runtime_s")
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "solver",
+    "tasks",
+    "failed",
+    "mean_gap",
+    "wins",
+    "mean_runtime_s",
+)
 
 
-def format_summary(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
-                   ) -> str:
+def format_summary(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None) -> str:
     """:func:`summarise` as an aligned text table."""
     from sjfbco.tables import format_table
 

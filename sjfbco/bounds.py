@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import min_run_time
-from sjfbco.problem import ProblemData
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 
 def job_bound(data: ProblemData) -> float:

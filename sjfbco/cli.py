@@ -13,11 +13,14 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sjfbco.commands import COMMANDS
 from sjfbco.cost import ConfigurationError
 from sjfbco.problem import InputError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def build_parser() -> argparse.ArgumentParser:

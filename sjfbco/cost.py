@@ -9,10 +9,13 @@ Units: sizes MB, bandwidths MB/s, times seconds unless a name says slots.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from sjfbco.problem import Cluster, CostParams, Job, ProblemData
+if TYPE_CHECKING:
+    from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
 #: ``f(alpha, k)``: bandwidth degradation under effective contention ``k >= 1``.
 #: Must satisfy ``f(alpha, 1) == 1`` and increase in ``k``.
@@ -49,7 +52,7 @@ def register_degradation(name: str, fn: Degradation) -> None:
     vals = [fn(0.275, k) for k in ks]
     if abs(vals[0] - 1.0) > 1e-12:
         raise ValueError(f"degradation {name!r}: f(alpha, 1) must be 1, got {vals[0]}")
-    if any(b <= a for a, b in zip(vals, vals[1:], strict=False)):
+    if any(b <= a for a, b in itertools.pairwise(vals)):
         raise ValueError(f"degradation {name!r} must increase in k")
     DEGRADATIONS[name] = fn
 
@@ -90,8 +93,7 @@ def overhead(num_servers: int, cost: CostParams) -> float:
     return cost.xi2 * num_servers
 
 
-def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster,
-                   cost: CostParams) -> float:
+def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostParams) -> float:
     """Per-iteration time ``tau_j`` in seconds (eq. 8).
 
     ``tau = 2 m (w-1)/w / B + m (w-1)/w / C + gamma + compute``, with ``w = G_j``
@@ -149,8 +151,9 @@ def best_servers(job: Job, cluster: Cluster) -> int:
     """
     n = cluster.min_servers_for(job.gpus)
     if n == 0:
-        raise ValueError(f"job {job.id!r} asks for {job.gpus} GPUs; "
-                         f"the cluster has {cluster.num_gpus}")
+        raise ValueError(
+            f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {cluster.num_gpus}"
+        )
     return n
 
 

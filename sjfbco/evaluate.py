@@ -15,12 +15,16 @@ free for a job starting at ``e``.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import contention_count, slots_to_finish
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from sjfbco.problem import ProblemData
 
 #: Two continuous-time events closer than this (slots) are simultaneous.
 EPS = 1e-9
@@ -117,7 +121,8 @@ class Simulator:
                 s, i = self.data.cluster.gpu_pair(g)
                 raise ScheduleError(
                     f"job {self.data.jobs[job].id!r} cannot start at slot {self.now} on GPU "
-                    f"({s}, {i}): job {self.data.jobs[owner[g]].id!r} holds it")
+                    f"({s}, {i}): job {self.data.jobs[owner[g]].id!r} holds it"
+                )
         for g in gpus:
             owner[g] = job
         servers = tuple(sorted({self._server_of[g] for g in gpus}))
@@ -230,8 +235,13 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     return summarise(data, sim)
 
 
-def dispatch(data: ProblemData, gpus: Sequence[Sequence[int]], planned: Sequence[int],
-             ranks: Sequence[int], strict: bool = False) -> Simulator:
+def dispatch(
+    data: ProblemData,
+    gpus: Sequence[Sequence[int]],
+    planned: Sequence[int],
+    ranks: Sequence[int],
+    strict: bool = False,
+) -> Simulator:
     """Run jobs on global GPU indices with the dispatch semantics of :func:`evaluate`.
 
     The fast path for solvers, which build GPU sets as global indices and have
@@ -284,20 +294,29 @@ def makespan_of(data: ProblemData, gpus: Sequence[Sequence[int]], ranks: Sequenc
     return max(sim.end_time.values(), default=0)
 
 
-def _strict_violation(data: ProblemData, j: int, planned: int, sim: Simulator,
-                      preds: set[int], gpus: Sequence[Sequence[int]]) -> None:
+def _strict_violation(
+    data: ProblemData,
+    j: int,
+    planned: int,
+    sim: Simulator,
+    preds: set[int],
+    gpus: Sequence[Sequence[int]],
+) -> None:
     """Raise the strict-mode error for job ``j``, which could not start at ``planned``."""
     job = data.jobs[j]
     late = [q for q in preds if sim.end_time[q] > planned]
     if not late:
-        raise ScheduleError(f"job {job.id!r} is planned at slot {planned}, before its "
-                            f"arrival at slot {job.arrival} (strict mode)")
+        raise ScheduleError(
+            f"job {job.id!r} is planned at slot {planned}, before its "
+            f"arrival at slot {job.arrival} (strict mode)"
+        )
     q = max(late, key=lambda b: (sim.end_time[b], b))
     s, i = data.cluster.gpu_pair(min(set(gpus[j]) & set(gpus[q])))
     raise ScheduleError(
         f"job {job.id!r} is planned at slot {planned} on GPU ({s}, {i}), which job "
         f"{data.jobs[q].id!r} holds until slot {sim.end_time[q]} (strict mode: planned "
-        "starts overlap)")
+        "starts overlap)"
+    )
 
 
 def summarise(data: ProblemData, sim: Simulator) -> Evaluation:

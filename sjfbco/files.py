@@ -39,15 +39,15 @@ def load_json(path: str | os.PathLike[str]) -> Any:
     except IsADirectoryError:
         raise InputError("is a directory, not a file", source=src) from None
     except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})",
-                         source=src) from None
+        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=src) from None
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}",
-                         source=src) from None
+        raise InputError(
+            f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}", source=src
+        ) from None
     except (ValueError, RecursionError) as err:
         raise InputError(f"malformed JSON: {err}", source=src) from None
 

@@ -53,8 +53,9 @@ def _convert(name: str, text: str, tp: Any) -> Any:
     if origin is typing.Literal:
         if text in args:
             return text
-        raise ValueError(f"parameter {name}: must be one of {', '.join(map(str, args))}, "
-                         f"got {text!r}")
+        raise ValueError(
+            f"parameter {name}: must be one of {', '.join(map(str, args))}, got {text!r}"
+        )
     if tp is bool:
         if text.lower() in ("1", "true", "yes", "on"):
             return True
@@ -95,7 +96,8 @@ def make_params(cls: type[P], values: Mapping[str, Any] | None = None) -> P:
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
-            raise ValueError(f"unknown parameter {key!r} for {cls.__name__}; known: "
-                             f"{', '.join(sorted(known))}")
+            raise ValueError(
+                f"unknown parameter {key!r} for {cls.__name__}; known: {', '.join(sorted(known))}"
+            )
         kwargs[key] = _convert(key, value, hints[key]) if isinstance(value, str) else value
     return cls(**kwargs)

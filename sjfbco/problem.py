@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from sjfbco.cost import RateCache
 
 INSTANCE_FORMAT = "sjfbco-instance/1"
@@ -398,23 +399,25 @@ class ProblemData:
         format tag, unknown or missing fields, wrong types, bad values.
         """
         top = _expect_mapping(doc, None)
-        _check_keys(top, None, required={"format", "cluster", "jobs"},
-                    optional={"name", "cost"})
+        _check_keys(top, None, required={"format", "cluster", "jobs"}, optional={"name", "cost"})
         if top["format"] != INSTANCE_FORMAT:
             raise InputError(
                 f"unsupported format {top['format']!r}; expected {INSTANCE_FORMAT!r}",
                 where="format",
             )
         cdoc = _expect_mapping(top["cluster"], "cluster")
-        _check_keys(cdoc, "cluster", required={"gpus_per_server"},
-                    optional={"bandwidth_intra", "bandwidth_inter", "gpu_speed"})
+        _check_keys(
+            cdoc,
+            "cluster",
+            required={"gpus_per_server"},
+            optional={"bandwidth_intra", "bandwidth_inter", "gpu_speed"},
+        )
         gps = cdoc["gpus_per_server"]
         if not isinstance(gps, list):
             raise InputError("must be a list of integers", where="cluster.gpus_per_server")
         cluster = Cluster(**{**cdoc, "gpus_per_server": tuple(gps)})
         cost_doc = _expect_mapping(top.get("cost", {}), "cost")
-        _check_keys(cost_doc, "cost", required=set(),
-                    optional={f.name for f in fields(CostParams)})
+        _check_keys(cost_doc, "cost", required=set(), optional={f.name for f in fields(CostParams)})
         for key in ("degradation", "time_model"):
             if key in cost_doc and not isinstance(cost_doc[key], str):
                 raise InputError("must be a string", where=f"cost.{key}")
@@ -427,8 +430,9 @@ class ProblemData:
         for j, jd in enumerate(jobs_doc):
             where = f"jobs[{j}]"
             jd = _expect_mapping(jd, where)
-            _check_keys(jd, where, required={"id", "gpus", "iterations", "gradient_mb"},
-                        optional=job_fields)
+            _check_keys(
+                jd, where, required={"id", "gpus", "iterations", "gradient_mb"}, optional=job_fields
+            )
             try:
                 jobs.append(Job(**jd))
             except InputError as err:
@@ -443,8 +447,9 @@ def _expect_mapping(value: Any, where: str | None) -> Mapping[str, Any]:
     return value
 
 
-def _check_keys(doc: Mapping[str, Any], where: str | None, *, required: set[str],
-                optional: set[str]) -> None:
+def _check_keys(
+    doc: Mapping[str, Any], where: str | None, *, required: set[str], optional: set[str]
+) -> None:
     allowed = required | optional
     for key in doc:
         if key not in allowed:

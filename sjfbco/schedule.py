@@ -10,11 +10,13 @@ planned starts in the per-GPU queues; default: the job's position). See
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.problem import InputError, ProblemData
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 SCHEDULE_FORMAT = "sjfbco-schedule/1"
 
@@ -55,12 +57,17 @@ class Schedule:
                 raise ValueError(f"{len(self.gpus)} GPU sets but {len(self.order)} ranks")
 
     @classmethod
-    def build(cls, gpus: Sequence[Sequence[Gpu]], start: Sequence[int] | None = None,
-              order: Sequence[int] | None = None) -> Schedule:
+    def build(
+        cls,
+        gpus: Sequence[Sequence[Gpu]],
+        start: Sequence[int] | None = None,
+        order: Sequence[int] | None = None,
+    ) -> Schedule:
         """Convenience constructor; ``start`` defaults to all zeros."""
         starts = tuple(start) if start is not None else (0,) * len(gpus)
-        return cls(tuple(tuple(g) for g in gpus), starts,
-                   tuple(order) if order is not None else None)
+        return cls(
+            tuple(tuple(g) for g in gpus), starts, tuple(order) if order is not None else None
+        )
 
     @property
     def num_jobs(self) -> int:
@@ -73,8 +80,11 @@ class Schedule:
     def to_dict(self, data: ProblemData) -> dict[str, Any]:
         jobs = []
         for j, job in enumerate(data.jobs):
-            entry: dict[str, Any] = {"id": job.id, "start": self.start[j],
-                                     "gpus": [list(g) for g in self.gpus[j]]}
+            entry: dict[str, Any] = {
+                "id": job.id,
+                "start": self.start[j],
+                "gpus": [list(g) for g in self.gpus[j]],
+            }
             if self.order is not None:
                 entry["order"] = self.order[j]
             jobs.append(entry)
@@ -92,11 +102,14 @@ class Schedule:
         allowed = {"format", "instance", "jobs"}
         for key in doc:
             if key not in allowed:
-                raise ScheduleError(f"unknown field {key!r}; allowed: "
-                                    + ", ".join(sorted(allowed)))
+                raise ScheduleError(
+                    f"unknown field {key!r}; allowed: " + ", ".join(sorted(allowed))
+                )
         if doc.get("format") != SCHEDULE_FORMAT:
-            raise ScheduleError(f"unsupported format {doc.get('format')!r}; expected "
-                                f"{SCHEDULE_FORMAT!r}", where="format")
+            raise ScheduleError(
+                f"unsupported format {doc.get('format')!r}; expected {SCHEDULE_FORMAT!r}",
+                where="format",
+            )
         if "instance" in doc and not isinstance(doc["instance"], str):
             raise ScheduleError("must be a string", where="instance")
         entries = doc.get("jobs")
@@ -112,49 +125,65 @@ class Schedule:
                 raise ScheduleError("must be a JSON object", where=where)
             for key in entry:
                 if key not in {"id", "start", "gpus", "order"}:
-                    raise ScheduleError(f"unknown field {key!r}; allowed: gpus, id, order, "
-                                        "start", where=where)
+                    raise ScheduleError(
+                        f"unknown field {key!r}; allowed: gpus, id, order, start", where=where
+                    )
             jid = entry.get("id")
             if not isinstance(jid, str):
                 raise ScheduleError("missing or not a string", where=f"{where}.id")
             j = data.job_index.get(jid)
             if j is None:
-                raise ScheduleError(f"unknown job id {jid!r} (not in instance {data.name!r})",
-                                    where=f"{where}.id")
+                raise ScheduleError(
+                    f"unknown job id {jid!r} (not in instance {data.name!r})", where=f"{where}.id"
+                )
             if gpus[j] is not None:
                 raise ScheduleError(f"job {jid!r} is listed twice", where=f"{where}.id")
             st = entry.get("start", 0)
             if isinstance(st, bool) or not isinstance(st, int) or st < 0:
-                raise ScheduleError(f"job {jid!r}: must be a non-negative integer slot, "
-                                    f"got {st!r}", where=f"{where}.start")
+                raise ScheduleError(
+                    f"job {jid!r}: must be a non-negative integer slot, got {st!r}",
+                    where=f"{where}.start",
+                )
             start[j] = st
             if "order" in entry:
                 rank = entry["order"]
                 if isinstance(rank, bool) or not isinstance(rank, int):
-                    raise ScheduleError(f"job {jid!r}: must be an integer, got {rank!r}",
-                                        where=f"{where}.order")
+                    raise ScheduleError(
+                        f"job {jid!r}: must be an integer, got {rank!r}", where=f"{where}.order"
+                    )
                 if order is None:
                     order = list(range(n))
                 order[j] = rank
             pairs = entry.get("gpus")
             if not isinstance(pairs, list):
-                raise ScheduleError(f"job {jid!r}: missing or not a list of [server, gpu] pairs",
-                                    where=f"{where}.gpus")
+                raise ScheduleError(
+                    f"job {jid!r}: missing or not a list of [server, gpu] pairs",
+                    where=f"{where}.gpus",
+                )
             parsed = []
             for k, pair in enumerate(pairs):
-                if (not isinstance(pair, list) or len(pair) != 2
-                        or any(isinstance(x, bool) or not isinstance(x, int) for x in pair)):
-                    raise ScheduleError(f"job {jid!r}: must be a [server, gpu] pair of "
-                                        f"integers, got {pair!r}", where=f"{where}.gpus[{k}]")
+                if (
+                    not isinstance(pair, list)
+                    or len(pair) != 2
+                    or any(isinstance(x, bool) or not isinstance(x, int) for x in pair)
+                ):
+                    raise ScheduleError(
+                        f"job {jid!r}: must be a [server, gpu] pair of integers, got {pair!r}",
+                        where=f"{where}.gpus[{k}]",
+                    )
                 parsed.append((pair[0], pair[1]))
             gpus[j] = tuple(parsed)
         missing = [data.jobs[j].id for j in range(n) if gpus[j] is None]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
-            raise ScheduleError(f"job {missing[0]!r}{more} of the instance has no entry",
-                                where="jobs")
-        sched = cls(tuple(g for g in gpus if g is not None), tuple(start),
-                    tuple(order) if order is not None else None)
+            raise ScheduleError(
+                f"job {missing[0]!r}{more} of the instance has no entry", where="jobs"
+            )
+        sched = cls(
+            tuple(g for g in gpus if g is not None),
+            tuple(start),
+            tuple(order) if order is not None else None,
+        )
         check_schedule(data, sched)
         return sched
 
@@ -166,25 +195,31 @@ def check_schedule(data: ProblemData, schedule: Schedule) -> list[list[int]]:
     """
     cluster = data.cluster
     if schedule.num_jobs != data.num_jobs:
-        raise ScheduleError(f"schedule has {schedule.num_jobs} jobs; the instance has "
-                            f"{data.num_jobs}")
+        raise ScheduleError(
+            f"schedule has {schedule.num_jobs} jobs; the instance has {data.num_jobs}"
+        )
     offsets, caps = cluster.offsets, cluster.gpus_per_server
     n_servers = len(caps)
     out: list[list[int]] = []
     for j, job in enumerate(data.jobs):
         pairs = schedule.gpus[j]
         if len(pairs) != job.gpus:
-            raise ScheduleError(f"job {job.id!r} is given {len(pairs)} GPUs; it asks for "
-                                f"{job.gpus}")
+            raise ScheduleError(
+                f"job {job.id!r} is given {len(pairs)} GPUs; it asks for {job.gpus}"
+            )
         st = schedule.start[j]
         if isinstance(st, bool) or not isinstance(st, int) or st < 0:
-            raise ScheduleError(f"job {job.id!r}: planned start must be a non-negative "
-                                f"integer slot, got {st!r}")
+            raise ScheduleError(
+                f"job {job.id!r}: planned start must be a non-negative integer slot, got {st!r}"
+            )
         glob = []
         for s, i in pairs:
             if not (0 <= s < n_servers and 0 <= i < caps[s]):
-                have = (f"server {s} has {caps[s]} GPUs" if 0 <= s < n_servers
-                        else f"the cluster has servers 0..{n_servers - 1}")
+                have = (
+                    f"server {s} has {caps[s]} GPUs"
+                    if 0 <= s < n_servers
+                    else f"the cluster has servers 0..{n_servers - 1}"
+                )
                 raise ScheduleError(f"job {job.id!r}: GPU ({s}, {i}) does not exist; {have}")
             glob.append(offsets[s] + i)
         if len(set(glob)) != len(glob):
@@ -244,8 +279,10 @@ class Evaluation:
             "utilisation": self.utilisation,
             "contention_share": self.contention_share,
             "overhead_share": self.overhead_share,
-            "jobs": [{"id": i, "start": _num(s), "end": _num(e)}
-                     for i, s, e in zip(self.job_ids, self.start, self.end, strict=True)],
+            "jobs": [
+                {"id": i, "start": _num(s), "end": _num(e)}
+                for i, s, e in zip(self.job_ids, self.start, self.end, strict=True)
+            ],
         }
 
 

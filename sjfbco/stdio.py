@@ -9,8 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 @contextlib.contextmanager

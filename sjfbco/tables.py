@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -25,12 +27,15 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> s
     """Rows as an aligned table: text left-aligned, numbers right-aligned."""
     cells = [[fmt(r.get(c)) for c in columns] for r in rows]
     widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
-    numeric = [all(isinstance(r.get(c), int | float) or r.get(c) is None for r in rows)
-               for c in columns]
+    numeric = [
+        all(isinstance(r.get(c), int | float) or r.get(c) is None for r in rows) for c in columns
+    ]
 
     def line(vals: Sequence[str]) -> str:
-        out = [v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric,
-                                                                       strict=True)]
+        out = [
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(vals, widths, numeric, strict=True)
+        ]
         return "  ".join(out).rstrip()
 
     head = line(list(columns))

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.cost import min_run_time
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.solvers import SOLVERS, Solution, Status, register
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 
 def _greedy(data: ProblemData, seed: int) -> Solution:
@@ -38,21 +40,22 @@ def _greedy(data: ProblemData, seed: int) -> Solution:
     return Solution(Schedule.build(gpus, None, ranks), Status.FEASIBLE)
 
 
-def toy_greedy(data: ProblemData, *, time_limit: float | None, seed: int,
-               **params: Any) -> Solution:
+def toy_greedy(
+    data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
+) -> Solution:
     if params:
         raise ValueError(f"unknown parameters {sorted(params)}")
     return _greedy(data, seed)
 
 
-def toy_slow(data: ProblemData, *, time_limit: float | None, seed: int,
-             sleep: float = 0.2) -> Solution:
+def toy_slow(
+    data: ProblemData, *, time_limit: float | None, seed: int, sleep: float = 0.2
+) -> Solution:
     time.sleep(sleep)
     return _greedy(data, seed)
 
 
-def toy_crash(data: ProblemData, *, time_limit: float | None, seed: int,
-              **params: Any) -> Solution:
+def toy_crash(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
     raise RuntimeError("boom")
 
 

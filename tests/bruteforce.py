@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import copy
 import itertools
-from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import min_run_time
 from sjfbco.evaluate import Simulator, evaluate, summarise
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from sjfbco.problem import ProblemData
 
 
 def count_patterns(data: ProblemData, j: int) -> list[tuple[int, ...]]:
@@ -35,8 +39,9 @@ def _fits(free: list[list[int]], counts: tuple[int, ...]) -> bool:
     return all(len(free[s]) >= c for s, c in enumerate(counts))
 
 
-def _choices(data: ProblemData, waiting: list[int], free: list[list[int]],
-             pats: list[list[tuple[int, ...]]]) -> Iterator[list[tuple[int, tuple[int, ...]]]]:
+def _choices(
+    data: ProblemData, waiting: list[int], free: list[list[int]], pats: list[list[tuple[int, ...]]]
+) -> Iterator[list[tuple[int, tuple[int, ...]]]]:
     """Every set of (job, counts) that can start together on the free GPUs."""
     if not waiting:
         yield []
@@ -50,16 +55,19 @@ def _choices(data: ProblemData, waiting: list[int], free: list[list[int]],
                 yield [(j, c), *more]
 
 
-def brute_force(data: ProblemData, upper: int, *,
-                split: bool = True) -> tuple[int | None, Schedule | None]:
+def brute_force(
+    data: ProblemData, upper: int, *, split: bool = True
+) -> tuple[int | None, Schedule | None]:
     """Optimal makespan (slots) and a schedule reaching it, given a feasible bound ``upper``.
 
     With ``split=False`` only placements inside one server are tried; returns
     ``(None, None)`` if no such schedule ends by ``upper``.
     """
     n = data.num_jobs
-    pats = [[c for c in count_patterns(data, j) if split or sum(1 for k in c if k) == 1]
-            for j in range(n)]
+    pats = [
+        [c for c in count_patterns(data, j) if split or sum(1 for k in c if k) == 1]
+        for j in range(n)
+    ]
     minrun = [int(min_run_time(job, data)) for job in data.jobs]
     cl = data.cluster
     best: list[object] = [upper + 1, None]

@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
-settings.register_profile("default", deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("ci", deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
@@ -28,8 +28,14 @@ def example_path() -> Path:
 
 
 @st.composite
-def instances(draw: st.DrawFn, max_servers: int = 4, max_gpus: int = 4, max_jobs: int = 6,
-              time_model: str | None = None, max_iterations: int = 40) -> ProblemData:
+def instances(
+    draw: st.DrawFn,
+    max_servers: int = 4,
+    max_gpus: int = 4,
+    max_jobs: int = 6,
+    time_model: str | None = None,
+    max_iterations: int = 40,
+) -> ProblemData:
     """Tiny random instances whose tau stays <= 1 slot under any contention."""
     caps = draw(st.lists(st.integers(1, max_gpus), min_size=1, max_size=max_servers))
     n_gpus = sum(caps)
@@ -40,15 +46,19 @@ def instances(draw: st.DrawFn, max_servers: int = 4, max_gpus: int = 4, max_jobs
         slot_seconds=2.5,
         time_model=time_model or draw(st.sampled_from(["slotted", "continuous"])),
     )
-    cluster = Cluster(tuple(caps), bandwidth_intra=5000.0, bandwidth_inter=1000.0,
-                      gpu_speed=20000.0)
+    cluster = Cluster(
+        tuple(caps), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0
+    )
     n_jobs = draw(st.integers(1, max_jobs))
     jobs = tuple(
-        Job(id=f"j{k}", gpus=draw(st.integers(1, n_gpus)),
+        Job(
+            id=f"j{k}",
+            gpus=draw(st.integers(1, n_gpus)),
             iterations=draw(st.integers(1, max_iterations)),
             gradient_mb=draw(st.sampled_from([0.0, 10.0, 50.0, 100.0])),
             compute_seconds=draw(st.sampled_from([0.05, 0.2, 0.5])),
-            arrival=draw(st.sampled_from([0, 0, 0, 1, 3])))
+            arrival=draw(st.sampled_from([0, 0, 0, 1, 3])),
+        )
         for k in range(n_jobs)
     )
     return ProblemData(cluster, jobs, cost, name="random")

@@ -8,17 +8,19 @@ machinery: no heaps, no caches, no incremental contention.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import effective_contention, iteration_time
-from sjfbco.problem import ProblemData
-from sjfbco.schedule import Schedule
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Schedule
 
 
 def _queues(data: ProblemData, schedule: Schedule) -> tuple[list[list[int]], list[list[int]]]:
     cl = data.cluster
     gpus = [[cl.gpu_index(s, i) for s, i in schedule.gpus[j]] for j in range(data.num_jobs)]
-    order = sorted(range(data.num_jobs),
-                   key=lambda j: (schedule.start[j], schedule.rank(j), j))
+    order = sorted(range(data.num_jobs), key=lambda j: (schedule.start[j], schedule.rank(j), j))
     queue: list[list[int]] = [[] for _ in range(cl.num_gpus)]
     for j in order:
         for g in gpus[j]:
@@ -26,20 +28,37 @@ def _queues(data: ProblemData, schedule: Schedule) -> tuple[list[list[int]], lis
     return gpus, queue
 
 
-def _tau_slots(data: ProblemData, j: int, servers: set[int], running: list[int],
-               servers_of: dict[int, set[int]]) -> float:
+def _tau_slots(
+    data: ProblemData,
+    j: int,
+    servers: set[int],
+    running: list[int],
+    servers_of: dict[int, set[int]],
+) -> float:
     """tau of job j from scratch: eq. 6 by counting split jobs per server."""
     p = 0
     if len(servers) > 1:
-        p = max(sum(1 for q in running if len(servers_of[q]) > 1 and s in servers_of[q])
-                for s in servers)
+        p = max(
+            sum(1 for q in running if len(servers_of[q]) > 1 and s in servers_of[q])
+            for s in servers
+        )
         assert effective_contention(p, data.cost) >= 1
-    return iteration_time(data.jobs[j], len(servers), p, data.cluster, data.cost) / \
-        data.cost.slot_seconds
+    return (
+        iteration_time(data.jobs[j], len(servers), p, data.cluster, data.cost)
+        / data.cost.slot_seconds
+    )
 
 
-def _may_start(j: int, t: float, data: ProblemData, schedule: Schedule, gpus: list[list[int]],
-               queue: list[list[int]], ended: dict[int, float], eps: float = 0.0) -> bool:
+def _may_start(
+    j: int,
+    t: float,
+    data: ProblemData,
+    schedule: Schedule,
+    gpus: list[list[int]],
+    queue: list[list[int]],
+    ended: dict[int, float],
+    eps: float = 0.0,
+) -> bool:
     if t + eps < max(schedule.start[j], data.jobs[j].arrival):
         return False
     for g in gpus[j]:
@@ -95,11 +114,13 @@ def continuous_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[float
             if j not in start and _may_start(j, t, data, schedule, gpus, queue, ended, eps):
                 start[j] = t
         running = [j for j in start if j not in ended]
-        rates = {j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of)
-                 for j in running}
+        rates = {j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of) for j in running}
         nxt = [t + left[j] / rates[j] for j in running]
-        nxt += [float(max(schedule.start[j], data.jobs[j].arrival)) for j in range(n)
-                if j not in start and max(schedule.start[j], data.jobs[j].arrival) > t + eps]
+        nxt += [
+            float(max(schedule.start[j], data.jobs[j].arrival))
+            for j in range(n)
+            if j not in start and max(schedule.start[j], data.jobs[j].arrival) > t + eps
+        ]
         if not nxt:
             assert len(ended) == n
             break

@@ -10,8 +10,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +20,9 @@ from sjfbco import batch as B
 from sjfbco.cli import main
 from sjfbco.solvers import SOLVERS
 from tests.conftest import ROOT
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 PLUGIN = ("tests.batch_plugin",)
 
@@ -38,12 +41,21 @@ def toy_solvers() -> Iterator[None]:
 def tiny_instance(k: int) -> ProblemData:
     """A seeded instance of 3..6 jobs on 2..3 servers (seed ``k``)."""
     rng = random.Random(k)
-    cl = Cluster(tuple(rng.choice([2, 4]) for _ in range(rng.randint(2, 3))),
-                 bandwidth_intra=5000.0, bandwidth_inter=1000.0)
-    jobs = tuple(Job(f"j{i}", gpus=rng.choice([1, 1, 2, 4]), iterations=rng.randint(5, 60),
-                     gradient_mb=rng.choice([0.0, 10.0, 50.0]),
-                     compute_seconds=rng.choice([0.05, 0.2]))
-                 for i in range(rng.randint(3, 6)))
+    cl = Cluster(
+        tuple(rng.choice([2, 4]) for _ in range(rng.randint(2, 3))),
+        bandwidth_intra=5000.0,
+        bandwidth_inter=1000.0,
+    )
+    jobs = tuple(
+        Job(
+            f"j{i}",
+            gpus=rng.choice([1, 1, 2, 4]),
+            iterations=rng.randint(5, 60),
+            gradient_mb=rng.choice([0.0, 10.0, 50.0]),
+            compute_seconds=rng.choice([0.05, 0.2]),
+        )
+        for i in range(rng.randint(3, 6))
+    )
     return ProblemData(cl, jobs, CostParams(slot_seconds=2.5), name=f"tiny-{k}")
 
 
@@ -77,8 +89,9 @@ def keys(rows: list[dict]) -> list[tuple[str, str, int]]:
     return [(r["instance"], r["solver"], r["seed"]) for r in rows]
 
 
-def test_local_and_dask_give_the_same_rows(instance_set: tuple[list[str], list[str]],
-                                           tmp_path: Path) -> None:
+def test_local_and_dask_give_the_same_rows(
+    instance_set: tuple[list[str], list[str]], tmp_path: Path
+) -> None:
     good, bad = instance_set
     files = good + bad
     tasks = B.make_tasks(files, ["toy-greedy", "toy-crash"], range(2), plugins=PLUGIN)
@@ -116,34 +129,70 @@ def test_local_and_dask_give_the_same_rows(instance_set: tuple[list[str], list[s
     assert not B.journal_path(tmp_path / "local.csv").exists()
 
 
-def test_parquet_round_trip_and_missing_engine(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    rows = [{"instance": "a.json", "solver": "ls", "seed": 0, "status": "feasible",
-             "makespan": 12.0, "mean_jct": 7.5, "lower_bound": 10.0, "gap": 1.2,
-             "runtime_s": 0.01, "error": None},
-            {"instance": "b.json", "solver": "ls", "seed": 1, "status": "error",
-             "makespan": None, "mean_jct": None, "lower_bound": None, "gap": None,
-             "runtime_s": 0.0, "error": "b.json: no such file"}]
+def test_parquet_round_trip_and_missing_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [
+        {
+            "instance": "a.json",
+            "solver": "ls",
+            "seed": 0,
+            "status": "feasible",
+            "makespan": 12.0,
+            "mean_jct": 7.5,
+            "lower_bound": 10.0,
+            "gap": 1.2,
+            "runtime_s": 0.01,
+            "error": None,
+        },
+        {
+            "instance": "b.json",
+            "solver": "ls",
+            "seed": 1,
+            "status": "error",
+            "makespan": None,
+            "mean_jct": None,
+            "lower_bound": None,
+            "gap": None,
+            "runtime_s": 0.0,
+            "error": "b.json: no such file",
+        },
+    ]
     for name in ("r.parquet", "r.csv"):
         B.write_results(rows, tmp_path / name)
         assert B.read_results(tmp_path / name) == rows
     real = __import__("importlib.util").util.find_spec
-    monkeypatch.setattr("importlib.util.find_spec",
-                        lambda n, *a: None if n in ("pyarrow", "fastparquet") else real(n, *a))
+    monkeypatch.setattr(
+        "importlib.util.find_spec",
+        lambda n, *a: None if n in ("pyarrow", "fastparquet") else real(n, *a),
+    )
     with pytest.raises(B.BatchError, match="Parquet needs pyarrow or fastparquet"):
         B.check_output(tmp_path / "x.parquet")
-    with pytest.raises(B.BatchError, match="unknown output suffix '.xlsx'"):
+    with pytest.raises(B.BatchError, match=r"unknown output suffix '.xlsx'"):
         B.check_output(tmp_path / "x.xlsx")
 
 
-def test_dask_missing_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_dask_missing_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     real = __import__("importlib.util").util.find_spec
-    monkeypatch.setattr("importlib.util.find_spec",
-                        lambda n, *a: None if n == "distributed" else real(n, *a))
+    monkeypatch.setattr(
+        "importlib.util.find_spec", lambda n, *a: None if n == "distributed" else real(n, *a)
+    )
     good, _ = make_set(tmp_path / "set", n=1)
-    code = main(["batch", good[0], "--solvers", "ls", "--engine", "dask",
-                 "--out", str(tmp_path / "r.csv"), "--no-progress"])
+    code = main(
+        [
+            "batch",
+            good[0],
+            "--solvers",
+            "ls",
+            "--engine",
+            "dask",
+            "--out",
+            str(tmp_path / "r.csv"),
+            "--no-progress",
+        ]
+    )
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err == "sjfbco: error: " + B.DASK_MISSING
@@ -189,9 +238,18 @@ def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
 
 
 def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
-    row = {"instance": "a.json", "solver": "ls", "seed": 0, "status": "error",
-           "makespan": None, "mean_jct": None, "lower_bound": None, "gap": None,
-           "runtime_s": 0.0, "error": "x"}
+    row = {
+        "instance": "a.json",
+        "solver": "ls",
+        "seed": 0,
+        "status": "error",
+        "makespan": None,
+        "mean_jct": None,
+        "lower_bound": None,
+        "gap": None,
+        "runtime_s": 0.0,
+        "error": "x",
+    }
     path = tmp_path / "j.jsonl"
     path.write_text(json.dumps(row) + '\n{"instance": "b.js')
     assert B.read_journal(path) == [row]
@@ -223,23 +281,37 @@ def test_expand_inputs(tmp_path: Path) -> None:
 
 
 def test_parse_params() -> None:
-    got = B.parse_params(["kappa=4", "sjf-bco.lam=2.5", "ties=plain", "ls.order=\"sjf\""],
-                         ["sjf-bco", "ls"])
-    assert got == {"sjf-bco": {"kappa": 4, "lam": 2.5, "ties": "plain"},
-                   "ls": {"kappa": 4, "ties": "plain", "order": "sjf"}}
+    got = B.parse_params(
+        ["kappa=4", "sjf-bco.lam=2.5", "ties=plain", 'ls.order="sjf"'], ["sjf-bco", "ls"]
+    )
+    assert got == {
+        "sjf-bco": {"kappa": 4, "lam": 2.5, "ties": "plain"},
+        "ls": {"kappa": 4, "ties": "plain", "order": "sjf"},
+    }
     with pytest.raises(B.BatchError, match="expected NAME=VALUE"):
         B.parse_params(["kappa"], ["ls"])
 
 
 def test_summary_mean_gap_and_wins() -> None:
     def row(inst: str, solver: str, seed: int, ms: float | None, lb: float = 10.0) -> dict:
-        return {"instance": inst, "solver": solver, "seed": seed,
-                "status": "error" if ms is None else "feasible", "makespan": ms,
-                "gap": None if ms is None else ms / lb, "runtime_s": 1.0}
+        return {
+            "instance": inst,
+            "solver": solver,
+            "seed": seed,
+            "status": "error" if ms is None else "feasible",
+            "makespan": ms,
+            "gap": None if ms is None else ms / lb,
+            "runtime_s": 1.0,
+        }
 
-    rows = [row("a", "x", 0, 10.0), row("a", "y", 0, 12.0),   # x wins
-            row("b", "x", 0, 15.0), row("b", "y", 0, 15.0),   # tie: both win
-            row("c", "x", 0, None), row("c", "y", 0, 20.0)]   # y wins, x failed
+    rows = [
+        row("a", "x", 0, 10.0),
+        row("a", "y", 0, 12.0),  # x wins
+        row("b", "x", 0, 15.0),
+        row("b", "y", 0, 15.0),  # tie: both win
+        row("c", "x", 0, None),
+        row("c", "y", 0, 20.0),
+    ]  # y wins, x failed
     got = {r["solver"]: r for r in B.summarise(rows)}
     # x: gaps 1.0 and 1.5 -> mean 1.25; y: 1.2, 1.5, 2.0 -> mean 1.5667
     assert got["x"]["mean_gap"] == pytest.approx(1.25)
@@ -249,11 +321,27 @@ def test_summary_mean_gap_and_wins() -> None:
 
 
 def test_cli_batch_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    good, bad = make_set(tmp_path / "set", n=3)
+    _good, _bad = make_set(tmp_path / "set", n=3)
     out = tmp_path / "r.csv"
-    code = main(["batch", str(tmp_path / "set"), "--solvers", "toy-greedy,ls",
-                 "--plugin", "tests.batch_plugin", "--seeds", "2", "--workers", "1",
-                 "--out", str(out), "--time-limit", "5", "--no-progress"])
+    code = main(
+        [
+            "batch",
+            str(tmp_path / "set"),
+            "--solvers",
+            "toy-greedy,ls",
+            "--plugin",
+            "tests.batch_plugin",
+            "--seeds",
+            "2",
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+            "--time-limit",
+            "5",
+            "--no-progress",
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0
     lines = text.splitlines()
@@ -268,15 +356,33 @@ def test_cli_batch_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[
 
 
 def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
-    good, bad = make_set(tmp_path / "set", n=8)
+    _good, _bad = make_set(tmp_path / "set", n=8)
     out = tmp_path / "r.csv"
     jpath = B.journal_path(out)
-    cmd = [sys.executable, "-m", "sjfbco", "batch", str(tmp_path / "set"),
-           "--solvers", "toy-slow", "--seeds", "2", "--workers", "2", "--out", str(out),
-           "--plugin", "tests.batch_plugin", "--param", "sleep=0.25", "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "sjfbco",
+        "batch",
+        str(tmp_path / "set"),
+        "--solvers",
+        "toy-slow",
+        "--seeds",
+        "2",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        "--plugin",
+        "tests.batch_plugin",
+        "--param",
+        "sleep=0.25",
+        "--no-progress",
+    ]
     total = 10 * 2
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 60
         n = 0
@@ -292,13 +398,19 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
     before = B.read_journal(jpath)
     assert 4 <= len(before) < total
     assert not out.exists()
-    resumed = subprocess.run([*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True,
-                             timeout=120)
+    resumed = subprocess.run(
+        [*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"ran {total - len(before)} tasks" in resumed.stdout
     rows = B.read_results(out)
-    tasks = B.make_tasks(B.expand_inputs([str(tmp_path / "set")]), ["toy-slow"], range(2),
-                         params={"toy-slow": {"sleep": 0.0}}, plugins=PLUGIN)
+    tasks = B.make_tasks(
+        B.expand_inputs([str(tmp_path / "set")]),
+        ["toy-slow"],
+        range(2),
+        params={"toy-slow": {"sleep": 0.0}},
+        plugins=PLUGIN,
+    )
     assert keys(rows) == [t.key for t in tasks]  # every task exactly once
     reference = B.run_batch(tasks, tmp_path / "ref.csv", workers=2)
     assert strip_runtime(rows) == strip_runtime(reference.rows)
@@ -321,7 +433,10 @@ def test_real_solvers_in_a_batch_match_solve_and_honour_time_limits(tmp_path: Pa
     for r in rows:
         res = solve(read_instance(r["instance"]), r["solver"], seed=r["seed"])
         assert (r["status"], r["makespan"], r["lower_bound"]) == (
-            res.status.value, res.makespan, res.lower_bound)
+            res.status.value,
+            res.makespan,
+            res.lower_bound,
+        )
     # a time limit far too short: every solver hands back its first incumbent
     short = B.make_tasks([example], solvers[:3], [0], time_limit=1e-9)
     for r in B.run_batch(short, tmp_path / "t.csv", workers=1).rows:

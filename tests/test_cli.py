@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from sjfbco.cli import main
 from tests.conftest import INSTANCES, ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EXAMPLE = INSTANCES / "small" / "example.json"
 SCHEDULE = INSTANCES / "small" / "example-schedule.json"
@@ -40,15 +43,18 @@ def _bad(tmp_path: Path, name: str, text: str) -> Path:
     return p
 
 
-@pytest.mark.parametrize("case, message", [
-    ("unreadable", "no such file"),
-    ("malformed", "malformed JSON"),
-    ("too_many_gpus", "asks for 64 GPUs; the cluster has 12"),
-    ("gpu_twice", "lists GPU (0, 0) twice"),
-    ("unknown_job", "unknown job id 'ghost'"),
-    ("tau_too_long", "one iteration takes"),
-    ("strict_overlap", "strict mode"),
-])
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("unreadable", "no such file"),
+        ("malformed", "malformed JSON"),
+        ("too_many_gpus", "asks for 64 GPUs; the cluster has 12"),
+        ("gpu_twice", "lists GPU (0, 0) twice"),
+        ("unknown_job", "unknown job id 'ghost'"),
+        ("tau_too_long", "one iteration takes"),
+        ("strict_overlap", "strict mode"),
+    ],
+)
 def test_bad_input_one_line_no_traceback(tmp_path: Path, case: str, message: str) -> None:
     inst, sched = str(EXAMPLE), str(SCHEDULE)
     extra: list[str] = []
@@ -72,8 +78,13 @@ def test_bad_input_one_line_no_traceback(tmp_path: Path, case: str, message: str
         inst = str(_bad(tmp_path, "i.json", json.dumps(doc)))
     elif case == "strict_overlap":
         extra = ["--strict"]
-    proc = subprocess.run([sys.executable, "-m", "sjfbco", "evaluate", inst, sched, "--json",
-                           *extra], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sjfbco", "evaluate", inst, sched, "--json", *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert proc.returncode != 0
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()

@@ -72,8 +72,15 @@ def test_inside_one_server_ignores_contention() -> None:
 
 
 def test_compute_from_forward_and_backward() -> None:
-    job = Job("fb", gpus=1, iterations=1, gradient_mb=0.0, forward_seconds_per_sample=0.001,
-              batch_size=64, backward_seconds=0.05)
+    job = Job(
+        "fb",
+        gpus=1,
+        iterations=1,
+        gradient_mb=0.0,
+        forward_seconds_per_sample=0.001,
+        batch_size=64,
+        backward_seconds=0.05,
+    )
     # 0.001 * 64 + 0.05 = 0.114 s
     assert job.compute == pytest.approx(0.114)
     assert iteration_time(job, 1, 0, CL, COST) == pytest.approx(0.124)
@@ -92,7 +99,7 @@ def test_progress_per_slot_floor_and_continuous() -> None:
 
 
 def test_tau_over_one_slot_is_an_error_not_zero() -> None:
-    with pytest.raises(ConfigurationError, match="job 'x'.*1.5 slots"):
+    with pytest.raises(ConfigurationError, match=r"job 'x'.*1.5 slots"):
         progress_per_slot(1.5, COST, "x")
 
 

@@ -50,7 +50,8 @@ def test_optimal_total_flow_by_hand() -> None:
 @settings(max_examples=60)
 @given(sizes_st, n_st, p_st)
 def test_hesrpt_reaches_the_optimal_flow_time_and_nothing_beats_it(
-        sizes: list[float], n: int, p: float) -> None:
+    sizes: list[float], n: int, p: float
+) -> None:
     opt = optimal_total_flow(sizes, n, p)
     curve = PowerLaw(p)
     he = simulate_elastic(sizes, n, curve, "hesrpt")
@@ -64,7 +65,8 @@ def test_hesrpt_reaches_the_optimal_flow_time_and_nothing_beats_it(
 @settings(max_examples=30)
 @given(sizes_st, n_st, p_st)
 def test_hesrpt_slowdown_variant_minimises_mean_slowdown(
-        sizes: list[float], n: int, p: float) -> None:
+    sizes: list[float], n: int, p: float
+) -> None:
     curve = PowerLaw(p)
     best = simulate_elastic(sizes, n, curve, "hesrpt", objective="slowdown").mean_slowdown
     for policy in POLICIES:
@@ -75,7 +77,8 @@ def test_hesrpt_slowdown_variant_minimises_mean_slowdown(
 @settings(max_examples=40)
 @given(sizes_st, n_st, p_st)
 def test_makespan_bound_is_constant_shares_and_below_every_policy(
-        sizes: list[float], n: int, p: float) -> None:
+    sizes: list[float], n: int, p: float
+) -> None:
     curve = PowerLaw(p)
     bound = optimal_makespan(sizes, n, p)
     # T* = (sum x^(1/p))^p / N^p
@@ -86,7 +89,8 @@ def test_makespan_bound_is_constant_shares_and_below_every_policy(
     for policy in POLICIES:
         for mode in ("continuous", "integer"):
             assert simulate_elastic(sizes, n, curve, policy, mode=mode).makespan >= bound * (
-                1 - 1e-9)
+                1 - 1e-9
+            )
 
 
 @settings(max_examples=30)
@@ -96,8 +100,7 @@ def test_equi_and_srpt_are_the_limits_of_hesrpt(sizes: list[float], n: int) -> N
     near0 = simulate_elastic(sizes, n, PowerLaw(1e-6), "hesrpt", record=True).allocations[0][1]
     equi = simulate_elastic(sizes, n, PowerLaw(1e-6), "equi", record=True).allocations[0][1]
     assert near0 == pytest.approx(equi, abs=1e-4 * n)
-    near1 = simulate_elastic(sizes, n, PowerLaw(1 - 1e-7), "hesrpt",
-                             record=True).allocations[0][1]
+    near1 = simulate_elastic(sizes, n, PowerLaw(1 - 1e-7), "hesrpt", record=True).allocations[0][1]
     srpt = simulate_elastic(sizes, n, PowerLaw(1 - 1e-7), "srpt", record=True).allocations[0][1]
     if len(set(sizes)) == len(sizes):  # distinct sizes: the smallest job is unique
         assert near1 == pytest.approx(srpt, abs=1e-3 * n)
@@ -107,14 +110,12 @@ def test_hesrpt_shares_by_hand() -> None:
     # m = 3, p = 1/2 (c = 2): shares 1/9, 4/9 - 1/9 = 3/9, 1 - 4/9 = 5/9 (largest job first)
     assert hesrpt_shares([1, 1, 1], 0.5) == pytest.approx([1 / 9, 3 / 9, 5 / 9])
     # slowdown weights 1/x for sizes 4, 2, 1: W = 1/4, 3/4, 7/4 -> (1/7)^2, (3/7)^2 - (1/7)^2, ..
-    assert hesrpt_shares([0.25, 0.5, 1.0], 0.5) == pytest.approx(
-        [1 / 49, 8 / 49, 40 / 49])
+    assert hesrpt_shares([0.25, 0.5, 1.0], 0.5) == pytest.approx([1 / 49, 8 / 49, 40 / 49])
     assert hesrpt_shares([1, 1], 1.0) == [0.0, 1.0]
 
 
 def test_integer_mode_hands_out_whole_gpus() -> None:
-    r = simulate_elastic([5.0, 3.0, 1.0], 8, PowerLaw(0.6), "hesrpt", mode="integer",
-                         record=True)
+    r = simulate_elastic([5.0, 3.0, 1.0], 8, PowerLaw(0.6), "hesrpt", mode="integer", record=True)
     for _, alloc in r.allocations:
         assert all(float(k).is_integer() for k in alloc)
         assert sum(alloc) == 8
@@ -186,8 +187,22 @@ def test_run_elastic_on_an_instance() -> None:
 
 
 def test_cli_elastic_json(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["elastic", str(EXAMPLE), "--policy", "hesrpt", "--objective", "slowdown",
-                 "--speedup", "power:0.5", "--json"]) == 0
+    assert (
+        main(
+            [
+                "elastic",
+                str(EXAMPLE),
+                "--policy",
+                "hesrpt",
+                "--objective",
+                "slowdown",
+                "--speedup",
+                "power:0.5",
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["policy"] == "hesrpt" and doc["objective"] == "slowdown" and doc["p"] == 0.5
     assert doc["makespan"] >= doc["makespan_bound"] > 0

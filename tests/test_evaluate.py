@@ -83,12 +83,18 @@ def test_arrival_delays_a_job_and_jct_counts_from_arrival() -> None:
         evaluate(data, Schedule.build([((0, 0),)]), strict=True)
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([SPLIT_A[:3], SPLIT_B], "job 'a' is given 3 GPUs; it asks for 4"),
-    ([((0, 0), (0, 0), (1, 0), (1, 1)), SPLIT_B], r"job 'a' lists GPU \(0, 0\) twice"),
-    ([((0, 0), (0, 1), (1, 0), (1, 9)), SPLIT_B], r"GPU \(1, 9\) does not exist; server 1 has 4"),
-    ([((0, 0), (0, 1), (1, 0), (5, 0)), SPLIT_B], r"GPU \(5, 0\) does not exist; the cluster"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([SPLIT_A[:3], SPLIT_B], "job 'a' is given 3 GPUs; it asks for 4"),
+        ([((0, 0), (0, 0), (1, 0), (1, 1)), SPLIT_B], r"job 'a' lists GPU \(0, 0\) twice"),
+        (
+            [((0, 0), (0, 1), (1, 0), (1, 9)), SPLIT_B],
+            r"GPU \(1, 9\) does not exist; server 1 has 4",
+        ),
+        ([((0, 0), (0, 1), (1, 0), (5, 0)), SPLIT_B], r"GPU \(5, 0\) does not exist; the cluster"),
+    ],
+)
 def test_bad_schedules_name_the_job_and_gpu(bad: list, message: str) -> None:
     data = ProblemData(CL, (job("a", 6), job("b", 6)), COST)
     with pytest.raises(ScheduleError, match=message):
@@ -118,8 +124,10 @@ def _check_against_oracle(data: ProblemData, schedule: Schedule) -> None:
         assert list(ev.end) == pytest.approx(end_c, rel=1e-6, abs=1e-6)
     assert ev.makespan == max(ev.end)
     # strict mode accepts exactly the schedules the oracle runs as planned
-    as_planned = all(s == max(p, job.arrival) == p for s, p, job in
-                     zip(ev.start, schedule.start, data.jobs, strict=True))
+    as_planned = all(
+        s == max(p, job.arrival) == p
+        for s, p, job in zip(ev.start, schedule.start, data.jobs, strict=True)
+    )
     if as_planned:
         assert evaluate(data, schedule, strict=True).end == ev.end
     else:

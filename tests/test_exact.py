@@ -32,9 +32,11 @@ def _contention_instance() -> ProblemData:
     The big job needs 3 of the 4 GPUs, so a small job cannot run beside it:
     optimum = 5 + 2 (both small jobs together, one per server) = 7 slots.
     """
-    jobs = (Job(id="big", gpus=3, iterations=30, gradient_mb=100.0, compute_seconds=0.2),
-            Job(id="s1", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
-            Job(id="s2", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2))
+    jobs = (
+        Job(id="big", gpus=3, iterations=30, gradient_mb=100.0, compute_seconds=0.2),
+        Job(id="s1", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
+        Job(id="s2", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
+    )
     return ProblemData(CL, jobs, COST, name="contention")
 
 
@@ -71,7 +73,7 @@ def test_params_are_validated() -> None:
 
 def test_continuous_time_model_is_refused() -> None:
     data = _contention_instance().replace(cost=CostParams(time_model="continuous"))
-    with pytest.raises(ValueError, match="needs cost.time_model = 'slotted'"):
+    with pytest.raises(ValueError, match=r"needs cost.time_model = 'slotted'"):
         solve(data, "exact")
 
 
@@ -87,8 +89,9 @@ def test_warm_start_is_the_best_registered_heuristic() -> None:
     data = _contention_instance()
     name, _, ev = best_warm_start(data)
     tried = [n for n in ("sjf-bco", "ls", "ff", "fifo-gang") if n in SOLVERS]
-    best = min([solve(data, n).makespan for n in tried]
-               + [evaluate(data, serial_schedule(data)).makespan])
+    best = min(
+        [solve(data, n).makespan for n in tried] + [evaluate(data, serial_schedule(data)).makespan]
+    )
     assert ev.makespan == best
     assert name in [*tried, "serial"]
 
@@ -99,10 +102,22 @@ def test_exact_is_not_listed_among_heuristics() -> None:
 
 def test_time_limit_returns_incumbent_and_bound() -> None:
     """A 6-job instance with a 0.5 s limit: whatever is proven, the report is consistent."""
-    jobs = tuple(Job(id=f"j{k}", gpus=1 + k % 3, iterations=20 + 7 * k, gradient_mb=100.0,
-                     compute_seconds=0.2) for k in range(6))
-    data = ProblemData(Cluster((3, 3, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0,
-                               gpu_speed=20000.0), jobs, COST, name="six")
+    jobs = tuple(
+        Job(
+            id=f"j{k}",
+            gpus=1 + k % 3,
+            iterations=20 + 7 * k,
+            gradient_mb=100.0,
+            compute_seconds=0.2,
+        )
+        for k in range(6)
+    )
+    data = ProblemData(
+        Cluster((3, 3, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0),
+        jobs,
+        COST,
+        name="six",
+    )
     for backend in ("highs", "cpsat"):
         res = solve(data, "exact", backend=backend, time_limit=0.5, lp_bound=False)
         assert res.schedule is not None
@@ -168,11 +183,11 @@ def test_cpsat_regression_wrong_optimum_with_hint() -> None:
     prove 5 on this instance; the optimum is 4 (j2 on its own server from slot 0, j1 split
     3 GPUs from slot 1 at 4 it/slot for 9 iterations -> ends 4, j0 after j2 at slot 3)."""
     cl = Cluster((2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
-    jobs = (Job(id="j0", gpus=1, iterations=1, gradient_mb=0.0, compute_seconds=0.2,
-                arrival=1),
-            Job(id="j1", gpus=3, iterations=9, gradient_mb=200.0, compute_seconds=0.3,
-                arrival=1),
-            Job(id="j2", gpus=1, iterations=17, gradient_mb=0.0, compute_seconds=0.3))
+    jobs = (
+        Job(id="j0", gpus=1, iterations=1, gradient_mb=0.0, compute_seconds=0.2, arrival=1),
+        Job(id="j1", gpus=3, iterations=9, gradient_mb=200.0, compute_seconds=0.3, arrival=1),
+        Job(id="j2", gpus=1, iterations=17, gradient_mb=0.0, compute_seconds=0.3),
+    )
     data = ProblemData(cl, jobs, CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5))
     assert brute_force(data, 10)[0] == 4
     for backend in BACKENDS:

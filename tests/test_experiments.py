@@ -8,7 +8,7 @@ import io
 import statistics
 import struct
 from collections import defaultdict
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -28,6 +28,9 @@ from sjfbco.experiments.sensitivity import VARIANTS, sensitivity_table
 from sjfbco.files import read_instance, read_schedule
 from sjfbco.schedule import Schedule
 from tests.conftest import INSTANCES
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 QUICK_SEEDS = Settings.quick().seeds
 
@@ -53,12 +56,15 @@ def _means(rows: list[dict], key: str = "makespan") -> dict[tuple, float]:
 # ----------------------------------------------------------------------------- files
 
 
-@pytest.mark.parametrize("figure, expected_rows", [
-    ("4", QUICK_SEEDS * 4),       # seeds x 4 policies
-    ("5", QUICK_SEEDS * 7),       # seeds x kappa in 1, 2, 4, 8, 10, 16, 32
-    ("6", QUICK_SEEDS * 3 * 4),   # seeds x 3 server counts x 4 policies
-    ("7", QUICK_SEEDS * 4),       # seeds x lambda in 1, 2, 4, 8
-])
+@pytest.mark.parametrize(
+    "figure, expected_rows",
+    [
+        ("4", QUICK_SEEDS * 4),  # seeds x 4 policies
+        ("5", QUICK_SEEDS * 7),  # seeds x kappa in 1, 2, 4, 8, 10, 16, 32
+        ("6", QUICK_SEEDS * 3 * 4),  # seeds x 3 server counts x 4 policies
+        ("7", QUICK_SEEDS * 4),  # seeds x lambda in 1, 2, 4, 8
+    ],
+)
 def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_rows):
     out, _ = quick
     with open(out / f"fig{figure}.csv", encoding="utf-8") as fh:
@@ -66,8 +72,21 @@ def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_
         header = next(reader)
         body = list(reader)
     assert tuple(header) == COLUMNS
-    assert header == ["figure", "instance", "servers", "seed", "solver", "param", "value",
-                      "makespan", "mean_jct", "min_jct", "max_jct", "lower_bound", "runtime_s"]
+    assert header == [
+        "figure",
+        "instance",
+        "servers",
+        "seed",
+        "solver",
+        "param",
+        "value",
+        "makespan",
+        "mean_jct",
+        "min_jct",
+        "max_jct",
+        "lower_bound",
+        "runtime_s",
+    ]
     assert len(body) == expected_rows
     for r in read_csv(out / f"fig{figure}.csv"):
         assert r["figure"] == figure
@@ -149,8 +168,11 @@ def test_identical_runs_agree_across_figures(quick):
     f5 = {(r["seed"], r["value"]): r["makespan"] for r in read_csv(out / "fig5.csv")}
     f7 = {(r["seed"], r["value"]): r["makespan"] for r in read_csv(out / "fig7.csv")}
     f4 = {(r["seed"], r["solver"]): r["makespan"] for r in read_csv(out / "fig4.csv")}
-    f6 = {(r["seed"], r["solver"]): r["makespan"] for r in read_csv(out / "fig6.csv")
-          if r["servers"] == 20}
+    f6 = {
+        (r["seed"], r["solver"]): r["makespan"]
+        for r in read_csv(out / "fig6.csv")
+        if r["servers"] == 20
+    }
     for seed in range(QUICK_SEEDS):
         assert f5[(seed, 10)] == f5[(seed, 8)]
         assert f5[(seed, 1)] == f7[(seed, 1)]
@@ -168,17 +190,32 @@ def test_lambda_experiment_runs_for_every_lambda(quick):
 
 def _row(figure, solver, seed, makespan, servers=20, value="", jct=None):
     j = jct if jct is not None else makespan / 2
-    return {"figure": figure, "instance": f"paper-s{servers}-seed{seed}", "servers": servers,
-            "seed": seed, "solver": solver, "param": "", "value": value,
-            "makespan": makespan, "mean_jct": j, "min_jct": 1.0, "max_jct": makespan,
-            "lower_bound": 1.0, "runtime_s": 0.1}
+    return {
+        "figure": figure,
+        "instance": f"paper-s{servers}-seed{seed}",
+        "servers": servers,
+        "seed": seed,
+        "solver": solver,
+        "param": "",
+        "value": value,
+        "makespan": makespan,
+        "mean_jct": j,
+        "min_jct": 1.0,
+        "max_jct": makespan,
+        "lower_bound": 1.0,
+        "runtime_s": 0.1,
+    }
 
 
 def test_fig4_table_by_hand():
     rows = []
     for seed, (a, b) in enumerate([(100, 300), (200, 300)]):
-        rows += [_row("4", "sjf-bco", seed, a), _row("4", "ls", seed, b),
-                 _row("4", "ff", seed, 450), _row("4", "rand", seed, 600)]
+        rows += [
+            _row("4", "sjf-bco", seed, a),
+            _row("4", "ls", seed, b),
+            _row("4", "ff", seed, 450),
+            _row("4", "rand", seed, 600),
+        ]
     t = markdown_table("4", rows)
     # SJF-BCO: mean (100 + 200) / 2 = 150, sample sd sqrt(2 * 50^2 / 1) = 70.7
     assert "| SJF-BCO | 535 | 150 ± 71 | 1.00 | 1.00 |" in t
@@ -189,8 +226,10 @@ def test_fig4_table_by_hand():
 
 
 def test_curve_table_ratios_to_the_best_point():
-    rows = [{**_row("7", "sjf-bco", 0, m), "value": lam, "param": "lam"}
-            for lam, m in [(1, 400), (2, 500), (4, 600), (8, 800)]]
+    rows = [
+        {**_row("7", "sjf-bco", 0, m), "value": lam, "param": "lam"}
+        for lam, m in [(1, 400), (2, 500), (4, 600), (8, 800)]
+    ]
     t = markdown_table("7", rows)
     # ours: best point 400 -> 500 / 400 = 1.25, 800 / 400 = 2.00; paper: 1043 / 538 = 1.94
     assert "| 1 | 1043 | 400 | 1.94 | 1.00 |" in t
@@ -202,10 +241,12 @@ def test_sensitivity_table_by_hand():
     rows = []
     for v, ls in [("defaults", 200), ("timestepped", 120)]:
         for n in (10, 20):
-            rows += [{**_row("6", "sjf-bco", 0, 100, n), "variant": v},
-                     {**_row("6", "ls", 0, ls, n), "variant": v},
-                     {**_row("6", "ff", 0, 150, n), "variant": v},
-                     {**_row("6", "rand", 0, 300, n), "variant": v}]
+            rows += [
+                {**_row("6", "sjf-bco", 0, 100, n), "variant": v},
+                {**_row("6", "ls", 0, ls, n), "variant": v},
+                {**_row("6", "ff", 0, 150, n), "variant": v},
+                {**_row("6", "rand", 0, 300, n), "variant": v},
+            ]
     t = sensitivity_table(rows, VARIANTS[:2])
     # defaults: LS 200/100 = 2.00 > FF 150/100 = 1.50, so the paper's order fails
     assert "| 2.00 / 1.50 / 3.00 | 2.00 / 1.50 / 3.00 | 2.00 / 1.50 / 3.00 | yes | no |" in t
@@ -214,8 +255,7 @@ def test_sensitivity_table_by_hand():
 
 
 def test_tasks_pass_options_only_to_solvers_that_take_them():
-    s = Settings(seeds=1, options={"*": {"mode": "timestepped"},
-                                   "sjf-bco": {"ties": "plain"}})
+    s = Settings(seeds=1, options={"*": {"mode": "timestepped"}, "sjf-bco": {"ties": "plain"}})
     tasks = {t.solver: dict(t.params) for t in tasks_for("4", s)}
     assert tasks["sjf-bco"] == {"mode": "timestepped", "ties": "plain"}
     assert tasks["ls"] == {"mode": "timestepped"}
@@ -235,13 +275,15 @@ def test_gantt_one_bar_per_job_gpu_pair_split_jobs_hatched():
     data = read_instance(INSTANCES / "small" / "example.json")
     # by hand: resnet50-0 on server 0 (4 GPUs), alexnet-0 on server 1 (8), vgg16-0 split
     # 2 + 4, lstm-0 split 1 + 1, googlenet-0 on server 1 alone
-    sched = Schedule.build([
-        [(0, 0), (0, 1), (0, 2), (0, 3)],
-        [(1, i) for i in range(8)],
-        [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
-        [(0, 2), (1, 4)],
-        [(1, 5)],
-    ])
+    sched = Schedule.build(
+        [
+            [(0, 0), (0, 1), (0, 2), (0, 3)],
+            [(1, i) for i in range(8)],
+            [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
+            [(0, 2), (1, 4)],
+            [(1, 5)],
+        ]
+    )
     ev = evaluate(data, sched)
     ax = gantt(data, sched)
     bars = [p for p in ax.patches if p.get_gid()]
@@ -262,14 +304,31 @@ def test_gantt_one_bar_per_job_gpu_pair_split_jobs_hatched():
 
 def test_plot_command_writes_a_png(tmp_path, capsys):
     out = tmp_path / "g.png"
-    code = main(["plot", str(INSTANCES / "small" / "example-schedule.json"),
-                 str(INSTANCES / "small" / "example.json"), "-o", str(out)])
+    code = main(
+        [
+            "plot",
+            str(INSTANCES / "small" / "example-schedule.json"),
+            str(INSTANCES / "small" / "example.json"),
+            "-o",
+            str(out),
+        ]
+    )
     assert code == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     data = read_instance(INSTANCES / "small" / "example.json")
     read_schedule(INSTANCES / "small" / "example-schedule.json", data)  # the input was valid
-    assert main(["plot", str(INSTANCES / "small" / "example-schedule.json"),
-                 str(INSTANCES / "small" / "example.json"), "-o", str(tmp_path / "g.pdf")]) == 2
+    assert (
+        main(
+            [
+                "plot",
+                str(INSTANCES / "small" / "example-schedule.json"),
+                str(INSTANCES / "small" / "example.json"),
+                "-o",
+                str(tmp_path / "g.pdf"),
+            ]
+        )
+        == 2
+    )
     assert "must be a .png file" in capsys.readouterr().err
 
 
@@ -291,11 +350,26 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
         return []
 
     monkeypatch.setattr(rep, "reproduce", fake_reproduce)
-    assert main(["reproduce", "--figure", "6", "--seeds", "2", "--param", "mode=timestepped",
-                 "--out", str(tmp_path)]) == 0
-    (figures, settings), = seen
+    assert (
+        main(
+            [
+                "reproduce",
+                "--figure",
+                "6",
+                "--seeds",
+                "2",
+                "--param",
+                "mode=timestepped",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    ((figures, settings),) = seen
     assert figures == ("6",) and settings.seeds == 2
     assert {t.solver: dict(t.params) for t in tasks_for("6", settings)} == {
-        s: {"mode": "timestepped"} for s in SOLVERS}
+        s: {"mode": "timestepped"} for s in SOLVERS
+    }
     assert main(["reproduce", "--param", "colour=red", "--out", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err

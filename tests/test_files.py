@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +13,9 @@ from hypothesis import strategies as st
 from sjfbco import InputError, ProblemData, Schedule, read_instance, read_schedule
 from sjfbco.files import write_instance, write_json, write_schedule
 from tests.conftest import INSTANCES, instances
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 EXAMPLE = INSTANCES / "small" / "example.json"
 EXAMPLE_SCHEDULE = INSTANCES / "small" / "example-schedule.json"
@@ -46,23 +48,36 @@ def _write(tmp_path: Path, doc: Any, name: str = "bad.json") -> Path:
     return path
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["jobs"][0].update(gpus=100), r"jobs\[0\].gpus: job 'resnet50-0' asks for 100 "
-                                              r"GPUs; the cluster has 12"),
-    (lambda d: d["jobs"][2].update(colour="red"), r"jobs\[2\]: unknown field 'colour'"),
-    (lambda d: d["jobs"][1].pop("iterations"), r"jobs\[1\].iterations: missing required"),
-    (lambda d: d["cluster"].update(gpus_per_server=[4, "8"]),
-     r"cluster.gpus_per_server\[1\]: must be an integer, got str"),
-    (lambda d: d["cost"].update(xi1=1.5), r"cost.xi1: must be in \(0, 1\]"),
-    (lambda d: d["cost"].update(slot_seconds=0.01), r"jobs\[\d\]: job '.*': one iteration takes"),
-    (lambda d: d["jobs"][3].update(id="resnet50-0"), r"jobs\[3\].id: job id 'resnet50-0' is "
-                                                     r"used twice"),
-    (lambda d: d.update(format="sjfbco-instance/9"), r"format: unsupported format"),
-    (lambda d: d["jobs"][0].update(compute_seconds=True), r"compute_seconds: must be a number"),
-    (lambda d: d["jobs"][0].update(iterations=-3), r"iterations: must be in \[1, "),
-])
-def test_bad_instance_errors_name_file_and_field(tmp_path: Path, mutate: Any,
-                                                 message: str) -> None:
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (
+            lambda d: d["jobs"][0].update(gpus=100),
+            r"jobs\[0\].gpus: job 'resnet50-0' asks for 100 "
+            r"GPUs; the cluster has 12",
+        ),
+        (lambda d: d["jobs"][2].update(colour="red"), r"jobs\[2\]: unknown field 'colour'"),
+        (lambda d: d["jobs"][1].pop("iterations"), r"jobs\[1\].iterations: missing required"),
+        (
+            lambda d: d["cluster"].update(gpus_per_server=[4, "8"]),
+            r"cluster.gpus_per_server\[1\]: must be an integer, got str",
+        ),
+        (lambda d: d["cost"].update(xi1=1.5), r"cost.xi1: must be in \(0, 1\]"),
+        (
+            lambda d: d["cost"].update(slot_seconds=0.01),
+            r"jobs\[\d\]: job '.*': one iteration takes",
+        ),
+        (
+            lambda d: d["jobs"][3].update(id="resnet50-0"),
+            r"jobs\[3\].id: job id 'resnet50-0' is "
+            r"used twice",
+        ),
+        (lambda d: d.update(format="sjfbco-instance/9"), r"format: unsupported format"),
+        (lambda d: d["jobs"][0].update(compute_seconds=True), r"compute_seconds: must be a number"),
+        (lambda d: d["jobs"][0].update(iterations=-3), r"iterations: must be in \[1, "),
+    ],
+)
+def test_bad_instance_errors_name_file_and_field(tmp_path: Path, mutate: Any, message: str) -> None:
     doc = _doc()
     mutate(doc)
     path = _write(tmp_path, doc)
@@ -71,11 +86,14 @@ def test_bad_instance_errors_name_file_and_field(tmp_path: Path, mutate: Any,
     assert str(err.value).startswith(str(path))
 
 
-@pytest.mark.parametrize("text, message", [
-    ('{"format": ', "malformed JSON"),
-    ('{"a": NaN}', "NaN is not a valid JSON number"),
-    ("[1, 2]", "must be a JSON object, got list"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"format": ', "malformed JSON"),
+        ('{"a": NaN}', "NaN is not a valid JSON number"),
+        ("[1, 2]", "must be a JSON object, got list"),
+    ],
+)
 def test_malformed_files(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         read_instance(_write(tmp_path, text))
@@ -88,16 +106,26 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         read_instance(tmp_path)
 
 
-@pytest.mark.parametrize("mutate, message", [
-    (lambda d: d["jobs"][0].update(id="ghost"), r"jobs\[0\].id: unknown job id 'ghost'"),
-    (lambda d: d["jobs"][0]["gpus"].append([0, 0]), "is given 5 GPUs; it asks for 4"),
-    (lambda d: d["jobs"][4].update(gpus=[[1, 1]]) or d["jobs"][3].update(gpus=[[1, 1], [1, 1]]),
-     r"job 'lstm-0' lists GPU \(1, 1\) twice"),
-    (lambda d: d["jobs"].pop(), "job 'googlenet-0' of the instance has no entry"),
-    (lambda d: d["jobs"][0].update(start=-1), r"jobs\[0\].start: job 'resnet50-0': must be a "
-                                              "non-negative integer"),
-    (lambda d: d["jobs"].append(copy.deepcopy(d["jobs"][0])), "'resnet50-0' is listed twice"),
-])
+@pytest.mark.parametrize(
+    "mutate, message",
+    [
+        (lambda d: d["jobs"][0].update(id="ghost"), r"jobs\[0\].id: unknown job id 'ghost'"),
+        (lambda d: d["jobs"][0]["gpus"].append([0, 0]), "is given 5 GPUs; it asks for 4"),
+        (
+            lambda d: (
+                d["jobs"][4].update(gpus=[[1, 1]]) or d["jobs"][3].update(gpus=[[1, 1], [1, 1]])
+            ),
+            r"job 'lstm-0' lists GPU \(1, 1\) twice",
+        ),
+        (lambda d: d["jobs"].pop(), "job 'googlenet-0' of the instance has no entry"),
+        (
+            lambda d: d["jobs"][0].update(start=-1),
+            r"jobs\[0\].start: job 'resnet50-0': must be a "
+            "non-negative integer",
+        ),
+        (lambda d: d["jobs"].append(copy.deepcopy(d["jobs"][0])), "'resnet50-0' is listed twice"),
+    ],
+)
 def test_bad_schedule_errors(tmp_path: Path, mutate: Any, message: str) -> None:
     data = read_instance(EXAMPLE)
     doc = json.loads(EXAMPLE_SCHEDULE.read_text())
@@ -120,8 +148,12 @@ def test_atomic_write_keeps_old_file_on_failure(tmp_path: Path) -> None:
 # ---- fuzzing: every mutated file ends in InputError or loads, never anything else ----------
 
 JUNK = st.one_of(
-    st.none(), st.booleans(), st.integers(-(10**30), 10**30), st.floats(allow_nan=False),
-    st.text(max_size=5), st.lists(st.integers(-3, 9), max_size=3),
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=False),
+    st.text(max_size=5),
+    st.lists(st.integers(-3, 9), max_size=3),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
 
@@ -166,8 +198,11 @@ def mutated_docs(draw: st.DrawFn, base: Any) -> str:
         text = text[:cut]
     if draw(st.booleans()):
         pos = draw(st.integers(0, max(0, len(text) - 1)))
-        text = text[:pos] + draw(st.sampled_from(["}", "[", '"', "\\", "\x00", "é", "1e999"])) \
-            + text[pos + 1:]
+        text = (
+            text[:pos]
+            + draw(st.sampled_from(["}", "[", '"', "\\", "\x00", "é", "1e999"]))
+            + text[pos + 1 :]
+        )
     return text
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pulp
 import pytest
@@ -28,6 +28,9 @@ from sjfbco.solvers.exact import best_warm_start
 from tests.conftest import INSTANCES, schedules
 from tests.test_exact import COST, _contention_instance
 from tests.tiny import tiny_instances
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CL22 = Cluster((2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
 EXAMPLE = INSTANCES / "small" / "example.json"
@@ -54,8 +57,13 @@ def test_kept_levels_keep_the_top_of_each_plateau() -> None:
     # big split: 7 it/slot at p=1, 4 at p=2 (see _contention_instance)
     assert [rate(data, 0, big, c) for c in (1, 2)] == [7.0, 4.0]
     assert kept_levels(data, 0, big, 2) == [1, 2]
-    flat = data.replace(jobs=(data.jobs[0].__class__(id="g0", gpus=3, iterations=30,
-                                                      gradient_mb=0.0, compute_seconds=0.2),))
+    flat = data.replace(
+        jobs=(
+            data.jobs[0].__class__(
+                id="g0", gpus=3, iterations=30, gradient_mb=0.0, compute_seconds=0.2
+            ),
+        )
+    )
     # no gradient: contention is harmless, one level is enough
     assert kept_levels(flat, 0, Patterns(flat)[0][0], 3) == [3]
 
@@ -75,15 +83,25 @@ def test_plan_to_schedule_hands_out_gpus_in_start_order() -> None:
 
 def test_ilp_size_of_one_fixed_job() -> None:
     # one 1-GPU job, compute 0.5 s: tau = 0.51 s = 0.204 slots -> 4 it/slot; F = 22 -> 6 slots
-    data = ProblemData(CL22, (Job(id="a", gpus=1, iterations=22, gradient_mb=0.0,
-                                  compute_seconds=0.5),), COST)
+    data = ProblemData(
+        CL22, (Job(id="a", gpus=1, iterations=22, gradient_mb=0.0, compute_seconds=0.5),), COST
+    )
     ilp = TimeIndexedILP(data, 8)
     # canonical job: only pattern (1, 0); starts 0, 1, 2 (end <= 8); no ends, no levels;
     # steps S_0..S_2 (S_t = S_{t-1} + x_t: rows of 2, 3, 3 non-zeros);
     # rows: one start (3 x), one makespan (3 x + C); capacity never binds
     # -> 7 variables, 5 rows, 8 + 3 + 4 = 15 non-zeros
-    assert ilp.size() == {"variables": 7, "x": 3, "e": 0, "w": 0, "steps": 3, "constraints": 5,
-                          "nonzeros": 15, "patterns": 1, "horizon": 8}
+    assert ilp.size() == {
+        "variables": 7,
+        "x": 3,
+        "e": 0,
+        "w": 0,
+        "steps": 3,
+        "constraints": 5,
+        "nonzeros": 15,
+        "patterns": 1,
+        "horizon": 8,
+    }
     dense = TimeIndexedILP(data, 8, sparse=False).size()
     assert (dense["variables"], dense["constraints"], dense["nonzeros"]) == (4, 2, 7)
     with pytest.raises(ValueError, match="cannot finish by the horizon 5"):
@@ -92,8 +110,10 @@ def test_ilp_size_of_one_fixed_job() -> None:
 
 def test_identical_servers_are_not_all_canonicalised() -> None:
     """Two 2-GPU jobs on two 2-GPU servers run side by side (different identical servers)."""
-    jobs = tuple(Job(id=f"s{k}", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2)
-                 for k in range(2))
+    jobs = tuple(
+        Job(id=f"s{k}", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2)
+        for k in range(2)
+    )
     data = ProblemData(CL22, jobs, COST)
     ilp = TimeIndexedILP(data, 4)
     assert ilp.solve("highs").proven
@@ -109,7 +129,7 @@ def test_ilp_written_as_lp_or_mps(tmp_path: Path, suffix: str, marker: str) -> N
     ilp.write(out)
     text = out.read_text()
     assert marker.lower() in text.lower() and "x_0_0_0" in text
-    with pytest.raises(ValueError, match="end in .lp or .mps"):
+    with pytest.raises(ValueError, match=r"end in .lp or .mps"):
         ilp.write(tmp_path / "m.txt")
 
 
@@ -131,10 +151,21 @@ def test_highs_banner_does_not_reach_stdout(capfd: pytest.CaptureFixture[str]) -
 
 
 def test_time_limit_is_not_reported_as_optimal() -> None:
-    jobs = tuple(Job(id=f"j{k}", gpus=1 + k % 3, iterations=20 + 7 * k, gradient_mb=100.0,
-                     compute_seconds=0.2) for k in range(8))
-    data = ProblemData(Cluster((3, 3, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0,
-                               gpu_speed=20000.0), jobs, COST)
+    jobs = tuple(
+        Job(
+            id=f"j{k}",
+            gpus=1 + k % 3,
+            iterations=20 + 7 * k,
+            gradient_mb=100.0,
+            compute_seconds=0.2,
+        )
+        for k in range(8)
+    )
+    data = ProblemData(
+        Cluster((3, 3, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0),
+        jobs,
+        COST,
+    )
     ilp = TimeIndexedILP(data, 30)
     for backend in ("highs", "cbc"):
         out = ilp.solve(backend, time_limit=0.01)
@@ -193,8 +224,9 @@ def instance_and_candidates(draw: st.DrawFn) -> tuple[ProblemData, list[Schedule
 
 @settings(max_examples=25)
 @given(instance_and_candidates(), st.sampled_from(["highs", "cbc"]))
-def test_paper_ilp_picks_the_best_candidate(case: tuple[ProblemData, list[Schedule]],
-                                            backend: str) -> None:
+def test_paper_ilp_picks_the_best_candidate(
+    case: tuple[ProblemData, list[Schedule]], backend: str
+) -> None:
     data, scheds = case
     cands = [Candidate.evaluated(data, s) for s in scheds]
     makespans = [evaluate(data, s).makespan for s in scheds]
@@ -215,10 +247,10 @@ def test_theta_program_hand_example() -> None:
     take B; theta = 3.5 is infeasible (job 1 alone charges 4 to some GPU).
     """
     cl = Cluster((2,), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
-    jobs = (Job(id="a", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2,
-                rho_hat=3.0),
-            Job(id="b", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2,
-                rho_hat=4.0))
+    jobs = (
+        Job(id="a", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, rho_hat=3.0),
+        Job(id="b", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, rho_hat=4.0),
+    )
     data = ProblemData(cl, jobs, COST)
     a = Schedule.build([[(0, 0)], [(0, 0)]])
     b = Schedule.build([[(0, 0)], [(0, 1)]])
@@ -240,10 +272,12 @@ def test_solve_mip_rejects_unknown_backend() -> None:
 # -- the formulate command ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind, name", [("ilp", "m.lp"), ("ilp", "m.mps"),
-                                        ("paper-ilp", "p.lp"), ("nonconvex", "n.txt")])
-def test_formulate_writes_model(tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str,
-                                name: str) -> None:
+@pytest.mark.parametrize(
+    "kind, name", [("ilp", "m.lp"), ("ilp", "m.mps"), ("paper-ilp", "p.lp"), ("nonconvex", "n.txt")]
+)
+def test_formulate_writes_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, name: str
+) -> None:
     out = tmp_path / name
     assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
@@ -252,18 +286,35 @@ def test_formulate_writes_model(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "m.lp"
-    assert main(["formulate", str(EXAMPLE), "--kind", "ilp", "--out", str(out), "--horizon",
-                 "95", "--lp-bound"]) == 0
+    assert (
+        main(
+            [
+                "formulate",
+                str(EXAMPLE),
+                "--kind",
+                "ilp",
+                "--out",
+                str(out),
+                "--horizon",
+                "95",
+                "--lp-bound",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "horizon 95" in text and "LP-relaxation lower bound" in text
 
 
-@pytest.mark.parametrize("kind, name, message", [
-    ("ilp", "m.txt", "written as .lp or .mps"),
-    ("nonconvex", "m.lp", "written as .txt or .pb.txt"),
-])
-def test_formulate_bad_output_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                   kind: str, name: str, message: str) -> None:
-    assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out",
-                 str(tmp_path / name)]) == 2
+@pytest.mark.parametrize(
+    "kind, name, message",
+    [
+        ("ilp", "m.txt", "written as .lp or .mps"),
+        ("nonconvex", "m.lp", "written as .txt or .pb.txt"),
+    ],
+)
+def test_formulate_bad_output_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, name: str, message: str
+) -> None:
+    assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out", str(tmp_path / name)]) == 2
     assert message in capsys.readouterr().err

@@ -25,12 +25,19 @@ def test_notebook_is_stripped_and_executes(path, monkeypatch):
             assert cell.outputs == [] and cell.execution_count is None, path.name
     # the kernel imports this checkout's sjfbco
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    client = NotebookClient(nb, timeout=180, kernel_name="python3",
-                            resources={"metadata": {"path": str(ROOT)}})
+    client = NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    )
     client.execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-              if o.output_type == "error"]
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"
+    ]
     assert not errors
-    shown = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs
-             if o.output_type in ("display_data", "execute_result")]
+    shown = [
+        o
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.outputs
+        if o.output_type in ("display_data", "execute_result")
+    ]
     assert any("image/png" in o.get("data", {}) for o in shown), f"{path.name} shows no figure"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +15,9 @@ from sjfbco.cli import main
 from sjfbco.files import read_instance
 from sjfbco.online import POLICIES, FreePool, percentile, run_online
 from tests.conftest import INSTANCES, SHARED_DATA, instances
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEADLOCK = INSTANCES / "small" / "deadlock.json"
 HAS_SJF_BCO = importlib.util.find_spec("sjfbco.solvers.sjf_bco") is not None
@@ -27,14 +30,23 @@ COST = CostParams(xi2=0.0, slot_seconds=1.0)
 
 
 def _job(name: str, gpus: int, slots: int, arrival: int = 0) -> Job:
-    return Job(id=name, gpus=gpus, iterations=4 * slots, gradient_mb=0.0,
-               compute_seconds=0.25, arrival=arrival)
+    return Job(
+        id=name,
+        gpus=gpus,
+        iterations=4 * slots,
+        gradient_mb=0.0,
+        compute_seconds=0.25,
+        arrival=arrival,
+    )
 
 
 def hol_instance() -> ProblemData:
     """long (2 GPUs, 10 slots) at 0; big (4, 5) at 1; small (1, 5) and mid (2, 15) at 2."""
-    return ProblemData(CLUSTER4, (_job("long", 2, 10), _job("big", 4, 5, 1),
-                                  _job("small", 1, 5, 2), _job("mid", 2, 15, 2)), COST)
+    return ProblemData(
+        CLUSTER4,
+        (_job("long", 2, 10), _job("big", 4, 5, 1), _job("small", 1, 5, 2), _job("mid", 2, 15, 2)),
+        COST,
+    )
 
 
 def test_fcfs_head_of_line_blocking() -> None:
@@ -74,8 +86,9 @@ def test_easy_backfill_uses_extra_gpus() -> None:
     # 4 GPUs: long (3 GPUs, 10 slots) at 0; head (2 GPUs) at 1 must wait until 10,
     # when 4 are free, 2 more than it needs (extra = 2 - but only 1 is free now).
     # late (1 GPU, 30 slots) at 2 ends after the shadow time but fits in the extra.
-    data = ProblemData(CLUSTER4, (_job("long", 3, 10), _job("head", 2, 5, 1),
-                                  _job("late", 1, 30, 2)), COST)
+    data = ProblemData(
+        CLUSTER4, (_job("long", 3, 10), _job("head", 2, 5, 1), _job("late", 1, 30, 2)), COST
+    )
     easy = run_online(data, "easy-backfill")
     assert easy.start == (0, 10, 2)  # late backfilled at 2; head still starts at 10
     fcfs = run_online(data, "fcfs-gang")
@@ -137,8 +150,10 @@ def test_percentile_nearest_rank() -> None:
 
 
 @settings(max_examples=40)
-@given(instances(time_model="slotted"), st.sampled_from(
-    ["fcfs-gang", "smallest-need-first", "easy-backfill"]))
+@given(
+    instances(time_model="slotted"),
+    st.sampled_from(["fcfs-gang", "smallest-need-first", "easy-backfill"]),
+)
 def test_online_run_replays_under_the_evaluator(data: ProblemData, policy: str) -> None:
     """Oracle: the online starts and GPUs, replayed as a strict schedule, give the same ends."""
     r = run_online(data, policy)
@@ -186,8 +201,7 @@ def test_partial_admission_ends_or_reports(data: ProblemData) -> None:
 @settings(max_examples=15)
 @given(instances(time_model="slotted"))
 def test_sjf_bco_online_equals_offline_with_all_arrivals_at_zero(data: ProblemData) -> None:
-    data = data.replace(jobs=tuple(j.__class__(**{**j.to_dict(), "arrival": 0})
-                                   for j in data.jobs))
+    data = data.replace(jobs=tuple(j.__class__(**{**j.to_dict(), "arrival": 0}) for j in data.jobs))
     online = run_online(data, "sjf-bco-online")
     offline = solve(data, "sjf-bco")
     assert online.makespan == offline.makespan
@@ -213,8 +227,9 @@ def test_cli_online_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_online_bad_admission_for_policy(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["online", str(DEADLOCK), "--policy", "easy-backfill",
-                 "--admission", "partial"]) == 2
+    assert (
+        main(["online", str(DEADLOCK), "--policy", "easy-backfill", "--admission", "partial"]) == 2
+    )
     assert "priority-order" in capsys.readouterr().err
 
 
@@ -252,15 +267,22 @@ def test_philly_workload_rules(tmp_path: Path) -> None:
     from sjfbco.online.philly import philly_workload
 
     csv = tmp_path / "philly.csv"
-    csv.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
-                   "2017-10-09 00:00:30,600.0,1,600.0,x\n"   # kept, first: arrival slot 0
-                   "2017-10-09 00:02:10,1200.0,4,4800.0,x\n"  # kept, 100 s later: slot 1
-                   "2017-10-09 00:03:00,600.0,3,1800.0,x\n"   # 3 GPUs: dropped
-                   "2017-10-09 00:04:00,100000.0,1,1.0,x\n"   # > 24 h: dropped
-                   "2017-10-10 00:00:00,600.0,1,600.0,x\n")   # outside the window
+    csv.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        "2017-10-09 00:00:30,600.0,1,600.0,x\n"  # kept, first: arrival slot 0
+        "2017-10-09 00:02:10,1200.0,4,4800.0,x\n"  # kept, 100 s later: slot 1
+        "2017-10-09 00:03:00,600.0,3,1800.0,x\n"  # 3 GPUs: dropped
+        "2017-10-09 00:04:00,100000.0,1,1.0,x\n"  # > 24 h: dropped
+        "2017-10-10 00:00:00,600.0,1,600.0,x\n"
+    )  # outside the window
     data, stats = philly_workload(csv, start="2017-10-09", hours=24, num_servers=2)
-    assert stats == {"in_window": 4, "dropped_gpus": 1, "dropped_duration": 1, "malformed": 0,
-                     "jobs": 2}
+    assert stats == {
+        "in_window": 4,
+        "dropped_gpus": 1,
+        "dropped_duration": 1,
+        "malformed": 0,
+        "jobs": 2,
+    }
     assert [j.id for j in data.jobs] == ["philly-2", "philly-3"]  # CSV line numbers
     assert [j.arrival for j in data.jobs] == [0, 1]  # floor((130 - 30) / 60) = 1
     assert [j.gpus for j in data.jobs] == [1, 4]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -27,6 +27,9 @@ from sjfbco.solvers import HEURISTICS, SOLVERS, Status
 from sjfbco.solvers.placement import Placer, TrialRunner, estimates
 from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco_rule
 from tests.conftest import INSTANCES, ROOT, instances
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BUNDLED = sorted(p for p in INSTANCES.rglob("*.json") if "schedule" not in p.name)
 
@@ -107,6 +110,7 @@ def test_random_rule_is_seeded() -> None:
 
 # ---- whole solvers -------------------------------------------------------------------------
 
+
 def _tiny() -> ProblemData:
     return read_instance(INSTANCES / "small" / "example.json")
 
@@ -131,15 +135,31 @@ def test_cli_schedule_round_trip_matches_evaluate(tmp_path: Path, solver: str) -
     inst = INSTANCES / "small" / "example.json"
     out = tmp_path / "s.json"
     cmd = [sys.executable, "-m", "sjfbco"]
-    solved = subprocess.run([*cmd, "solve", str(inst), "--solver", solver, "--json",
-                             "--schedule-out", str(out)], capture_output=True, text=True,
-                            cwd=ROOT, check=True)
+    solved = subprocess.run(
+        [*cmd, "solve", str(inst), "--solver", solver, "--json", "--schedule-out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     row = json.loads(solved.stdout)
-    evaluated = subprocess.run([*cmd, "evaluate", str(inst), str(out), "--json"],
-                               capture_output=True, text=True, cwd=ROOT, check=True)
+    evaluated = subprocess.run(
+        [*cmd, "evaluate", str(inst), str(out), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    )
     assert json.loads(evaluated.stdout)["makespan"] == row["makespan"]
-    assert set(row) >= {"instance", "solver", "status", "makespan", "mean_jct", "lower_bound",
-                        "runtime_s"}
+    assert set(row) >= {
+        "instance",
+        "solver",
+        "status",
+        "makespan",
+        "mean_jct",
+        "lower_bound",
+        "runtime_s",
+    }
 
 
 def test_sjf_bco_is_deterministic_and_rand_per_seed() -> None:
@@ -195,13 +215,16 @@ def test_time_limit_returns_the_incumbent() -> None:
     assert res.stats["trials"] < solve(_tiny(), "sjf-bco").stats["trials"] == 40
 
 
-@pytest.mark.parametrize("params, message", [
-    ({"kappa": 0}, "kappa: must be an integer >= 1"),
-    ({"mode": "online"}, "mode: must be one of offline, timestepped"),
-    ({"colour": "red"}, "unknown parameter 'colour'"),
-    ({"lam": 0.5}, "lam"),
-    ({"lam_per_job": {"ghost": 2.0}}, "unknown job id 'ghost'"),
-])
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"kappa": 0}, "kappa: must be an integer >= 1"),
+        ({"mode": "online"}, "mode: must be one of offline, timestepped"),
+        ({"colour": "red"}, "unknown parameter 'colour'"),
+        ({"lam": 0.5}, "lam"),
+        ({"lam_per_job": {"ghost": 2.0}}, "unknown job id 'ghost'"),
+    ],
+)
 def test_bad_parameters_are_clear_errors(params: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         solve(_tiny(), "sjf-bco", **params)
@@ -211,9 +234,9 @@ def test_lambda_per_job_override_changes_lbsgf_span() -> None:
     # one 4-GPU job on servers of 2 GPUs, kappa = 1 -> LBSGF; lambda 1 keeps 2 servers,
     # lambda 2 lets it choose among 4 servers (the least loaded GPUs: still 2 servers here,
     # as ties go by server rank); both valid, and the override is honoured per job id.
-    data = ProblemData(Cluster((2, 2, 2, 2)),
-                       (Job("big", 4, 100, 10.0, compute_seconds=0.1),),
-                       CostParams())
+    data = ProblemData(
+        Cluster((2, 2, 2, 2)), (Job("big", 4, 100, 10.0, compute_seconds=0.1),), CostParams()
+    )
     one = solve(data, "sjf-bco", kappa=1)
     two = solve(data, "sjf-bco", kappa=1, lam_per_job={"big": 2.0})
     assert one.schedule is not None and two.schedule is not None
@@ -222,11 +245,16 @@ def test_lambda_per_job_override_changes_lbsgf_span() -> None:
 
 
 @settings(max_examples=150)
-@given(instances(max_servers=5, max_gpus=6, max_jobs=8, time_model="slotted"),
-       st.sampled_from(["fragment", "plain"]), st.integers(1, 6), st.floats(0.05, 1.0),
-       st.sampled_from([1.0, 1.5, 3.0]))
+@given(
+    instances(max_servers=5, max_gpus=6, max_jobs=8, time_model="slotted"),
+    st.sampled_from(["fragment", "plain"]),
+    st.integers(1, 6),
+    st.floats(0.05, 1.0),
+    st.sampled_from([1.0, 1.5, 3.0]),
+)
 def test_indexed_loads_choose_exactly_what_the_array_rules_choose(
-        data: ProblemData, ties: str, kappa: int, theta_share: float, lam: float) -> None:
+    data: ProblemData, ties: str, kappa: int, theta_share: float, lam: float
+) -> None:
     inc = estimates(data)
     theta = max(1.0, float(np.ceil(inc.sum() * theta_share)))
     params = SJFBCOParams(ties=ties, lam=lam)  # type: ignore[arg-type]
@@ -238,10 +266,14 @@ def test_indexed_loads_choose_exactly_what_the_array_rules_choose(
 
 
 @settings(max_examples=100)
-@given(instances(max_servers=4, max_gpus=5, max_jobs=7, time_model="slotted"),
-       st.sampled_from(["fragment", "plain"]), st.sampled_from([1.0, 2.0]))
-def test_limit_free_shortcut_equals_running_every_trial(data: ProblemData, ties: str,
-                                                        lam: float) -> None:
+@given(
+    instances(max_servers=4, max_gpus=5, max_jobs=7, time_model="slotted"),
+    st.sampled_from(["fragment", "plain"]),
+    st.sampled_from([1.0, 2.0]),
+)
+def test_limit_free_shortcut_equals_running_every_trial(
+    data: ProblemData, ties: str, lam: float
+) -> None:
     from sjfbco.solvers.common import prepare
     from sjfbco.solvers.placement import search
     from sjfbco.solvers.sjf_bco import kappa_candidates

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from datetime import datetime
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,24 +26,27 @@ from sjfbco.workloads.traces import (
 )
 from tests.conftest import INSTANCES, SHARED_DATA
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
 PHILLY = SHARED_DATA / "philly" / "philly.csv"
 needs_data = pytest.mark.skipif(not SHARED_DATA.is_dir(), reason="../shared/data is absent")
 
 HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
 ROWS = [  # line numbers: the header is line 1
-    "2017-10-01 08:00:00,400.0,1,400.0,aaa111",       # 2 kept
-    "2017-10-01 09:00:00,3600.0,8,28800.0,aaa111",    # 3 kept
-    "2017-10-01 09:30:00,100.0,12,1200.0,bbb222",     # 4 kept (12 GPUs: not a power of 2)
-    "2017-10-01 10:00:00,100.0,128,12800.0,aaa111",   # 5 more GPUs than the cluster
-    "2017-10-01 10:00:00,0.0,1,0.0,aaa111",           # 6 duration 0
-    "2017-10-01 10:00:00,-5.0,1,-5.0,aaa111",         # 7 negative
+    "2017-10-01 08:00:00,400.0,1,400.0,aaa111",  # 2 kept
+    "2017-10-01 09:00:00,3600.0,8,28800.0,aaa111",  # 3 kept
+    "2017-10-01 09:30:00,100.0,12,1200.0,bbb222",  # 4 kept (12 GPUs: not a power of 2)
+    "2017-10-01 10:00:00,100.0,128,12800.0,aaa111",  # 5 more GPUs than the cluster
+    "2017-10-01 10:00:00,0.0,1,0.0,aaa111",  # 6 duration 0
+    "2017-10-01 10:00:00,-5.0,1,-5.0,aaa111",  # 7 negative
     "2017-10-01 10:00:00,3456000.0,1,3456000.0,bbb222",  # 8 40 days
-    "2017-13-01 10:00:00,60.0,1,60.0,aaa111",         # 9 month 13: malformed
-    "2017-10-01 10:00:00,abc,1,60.0,aaa111",          # 10 malformed duration
-    "2017-10-01 10:00:00,60.0,2.5,150.0,aaa111",      # 11 fractional GPUs
-    "2017-10-01 10:00:00,60.0,2",                     # 12 too few fields
-    "2017-10-02 11:00:00,1200.0,2,2400.0,bbb222",     # 13 kept
-    "",                                               # blank line (ignored)
+    "2017-13-01 10:00:00,60.0,1,60.0,aaa111",  # 9 month 13: malformed
+    "2017-10-01 10:00:00,abc,1,60.0,aaa111",  # 10 malformed duration
+    "2017-10-01 10:00:00,60.0,2.5,150.0,aaa111",  # 11 fractional GPUs
+    "2017-10-01 10:00:00,60.0,2",  # 12 too few fields
+    "2017-10-02 11:00:00,1200.0,2,2400.0,bbb222",  # 13 kept
+    "",  # blank line (ignored)
 ]
 
 
@@ -57,20 +60,30 @@ def philly_csv(tmp_path: Path) -> Path:
 def test_philly_hand_written_rows(philly_csv: Path) -> None:
     jobs, rep = read_philly(philly_csv, Limits(max_gpus=64))
     assert [j.id for j in jobs] == ["philly-2", "philly-3", "philly-4", "philly-13"]
-    assert [(j.gpus, j.duration) for j in jobs] == [(1, 400.0), (8, 3600.0), (12, 100.0),
-                                                    (2, 1200.0)]
+    assert [(j.gpus, j.duration) for j in jobs] == [
+        (1, 400.0),
+        (8, 3600.0),
+        (12, 100.0),
+        (2, 1200.0),
+    ]
     # submit seconds from the first kept job (08:00): 0, 3600, 5400, 1 day + 3 h
     assert [j.submit for j in jobs] == [0.0, 3600.0, 5400.0, 97200.0]
     assert (rep.rows, rep.selected, rep.kept) == (12, 12, 4)
-    assert rep.dropped == Counter({"malformed row": 4, "duration not positive": 2,
-                                   "more GPUs than the cluster's 64": 1,
-                                   "duration above 30 days": 1})
+    assert rep.dropped == Counter(
+        {
+            "malformed row": 4,
+            "duration not positive": 2,
+            "more GPUs than the cluster's 64": 1,
+            "duration above 30 days": 1,
+        }
+    )
     assert rep.examples["malformed row"] == [9, 10, 11, 12]
     assert rep.examples["duration not positive"] == [6, 7]
     assert "8 dropped" in rep.lines()
     # the power-of-two rule and a shorter duration limit are deliberate options
-    jobs2, rep2 = read_philly(philly_csv, Limits(max_gpus=64, power_of_two=True,
-                                                 max_duration=None, min_duration=200))
+    jobs2, rep2 = read_philly(
+        philly_csv, Limits(max_gpus=64, power_of_two=True, max_duration=None, min_duration=200)
+    )
     assert [j.id for j in jobs2] == ["philly-2", "philly-3", "philly-8", "philly-13"]
     # rules apply in order: the 12- and 128-GPU rows (100 s) are too short first
     assert rep2.dropped["duration below 200 s"] == 2
@@ -97,11 +110,11 @@ def test_philly_selection_by_vc_and_window(philly_csv: Path) -> None:
 
 
 def test_philly_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="missing.csv: cannot read"):
+    with pytest.raises(InputError, match=r"missing.csv: cannot read"):
         read_philly(tmp_path / "missing.csv", Limits(max_gpus=8))
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,c\n1,2,3\n")
-    with pytest.raises(InputError, match="bad.csv: line 1: expected the header"):
+    with pytest.raises(InputError, match=r"bad.csv: line 1: expected the header"):
         read_philly(bad, Limits(max_gpus=8))
 
 
@@ -120,8 +133,10 @@ def test_model_job_hand_computed() -> None:
 def test_to_instance_run_times_follow_durations() -> None:
     cl = Cluster((8, 8, 4))
     durations = [30.0, 400.0, 1000.0, 5000.0, 48000.0, 2.0]
-    tjs = [TraceJob(f"t{k}", 10.0 * k, d, g, k)
-           for k, (d, g) in enumerate(zip(durations, [1, 2, 4, 8, 16, 1], strict=True))]
+    tjs = [
+        TraceJob(f"t{k}", 10.0 * k, d, g, k)
+        for k, (d, g) in enumerate(zip(durations, [1, 2, 4, 8, 16, 1], strict=True))
+    ]
     # auto scale: longest 48000 s in 1200 slots of 4 s -> 10 trace s per model s
     assert auto_time_scale(tjs, CostParams()) == 10.0
     data, scale = to_instance(tjs, cl, seed=3, name="x")
@@ -146,7 +161,7 @@ def test_to_instance_run_times_follow_durations() -> None:
 def test_parse_cluster() -> None:
     assert parse_cluster("8x4").gpus_per_server == (4,) * 8
     assert parse_cluster("4, 8,16").gpus_per_server == (4, 8, 16)
-    with pytest.raises(InputError, match="expected e.g. 8x8"):
+    with pytest.raises(InputError, match=r"expected e.g. 8x8"):
         parse_cluster("big")
     with pytest.raises(InputError, match="cluster '0x8'"):
         parse_cluster("0x8")
@@ -173,26 +188,52 @@ def test_swf_hand_written(tmp_path: Path) -> None:
     jobs, rep = read_swf(p, Limits(max_gpus=64))
     # job 2: allocated -1 -> requested 8; job 8: allocated 16
     assert [(j.id, j.gpus, j.duration, j.submit) for j in jobs] == [
-        ("swf-1", 4, 3600.0, 0.0), ("swf-2", 8, 120.0, 60.0), ("swf-8", 16, 800.0, 150.0)]
-    assert rep.dropped == Counter({"run time unknown (-1)": 1,
-                                   "processor count unknown (-1)": 1,
-                                   "more GPUs than the cluster's 64": 1,
-                                   "duration not positive": 1, "malformed row": 1})
+        ("swf-1", 4, 3600.0, 0.0),
+        ("swf-2", 8, 120.0, 60.0),
+        ("swf-8", 16, 800.0, 150.0),
+    ]
+    assert rep.dropped == Counter(
+        {
+            "run time unknown (-1)": 1,
+            "processor count unknown (-1)": 1,
+            "more GPUs than the cluster's 64": 1,
+            "duration not positive": 1,
+            "malformed row": 1,
+        }
+    )
     assert rep.examples["malformed row"] == [10]  # 17 fields
     assert (rep.rows, rep.kept) == (8, 3)
     # requested processors, 4 per GPU: job 1 -> 1, job 2 -> 2, job 5 -> 24, job 8 -> 3
     jobs, _ = read_swf(p, Limits(max_gpus=64), processors="requested", procs_per_gpu=4)
-    assert [(j.id, j.gpus) for j in jobs] == [("swf-1", 1), ("swf-2", 2), ("swf-5", 24),
-                                              ("swf-8", 3)]
+    assert [(j.id, j.gpus) for j in jobs] == [
+        ("swf-1", 1),
+        ("swf-2", 2),
+        ("swf-5", 24),
+        ("swf-8", 3),
+    ]
     jobs, _ = read_swf(p, Limits(max_gpus=64), start=60, end=150)
     assert [j.id for j in jobs] == ["swf-2"]
 
 
-def test_convert_cli_philly_and_swf(philly_csv: Path, tmp_path: Path,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_convert_cli_philly_and_swf(
+    philly_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
-    args = ["convert", "philly", str(philly_csv), "--cluster", "4x8", "--n-jobs", "3",
-            "--instances", "2", "--seed", "5", "-o", str(out)]
+    args = [
+        "convert",
+        "philly",
+        str(philly_csv),
+        "--cluster",
+        "4x8",
+        "--n-jobs",
+        "3",
+        "--instances",
+        "2",
+        "--seed",
+        "5",
+        "-o",
+        str(out),
+    ]
     assert main(args) == 0
     text = capsys.readouterr().out
     assert "12 rows, 12 selected, 4 kept, 8 dropped" in text
@@ -231,13 +272,19 @@ def test_philly_real_file_counts_match_pandas() -> None:
     assert Counter(j.gpus for j in jobs) == Counter(keep["num_gpus"].tolist())
     assert rep.dropped["duration above 30 days"] == int((df.duration > 30 * 86400).sum())
     assert rep.dropped["more GPUs than the cluster's 64"] == int(
-        ((df.num_gpus > 64) & (df.duration <= 30 * 86400)).sum())
+        ((df.num_gpus > 64) & (df.duration <= 30 * 86400)).sum()
+    )
     assert rep.kept + sum(rep.dropped.values()) == len(df)
     # one virtual cluster in a window, against pandas
     ts = pd.to_datetime(df.timestamp)
     sel = df[(df.cluster == "6c71a0") & (ts >= "2017-11-11 06:00") & (ts < "2017-11-11 12:00")]
-    vc_jobs, _ = read_philly(PHILLY, Limits(max_gpus=128), vc="6c71a0",
-                             start=datetime(2017, 11, 11, 6), end=datetime(2017, 11, 11, 12))
+    vc_jobs, _ = read_philly(
+        PHILLY,
+        Limits(max_gpus=128),
+        vc="6c71a0",
+        start=datetime(2017, 11, 11, 6),
+        end=datetime(2017, 11, 11, 12),
+    )
     assert Counter(j.gpus for j in vc_jobs) == Counter(sel["num_gpus"].tolist())
 
 
@@ -245,10 +292,16 @@ def test_philly_real_file_counts_match_pandas() -> None:
 def test_shipped_philly_instances_regenerate() -> None:
     """instances/philly/ is what make.sh's command gives (one instance checked)."""
     data = read_instance(INSTANCES / "philly" / "philly-6c71a0-1111.json")
-    insts, rep, settings = philly_instances(
-        PHILLY, Cluster((8,) * 16), n_jobs=None, seed=0, vc="6c71a0",
-        start=datetime(2017, 11, 11, 6), end=datetime(2017, 11, 11, 12),
-        name="philly-6c71a0-1111")
+    insts, rep, _settings = philly_instances(
+        PHILLY,
+        Cluster((8,) * 16),
+        n_jobs=None,
+        seed=0,
+        vc="6c71a0",
+        start=datetime(2017, 11, 11, 6),
+        end=datetime(2017, 11, 11, 12),
+        name="philly-6c71a0-1111",
+    )
     assert insts[0] == data
     assert rep.kept == data.num_jobs == 35
     for path in sorted((INSTANCES / "philly").glob("*.json")):

@@ -7,7 +7,7 @@ import math
 import random
 import re
 from collections import Counter
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given
@@ -17,7 +17,6 @@ from sjfbco.cli import main
 from sjfbco.cost import min_run_time
 from sjfbco.evaluate import evaluate
 from sjfbco.files import load_json, read_instance
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.workloads.calibration import Calibration, calibrate, job_figures
 from sjfbco.workloads.models import MODEL_BY_NAME
@@ -34,6 +33,11 @@ from sjfbco.workloads.paper import (
 )
 from tests.conftest import INSTANCES
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from sjfbco.problem import ProblemData
+
 SMALL = INSTANCES / "small"
 PAPER_FILES = sorted((INSTANCES / "paper").glob("*.json"))
 # the seeds and server counts the calibration claims of docs/workload.md are tested on
@@ -42,6 +46,7 @@ CLAIM_SEEDS = range(10)
 
 
 # --- size mix -------------------------------------------------------------------------
+
 
 def test_size_mix_is_exact_for_160() -> None:
     assert size_mix(160) == {1: 80, 2: 14, 4: 26, 8: 30, 16: 8, 32: 2}
@@ -88,6 +93,7 @@ def test_bad_arguments() -> None:
 
 # --- draws --------------------------------------------------------------------------
 
+
 def test_determinism_per_seed() -> None:
     assert paper_instance(20, 5).to_dict() == paper_instance(20, 5).to_dict()
     assert paper_instance(20, 5).to_dict() != paper_instance(20, 6).to_dict()
@@ -112,8 +118,9 @@ def test_fields_of_every_job() -> None:
 
 def test_draws_are_spread_evenly() -> None:
     # 100 clusters of 20 servers: 2000 draws of 4 sizes, 500 expected each (sd ~19)
-    sizes = Counter(o for seed in range(100) for o in paper_instance(20, seed, jobs=1)
-                    .cluster.gpus_per_server)
+    sizes = Counter(
+        o for seed in range(100) for o in paper_instance(20, seed, jobs=1).cluster.gpus_per_server
+    )
     assert all(400 < sizes[o] < 600 for o in SERVER_SIZES)
     its = [j.iterations for seed in range(20) for j in paper_instance(20, seed).jobs]
     assert abs(sum(its) / len(its) - 3500) < 50  # 3200 draws, sd of the mean ~26
@@ -149,18 +156,24 @@ def test_largest_job_always_fits() -> None:
     for seed in range(30):
         assert sum(paper_instance(2, seed).cluster.gpus_per_server) >= 32
     # one job of one GPU: any server will do
-    assert {paper_instance(1, s, jobs=1).cluster.gpus_per_server[0] for s in range(40)} \
-        == set(SERVER_SIZES)
+    assert {paper_instance(1, s, jobs=1).cluster.gpus_per_server[0] for s in range(40)} == set(
+        SERVER_SIZES
+    )
     # ten jobs, the largest of 8 GPUs: a lone 4-GPU server is redrawn
-    assert {paper_instance(1, s, jobs=10).cluster.gpus_per_server[0] for s in range(40)} \
-        == {8, 16, 32}
+    assert {paper_instance(1, s, jobs=10).cluster.gpus_per_server[0] for s in range(40)} == {
+        8,
+        16,
+        32,
+    }
 
 
 # --- calibration claims (docs/workload.md) ------------------------------------------------
 
+
 def _calibrate(preset: str) -> Calibration:
-    return calibrate([paper_instance(s, seed, preset=preset)
-                      for s in CLAIM_SERVERS for seed in CLAIM_SEEDS])
+    return calibrate(
+        [paper_instance(s, seed, preset=preset) for s in CLAIM_SERVERS for seed in CLAIM_SEEDS]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -254,6 +267,7 @@ def test_job_figures_by_hand() -> None:
 
 # --- bundled files ---------------------------------------------------------------------
 
+
 def test_the_bundled_paper_files_are_what_the_generator_draws() -> None:
     assert len(PAPER_FILES) == 9
     for path in PAPER_FILES:
@@ -310,6 +324,7 @@ def test_small_must_split() -> None:
 
 # --- CLI ------------------------------------------------------------------------------
 
+
 def test_generate_prints_the_bundled_file(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["generate", "paper", "--servers", "10", "--seed", "1"]) == 0
     out = capsys.readouterr().out
@@ -318,8 +333,25 @@ def test_generate_prints_the_bundled_file(capsys: pytest.CaptureFixture[str]) ->
 
 def test_generate_writes_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "sub" / "x.json"
-    assert main(["generate", "paper", "--servers", "4", "--seed", "2", "--jobs", "20",
-                 "--preset", "10gbe", "-o", str(target)]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "paper",
+                "--servers",
+                "4",
+                "--seed",
+                "2",
+                "--jobs",
+                "20",
+                "--preset",
+                "10gbe",
+                "-o",
+                str(target),
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr() == ("", "")
     data = read_instance(target)
     assert data.name == "paper-s4-seed2-j20-10gbe"
@@ -334,19 +366,36 @@ def test_generate_overrides_and_warns(capsys: pytest.CaptureFixture[str]) -> Non
     assert doc["name"] == "paper-s20-seed0-10gbe-slot4"
     assert doc["cost"]["slot_seconds"] == 4.0
     assert "warning" in cap.err and "35.6 s" in cap.err
-    assert main(["generate", "paper", "--preset", "10gbe", "--slot-seconds", "4",
-                 "--time-model", "continuous"]) == 0
+    assert (
+        main(
+            [
+                "generate",
+                "paper",
+                "--preset",
+                "10gbe",
+                "--slot-seconds",
+                "4",
+                "--time-model",
+                "continuous",
+            ]
+        )
+        == 0
+    )
     cap = capsys.readouterr()
     assert cap.err == "" and json.loads(cap.out)["cost"]["time_model"] == "continuous"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--jobs", "0"], "jobs must be a positive integer, got 0"),
-    (["--servers", "0"], "servers must be a positive integer, got 0"),
-    (["--slot-seconds", "-1"], "--slot-seconds must be > 0"),
-])
-def test_generate_bad_input(args: list[str], message: str,
-                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--jobs", "0"], "jobs must be a positive integer, got 0"),
+        (["--servers", "0"], "servers must be a positive integer, got 0"),
+        (["--slot-seconds", "-1"], "--slot-seconds must be > 0"),
+    ],
+)
+def test_generate_bad_input(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["generate", "paper", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sjfbco: error: ") and message in err

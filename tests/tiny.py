@@ -8,8 +8,9 @@ from sjfbco import Cluster, CostParams, Job, ProblemData
 
 
 @st.composite
-def tiny_instances(draw: st.DrawFn, min_jobs: int = 2, max_jobs: int = 4,
-                   max_servers: int = 3) -> ProblemData:
+def tiny_instances(
+    draw: st.DrawFn, min_jobs: int = 2, max_jobs: int = 4, max_servers: int = 3
+) -> ProblemData:
     """2 to 4 jobs on 2 to 3 servers of 1 to 3 GPUs; every job runs 1 to about 4 slots.
 
     Gradients are large enough that contention slows split jobs (rates fall
@@ -17,15 +18,23 @@ def tiny_instances(draw: st.DrawFn, min_jobs: int = 2, max_jobs: int = 4,
     often depends on contention and on splitting.
     """
     caps = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=max_servers)))
-    cost = CostParams(xi1=draw(st.sampled_from([1.0, 0.5])), xi2=0.01,
-                      alpha=draw(st.sampled_from([0.0, 0.275, 1.0])), slot_seconds=2.5)
+    cost = CostParams(
+        xi1=draw(st.sampled_from([1.0, 0.5])),
+        xi2=0.01,
+        alpha=draw(st.sampled_from([0.0, 0.275, 1.0])),
+        slot_seconds=2.5,
+    )
     cluster = Cluster(caps, bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
     n = draw(st.integers(min_jobs, max_jobs))
     jobs = tuple(
-        Job(id=f"j{k}", gpus=draw(st.integers(1, min(4, sum(caps)))),
+        Job(
+            id=f"j{k}",
+            gpus=draw(st.integers(1, min(4, sum(caps)))),
             iterations=draw(st.integers(1, 24)),
             gradient_mb=draw(st.sampled_from([0.0, 50.0, 100.0, 200.0])),
             compute_seconds=draw(st.sampled_from([0.2, 0.3])),
-            arrival=draw(st.sampled_from([0, 0, 0, 1])))
-        for k in range(n))
+            arrival=draw(st.sampled_from([0, 0, 0, 1])),
+        )
+        for k in range(n)
+    )
     return ProblemData(cluster, jobs, cost, name="tiny")

@@ -1,6 +1,14 @@
 """Subcommands of the ``sjfbco`` CLI, in the order ``--help`` lists them."""
 
 COMMANDS: list[str] = [
-    "solve", "evaluate", "generate", "formulate", "reproduce", "plot", "batch", "convert",
-    "online", "elastic",
+    "solve",
+    "evaluate",
+    "generate",
+    "formulate",
+    "reproduce",
+    "plot",
+    "batch",
+    "convert",
+    "online",
+    "elastic",
 ]

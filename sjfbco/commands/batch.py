@@ -2,43 +2,89 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "batch", help="solve many instances with several solvers, crash-safe",
+        "batch",
+        help="solve many instances with several solvers, crash-safe",
         description="Solve every (instance, solver, seed) task on a local process pool or a "
-                    "Dask cluster and write one row per task (CSV or Parquet by suffix). "
-                    "Finished rows are journaled as they arrive; --resume continues a "
-                    "killed run without repeating or duplicating tasks.")
-    p.add_argument("inputs", nargs="+", metavar="INPUT",
-                   help="instance files, folders (their *.json files) or globs")
-    p.add_argument("--solvers", required=True,
-                   help="comma-separated solver names, e.g. sjf-bco,ls,ff")
+        "Dask cluster and write one row per task (CSV or Parquet by suffix). "
+        "Finished rows are journaled as they arrive; --resume continues a "
+        "killed run without repeating or duplicating tasks.",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="instance files, folders (their *.json files) or globs",
+    )
+    p.add_argument(
+        "--solvers", required=True, help="comma-separated solver names, e.g. sjf-bco,ls,ff"
+    )
     p.add_argument("--out", required=True, help="result file: .csv or .parquet")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="seconds per solver run (a solver out of time returns its incumbent)")
-    p.add_argument("--seeds", type=int, default=1, metavar="N",
-                   help="run seeds 0..N-1 for each instance and solver (default 1)")
-    p.add_argument("--engine", choices=["local", "dask"], default="local",
-                   help="local process pool (default) or a Dask cluster")
-    p.add_argument("--address", default=None,
-                   help="Dask scheduler address (tcp://host:8786); default: start a "
-                        "LocalCluster for this run")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="worker processes (default: CPU count)")
-    p.add_argument("--resume", action="store_true",
-                   help="keep rows already in --out and its journal; run only the rest")
-    p.add_argument("--retry-errors", action="store_true",
-                   help="with --resume: run again tasks whose row is an error")
-    p.add_argument("--param", action="append", default=[], metavar="K=V",
-                   help="solver parameter for every solver, or SOLVER.K=V for one "
-                        "(repeatable; values read as JSON when possible)")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE first (in workers too), e.g. to register a solver")
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        metavar="S",
+        help="seconds per solver run (a solver out of time returns its incumbent)",
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run seeds 0..N-1 for each instance and solver (default 1)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=["local", "dask"],
+        default="local",
+        help="local process pool (default) or a Dask cluster",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Dask scheduler address (tcp://host:8786); default: start a LocalCluster for this run",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes (default: CPU count)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep rows already in --out and its journal; run only the rest",
+    )
+    p.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume: run again tasks whose row is an error",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="solver parameter for every solver, or SOLVER.K=V for one "
+        "(repeatable; values read as JSON when possible)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE first (in workers too), e.g. to register a solver",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(run=run)
 
@@ -60,8 +106,14 @@ def run(args: argparse.Namespace) -> int:
     batch.check_solvers(solvers, args.plugin)
     instances = batch.expand_inputs(args.inputs)
     params = batch.parse_params(args.param, solvers)
-    tasks = batch.make_tasks(instances, solvers, range(args.seeds), time_limit=args.time_limit,
-                             params=params, plugins=args.plugin)
+    tasks = batch.make_tasks(
+        instances,
+        solvers,
+        range(args.seeds),
+        time_limit=args.time_limit,
+        params=params,
+        plugins=args.plugin,
+    )
     bar: Any = None
     counts = {"done": 0, "failed": 0}
 
@@ -74,24 +126,37 @@ def run(args: argparse.Namespace) -> int:
         counts["done"] += 1
         counts["failed"] += row["status"] == batch.ERROR
         if bar is not None:
-            bar.set_postfix(done=counts["done"], failed=counts["failed"],
-                            remaining=bar.total - counts["done"], refresh=False)
+            bar.set_postfix(
+                done=counts["done"],
+                failed=counts["failed"],
+                remaining=bar.total - counts["done"],
+                refresh=False,
+            )
             bar.update(1)
 
     try:
-        report = batch.run_batch(tasks, args.out, engine=args.engine, workers=args.workers,
-                                 address=args.address, resume=args.resume,
-                                 retry_errors=args.retry_errors, on_row=on_row,
-                                 on_start=on_start)
+        report = batch.run_batch(
+            tasks,
+            args.out,
+            engine=args.engine,
+            workers=args.workers,
+            address=args.address,
+            resume=args.resume,
+            retry_errors=args.retry_errors,
+            on_row=on_row,
+            on_start=on_start,
+        )
     finally:
         if bar is not None:
             bar.close()
     print(batch.format_summary(report.rows, solvers))
     print()
     rate = report.ran / report.elapsed if report.elapsed > 0 else 0.0
-    print(f"{len(report.rows)} rows in {report.out}: ran {report.ran} tasks "
-          f"({report.failed} failed) in {report.elapsed:.1f} s ({rate:.2f} tasks/s), "
-          f"{report.skipped} already present")
+    print(
+        f"{len(report.rows)} rows in {report.out}: ran {report.ran} tasks "
+        f"({report.failed} failed) in {report.elapsed:.1f} s ({rate:.2f} tasks/s), "
+        f"{report.skipped} already present"
+    )
     return 0
 
 

@@ -2,51 +2,102 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "convert", help="turn a job trace (Philly CSV, SWF) into instance files",
+        "convert",
+        help="turn a job trace (Philly CSV, SWF) into instance files",
         description="Read a job trace, drop unusable rows (and say which and why), sample "
-                    "jobs and write sjfbco-instance/1 files plus conversion.json (settings "
-                    "and drop report). See docs/traces.md for the mapping.")
+        "jobs and write sjfbco-instance/1 files plus conversion.json (settings "
+        "and drop report). See docs/traces.md for the mapping.",
+    )
     p.add_argument("kind", choices=["philly", "swf"], help="trace format")
     p.add_argument("source", help="trace file")
     p.add_argument("-o", "--out-dir", required=True, help="folder for the instance files")
-    p.add_argument("--cluster", default="8x8",
-                   help="SxG (S servers of G GPUs) or a list of GPUs per server such as "
-                        "4,8,16 (default 8x8)")
-    p.add_argument("--n-jobs", type=int, default=None, metavar="N",
-                   help="jobs per instance, sampled (default: every selected job)")
-    p.add_argument("--instances", type=int, default=1, metavar="K",
-                   help="instances to write, each an independent sample (default 1)")
+    p.add_argument(
+        "--cluster",
+        default="8x8",
+        help="SxG (S servers of G GPUs) or a list of GPUs per server such as 4,8,16 (default 8x8)",
+    )
+    p.add_argument(
+        "--n-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="jobs per instance, sampled (default: every selected job)",
+    )
+    p.add_argument(
+        "--instances",
+        type=int,
+        default=1,
+        metavar="K",
+        help="instances to write, each an independent sample (default 1)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the samples and model draws")
-    p.add_argument("--vc", default=None, metavar="HASH",
-                   help="philly: keep one virtual cluster (a prefix of its hash is enough)")
-    p.add_argument("--start", default=None, metavar="ISO",
-                   help="keep jobs submitted at or after this time (philly: ISO date-time; "
-                        "swf: seconds)")
-    p.add_argument("--end", default=None, metavar="ISO",
-                   help="keep jobs submitted before this time")
-    p.add_argument("--time-scale", type=float, default=None, metavar="X",
-                   help="trace seconds per model second (default: per instance, so that "
-                        "the longest job takes --max-slots slots)")
-    p.add_argument("--max-slots", type=float, default=1200.0,
-                   help="longest job's run time in slots when the scale is automatic")
-    p.add_argument("--max-duration-days", type=float, default=30.0,
-                   help="drop jobs longer than this (days; 0 = no limit; default 30)")
-    p.add_argument("--min-duration", type=float, default=0.0, metavar="S",
-                   help="drop jobs shorter than S seconds (default: keep any positive)")
-    p.add_argument("--drop-non-pow2", action="store_true",
-                   help="drop GPU counts that are not a power of two")
-    p.add_argument("--arrivals", action="store_true",
-                   help="keep submit times as job arrivals (default: offline batch, all 0)")
-    p.add_argument("--processors", choices=["allocated", "requested"], default="allocated",
-                   help="swf: processor field used as the GPU count (default allocated)")
-    p.add_argument("--procs-per-gpu", type=int, default=1,
-                   help="swf: processors per GPU (default 1)")
+    p.add_argument(
+        "--vc",
+        default=None,
+        metavar="HASH",
+        help="philly: keep one virtual cluster (a prefix of its hash is enough)",
+    )
+    p.add_argument(
+        "--start",
+        default=None,
+        metavar="ISO",
+        help="keep jobs submitted at or after this time (philly: ISO date-time; swf: seconds)",
+    )
+    p.add_argument(
+        "--end", default=None, metavar="ISO", help="keep jobs submitted before this time"
+    )
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=None,
+        metavar="X",
+        help="trace seconds per model second (default: per instance, so that "
+        "the longest job takes --max-slots slots)",
+    )
+    p.add_argument(
+        "--max-slots",
+        type=float,
+        default=1200.0,
+        help="longest job's run time in slots when the scale is automatic",
+    )
+    p.add_argument(
+        "--max-duration-days",
+        type=float,
+        default=30.0,
+        help="drop jobs longer than this (days; 0 = no limit; default 30)",
+    )
+    p.add_argument(
+        "--min-duration",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="drop jobs shorter than S seconds (default: keep any positive)",
+    )
+    p.add_argument(
+        "--drop-non-pow2", action="store_true", help="drop GPU counts that are not a power of two"
+    )
+    p.add_argument(
+        "--arrivals",
+        action="store_true",
+        help="keep submit times as job arrivals (default: offline batch, all 0)",
+    )
+    p.add_argument(
+        "--processors",
+        choices=["allocated", "requested"],
+        default="allocated",
+        help="swf: processor field used as the GPU count (default allocated)",
+    )
+    p.add_argument(
+        "--procs-per-gpu", type=int, default=1, help="swf: processors per GPU (default 1)"
+    )
     p.add_argument("--name", default=None, help="instance name prefix (default: the kind)")
     p.set_defaults(run=run)
 
@@ -62,9 +113,12 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
 
     cluster = parse_cluster(args.cluster)
-    limits = Limits(max_gpus=cluster.num_gpus,
-                    max_duration=args.max_duration_days * 86400 or None,
-                    min_duration=args.min_duration, power_of_two=args.drop_non_pow2)
+    limits = Limits(
+        max_gpus=cluster.num_gpus,
+        max_duration=args.max_duration_days * 86400 or None,
+        min_duration=args.min_duration,
+        power_of_two=args.drop_non_pow2,
+    )
     if args.kind == "philly":
         start = parse_time(args.start, "--start") if args.start else None
         end = parse_time(args.end, "--end") if args.end else None
@@ -77,28 +131,54 @@ def run(args: argparse.Namespace) -> int:
             hi = float(args.end) if args.end else None
         except ValueError:
             raise InputError("swf --start/--end are seconds (numbers)") from None
-        jobs, report = read_swf(args.source, limits, processors=args.processors,
-                                procs_per_gpu=args.procs_per_gpu, start=lo, end=hi)
+        jobs, report = read_swf(
+            args.source,
+            limits,
+            processors=args.processors,
+            procs_per_gpu=args.procs_per_gpu,
+            start=lo,
+            end=hi,
+        )
     name = args.name or args.kind
     instances, report, settings = build_instances(
-        jobs, report, cluster, n_jobs=args.n_jobs, instances=args.instances, seed=args.seed,
-        cost=None, time_scale=args.time_scale, max_slots=args.max_slots,
-        keep_arrivals=args.arrivals, name=name)
+        jobs,
+        report,
+        cluster,
+        n_jobs=args.n_jobs,
+        instances=args.instances,
+        seed=args.seed,
+        cost=None,
+        time_scale=args.time_scale,
+        max_slots=args.max_slots,
+        keep_arrivals=args.arrivals,
+        name=name,
+    )
     out = Path(args.out_dir)
     for data in instances:
         write_instance(data, out / f"{data.name}.json")
-    write_json(out / "conversion.json", {
-        "kind": args.kind, "settings": {**settings, "vc": args.vc, "start": args.start,
-                                        "end": args.end,
-                                        "max_duration_days": args.max_duration_days,
-                                        "min_duration_s": args.min_duration,
-                                        "drop_non_pow2": args.drop_non_pow2},
-        "instances": [d.name + ".json" for d in instances],
-        "report": report.to_dict()})
+    write_json(
+        out / "conversion.json",
+        {
+            "kind": args.kind,
+            "settings": {
+                **settings,
+                "vc": args.vc,
+                "start": args.start,
+                "end": args.end,
+                "max_duration_days": args.max_duration_days,
+                "min_duration_s": args.min_duration,
+                "drop_non_pow2": args.drop_non_pow2,
+            },
+            "instances": [d.name + ".json" for d in instances],
+            "report": report.to_dict(),
+        },
+    )
     print(report.headline())
     if report.dropped:
         print(format_table(report.table_rows(), ["reason", "rows", "first lines"]))
     scales = settings["time_scale"]
-    print(f"wrote {len(instances)} instance(s) of {instances[0].num_jobs} jobs to {out} "
-          f"(time scale {min(scales):.4g}..{max(scales):.4g} trace s per model s)")
+    print(
+        f"wrote {len(instances)} instance(s) of {instances[0].num_jobs} jobs to {out} "
+        f"(time scale {min(scales):.4g}..{max(scales):.4g} trace s per model s)"
+    )
     return 0

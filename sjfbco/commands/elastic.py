@@ -2,29 +2,49 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
     from sjfbco.elastic.simulator import MODES, OBJECTIVES, POLICIES
 
-    p = sub.add_parser("elastic", help="run the jobs as malleable jobs under heSRPT and friends",
-                       description="Treat each job as malleable (any number of GPUs, speedup "
-                                   "curve s(k)) and re-allocate the GPUs at every arrival and "
-                                   "completion.")
+    p = sub.add_parser(
+        "elastic",
+        help="run the jobs as malleable jobs under heSRPT and friends",
+        description="Treat each job as malleable (any number of GPUs, speedup "
+        "curve s(k)) and re-allocate the GPUs at every arrival and "
+        "completion.",
+    )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("--policy", default="hesrpt", choices=POLICIES)
-    p.add_argument("--objective", default="flow", choices=OBJECTIVES,
-                   help="heSRPT variant: mean flow time or mean slowdown")
-    p.add_argument("--speedup", default="power:0.7",
-                   help="power:P (s(k)=k^P), model (from the RAR cost model, per job) or "
-                        "table:S1,S2,... (s(1), s(2), ...); default power:0.7")
-    p.add_argument("--mode", default="continuous", choices=MODES,
-                   help="fractional GPU shares, or integer GPUs by largest remainder")
-    p.add_argument("--knee-threshold", type=float, default=0.05,
-                   help="knee: least fraction of run time one more GPU must save")
+    p.add_argument(
+        "--objective",
+        default="flow",
+        choices=OBJECTIVES,
+        help="heSRPT variant: mean flow time or mean slowdown",
+    )
+    p.add_argument(
+        "--speedup",
+        default="power:0.7",
+        help="power:P (s(k)=k^P), model (from the RAR cost model, per job) or "
+        "table:S1,S2,... (s(1), s(2), ...); default power:0.7",
+    )
+    p.add_argument(
+        "--mode",
+        default="continuous",
+        choices=MODES,
+        help="fractional GPU shares, or integer GPUs by largest remainder",
+    )
+    p.add_argument(
+        "--knee-threshold",
+        type=float,
+        default=0.05,
+        help="knee: least fraction of run time one more GPU must save",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(run=run)
 
@@ -35,17 +55,25 @@ def run(args: argparse.Namespace) -> int:
 
     data = read_instance(args.instance)
     parse_speedup(args.speedup)  # fail on a bad spec before any work
-    result = run_elastic(data, args.policy, objective=args.objective, speedup=args.speedup,
-                         mode=args.mode, knee_threshold=args.knee_threshold)
+    result = run_elastic(
+        data,
+        args.policy,
+        objective=args.objective,
+        speedup=args.speedup,
+        mode=args.mode,
+        knee_threshold=args.knee_threshold,
+    )
     doc = result.to_dict()
     doc["speedup"] = args.speedup
     if args.json:
         print(json.dumps(doc))
         return 0
     bound = doc["makespan_bound"]
-    print(f"instance {data.name}, elastic {result.policy} ({result.objective}, {result.mode}, "
-          f"{args.speedup}, p={result.p:.3g}): makespan {doc['makespan']:.2f} slots"
-          + (f" (bound {bound:.2f})" if bound is not None else "")
-          + f", mean JCT {doc['mean_jct']:.2f}, p95 JCT {doc['p95_jct']:.2f}, mean slowdown "
-          f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%}")
+    print(
+        f"instance {data.name}, elastic {result.policy} ({result.objective}, {result.mode}, "
+        f"{args.speedup}, p={result.p:.3g}): makespan {doc['makespan']:.2f} slots"
+        + (f" (bound {bound:.2f})" if bound is not None else "")
+        + f", mean JCT {doc['mean_jct']:.2f}, p95 JCT {doc['p95_jct']:.2f}, mean slowdown "
+        f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%}"
+    )
     return 0

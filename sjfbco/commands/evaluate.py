@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("evaluate", help="score a schedule file under the cost model",
-                       description="Simulate a schedule on an instance and report makespan, "
-                                   "JCT and per-job start/end slots.")
+    p = sub.add_parser(
+        "evaluate",
+        help="score a schedule file under the cost model",
+        description="Simulate a schedule on an instance and report makespan, "
+        "JCT and per-job start/end slots.",
+    )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("schedule", help="schedule file (sjfbco-schedule/1)")
-    p.add_argument("--strict", action="store_true",
-                   help="reject planned starts that overlap on a GPU instead of delaying jobs")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="reject planned starts that overlap on a GPU instead of delaying jobs",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(run=run)
 
@@ -31,11 +39,15 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(ev.to_dict()))
         return 0
     doc = ev.to_dict()
-    rows = [{"job": j["id"], "start": j["start"], "end": j["end"],
-             "gpus": data.jobs[k].gpus} for k, j in enumerate(doc["jobs"])]
+    rows = [
+        {"job": j["id"], "start": j["start"], "end": j["end"], "gpus": data.jobs[k].gpus}
+        for k, j in enumerate(doc["jobs"])
+    ]
     print(format_table(rows, ["job", "gpus", "start", "end"]))
     print()
-    print(f"instance {data.name}: makespan {doc['makespan']} slots, mean JCT "
-          f"{ev.mean_jct:.2f} slots, GPU utilisation {ev.utilisation:.1%}, "
-          f"contention {ev.contention_share:.1%}, overhead {ev.overhead_share:.1%}")
+    print(
+        f"instance {data.name}: makespan {doc['makespan']} slots, mean JCT "
+        f"{ev.mean_jct:.2f} slots, GPU utilisation {ev.utilisation:.1%}, "
+        f"contention {ev.contention_share:.1%}, overhead {ev.overhead_share:.1%}"
+    )
     return 0

@@ -2,29 +2,45 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 KINDS = ("nonconvex", "ilp", "paper-ilp")
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "formulate", help="write an exact model of an instance (.lp/.mps, CP-SAT dump)",
+        "formulate",
+        help="write an exact model of an instance (.lp/.mps, CP-SAT dump)",
         description="Build one of the exact formulations of spec section 4 and write it: "
-                    "'ilp' (time-indexed ILP over GPU-count patterns, .lp or .mps), "
-                    "'paper-ilp' (the paper's eqs. 10-13 over the heuristics' schedules, "
-                    ".lp or .mps) or 'nonconvex' (the CP-SAT model: a readable .txt "
-                    "summary, or the model proto with .pb.txt). Prints the model's size.")
+        "'ilp' (time-indexed ILP over GPU-count patterns, .lp or .mps), "
+        "'paper-ilp' (the paper's eqs. 10-13 over the heuristics' schedules, "
+        ".lp or .mps) or 'nonconvex' (the CP-SAT model: a readable .txt "
+        "summary, or the model proto with .pb.txt). Prints the model's size.",
+    )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("--kind", choices=KINDS, required=True, help="which model")
-    p.add_argument("--out", required=True, metavar="FILE",
-                   help="output file: .lp/.mps for the ILPs, .txt/.pb.txt for nonconvex")
-    p.add_argument("--horizon", type=int, default=None, metavar="H",
-                   help="horizon in slots (default: the best heuristic's makespan)")
-    p.add_argument("--lp-bound", action="store_true",
-                   help="also solve the ILP's LP relaxation (HiGHS) and print its bound")
+    p.add_argument(
+        "--out",
+        required=True,
+        metavar="FILE",
+        help="output file: .lp/.mps for the ILPs, .txt/.pb.txt for nonconvex",
+    )
+    p.add_argument(
+        "--horizon",
+        type=int,
+        default=None,
+        metavar="H",
+        help="horizon in slots (default: the best heuristic's makespan)",
+    )
+    p.add_argument(
+        "--lp-bound",
+        action="store_true",
+        help="also solve the ILP's LP relaxation (HiGHS) and print its bound",
+    )
     p.add_argument("--json", action="store_true", help="print the size as one JSON object")
     p.set_defaults(run=run)
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.problem import TIME_MODELS
+
+if TYPE_CHECKING:
+    import argparse
 
 WORKLOADS = ("paper",)
 
@@ -15,29 +17,47 @@ def add_parser(sub: Any) -> None:
     from sjfbco.workloads.paper import PRESETS
 
     p = sub.add_parser(
-        "generate", help="write a generated instance (the paper's workload)",
+        "generate",
+        help="write a generated instance (the paper's workload)",
         description="Draw an instance of the paper's synthetic workload (spec section 7; "
-                    "docs/workload.md): the 160-job size mix scaled to --jobs, servers of "
-                    "4/8/16/32 GPUs, iterations in [1000, 6000], models from the measured "
-                    "table. The same arguments always give the same file.")
+        "docs/workload.md): the 160-job size mix scaled to --jobs, servers of "
+        "4/8/16/32 GPUs, iterations in [1000, 6000], models from the measured "
+        "table. The same arguments always give the same file.",
+    )
     p.add_argument("workload", choices=WORKLOADS, help="workload family")
     p.add_argument("--servers", type=int, default=20, help="number of servers (default 20)")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    p.add_argument("--jobs", type=int, default=160,
-                   help="number of jobs; the size mix is scaled by largest remainder "
-                        "(default 160, the paper's exact mix)")
-    p.add_argument("--preset", choices=sorted(PRESETS), default="paper",
-                   help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
-                        "3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
-                        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)")
-    p.add_argument("--slot-seconds", type=float, default=None,
-                   help="override the preset's slot length, seconds")
-    p.add_argument("--time-model", choices=TIME_MODELS, default=None,
-                   help="override the preset's time model")
-    p.add_argument("--name", default=None,
-                   help="instance name (default e.g. paper-s20-seed0)")
-    p.add_argument("-o", "--output", default=None,
-                   help="write the instance here (atomically); default: print it on stdout")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=160,
+        help="number of jobs; the size mix is scaled by largest remainder "
+        "(default 160, the paper's exact mix)",
+    )
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default="paper",
+        help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
+        "3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
+        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)",
+    )
+    p.add_argument(
+        "--slot-seconds",
+        type=float,
+        default=None,
+        help="override the preset's slot length, seconds",
+    )
+    p.add_argument(
+        "--time-model", choices=TIME_MODELS, default=None, help="override the preset's time model"
+    )
+    p.add_argument("--name", default=None, help="instance name (default e.g. paper-s20-seed0)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="write the instance here (atomically); default: print it on stdout",
+    )
     p.set_defaults(run=run)
 
 
@@ -47,15 +67,18 @@ def run(args: argparse.Namespace) -> int:
 
     if args.slot_seconds is not None and not args.slot_seconds > 0:
         raise ValueError(f"--slot-seconds must be > 0, got {args.slot_seconds}")
-    preset = PRESETS[args.preset].with_changes(slot_seconds=args.slot_seconds,
-                                               time_model=args.time_model)
+    preset = PRESETS[args.preset].with_changes(
+        slot_seconds=args.slot_seconds, time_model=args.time_model
+    )
     data = paper_instance(args.servers, args.seed, args.jobs, preset, name=args.name)
     safe = min_safe_slot(preset)
     if preset.time_model == "slotted" and preset.slot_seconds < safe:
-        print(f"sjfbco: warning: with {preset.slot_seconds:g} s slots a split job can need "
-              f"more than one slot per iteration under heavy contention (safe from "
-              f"{safe:.4g} s); the evaluator then stops with a configuration error",
-              file=sys.stderr)
+        print(
+            f"sjfbco: warning: with {preset.slot_seconds:g} s slots a split job can need "
+            f"more than one slot per iteration under heavy contention (safe from "
+            f"{safe:.4g} s); the evaluator then stops with a configuration error",
+            file=sys.stderr,
+        )
     if args.output is not None:
         write_instance(data, args.output)
         return 0

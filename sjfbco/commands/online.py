@@ -2,27 +2,40 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
     from sjfbco.online.simulator import ADMISSIONS, POLICIES
 
-    p = sub.add_parser("online", help="simulate jobs arriving over time under an online policy",
-                       description="Replay an instance online: each job appears at its "
-                                   "'arrival' slot and the policy acts at every arrival and "
-                                   "completion. A deadlock (partial admission) is reported, "
-                                   "with the jobs involved, as status 'deadlock'.")
+    p = sub.add_parser(
+        "online",
+        help="simulate jobs arriving over time under an online policy",
+        description="Replay an instance online: each job appears at its "
+        "'arrival' slot and the policy acts at every arrival and "
+        "completion. A deadlock (partial admission) is reported, "
+        "with the jobs involved, as status 'deadlock'.",
+    )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("--policy", default="fcfs-gang", choices=POLICIES)
-    p.add_argument("--admission", default="gang", choices=ADMISSIONS,
-                   help="gang: start a job when all its GPUs are free (default); partial: "
-                        "workers take GPUs as they free up and wait for the rest")
-    p.add_argument("--replan", default="arrivals", choices=("arrivals", "events"),
-                   help="sjf-bco-online: re-plan when jobs arrive (default; equals offline "
-                        "SJF-BCO when all arrive at 0) or at every event")
+    p.add_argument(
+        "--admission",
+        default="gang",
+        choices=ADMISSIONS,
+        help="gang: start a job when all its GPUs are free (default); partial: "
+        "workers take GPUs as they free up and wait for the rest",
+    )
+    p.add_argument(
+        "--replan",
+        default="arrivals",
+        choices=("arrivals", "events"),
+        help="sjf-bco-online: re-plan when jobs arrive (default; equals offline "
+        "SJF-BCO when all arrive at 0) or at every event",
+    )
     p.add_argument("--jobs", action="store_true", help="also list per-job start/end slots")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(run=run)
@@ -49,13 +62,17 @@ def run(args: argparse.Namespace) -> int:
         print()
     head = f"instance {data.name}, policy {result.policy}, {result.admission} admission"
     if result.status == "deadlock":
-        print(f"{head}: DEADLOCK at slot {result.deadlock_time}: jobs "
-              f"{', '.join(result.deadlocked)} each hold GPUs and wait for more; "
-              f"{doc['jobs_done']} of {doc['num_jobs']} jobs finished; "
-              f"{result.held_idle_gpu_slots:g} GPU-slots held idle")
+        print(
+            f"{head}: DEADLOCK at slot {result.deadlock_time}: jobs "
+            f"{', '.join(result.deadlocked)} each hold GPUs and wait for more; "
+            f"{doc['jobs_done']} of {doc['num_jobs']} jobs finished; "
+            f"{result.held_idle_gpu_slots:g} GPU-slots held idle"
+        )
         return 0
-    print(f"{head}: makespan {doc['makespan']} slots, mean JCT {doc['mean_jct']:.2f}, "
-          f"p95 JCT {doc['p95_jct']}, mean wait {doc['mean_wait']:.2f}, mean slowdown "
-          f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%}, "
-          f"held idle {doc['held_idle_gpu_slots']:g} GPU-slots")
+    print(
+        f"{head}: makespan {doc['makespan']} slots, mean JCT {doc['mean_jct']:.2f}, "
+        f"p95 JCT {doc['p95_jct']}, mean wait {doc['mean_wait']:.2f}, mean slowdown "
+        f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%}, "
+        f"held idle {doc['held_idle_gpu_slots']:g} GPU-slots"
+    )
     return 0

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "plot", help="draw a schedule as a Gantt chart (PNG)",
+        "plot",
+        help="draw a schedule as a Gantt chart (PNG)",
         description="Draw a schedule as a Gantt chart: one row per GPU, grouped by server, one "
-                    "bar per job and GPU from the job's start to its end as the evaluator "
-                    "computes them (slots); jobs split over several servers are hatched.")
+        "bar per job and GPU from the job's start to its end as the evaluator "
+        "computes them (slots); jobs split over several servers are hatched.",
+    )
     p.add_argument("schedule", help="schedule file (sjfbco-schedule/1)")
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.png", help="PNG file to write")

@@ -2,39 +2,71 @@
 
 from __future__ import annotations
 
-import argparse
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 FIGURE_CHOICES = ("4", "5", "6", "7", "all")
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "reproduce", help="rerun the paper's experiments (Figs. 4 to 7) with tables and plots",
+        "reproduce",
+        help="rerun the paper's experiments (Figs. 4 to 7) with tables and plots",
         description="Run the paper's experiments (spec section 7; docs/reproduction.md) on "
-                    "generated instances over several seeds, in parallel, and write per figure "
-                    "a tidy CSV, a PNG plot and a Markdown table with the paper's values "
-                    "beside ours (also printed). Fig. 4: SJF-BCO, LS, FF, RAND at 20 servers; "
-                    "Fig. 5: SJF-BCO against a fixed kappa; Fig. 6: the four policies at 10, "
-                    "15, 20 servers; Fig. 7: SJF-BCO with kappa = 1 against lambda.")
-    p.add_argument("--figure", choices=FIGURE_CHOICES, default="all",
-                   help="which figure (default all)")
-    p.add_argument("--seeds", type=int, default=None,
-                   help="seeds per point, 0..N-1 (default 10; 3 with --quick)")
-    p.add_argument("--quick", action="store_true",
-                   help="a fast check: 3 seeds (well under a minute on 2 cores)")
-    p.add_argument("--out", default="reproduction", metavar="DIR",
-                   help="output folder (default ./reproduction)")
-    p.add_argument("--jobs", type=int, default=None, metavar="J",
-                   help="worker processes (default: the number of CPUs)")
-    p.add_argument("--preset", default="paper",
-                   help="cost-constant preset of the generated instances (default paper)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="solver parameter for every policy that takes it, repeatable (e.g. "
-                        "mode=timestepped); see sjfbco solve --help")
-    p.add_argument("--replot", action="store_true",
-                   help="rewrite the tables and plots from the CSVs in --out, without running")
+        "generated instances over several seeds, in parallel, and write per figure "
+        "a tidy CSV, a PNG plot and a Markdown table with the paper's values "
+        "beside ours (also printed). Fig. 4: SJF-BCO, LS, FF, RAND at 20 servers; "
+        "Fig. 5: SJF-BCO against a fixed kappa; Fig. 6: the four policies at 10, "
+        "15, 20 servers; Fig. 7: SJF-BCO with kappa = 1 against lambda.",
+    )
+    p.add_argument(
+        "--figure", choices=FIGURE_CHOICES, default="all", help="which figure (default all)"
+    )
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="seeds per point, 0..N-1 (default 10; 3 with --quick)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a fast check: 3 seeds (well under a minute on 2 cores)",
+    )
+    p.add_argument(
+        "--out",
+        default="reproduction",
+        metavar="DIR",
+        help="output folder (default ./reproduction)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="J",
+        help="worker processes (default: the number of CPUs)",
+    )
+    p.add_argument(
+        "--preset",
+        default="paper",
+        help="cost-constant preset of the generated instances (default paper)",
+    )
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="solver parameter for every policy that takes it, repeatable (e.g. "
+        "mode=timestepped); see sjfbco solve --help",
+    )
+    p.add_argument(
+        "--replot",
+        action="store_true",
+        help="rewrite the tables and plots from the CSVs in --out, without running",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     p.set_defaults(run=run)
 
@@ -57,15 +89,13 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs: must be >= 1, got {args.jobs}")
     if args.preset not in PRESETS:
-        raise ValueError(f"--preset: unknown preset {args.preset!r}; known: "
-                         f"{', '.join(PRESETS)}")
+        raise ValueError(f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
     base = Settings.quick(args.seeds) if args.quick else Settings(seeds=args.seeds or 10)
     options = parse_kv(args.param)
     known = set().union(*(field_names(PARAMS[s]) for s in SOLVERS if s in PARAMS))
     for key in options:
         if key not in known:
-            raise ValueError(f"--param: no policy takes {key!r}; known: "
-                             f"{', '.join(sorted(known))}")
+            raise ValueError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
     settings = Settings(seeds=base.seeds, preset=args.preset, options={"*": options})
     figures = FIGURES if args.figure == "all" else (args.figure,)
 
@@ -77,6 +107,12 @@ def run(args: argparse.Namespace) -> int:
     if args.replot:
         replot(figures, out=args.out, on_figure=show)
         return 0
-    reproduce(figures, settings, out=args.out, jobs=args.jobs or os.cpu_count(),
-              progress=not args.no_progress, on_figure=show)
+    reproduce(
+        figures,
+        settings,
+        out=args.out,
+        jobs=args.jobs or os.cpu_count(),
+        progress=not args.no_progress,
+        on_figure=show,
+    )
     return 0

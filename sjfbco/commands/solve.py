@@ -2,31 +2,46 @@
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
-        "solve", help="solve instance files with a solver (or all heuristics)",
+        "solve",
+        help="solve instance files with a solver (or all heuristics)",
         description="Solve instances and report makespan, mean JCT, lower bound and gap; every "
-                    "figure comes from the evaluator. Solvers: sjf-bco (default), ls, ff, rand, "
-                    "lwf, fifo-gang, and the exact ones; 'all' runs every heuristic.")
+        "figure comes from the evaluator. Solvers: sjf-bco (default), ls, ff, rand, "
+        "lwf, fifo-gang, and the exact ones; 'all' runs every heuristic.",
+    )
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
     p.add_argument("--solver", default="sjf-bco", help="solver name or 'all' (default sjf-bco)")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="seconds per solver run")
+    p.add_argument(
+        "--time-limit", type=float, default=None, metavar="S", help="seconds per solver run"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed for random choices (default 0)")
-    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped)")
-    p.add_argument("--schedule-out", metavar="FILE",
-                   help="write the schedule; with several runs use {instance} and {solver} "
-                        "in the name")
-    p.add_argument("--json", action="store_true",
-                   help="print one JSON object per run (one per line) and nothing else")
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped)",
+    )
+    p.add_argument(
+        "--schedule-out",
+        metavar="FILE",
+        help="write the schedule; with several runs use {instance} and {solver} in the name",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run (one per line) and nothing else",
+    )
     p.set_defaults(run=run)
 
 
@@ -53,23 +68,35 @@ def run(args: argparse.Namespace) -> int:
     solvers = list(HEURISTICS) if run_all else [args.solver]
     for name in solvers:
         if name not in SOLVERS:
-            raise ValueError(f"--solver: unknown solver {name!r}; known: "
-                             f"{', '.join(sorted(SOLVERS))}, all")
+            raise ValueError(
+                f"--solver: unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}, all"
+            )
     params = parse_kv(args.param)
     n_runs = len(solvers) * len(args.instances)
-    if args.schedule_out and n_runs > 1 and not (
-            "{instance}" in args.schedule_out and (len(solvers) == 1
-                                                   or "{solver}" in args.schedule_out)):
-        raise ValueError("--schedule-out: several runs need {instance} and {solver} in the "
-                         "file name")
+    if (
+        args.schedule_out
+        and n_runs > 1
+        and not (
+            "{instance}" in args.schedule_out
+            and (len(solvers) == 1 or "{solver}" in args.schedule_out)
+        )
+    ):
+        raise ValueError(
+            "--schedule-out: several runs need {instance} and {solver} in the file name"
+        )
     data_all = [read_instance(path) for path in args.instances]  # fail before solving
     rows = []
     for path, data in zip(args.instances, data_all, strict=True):
         for name in solvers:
             ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
             with ctx:
-                res = solve(data, name, time_limit=args.time_limit, seed=args.seed,
-                            **_params_for(name, params, run_all))
+                res = solve(
+                    data,
+                    name,
+                    time_limit=args.time_limit,
+                    seed=args.seed,
+                    **_params_for(name, params, run_all),
+                )
             row = {"instance": data.name, **res.summary()}
             rows.append(row)
             if args.json:
@@ -78,7 +105,15 @@ def run(args: argparse.Namespace) -> int:
                 out = args.schedule_out.format(instance=Path(path).stem, solver=name)
                 write_schedule(res.schedule, data, out)
     if not args.json:
-        cols = ["instance", "solver", "status", "makespan", "mean_jct", "lower_bound", "gap",
-                "runtime_s"]
+        cols = [
+            "instance",
+            "solver",
+            "status",
+            "makespan",
+            "mean_jct",
+            "lower_bound",
+            "gap",
+            "runtime_s",
+        ]
         print(format_table(rows, cols))
     return 0

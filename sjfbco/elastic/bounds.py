@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
-def optimal_makespan(sizes: Sequence[float], n: int, p: float,
-                     arrivals: Sequence[float] | None = None) -> float:
+def optimal_makespan(
+    sizes: Sequence[float], n: int, p: float, arrivals: Sequence[float] | None = None
+) -> float:
     """Lower bound on the makespan of malleable jobs; exact when all arrive at 0.
 
     All at 0: constant shares ``k_i = N x_i^(1/p) / sum_l x_l^(1/p)`` make every
@@ -47,5 +51,4 @@ def optimal_total_flow(sizes: Sequence[float], n: int, p: float) -> float:
         raise ValueError(f"optimal_total_flow needs 0 < p < 1, got {p}")
     c = 1.0 / (1.0 - p)
     xs = sorted(sizes, reverse=True)
-    return math.fsum(x * (i**c - (i - 1) ** c) ** (1 - p)
-                     for i, x in enumerate(xs, start=1)) / n**p
+    return math.fsum(x * (i**c - (i - 1) ** c) ** (1 - p) for i, x in enumerate(xs, start=1)) / n**p

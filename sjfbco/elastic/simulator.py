@@ -20,15 +20,18 @@ GPU-time over ``N * makespan``; GPUs a job is given count as used).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.policies import ALLOCATORS, Active, largest_remainder
 from sjfbco.elastic.speedup import PowerLaw, Speedup, curves_for, elastic_sizes
 from sjfbco.online.metrics import MetricAttributes, job_metrics
-from sjfbco.problem import ProblemData
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sjfbco.problem import ProblemData
 
 MODES: tuple[str, ...] = ("continuous", "integer")
 OBJECTIVES: tuple[str, ...] = ("flow", "slowdown")
@@ -55,14 +58,28 @@ class ElasticResult(MetricAttributes):
     allocations: tuple[tuple[float, tuple[float, ...]], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"policy": self.policy, "objective": self.objective, "mode": self.mode,
-                "p": self.p, **self.metrics, "makespan_bound": self.bound}
+        return {
+            "policy": self.policy,
+            "objective": self.objective,
+            "mode": self.mode,
+            "p": self.p,
+            **self.metrics,
+            "makespan_bound": self.bound,
+        }
 
 
-def simulate_elastic(sizes: Sequence[float], n: int, curves: Speedup | Sequence[Speedup],
-                     policy: str = "hesrpt", *, arrivals: Sequence[float] | None = None,
-                     objective: str = "flow", mode: str = "continuous",
-                     knee_threshold: float = 0.05, record: bool = False) -> ElasticResult:
+def simulate_elastic(
+    sizes: Sequence[float],
+    n: int,
+    curves: Speedup | Sequence[Speedup],
+    policy: str = "hesrpt",
+    *,
+    arrivals: Sequence[float] | None = None,
+    objective: str = "flow",
+    mode: str = "continuous",
+    knee_threshold: float = 0.05,
+    record: bool = False,
+) -> ElasticResult:
     """Run malleable jobs of the given sizes (slots of work on one GPU) on ``n`` GPUs.
 
     ``curves``: one speedup for all jobs or one per job. ``record=True`` keeps
@@ -72,8 +89,11 @@ def simulate_elastic(sizes: Sequence[float], n: int, curves: Speedup | Sequence[
     if isinstance(curves, Speedup):
         curves = [curves] * m
     arr = [0.0] * m if arrivals is None else [float(a) for a in arrivals]
-    for name, val, ok in (("policy", policy, POLICIES), ("mode", mode, MODES),
-                          ("objective", objective, OBJECTIVES)):
+    for name, val, ok in (
+        ("policy", policy, POLICIES),
+        ("mode", mode, MODES),
+        ("objective", objective, OBJECTIVES),
+    ):
         if val not in ok:
             raise ValueError(f"unknown elastic {name} {val!r}; known: {', '.join(ok)}")
     if n < 1 or any(x <= 0 for x in sizes) or len(curves) != m or len(arr) != m:
@@ -93,8 +113,16 @@ def simulate_elastic(sizes: Sequence[float], n: int, curves: Speedup | Sequence[
         if not active:
             now = arr[pending[nxt]]
             continue
-        view = Active(active, [rem[j] for j in active], [sizes[j] for j in active],
-                      [curves[j] for j in active], n, p, objective, knee_threshold)
+        view = Active(
+            active,
+            [rem[j] for j in active],
+            [sizes[j] for j in active],
+            [curves[j] for j in active],
+            n,
+            p,
+            objective,
+            knee_threshold,
+        )
         k = alloc_fn(view)
         if mode == "integer":
             prio = sorted(range(len(active)), key=lambda i: (view.remaining[i], active[i]))
@@ -102,8 +130,7 @@ def simulate_elastic(sizes: Sequence[float], n: int, curves: Speedup | Sequence[
         rate = [curves[j](ki) for j, ki in zip(active, k, strict=True)]
         if record:
             log.append((now, tuple(k)))
-        dt = min((rem[j] / r for j, r in zip(active, rate, strict=True) if r > 0),
-                 default=math.inf)
+        dt = min((rem[j] / r for j, r in zip(active, rate, strict=True) if r > 0), default=math.inf)
         t_arr = arr[pending[nxt]] if nxt < m else math.inf
         if math.isinf(dt) and math.isinf(t_arr):
             raise RuntimeError(f"elastic policy {policy!r} gave no GPU to any active job")
@@ -128,20 +155,33 @@ def simulate_elastic(sizes: Sequence[float], n: int, curves: Speedup | Sequence[
     powers = {c.p for c in curves if isinstance(c, PowerLaw)}
     if len(powers) == 1 and all(isinstance(c, PowerLaw) for c in curves):
         bound = optimal_makespan(sizes, n, powers.pop(), arr)
-    return ElasticResult(policy, objective, mode, p, tuple(arr), tuple(first), tuple(end),
-                         metrics, bound, tuple(log))
+    return ElasticResult(
+        policy, objective, mode, p, tuple(arr), tuple(first), tuple(end), metrics, bound, tuple(log)
+    )
 
 
-def run_elastic(data: ProblemData, policy: str = "hesrpt", *, objective: str = "flow",
-                speedup: str | Speedup = "power:0.7", mode: str = "continuous",
-                knee_threshold: float = 0.05) -> ElasticResult:
+def run_elastic(
+    data: ProblemData,
+    policy: str = "hesrpt",
+    *,
+    objective: str = "flow",
+    speedup: str | Speedup = "power:0.7",
+    mode: str = "continuous",
+    knee_threshold: float = 0.05,
+) -> ElasticResult:
     """Run the jobs of an instance as malleable jobs on its ``N`` GPUs.
 
     Sizes from :func:`~sjfbco.elastic.speedup.elastic_sizes`; ``speedup`` is
     ``power:P``, ``table:S1,S2,..``, ``model`` or a
     :class:`~sjfbco.elastic.speedup.Speedup`; arrivals are the jobs' ``arrival`` slots.
     """
-    return simulate_elastic(elastic_sizes(data), data.cluster.num_gpus,
-                            curves_for(data, speedup), policy,
-                            arrivals=[job.arrival for job in data.jobs], objective=objective,
-                            mode=mode, knee_threshold=knee_threshold)
+    return simulate_elastic(
+        elastic_sizes(data),
+        data.cluster.num_gpus,
+        curves_for(data, speedup),
+        policy,
+        arrivals=[job.arrival for job in data.jobs],
+        objective=objective,
+        mode=mode,
+        knee_threshold=knee_threshold,
+    )

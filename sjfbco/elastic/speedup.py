@@ -25,13 +25,17 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from sjfbco.cost import best_iteration_time
-from sjfbco.problem import Cluster, CostParams, Job, ProblemData
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
 
 class Speedup(ABC):
@@ -84,8 +88,10 @@ class TableSpeedup(Speedup):
             raise ValueError("table speedup: every s(k) must be a positive number")
         for k in range(1, len(vals)):
             if vals[k] < vals[k - 1]:
-                raise ValueError(f"table speedup: s({k + 1}) = {vals[k]} < s({k}) = "
-                                 f"{vals[k - 1]}; the curve must not decrease")
+                raise ValueError(
+                    f"table speedup: s({k + 1}) = {vals[k]} < s({k}) = "
+                    f"{vals[k - 1]}; the curve must not decrease"
+                )
 
     def __call__(self, k: float) -> float:
         if k <= 0:
@@ -93,7 +99,7 @@ class TableSpeedup(Speedup):
         vals = self.values
         if k >= len(vals):
             return vals[-1]
-        lo = int(math.floor(k))
+        lo = math.floor(k)
         below = vals[lo - 1] if lo >= 1 else 0.0
         return below + (k - lo) * (vals[lo] - below)
 
@@ -120,8 +126,10 @@ def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableS
 def elastic_sizes(data: ProblemData) -> list[float]:
     """``x_j = F_j G_j tau_j(1)`` in slots: each job's work on one GPU (see module docstring)."""
     slot = data.cost.slot_seconds
-    return [job.iterations * job.gpus * one_gpu_time(job, data.cluster, data.cost) / slot
-            for job in data.jobs]
+    return [
+        job.iterations * job.gpus * one_gpu_time(job, data.cluster, data.cost) / slot
+        for job in data.jobs
+    ]
 
 
 def parse_speedup(text: str) -> str | Speedup:

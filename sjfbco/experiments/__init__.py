@@ -20,5 +20,13 @@ from sjfbco.experiments.reproduce import (
     tasks_for,
 )
 
-__all__ = ["FIGURES", "PAPER", "Settings", "Task", "reproduce", "run_task", "run_tasks",
-           "tasks_for"]
+__all__ = [
+    "FIGURES",
+    "PAPER",
+    "Settings",
+    "Task",
+    "reproduce",
+    "run_task",
+    "run_tasks",
+    "tasks_for",
+]

@@ -16,12 +16,9 @@ notebooks. Times are in slots.
 from __future__ import annotations
 
 import io
-import os
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -29,12 +26,23 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from sjfbco.evaluate import evaluate
 from sjfbco.experiments.reproduce import LABELS, PAPER, SOLVERS, TITLES, Stat, aggregate
 from sjfbco.files import atomic_write_bytes
-from sjfbco.problem import ProblemData
-from sjfbco.schedule import Evaluation, Schedule
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Mapping, Sequence
+
+    from matplotlib.axes import Axes
+
+    from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Evaluation, Schedule
 
 #: One colour per policy (colour-blind-safe Okabe-Ito).
-COLOURS: dict[str, str] = {"sjf-bco": "#0072B2", "ls": "#E69F00", "ff": "#009E73",
-                           "rand": "#CC79A7"}
+COLOURS: dict[str, str] = {
+    "sjf-bco": "#0072B2",
+    "ls": "#E69F00",
+    "ff": "#009E73",
+    "rand": "#CC79A7",
+}
 #: Hatch of split jobs in Gantt charts.
 SPLIT_HATCH = "////"
 DPI = 150
@@ -70,25 +78,50 @@ def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
     names = [LABELS[p] for p in SOLVERS]
     colours = [COLOURS[p] for p in SOLVERS]
     mst = [ms[(s, p, "")] for p in SOLVERS]
-    ax1.bar(x, [m.mean for m in mst], yerr=_err(mst), color=colours, capsize=4,
-            label="ours (mean, seed range)")
-    ax1.scatter(x, [PAPER["4"]["makespan"][p] for p in SOLVERS], marker="D", color="black",
-                zorder=3, label="paper")
+    ax1.bar(
+        x,
+        [m.mean for m in mst],
+        yerr=_err(mst),
+        color=colours,
+        capsize=4,
+        label="ours (mean, seed range)",
+    )
+    ax1.scatter(
+        x,
+        [PAPER["4"]["makespan"][p] for p in SOLVERS],
+        marker="D",
+        color="black",
+        zorder=3,
+        label="paper",
+    )
     ax1.set_title(f"Makespan, {s} servers")
     ax1.set_ylabel("makespan (slots)")
     jst = [jct[(s, p, "")] for p in SOLVERS]
     ax2.bar(x, [m.mean for m in jst], color=colours, alpha=0.85, label="ours: mean JCT")
-    ax2.vlines(x, [lo[(s, p, "")].mean for p in SOLVERS], [hi[(s, p, "")].mean for p in SOLVERS],
-               color="black", lw=1.5, label="ours: min to max JCT")
+    ax2.vlines(
+        x,
+        [lo[(s, p, "")].mean for p in SOLVERS],
+        [hi[(s, p, "")].mean for p in SOLVERS],
+        color="black",
+        lw=1.5,
+        label="ours: min to max JCT",
+    )
     ax2.scatter(x, [lo[(s, p, "")].mean for p in SOLVERS], marker="_", s=120, color="black")
     ax2.scatter(x, [hi[(s, p, "")].mean for p in SOLVERS], marker="_", s=120, color="black")
-    ax2.scatter(x, [PAPER["4"]["mean_jct"][p] for p in SOLVERS], marker="D", color="black",
-                zorder=3, label="paper: mean JCT")
+    ax2.scatter(
+        x,
+        [PAPER["4"]["mean_jct"][p] for p in SOLVERS],
+        marker="D",
+        color="black",
+        zorder=3,
+        label="paper: mean JCT",
+    )
     ax2.set_title("Job completion time (JCT)")
     ax2.set_ylabel("JCT (slots)")
-    for ax, lows, highs in ((ax1, [m.lo for m in mst], [m.hi for m in mst]),
-                            (ax2, [lo[(s, p, "")].mean for p in SOLVERS],
-                             [hi[(s, p, "")].mean for p in SOLVERS])):
+    for ax, lows, highs in (
+        (ax1, [m.lo for m in mst], [m.hi for m in mst]),
+        (ax2, [lo[(s, p, "")].mean for p in SOLVERS], [hi[(s, p, "")].mean for p in SOLVERS]),
+    ):
         ax.set_xticks(x, names)
         ax.set_xlabel("policy")
         if max(highs) > LOG_SPREAD * max(min(lows), 1.0):
@@ -117,8 +150,14 @@ def _curve(rows: Sequence[Mapping[str, Any]], fig: Figure, figure: str, xlabel: 
     st = [ms[(s, "sjf-bco", v)] for v in values]
     ax = fig.subplots()
     x = list(range(len(values)))  # evenly spaced, as in the paper's plots
-    ax.fill_between(x, [m.lo for m in st], [m.hi for m in st], color=COLOURS["sjf-bco"],
-                    alpha=0.2, label="ours: seed range (min to max)")
+    ax.fill_between(
+        x,
+        [m.lo for m in st],
+        [m.hi for m in st],
+        color=COLOURS["sjf-bco"],
+        alpha=0.2,
+        label="ours: seed range (min to max)",
+    )
     ax.plot(x, [m.mean for m in st], "o-", color=COLOURS["sjf-bco"], label="ours: mean")
     paper = PAPER[figure]
     px = [i for i, v in enumerate(values) if v in paper]
@@ -140,12 +179,26 @@ def figure_6(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
     for k, p in enumerate(SOLVERS):
         st = [ms[(n, p, "")] for n in servers]
         shift = [n + (k - 1.5) * 0.15 for n in servers]  # keep error bars apart
-        ax.errorbar(shift, [m.mean for m in st], yerr=_err(st), fmt="o-", color=COLOURS[p],
-                    capsize=3, label=f"{LABELS[p]} (ours)")
+        ax.errorbar(
+            shift,
+            [m.mean for m in st],
+            yerr=_err(st),
+            fmt="o-",
+            color=COLOURS[p],
+            capsize=3,
+            label=f"{LABELS[p]} (ours)",
+        )
         paper = PAPER["6"][p]
         pn = [n for n in servers if n in paper]
-        ax.plot(pn, [paper[n] for n in pn], "D--", color=COLOURS[p], alpha=0.7, mfc="white",
-                label=f"{LABELS[p]} (paper)")
+        ax.plot(
+            pn,
+            [paper[n] for n in pn],
+            "D--",
+            color=COLOURS[p],
+            alpha=0.7,
+            mfc="white",
+            label=f"{LABELS[p]} (paper)",
+        )
     _log_axis(ax, 0.8 * min(ms[(n, p, "")].lo for n in servers for p in SOLVERS))
     ax.set_xticks(servers, [str(n) for n in servers])
     ax.set_xlabel("number of servers")
@@ -155,8 +208,9 @@ def figure_6(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
     ax.grid(alpha=0.3, which="both")
 
 
-def plot_figure(figure: str, rows: Sequence[Mapping[str, Any]],
-                path: str | os.PathLike[str] | None = None) -> Figure:
+def plot_figure(
+    figure: str, rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str] | None = None
+) -> Figure:
     """Draw Fig. ``figure`` from its tidy rows; save as PNG when ``path`` is given."""
     rows = [r for r in rows if str(r["figure"]) == figure]
     if not rows:
@@ -187,9 +241,14 @@ def _job_colour(j: int) -> Any:
     return colormaps["tab20"](j % 20)
 
 
-def gantt(data: ProblemData, schedule: Schedule, ax: Axes | None = None,
-          evaluation: Evaluation | None = None, labels: bool = True,
-          title: str | None = None) -> Axes:
+def gantt(
+    data: ProblemData,
+    schedule: Schedule,
+    ax: Axes | None = None,
+    evaluation: Evaluation | None = None,
+    labels: bool = True,
+    title: str | None = None,
+) -> Axes:
     """Gantt chart of ``schedule``: one row per GPU grouped by server, one bar per job-GPU pair.
 
     Parameters
@@ -230,28 +289,54 @@ def gantt(data: ProblemData, schedule: Schedule, ax: Axes | None = None,
         split = len({s for s, _ in pairs}) > 1
         start, stop = ev.start[j], ev.end[j]
         for s, i in pairs:
-            (rect,) = ax.barh(row[(s, i)], stop - start, left=start, height=0.8,
-                              color=_job_colour(j), edgecolor="black" if split else "none",
-                              linewidth=0.6, hatch=SPLIT_HATCH if split else None)
+            (rect,) = ax.barh(
+                row[(s, i)],
+                stop - start,
+                left=start,
+                height=0.8,
+                color=_job_colour(j),
+                edgecolor="black" if split else "none",
+                linewidth=0.6,
+                hatch=SPLIT_HATCH if split else None,
+            )
             rect.set_gid(f"{job.id}@{s}:{i}")
             bars.append((rect, job.id))
     for s in range(1, cluster.num_servers):  # server separators
         ax.axhline(cluster.num_gpus - cluster.offsets[s] - 0.5, color="grey", lw=0.8)
-    centres = [cluster.num_gpus - cluster.offsets[s] - cluster.gpus_per_server[s] / 2 - 0.5
-               for s in range(cluster.num_servers)]
-    ax.set_yticks(centres, [f"S{s} ({cluster.gpus_per_server[s]} GPUs)"
-                            for s in range(cluster.num_servers)])
+    centres = [
+        cluster.num_gpus - cluster.offsets[s] - cluster.gpus_per_server[s] / 2 - 0.5
+        for s in range(cluster.num_servers)
+    ]
+    ax.set_yticks(
+        centres, [f"S{s} ({cluster.gpus_per_server[s]} GPUs)" for s in range(cluster.num_servers)]
+    )
     ax.tick_params(axis="y", length=0)
     ax.set_xlabel("time (slots)")
     ax.set_ylabel("GPUs, grouped by server")
-    ax.set_title(title if title is not None
-                 else f"{data.name}: makespan {ev.makespan:g} slots, mean JCT "
-                      f"{ev.mean_jct:.4g} slots", loc="left", fontsize="medium")
-    ax.legend(handles=[Patch(facecolor="lightgrey", edgecolor="black", hatch=SPLIT_HATCH,
-                             label="split job (several servers)"),
-                       Patch(facecolor="lightgrey", label="job inside one server")],
-              fontsize="small", loc="lower right", bbox_to_anchor=(1.0, 1.0), ncol=2,
-              frameon=False, borderaxespad=0.2)
+    ax.set_title(
+        title
+        if title is not None
+        else f"{data.name}: makespan {ev.makespan:g} slots, mean JCT {ev.mean_jct:.4g} slots",
+        loc="left",
+        fontsize="medium",
+    )
+    ax.legend(
+        handles=[
+            Patch(
+                facecolor="lightgrey",
+                edgecolor="black",
+                hatch=SPLIT_HATCH,
+                label="split job (several servers)",
+            ),
+            Patch(facecolor="lightgrey", label="job inside one server"),
+        ],
+        fontsize="small",
+        loc="lower right",
+        bbox_to_anchor=(1.0, 1.0),
+        ncol=2,
+        frameon=False,
+        borderaxespad=0.2,
+    )
     if labels:
         _label_bars(ax, bars)
     return ax
@@ -276,6 +361,13 @@ def _label_bars(ax: Axes, bars: Sequence[tuple[Any, str]]) -> None:
         if name in seen or rect.get_width() * px_x < char * (len(name) + 1):
             continue
         seen.add(name)
-        ax.text(rect.get_x() + rect.get_width() / 2, rect.get_y() + rect.get_height() / 2,
-                name, ha="center", va="center", fontsize=7, clip_on=True,
-                bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6})
+        ax.text(
+            rect.get_x() + rect.get_width() / 2,
+            rect.get_y() + rect.get_height() / 2,
+            name,
+            ha="center",
+            va="center",
+            fontsize=7,
+            clip_on=True,
+            bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6},
+        )

@@ -60,17 +60,34 @@ SERVER_COUNTS: tuple[int, ...] = (10, 15, 20)
 
 #: Tidy CSV columns, in order. Times in slots, ``runtime_s`` in seconds.
 COLUMNS: tuple[str, ...] = (
-    "figure", "instance", "servers", "seed", "solver", "param", "value", "makespan",
-    "mean_jct", "min_jct", "max_jct", "lower_bound", "runtime_s",
+    "figure",
+    "instance",
+    "servers",
+    "seed",
+    "solver",
+    "param",
+    "value",
+    "makespan",
+    "mean_jct",
+    "min_jct",
+    "max_jct",
+    "lower_bound",
+    "runtime_s",
 )
 
 #: The paper's values (slots), read from its plots (spec section 7), one run each.
 PAPER: dict[str, Any] = {
-    "4": {"makespan": {"sjf-bco": 535, "ls": 595, "ff": 719, "rand": 1128},
-          "mean_jct": {"sjf-bco": 178, "ls": 187, "ff": 452, "rand": 261}},
+    "4": {
+        "makespan": {"sjf-bco": 535, "ls": 595, "ff": 719, "rand": 1128},
+        "mean_jct": {"sjf-bco": 178, "ls": 187, "ff": 452, "rand": 261},
+    },
     "5": {1: 626, 2: 564, 4: 541, 8: 535, 10: 700, 16: 749, 32: 736},
-    "6": {"sjf-bco": {10: 939, 15: 715, 20: 535}, "ls": {10: 1160, 15: 870, 20: 595},
-          "ff": {10: 1404, 15: 963, 20: 719}, "rand": {10: 1488, 15: 1260, 20: 1128}},
+    "6": {
+        "sjf-bco": {10: 939, 15: 715, 20: 535},
+        "ls": {10: 1160, 15: 870, 20: 595},
+        "ff": {10: 1404, 15: 963, 20: 719},
+        "rand": {10: 1488, 15: 1260, 20: 1128},
+    },
     "7": {1: 1043, 2: 882, 4: 730, 8: 538},
 }
 
@@ -159,18 +176,41 @@ class Task:
 
     def key(self) -> tuple[Any, ...]:
         """Identifies the run regardless of the figure it belongs to."""
-        return (self.servers, self.seed, self.jobs, self.preset, self.solver,
-                tuple(sorted(self.params)))
+        return (
+            self.servers,
+            self.seed,
+            self.jobs,
+            self.preset,
+            self.solver,
+            tuple(sorted(self.params)),
+        )
 
 
-def _task(figure: str, settings: Settings, servers: int, seed: int, solver: str,
-          param: str = "", value: Any = "", **fixed: Any) -> Task:
+def _task(
+    figure: str,
+    settings: Settings,
+    servers: int,
+    seed: int,
+    solver: str,
+    param: str = "",
+    value: Any = "",
+    **fixed: Any,
+) -> Task:
     params = settings.solver_options(solver)
     params.update(fixed)
     if param:
         params[param] = value
-    return Task(figure, servers, seed, solver, param, value, settings.jobs, settings.preset,
-                tuple(sorted(params.items())))
+    return Task(
+        figure,
+        servers,
+        seed,
+        solver,
+        param,
+        value,
+        settings.jobs,
+        settings.preset,
+        tuple(sorted(params.items())),
+    )
 
 
 def tasks_for(figure: str, settings: Settings) -> list[Task]:
@@ -180,14 +220,22 @@ def tasks_for(figure: str, settings: Settings) -> list[Task]:
     if figure == "4":
         return [_task("4", settings, s, seed, solver) for seed in seeds for solver in SOLVERS]
     if figure == "5":
-        return [_task("5", settings, s, seed, "sjf-bco", "kappa", k)
-                for seed in seeds for k in KAPPAS]
+        return [
+            _task("5", settings, s, seed, "sjf-bco", "kappa", k) for seed in seeds for k in KAPPAS
+        ]
     if figure == "6":
-        return [_task("6", settings, n, seed, solver)
-                for n in settings.server_counts for seed in seeds for solver in SOLVERS]
+        return [
+            _task("6", settings, n, seed, solver)
+            for n in settings.server_counts
+            for seed in seeds
+            for solver in SOLVERS
+        ]
     if figure == "7":
-        return [_task("7", settings, s, seed, "sjf-bco", "lam", lam, kappa=1)
-                for seed in seeds for lam in LAMBDAS]
+        return [
+            _task("7", settings, s, seed, "sjf-bco", "lam", lam, kappa=1)
+            for seed in seeds
+            for lam in LAMBDAS
+        ]
     raise ValueError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
 
 
@@ -197,18 +245,30 @@ def run_task(task: Task) -> dict[str, Any]:
     res = solve(data, task.solver, seed=task.seed, **dict(task.params))
     ev = res.evaluation
     if ev is None:
-        raise RuntimeError(f"{task.solver} found no schedule for {data.name} "
-                           f"(status {res.status.value}); parameters {dict(task.params)}")
+        raise RuntimeError(
+            f"{task.solver} found no schedule for {data.name} "
+            f"(status {res.status.value}); parameters {dict(task.params)}"
+        )
     return {
-        "figure": task.figure, "instance": data.name, "servers": task.servers,
-        "seed": task.seed, "solver": task.solver, "param": task.param, "value": task.value,
-        "makespan": ev.makespan, "mean_jct": ev.mean_jct, "min_jct": ev.min_jct,
-        "max_jct": ev.max_jct, "lower_bound": res.lower_bound, "runtime_s": res.runtime,
+        "figure": task.figure,
+        "instance": data.name,
+        "servers": task.servers,
+        "seed": task.seed,
+        "solver": task.solver,
+        "param": task.param,
+        "value": task.value,
+        "makespan": ev.makespan,
+        "mean_jct": ev.mean_jct,
+        "min_jct": ev.min_jct,
+        "max_jct": ev.max_jct,
+        "lower_bound": res.lower_bound,
+        "runtime_s": res.runtime,
     }
 
 
-def run_tasks(tasks: Sequence[Task], jobs: int | None = None,
-              progress: bool = False) -> list[dict[str, Any]]:
+def run_tasks(
+    tasks: Sequence[Task], jobs: int | None = None, progress: bool = False
+) -> list[dict[str, Any]]:
     """Run ``tasks`` on ``jobs`` processes (default ``os.cpu_count()``); rows in task order.
 
     Each distinct run (:meth:`Task.key`) is done once. ``jobs=1`` runs in this
@@ -241,8 +301,9 @@ def run_tasks(tasks: Sequence[Task], jobs: int | None = None,
     finally:
         if bar is not None:
             bar.close()
-    return [{**done[t.key()], "figure": t.figure, "param": t.param, "value": t.value}
-            for t in tasks]
+    return [
+        {**done[t.key()], "figure": t.figure, "param": t.param, "value": t.value} for t in tasks
+    ]
 
 
 def _progress_bar(total: int) -> Any:
@@ -307,13 +368,13 @@ class Stat:
         return f"{self.mean:.0f} ± {self.sd:.0f}" if self.n > 1 else f"{self.mean:.0f}"
 
 
-def aggregate(rows: Iterable[Mapping[str, Any]],
-              metric: str = "makespan") -> dict[tuple[int, str, Any], Stat]:
+def aggregate(
+    rows: Iterable[Mapping[str, Any]], metric: str = "makespan"
+) -> dict[tuple[int, str, Any], Stat]:
     """``(servers, solver, value) -> Stat`` of ``metric`` over seeds."""
     groups: dict[tuple[int, str, Any], list[float]] = defaultdict(list)
     for row in rows:
-        groups[(int(row["servers"]), str(row["solver"]), row["value"])].append(
-            float(row[metric]))
+        groups[(int(row["servers"]), str(row["solver"]), row["value"])].append(float(row[metric]))
     return {k: Stat.of(v) for k, v in groups.items()}
 
 
@@ -333,11 +394,14 @@ def _caption(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
     seeds = sorted({int(r["seed"]) for r in rows})
     servers = sorted({int(r["servers"]) for r in rows})
     inst = sorted({str(r["instance"]) for r in rows})
-    where = (f"{servers[0]} servers" if len(servers) == 1
-             else f"{', '.join(map(str, servers))} servers")
-    return (f"**{TITLES[figure]}** ({where}; {len(seeds)} seeds per point, e.g. instance "
-            f"`{inst[0]}`). Ours: mean ± sample standard deviation over seeds, in slots. "
-            f"Paper: one run, read from its plot.")
+    where = (
+        f"{servers[0]} servers" if len(servers) == 1 else f"{', '.join(map(str, servers))} servers"
+    )
+    return (
+        f"**{TITLES[figure]}** ({where}; {len(seeds)} seeds per point, e.g. instance "
+        f"`{inst[0]}`). Ours: mean ± sample standard deviation over seeds, in slots. "
+        f"Paper: one run, read from its plot."
+    )
 
 
 def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
@@ -359,14 +423,32 @@ def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
         body = []
         for solver in SOLVERS:
             k = (s, solver, "")
-            body.append([LABELS[solver], str(p_m[solver]), ms[k].text(),
-                         _ratio(p_m[solver], p_m["sjf-bco"]), _ratio(ms[k].mean, ref_m),
-                         str(p_j[solver]), jct[k].text(),
-                         _ratio(p_j[solver], p_j["sjf-bco"]), _ratio(jct[k].mean, ref_j),
-                         f"{lo[k].mean:.0f} – {hi[k].mean:.0f}"])
-        header = ["policy", "makespan (paper)", "makespan (ours)", "ratio (paper)",
-                  "ratio (ours)", "mean JCT (paper)", "mean JCT (ours)", "JCT ratio (paper)",
-                  "JCT ratio (ours)", "JCT min – max (ours)"]
+            body.append(
+                [
+                    LABELS[solver],
+                    str(p_m[solver]),
+                    ms[k].text(),
+                    _ratio(p_m[solver], p_m["sjf-bco"]),
+                    _ratio(ms[k].mean, ref_m),
+                    str(p_j[solver]),
+                    jct[k].text(),
+                    _ratio(p_j[solver], p_j["sjf-bco"]),
+                    _ratio(jct[k].mean, ref_j),
+                    f"{lo[k].mean:.0f} – {hi[k].mean:.0f}",
+                ]
+            )
+        header = [
+            "policy",
+            "makespan (paper)",
+            "makespan (ours)",
+            "ratio (paper)",
+            "ratio (ours)",
+            "mean JCT (paper)",
+            "mean JCT (ours)",
+            "JCT ratio (paper)",
+            "JCT ratio (ours)",
+            "JCT min – max (ours)",
+        ]
     elif figure == "6":
         body = []
         for n in sorted({int(r["servers"]) for r in rows}):
@@ -375,11 +457,24 @@ def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
                 p = paper[solver].get(n)
                 pref = paper["sjf-bco"].get(n)
                 st = ms[(n, solver, "")]
-                body.append([str(n), LABELS[solver], "-" if p is None else str(p), st.text(),
-                             "-" if p is None or pref is None else _ratio(p, pref),
-                             _ratio(st.mean, ref)])
-        header = ["servers", "policy", "makespan (paper)", "makespan (ours)",
-                  "ratio to SJF-BCO (paper)", "ratio to SJF-BCO (ours)"]
+                body.append(
+                    [
+                        str(n),
+                        LABELS[solver],
+                        "-" if p is None else str(p),
+                        st.text(),
+                        "-" if p is None or pref is None else _ratio(p, pref),
+                        _ratio(st.mean, ref),
+                    ]
+                )
+        header = [
+            "servers",
+            "policy",
+            "makespan (paper)",
+            "makespan (ours)",
+            "ratio to SJF-BCO (paper)",
+            "ratio to SJF-BCO (ours)",
+        ]
         return _caption(figure, rows) + "\n\n" + _md(header, body, left=2) + "\n"
     else:
         name = "kappa" if figure == "5" else "lambda"
@@ -388,11 +483,23 @@ def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
         ours = {v: ms[(s, "sjf-bco", v)] for v in values}
         best_ours = min(st.mean for st in ours.values())
         best_paper = min(paper.values())
-        body = [[str(v), str(paper.get(v, "-")), ours[v].text(),
-                 "-" if v not in paper else _ratio(paper[v], best_paper),
-                 _ratio(ours[v].mean, best_ours)] for v in values]
-        header = [name, "makespan (paper)", "makespan (ours)", "to best point (paper)",
-                  "to best point (ours)"]
+        body = [
+            [
+                str(v),
+                str(paper.get(v, "-")),
+                ours[v].text(),
+                "-" if v not in paper else _ratio(paper[v], best_paper),
+                _ratio(ours[v].mean, best_ours),
+            ]
+            for v in values
+        ]
+        header = [
+            name,
+            "makespan (paper)",
+            "makespan (ours)",
+            "to best point (paper)",
+            "to best point (ours)",
+        ]
     return _caption(figure, rows) + "\n\n" + _md(header, body) + "\n"
 
 
@@ -411,10 +518,14 @@ class FigureOutput:
     rows: list[dict[str, Any]]
 
 
-def reproduce(figures: Sequence[str] = FIGURES, settings: Settings | None = None,
-              out: str | os.PathLike[str] = "reproduction", jobs: int | None = None,
-              progress: bool = False,
-              on_figure: Callable[[FigureOutput], None] | None = None) -> list[FigureOutput]:
+def reproduce(
+    figures: Sequence[str] = FIGURES,
+    settings: Settings | None = None,
+    out: str | os.PathLike[str] = "reproduction",
+    jobs: int | None = None,
+    progress: bool = False,
+    on_figure: Callable[[FigureOutput], None] | None = None,
+) -> list[FigureOutput]:
     """Run the figures' tasks together (one process pool) and write each figure's files.
 
     Writes ``fig<N>.csv``, ``fig<N>.png`` and ``fig<N>.md`` into ``out``
@@ -436,10 +547,9 @@ def reproduce(figures: Sequence[str] = FIGURES, settings: Settings | None = None
     return results
 
 
-
-
-def write_figure(figure: str, rows: list[dict[str, Any]], out: str | os.PathLike[str],
-                 write_csv: bool = True) -> FigureOutput:
+def write_figure(
+    figure: str, rows: list[dict[str, Any]], out: str | os.PathLike[str], write_csv: bool = True
+) -> FigureOutput:
     """Write ``fig<N>.csv`` (unless ``write_csv`` is false), ``.md`` and ``.png`` into ``out``."""
     from sjfbco.experiments.plots import plot_figure
 
@@ -449,12 +559,21 @@ def write_figure(figure: str, rows: list[dict[str, Any]], out: str | os.PathLike
     table = markdown_table(figure, rows)
     atomic_write_text(base.with_suffix(".md"), table)
     plot_figure(figure, rows, base.with_suffix(".png"))
-    return FigureOutput(figure, base.with_suffix(".csv"), base.with_suffix(".png"),
-                        base.with_suffix(".md"), table, rows)
+    return FigureOutput(
+        figure,
+        base.with_suffix(".csv"),
+        base.with_suffix(".png"),
+        base.with_suffix(".md"),
+        table,
+        rows,
+    )
 
 
-def replot(figures: Sequence[str] = FIGURES, out: str | os.PathLike[str] = "reproduction",
-           on_figure: Callable[[FigureOutput], None] | None = None) -> list[FigureOutput]:
+def replot(
+    figures: Sequence[str] = FIGURES,
+    out: str | os.PathLike[str] = "reproduction",
+    on_figure: Callable[[FigureOutput], None] | None = None,
+) -> list[FigureOutput]:
     """Rewrite the tables and plots from the CSVs already in ``out`` (no solver runs)."""
     results = []
     for f in figures:

@@ -11,6 +11,7 @@ policy everywhere, so a reader sees which conclusions survive which choice.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -46,27 +47,46 @@ def _xi1(value: float) -> Preset:
 
 
 VARIANTS: tuple[Variant, ...] = (
-    Variant("defaults", "offline mode, fragment ties, baselines in input order, preset paper, "
-                        "T = sum of estimates"),
-    Variant("timestepped", "assignment mode timestepped (every policy)",
-            options={"*": {"mode": "timestepped"}}),
-    Variant("plain ties", "FA-FFP ties (load, server, GPU) in SJF-BCO",
-            options={"sjf-bco": {"ties": "plain"}}),
-    Variant("baselines SJF order", "LS, FF and RAND take jobs smallest first",
-            options={b: {"order": "sjf"} for b in BASELINES}),
-    Variant("preset prototype", "spec section 7's starting constants: 11,700 MB/s links, "
-                                "xi2 0.01 s, 4 s slot", preset="prototype"),
-    Variant("preset 10gbe", "Wang et al.'s 10 GbE links (1,170 MB/s), 36 s slot",
-            preset="10gbe"),
-    Variant("xi1 = 0.5", "half the contention scale (preset paper otherwise)",
-            preset=_xi1(0.5)),
-    Variant("T = 1500", "the paper's horizon for theta (SJF-BCO, LS, FF; RAND has no limit)",
-            options={s: {"horizon": 1500} for s in ("sjf-bco", "ls", "ff")}),
+    Variant(
+        "defaults",
+        "offline mode, fragment ties, baselines in input order, preset paper, T = sum of estimates",
+    ),
+    Variant(
+        "timestepped",
+        "assignment mode timestepped (every policy)",
+        options={"*": {"mode": "timestepped"}},
+    ),
+    Variant(
+        "plain ties",
+        "FA-FFP ties (load, server, GPU) in SJF-BCO",
+        options={"sjf-bco": {"ties": "plain"}},
+    ),
+    Variant(
+        "baselines SJF order",
+        "LS, FF and RAND take jobs smallest first",
+        options={b: {"order": "sjf"} for b in BASELINES},
+    ),
+    Variant(
+        "preset prototype",
+        "spec section 7's starting constants: 11,700 MB/s links, xi2 0.01 s, 4 s slot",
+        preset="prototype",
+    ),
+    Variant("preset 10gbe", "Wang et al.'s 10 GbE links (1,170 MB/s), 36 s slot", preset="10gbe"),
+    Variant("xi1 = 0.5", "half the contention scale (preset paper otherwise)", preset=_xi1(0.5)),
+    Variant(
+        "T = 1500",
+        "the paper's horizon for theta (SJF-BCO, LS, FF; RAND has no limit)",
+        options={s: {"horizon": 1500} for s in ("sjf-bco", "ls", "ff")},
+    ),
 )
 
 
-def run_sensitivity(seeds: int = 10, variants: Sequence[Variant] = VARIANTS,
-                    jobs: int | None = None, progress: bool = False) -> list[dict[str, Any]]:
+def run_sensitivity(
+    seeds: int = 10,
+    variants: Sequence[Variant] = VARIANTS,
+    jobs: int | None = None,
+    progress: bool = False,
+) -> list[dict[str, Any]]:
     """Fig. 6's tasks under every variant; rows carry a ``variant`` field."""
     tasks, names = [], []
     for v in variants:
@@ -77,13 +97,19 @@ def run_sensitivity(seeds: int = 10, variants: Sequence[Variant] = VARIANTS,
     return [{**r, "variant": n} for r, n in zip(rows, names, strict=True)]
 
 
-def sensitivity_table(rows: Sequence[Mapping[str, Any]],
-                      variants: Sequence[Variant] = VARIANTS) -> str:
+def sensitivity_table(
+    rows: Sequence[Mapping[str, Any]], variants: Sequence[Variant] = VARIANTS
+) -> str:
     """Markdown: per variant, ``LS / FF / RAND`` ratios to SJF-BCO at each server count."""
     servers = sorted({int(r["servers"]) for r in rows})
-    header = ["variant", "change", *[f"{n} servers" for n in servers],
-              f"mean JCT, {servers[-1]} servers (Fig. 4)", "SJF-BCO best everywhere",
-              "SJF-BCO < LS < FF < RAND everywhere"]
+    header = [
+        "variant",
+        "change",
+        *[f"{n} servers" for n in servers],
+        f"mean JCT, {servers[-1]} servers (Fig. 4)",
+        "SJF-BCO best everywhere",
+        "SJF-BCO < LS < FF < RAND everywhere",
+    ]
     body = []
     for v in variants:
         vr = [r for r in rows if r["variant"] == v.name]
@@ -95,11 +121,21 @@ def sensitivity_table(rows: Sequence[Mapping[str, Any]],
             means = [ms[(n, s, "")].mean for s in SOLVERS]
             cells.append(" / ".join(f"{m / means[0]:.2f}" for m in means[1:]))
             best &= means[0] <= min(means[1:])
-            order &= all(a < b for a, b in zip(means, means[1:], strict=False))
+            order &= all(a < b for a, b in itertools.pairwise(means))
         top = servers[-1]
         jm = [jct[(top, s, "")].mean for s in SOLVERS]
-        body.append([v.name, v.change, *cells, " / ".join(f"{m / jm[0]:.2f}" for m in jm[1:]),
-                     "yes" if best else "no", "yes" if order else "no"])
+        body.append(
+            [
+                v.name,
+                v.change,
+                *cells,
+                " / ".join(f"{m / jm[0]:.2f}" for m in jm[1:]),
+                "yes" if best else "no",
+                "yes" if order else "no",
+            ]
+        )
     seeds = len({int(r["seed"]) for r in rows})
-    return (f"Ratios LS / FF / RAND to SJF-BCO (ratio of mean makespans over {seeds} seeds; "
-            "mean JCT likewise).\n\n" + _md(header, body, left=2) + "\n")
+    return (
+        f"Ratios LS / FF / RAND to SJF-BCO (ratio of mean makespans over {seeds} seeds; "
+        "mean JCT likewise).\n\n" + _md(header, body, left=2) + "\n"
+    )

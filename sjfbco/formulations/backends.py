@@ -42,7 +42,7 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
         self.model_status: Any = None
         self.dual_bound: float | None = None
 
-    def callSolver(self, lp: Any) -> None:  # noqa: N802 - PuLP's name
+    def callSolver(self, lp: Any) -> None:
         h = lp.solverModel
         if self.warm:
             values = [0.0] * h.getNumCol()
@@ -68,8 +68,13 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
 
 def _cbc(time_limit: float | None, threads: int | None, warm: bool, log: str) -> Any:
     """The CBC command: ``COIN_CMD`` when a ``cbc`` binary is installed, else PuLP's bundled one."""
-    kw: dict[str, Any] = {"msg": False, "timeLimit": time_limit, "warmStart": warm,
-                          "threads": threads, "logPath": log}
+    kw: dict[str, Any] = {
+        "msg": False,
+        "timeLimit": time_limit,
+        "warmStart": warm,
+        "threads": threads,
+        "logPath": log,
+    }
     coin = pulp.COIN_CMD(**kw)
     if coin.available():
         return coin
@@ -78,8 +83,15 @@ def _cbc(time_limit: float | None, threads: int | None, warm: bool, log: str) ->
         return pulp.PULP_CBC_CMD(**kw)
 
 
-def solve_mip(prob: pulp.LpProblem, backend: str, *, time_limit: float | None = None,
-              threads: int | None = None, warm: bool = False, relax: bool = False) -> MipOutcome:
+def solve_mip(
+    prob: pulp.LpProblem,
+    backend: str,
+    *,
+    time_limit: float | None = None,
+    threads: int | None = None,
+    warm: bool = False,
+    relax: bool = False,
+) -> MipOutcome:
     """Solve ``prob`` (a minimisation) with ``backend`` and report what was proven.
 
     Parameters
@@ -101,12 +113,14 @@ def solve_mip(prob: pulp.LpProblem, backend: str, *, time_limit: float | None = 
         return _solve_cbc(prob, time_limit, threads, warm, relax)
 
 
-def _solve_highs(prob: pulp.LpProblem, time_limit: float | None, threads: int | None,
-                 warm: bool, relax: bool) -> MipOutcome:
+def _solve_highs(
+    prob: pulp.LpProblem, time_limit: float | None, threads: int | None, warm: bool, relax: bool
+) -> MipOutcome:
     import highspy
 
-    solver = _HiGHSWarm(warm and not relax, mip=not relax, msg=False, timeLimit=time_limit,
-                        threads=threads)
+    solver = _HiGHSWarm(
+        warm and not relax, mip=not relax, msg=False, timeLimit=time_limit, threads=threads
+    )
     prob.solve(solver)
     st = solver.model_status
     ms = highspy.HighsModelStatus
@@ -127,8 +141,9 @@ _CBC_RESULT = re.compile(r"^Result - (.*)$", re.MULTILINE)
 _CBC_LOWER = re.compile(r"^Lower bound:\s+(-?[0-9.eE+]+)", re.MULTILINE)
 
 
-def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, threads: int | None,
-               warm: bool, relax: bool) -> MipOutcome:
+def _solve_cbc(
+    prob: pulp.LpProblem, time_limit: float | None, threads: int | None, warm: bool, relax: bool
+) -> MipOutcome:
     with tempfile.TemporaryDirectory(prefix="sjfbco-cbc-") as tmp:
         log = str(Path(tmp) / "cbc.log")
         solver = _cbc(time_limit, threads, warm and not relax, log)
@@ -141,7 +156,8 @@ def _solve_cbc(prob: pulp.LpProblem, time_limit: float | None, threads: int | No
     has_solution = prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     # sol_status, not status: status reads "Optimal" after a time limit too
     proven = prob.sol_status == pulp.LpSolutionOptimal and (
-        relax or message.startswith("Optimal") or not message)
+        relax or message.startswith("Optimal") or not message
+    )
     objective = pulp.value(prob.objective) if has_solution else None
     bound: float | None = None
     found = _CBC_LOWER.findall(text) or _CBC_BOUND.findall(text)

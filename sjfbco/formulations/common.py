@@ -14,14 +14,18 @@ Units: slots throughout.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import ConfigurationError, slots_to_finish
 from sjfbco.evaluate import evaluate
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sjfbco.problem import ProblemData
 
 #: Most patterns one job may have before the exact models refuse the instance.
 MAX_PATTERNS = 5000
@@ -30,8 +34,10 @@ MAX_PATTERNS = 5000
 def require_slotted(data: ProblemData, what: str) -> None:
     """Raise ``ValueError`` unless ``data`` uses the slotted time model."""
     if data.cost.time_model != "slotted":
-        raise ValueError(f"{what} is time-indexed and needs cost.time_model = 'slotted'; "
-                         f"instance {data.name!r} uses {data.cost.time_model!r}")
+        raise ValueError(
+            f"{what} is time-indexed and needs cost.time_model = 'slotted'; "
+            f"instance {data.name!r} uses {data.cost.time_model!r}"
+        )
 
 
 @dataclass(frozen=True)
@@ -75,7 +81,7 @@ def _compositions(total: int, caps: Sequence[int]) -> list[tuple[int, ...]]:
             if left == 0:
                 out.append(tuple(acc))
             return
-        room = sum(caps[s + 1:])
+        room = sum(caps[s + 1 :])
         for c in range(max(0, left - room), min(caps[s], left) + 1):
             acc.append(c)
             rec(s + 1, left - c, acc)
@@ -110,9 +116,11 @@ class Patterns:
         for job in data.jobs:
             comps = _compositions(job.gpus, caps)
             if len(comps) > MAX_PATTERNS:
-                raise ValueError(f"job {job.id!r} has {len(comps)} placement patterns (more "
-                                 f"than {MAX_PATTERNS}); the exact models are for small "
-                                 "instances")
+                raise ValueError(
+                    f"job {job.id!r} has {len(comps)} placement patterns (more "
+                    f"than {MAX_PATTERNS}); the exact models are for small "
+                    "instances"
+                )
             if not comps:  # pragma: no cover - ProblemData checks that every job fits
                 raise ValueError(f"job {job.id!r} fits on no server combination")
             self.by_job.append([Pattern(c) for c in comps])
@@ -256,8 +264,10 @@ def plan_to_schedule(data: ProblemData, plan: Plan) -> Schedule:
                 continue
             avail = [i for i in range(cl.gpus_per_server[s]) if free_at[s][i] <= a]
             if len(avail) < c:
-                raise ScheduleError(f"plan puts job {data.jobs[j].id!r} on {c} GPUs of server "
-                                    f"{s} at slot {a}, but only {len(avail)} are free")
+                raise ScheduleError(
+                    f"plan puts job {data.jobs[j].id!r} on {c} GPUs of server "
+                    f"{s} at slot {a}, but only {len(avail)} are free"
+                )
             for i in avail[:c]:
                 free_at[s][i] = plan.end[j]
                 gpus[j].append((s, i))
@@ -278,12 +288,14 @@ def schedule_counts(data: ProblemData, schedule: Schedule) -> list[tuple[int, ..
     return out
 
 
-def plan_from_schedule(data: ProblemData, schedule: Schedule,
-                       ev: Evaluation | None = None) -> Plan:
+def plan_from_schedule(data: ProblemData, schedule: Schedule, ev: Evaluation | None = None) -> Plan:
     """The plan of an evaluated schedule: its patterns and its actual start and end slots."""
     ev = ev or evaluate(data, schedule)
-    return Plan(tuple(schedule_counts(data, schedule)),
-                tuple(int(round(s)) for s in ev.start), tuple(int(round(e)) for e in ev.end))
+    return Plan(
+        tuple(schedule_counts(data, schedule)),
+        tuple(round(s) for s in ev.start),
+        tuple(round(e) for e in ev.end),
+    )
 
 
 def slot_levels(data: ProblemData, plan: Plan) -> list[dict[int, int]]:
@@ -299,7 +311,11 @@ def slot_levels(data: ProblemData, plan: Plan) -> list[dict[int, int]]:
         for t in range(plan.start[j], plan.end[j]):
             p = 0
             for s in servers:
-                p = max(p, sum(1 for k in splits if plan.counts[k][s]
-                               and plan.start[k] <= t < plan.end[k]))
+                p = max(
+                    p,
+                    sum(
+                        1 for k in splits if plan.counts[k][s] and plan.start[k] <= t < plan.end[k]
+                    ),
+                )
             out[j][t] = p
     return out

@@ -19,7 +19,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulp
 
@@ -37,9 +37,11 @@ from sjfbco.formulations.common import (
     require_slotted,
     slot_levels,
 )
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.stdio import stdout_to_stderr
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 Expr = Any  # pulp.LpAffineExpression
 
@@ -121,8 +123,15 @@ class TimeIndexedILP:
         of expanding every sum.
     """
 
-    def __init__(self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None,
-                 relax: bool = False, sparse: bool = True):
+    def __init__(
+        self,
+        data: ProblemData,
+        horizon: int,
+        *,
+        patterns: Patterns | None = None,
+        relax: bool = False,
+        sparse: bool = True,
+    ):
         require_slotted(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
@@ -142,8 +151,9 @@ class TimeIndexedILP:
     def _build(self) -> None:
         data, H, prob = self.data, self.horizon, self.prob
         lb = lower_bound(data)
-        self.C = prob.add_variable("C", lb, H,
-                                   cat=pulp.LpContinuous if self.relax else pulp.LpInteger)
+        self.C = prob.add_variable(
+            "C", lb, H, cat=pulp.LpContinuous if self.relax else pulp.LpInteger
+        )
         prob += self.C
         for j, job in enumerate(data.jobs):
             row: list[_PatVars] = []
@@ -152,8 +162,10 @@ class TimeIndexedILP:
                 if pv is not None:
                     row.append(pv)
             if not row:
-                raise ValueError(f"job {job.id!r} cannot finish by the horizon {H} on any "
-                                 "placement; raise the horizon")
+                raise ValueError(
+                    f"job {job.id!r} cannot finish by the horizon {H} on any "
+                    "placement; raise the horizon"
+                )
             self.pvars.append(row)
             prob += (pulp.lpSum(v for pv in row for v in pv.x.values()) == 1, f"start_{j}")
             prob += (pulp.lpSum(pv.end_expr() for pv in row) <= self.C, f"makespan_{j}")
@@ -218,8 +230,7 @@ class TimeIndexedILP:
             if sum(pv.pattern.counts[s] for pv in users) <= cap:
                 continue  # never binding
             for t in range(self.horizon):
-                terms = [pv.pattern.counts[s] * pv.running(t) for pv in users
-                         if _active(pv, t)]
+                terms = [pv.pattern.counts[s] * pv.running(t) for pv in users if _active(pv, t)]
                 if terms:
                     self.prob += (pulp.lpSum(terms) <= cap, f"cap_{s}_{t}")
 
@@ -234,8 +245,9 @@ class TimeIndexedILP:
         """
         caps = self.data.cluster.gpus_per_server
         for s in range(len(caps)):
-            splitters = [pv for row in self.pvars for pv in row
-                         if pv.pattern.split and pv.pattern.counts[s]]
+            splitters = [
+                pv for row in self.pvars for pv in row if pv.pattern.split and pv.pattern.counts[s]
+            ]
             jobs_here = sorted({pv.job for pv in splitters})
             most = min(caps[s], len(jobs_here))  # split jobs that fit on s together
             if most <= 1:
@@ -245,8 +257,10 @@ class TimeIndexedILP:
                 if len({o.job for o in active}) <= 1:
                     continue
                 n_st = self.prob.add_variable(f"N_{s}_{t}", 0, most)
-                self.prob += (n_st - pulp.lpSum(o.running(t) for o in active) == 0,
-                              f"N_{s}_{t}_def")
+                self.prob += (
+                    n_st - pulp.lpSum(o.running(t) for o in active) == 0,
+                    f"N_{s}_{t}_def",
+                )
                 for j in jobs_here:
                     mine = [o for o in active if o.job == j]
                     leveled = [o for o in mine if not o.fixed]
@@ -266,9 +280,17 @@ class TimeIndexedILP:
         w = sum(len(pv.w) for row in self.pvars for pv in row)
         steps = sum(len(pv.S) + len(pv.E) for row in self.pvars for pv in row)
         nz = sum(len(c) for c in self.prob.constraints())
-        return {"variables": x + e + w + steps + 1, "x": x, "e": e, "w": w, "steps": steps,
-                "constraints": self.prob.numConstraints(), "nonzeros": nz,
-                "patterns": sum(len(row) for row in self.pvars), "horizon": self.horizon}
+        return {
+            "variables": x + e + w + steps + 1,
+            "x": x,
+            "e": e,
+            "w": w,
+            "steps": steps,
+            "constraints": self.prob.numConstraints(),
+            "nonzeros": nz,
+            "patterns": sum(len(row) for row in self.pvars),
+            "horizon": self.horizon,
+        }
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the model as ``.lp`` or ``.mps`` (by the file's suffix)."""
@@ -306,17 +328,26 @@ class TimeIndexedILP:
             v.setInitialValue(values[v.name])
         return True
 
-    def solve(self, backend: str = "highs", *, time_limit: float | None = None,
-              threads: int | None = None, warm: bool = False) -> MipOutcome:
-        return solve_mip(self.prob, backend, time_limit=time_limit, threads=threads,
-                         warm=warm, relax=self.relax)
+    def solve(
+        self,
+        backend: str = "highs",
+        *,
+        time_limit: float | None = None,
+        threads: int | None = None,
+        warm: bool = False,
+    ) -> MipOutcome:
+        return solve_mip(
+            self.prob, backend, time_limit=time_limit, threads=threads, warm=warm, relax=self.relax
+        )
 
     def plan(self) -> Plan:
         """The plan in the current variable values (after a solve with a solution)."""
         counts, start, end = [], [], []
         for j, row in enumerate(self.pvars):
-            best = max(((v.varValue or 0.0, a, pv) for pv in row for a, v in pv.x.items()),
-                       key=lambda r: r[0])
+            best = max(
+                ((v.varValue or 0.0, a, pv) for pv in row for a, v in pv.x.items()),
+                key=lambda r: r[0],
+            )
             val, a, pv = best
             if val < 0.5:
                 raise ValueError(f"no start chosen for job {self.data.jobs[j].id!r}")
@@ -372,8 +403,9 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
             atomic_write_text(target, fh.read())
 
 
-def lp_bound(data: ProblemData, horizon: int, *, backend: str = "highs",
-             time_limit: float | None = None) -> float | None:
+def lp_bound(
+    data: ProblemData, horizon: int, *, backend: str = "highs", time_limit: float | None = None
+) -> float | None:
     """LP-relaxation lower bound on the makespan, slots (rounded up to a boundary).
 
     Valid when some schedule has makespan ``<= horizon`` (e.g. a heuristic's):
@@ -405,8 +437,7 @@ class Candidate:
         from sjfbco.evaluate import evaluate
 
         ev = evaluate(data, schedule)
-        return cls(schedule, ev.start, tuple(e - s for s, e in zip(ev.start, ev.end,
-                                                                    strict=True)))
+        return cls(schedule, ev.start, tuple(e - s for s, e in zip(ev.start, ev.end, strict=True)))
 
 
 @dataclass
@@ -418,9 +449,11 @@ class PaperILP:
     candidates: Sequence[Candidate]
 
     def size(self) -> dict[str, int]:
-        return {"variables": len(self.prob.variables()),
-                "constraints": self.prob.numConstraints(),
-                "candidates": len(self.candidates)}
+        return {
+            "variables": len(self.prob.variables()),
+            "constraints": self.prob.numConstraints(),
+            "candidates": len(self.candidates),
+        }
 
     def write(self, path: str | os.PathLike[str]) -> None:
         write_model(self.prob, path)
@@ -448,8 +481,10 @@ def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
     prob = pulp.LpProblem(f"sjfbco_paper_{_clean(data.name)}", pulp.LpMinimize)
     C = prob.add_variable("C", 0)
     prob += C
-    x = [[prob.add_variable(f"x_{j}_{k}", 0, 1, cat=pulp.LpBinary)
-          for k in range(len(candidates))] for j in range(data.num_jobs)]
+    x = [
+        [prob.add_variable(f"x_{j}_{k}", 0, 1, cat=pulp.LpBinary) for k in range(len(candidates))]
+        for j in range(data.num_jobs)
+    ]
     for j in range(data.num_jobs):
         prob += (pulp.lpSum(x[j]) == 1, f"one_{j}")
         for k, cand in enumerate(candidates):
@@ -459,8 +494,9 @@ def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
     return PaperILP(prob, x, candidates)
 
 
-def theta_program(data: ProblemData, candidates: Sequence[Candidate], theta: float, *,
-                  u: float = 1.0) -> PaperILP:
+def theta_program(
+    data: ProblemData, candidates: Sequence[Candidate], theta: float, *, u: float = 1.0
+) -> PaperILP:
     """The paper's ``theta``-feasibility program (eqs. 14 to 16) over a candidate set.
 
     With estimates ``rho_hat_j`` (``Job.rho_hat``; else the job's execution time
@@ -476,8 +512,10 @@ def theta_program(data: ProblemData, candidates: Sequence[Candidate], theta: flo
     if u <= 0:
         raise ValueError(f"u must be > 0, got {u}")
     prob = pulp.LpProblem(f"sjfbco_theta_{_clean(data.name)}", pulp.LpMinimize)
-    x = [[prob.add_variable(f"x_{j}_{k}", 0, 1, cat=pulp.LpBinary)
-          for k in range(len(candidates))] for j in range(data.num_jobs)]
+    x = [
+        [prob.add_variable(f"x_{j}_{k}", 0, 1, cat=pulp.LpBinary) for k in range(len(candidates))]
+        for j in range(data.num_jobs)
+    ]
     prob += pulp.lpSum([])
     load: dict[int, list[Any]] = {}
     cl = data.cluster

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
 from sjfbco.formulations.common import (
@@ -41,7 +41,9 @@ from sjfbco.formulations.common import (
     rate,
     require_slotted,
 )
-from sjfbco.problem import ProblemData
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 
 @dataclass
@@ -77,8 +79,14 @@ class NonconvexModel:
         only an upper bound; the optimal makespan is the same.
     """
 
-    def __init__(self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None,
-                 exact_ends: bool = True):
+    def __init__(
+        self,
+        data: ProblemData,
+        horizon: int,
+        *,
+        patterns: Patterns | None = None,
+        exact_ends: bool = True,
+    ):
         from ortools.sat.python import cp_model
 
         require_slotted(data, "the non-convex model")
@@ -99,14 +107,20 @@ class NonconvexModel:
         for j, job in enumerate(data.jobs):
             pats = self.patterns[j]
             caps_lvl = [level_cap(data, j, q, self.top) if q.split else 0 for q in pats]
-            usable = [k for k, q in enumerate(pats)
-                      if (not q.split or caps_lvl[k] > 0)
-                      and job.arrival + duration(data, j, q, 1) <= H]
+            usable = [
+                k
+                for k, q in enumerate(pats)
+                if (not q.split or caps_lvl[k] > 0) and job.arrival + duration(data, j, q, 1) <= H
+            ]
             if not usable:
-                raise ValueError(f"job {job.id!r} cannot finish by the horizon {H} on any "
-                                 "placement; raise the horizon")
-            use = [m.new_bool_var(f"u_{j}_{k}") if k in usable else m.new_constant(0)
-                   for k in range(len(pats))]
+                raise ValueError(
+                    f"job {job.id!r} cannot finish by the horizon {H} on any "
+                    "placement; raise the horizon"
+                )
+            use = [
+                m.new_bool_var(f"u_{j}_{k}") if k in usable else m.new_constant(0)
+                for k in range(len(pats))
+            ]
             m.add_exactly_one(use[k] for k in usable)
             dmin = min(duration(data, j, pats[k], 1) for k in usable)
             dmax = max(duration(data, j, pats[k], caps_lvl[k] or 1) for k in usable)
@@ -136,8 +150,11 @@ class NonconvexModel:
                 m.add(jv.split == sum(use[k] for k in usable if pats[k].split))
             self.jobs.append(jv)
         for s, cap in enumerate(caps):
-            m.add_cumulative([jv.interval for jv in self.jobs],  # type: ignore[attr-defined]
-                            [jv.y[s] for jv in self.jobs], cap)
+            m.add_cumulative(
+                [jv.interval for jv in self.jobs],  # type: ignore[attr-defined]
+                [jv.y[s] for jv in self.jobs],
+                cap,
+            )
         self._contention()
         C = m.new_int_var(int(lower_bound(data)), H, "C")
         m.add_max_equality(C, [jv.end for jv in self.jobs])
@@ -261,8 +278,12 @@ class NonconvexModel:
         for c in proto.constraints:
             kind = _kind(c)
             kinds[kind] = kinds.get(kind, 0) + 1
-        out = {"variables": len(proto.variables), "constraints": len(proto.constraints),
-               "horizon": self.horizon, "patterns": self.patterns.total()}
+        out = {
+            "variables": len(proto.variables),
+            "constraints": len(proto.constraints),
+            "horizon": self.horizon,
+            "patterns": self.patterns.total(),
+        }
         out.update({f"c_{k}": v for k, v in sorted(kinds.items())})
         return out
 
@@ -273,23 +294,29 @@ class NonconvexModel:
     def dump(self) -> str:
         """A readable description: the program, its size and each job's placement options."""
         data = self.data
-        lines = [f"# non-convex RAR-DDLS model of {data.name!r}, horizon {self.horizon} slots",
-                 "# minimise C = max_j T_j subject to: one pattern per job; cumulative per "
-                 "server (capacity);",
-                 "# p_j[t] = max over j's servers of split jobs running there (eq. 6); "
-                 "phi_j[t] = table[servers, p] (eqs. 7-9);",
-                 "# sum_t phi_j[t] run_j[t] >= F_j; exact ends: sum before the last slot "
-                 "<= F_j - 1",
-                 "# size: " + ", ".join(f"{k} {v}" for k, v in self.size().items())]
+        lines = [
+            f"# non-convex RAR-DDLS model of {data.name!r}, horizon {self.horizon} slots",
+            "# minimise C = max_j T_j subject to: one pattern per job; cumulative per "
+            "server (capacity);",
+            "# p_j[t] = max over j's servers of split jobs running there (eq. 6); "
+            "phi_j[t] = table[servers, p] (eqs. 7-9);",
+            "# sum_t phi_j[t] run_j[t] >= F_j; exact ends: sum before the last slot <= F_j - 1",
+            "# size: " + ", ".join(f"{k} {v}" for k, v in self.size().items()),
+        ]
         for j, job in enumerate(data.jobs):
             opts = []
             for q in self.patterns[j]:
                 lv = level_cap(data, j, q, self.top) if q.split else 0
-                rates = [int(rate(data, j, q, c)) for c in range(1, lv + 1)] if q.split \
+                rates = (
+                    [int(rate(data, j, q, c)) for c in range(1, lv + 1)]
+                    if q.split
                     else [int(rate(data, j, q, 0))]
+                )
                 opts.append(f"{q.label()}:phi={rates}")
-            lines.append(f"job {job.id} G={job.gpus} F={job.iterations} "
-                         f"arrival={job.arrival}: " + " ".join(opts))
+            lines.append(
+                f"job {job.id} G={job.gpus} F={job.iterations} "
+                f"arrival={job.arrival}: " + " ".join(opts)
+            )
         return "\n".join(lines) + "\n"
 
     def write(self, path: str | os.PathLike[str]) -> None:
@@ -308,8 +335,7 @@ class NonconvexModel:
     # tests/test_exact.py::test_cpsat_regression_wrong_optimum_with_hint). The horizon
     # already bounds the makespan by the warm start's, and the exact solver keeps the
     # warm start as its incumbent.
-    def solve(self, *, time_limit: float | None = None, workers: int = 2,
-              seed: int = 0) -> Outcome:
+    def solve(self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0) -> Outcome:
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
@@ -324,8 +350,14 @@ class NonconvexModel:
         has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         obj = solver.objective_value if has else None
         bound = solver.best_objective_bound if has else None
-        return Outcome(st == cp_model.OPTIMAL, has, obj, bound, st == cp_model.INFEASIBLE,
-                         solver.status_name(st))
+        return Outcome(
+            st == cp_model.OPTIMAL,
+            has,
+            obj,
+            bound,
+            st == cp_model.INFEASIBLE,
+            solver.status_name(st),
+        )
 
     def plan(self) -> Plan:
         """The plan of the last solve (exact completions when ``exact_ends``)."""
@@ -339,9 +371,19 @@ class NonconvexModel:
         return Plan(tuple(counts), tuple(start), tuple(end))
 
 
-
-_KINDS = ("linear", "bool_and", "bool_or", "exactly_one", "lin_max", "element", "cumulative",
-          "interval", "at_most_one", "int_prod", "table")
+_KINDS = (
+    "linear",
+    "bool_and",
+    "bool_or",
+    "exactly_one",
+    "lin_max",
+    "element",
+    "cumulative",
+    "interval",
+    "at_most_one",
+    "int_prod",
+    "table",
+)
 
 
 def _kind(c: Any) -> str:

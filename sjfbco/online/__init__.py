@@ -19,10 +19,10 @@ from sjfbco.online.simulator import (
 
 __all__ = [
     "ADMISSIONS",
-    "FreePool",
     "METRIC_NAMES",
-    "OnlineResult",
     "POLICIES",
+    "FreePool",
+    "OnlineResult",
     "Policy",
     "View",
     "job_metrics",

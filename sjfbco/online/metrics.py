@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -38,8 +40,12 @@ class MetricAttributes:
         raise AttributeError(name)
 
 
-def job_metrics(arrival: Sequence[float], start: Sequence[float], end: Sequence[float],
-                reference: Sequence[float]) -> dict[str, float]:
+def job_metrics(
+    arrival: Sequence[float],
+    start: Sequence[float],
+    end: Sequence[float],
+    reference: Sequence[float],
+) -> dict[str, float]:
     """Makespan, mean and p95 JCT, mean waiting time and mean slowdown.
 
     ``JCT = end - arrival``, ``waiting = start - arrival``, ``slowdown = JCT /

@@ -34,12 +34,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sjfbco.evaluate import Simulator
-from sjfbco.online.pool import FreePool
 from sjfbco.problem import ProblemData
 from sjfbco.solvers.placement import estimates
+
+if TYPE_CHECKING:
+    from sjfbco.online.pool import FreePool
 
 Start = tuple[int, list[int]]
 
@@ -139,8 +141,10 @@ class EasyBackfill(Policy):
             return out
         head = queue.pop(0)
         sim = view.sim
-        ends = sorted([(max(now, sim.start_time[r] + est[r]), r) for r in sim.running]
-                      + [(now + est[j], j) for j, _ in out])
+        ends = sorted(
+            [(max(now, sim.start_time[r] + est[r]), r) for r in sim.running]
+            + [(now + est[j], j) for j, _ in out]
+        )
         avail = pool.count()
         shadow, extra = float("inf"), 0
         for t, r in ends:

@@ -18,9 +18,12 @@ server with the most free GPUs (ties: lowest server index); lowest GPU index.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-from sjfbco.problem import Cluster
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from sjfbco.problem import Cluster
 
 
 class FreePool:
@@ -80,8 +83,10 @@ class FreePool:
         if here:
             s = min(here, key=lambda s: (-held_per_server[s], s))
         else:
-            s = min((s for s in range(len(self._free)) if self._free[s]),
-                    key=lambda s: (-len(self._free[s]), s))
+            s = min(
+                (s for s in range(len(self._free)) if self._free[s]),
+                key=lambda s: (-len(self._free[s]), s),
+            )
         return self._pop(s, 1)[0]
 
     def take_exact(self, gpus: Iterable[int]) -> bool:

@@ -26,15 +26,18 @@ gives the offline ``solve(data, "sjf-bco")`` makespan (tested).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.online.policies import Policy, Start, View
-from sjfbco.online.pool import FreePool
 from sjfbco.problem import ProblemData
 
+if TYPE_CHECKING:
+    from sjfbco.online.pool import FreePool
 
-def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
-                **params: Any) -> dict[int, tuple[tuple[int, ...], int, int]]:
+
+def plan_subset(
+    data: ProblemData, jobs: list[int], loads: list[float], **params: Any
+) -> dict[int, tuple[tuple[int, ...], int, int]]:
     """SJF-BCO plan of ``jobs`` (instance positions) given per-GPU loads (slots).
 
     Returns, per job, ``(global GPUs, planned start, rank)``.
@@ -46,8 +49,12 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
     if len(jobs) == data.num_jobs and all(job.arrival == 0 for job in data.jobs):
         sub = data
     else:
-        sub = ProblemData(data.cluster, tuple(replace(data.jobs[j], arrival=0) for j in jobs),
-                          data.cost, name=f"{data.name}-waiting")
+        sub = ProblemData(
+            data.cluster,
+            tuple(replace(data.jobs[j], arrival=0) for j in jobs),
+            data.cost,
+            name=f"{data.name}-waiting",
+        )
     # the default horizon counts the largest initial load, so theta = T always fits
     initial = loads if any(loads) else None
     sol = sjf_bco(sub, make_params(SJFBCOParams, params), initial_load=initial)
@@ -55,8 +62,10 @@ def plan_subset(data: ProblemData, jobs: list[int], loads: list[float],
     if sched is None:  # pragma: no cover - SJF-BCO always finds theta = T feasible
         raise RuntimeError("SJF-BCO returned no plan for the waiting jobs")
     gi = data.cluster.gpu_index
-    return {j: (tuple(gi(s, i) for s, i in sched.gpus[k]), sched.start[k], sched.rank(k))
-            for k, j in enumerate(jobs)}
+    return {
+        j: (tuple(gi(s, i) for s, i in sched.gpus[k]), sched.start[k], sched.rank(k))
+        for k, j in enumerate(jobs)
+    }
 
 
 class SjfBcoOnline(Policy):
@@ -97,8 +106,7 @@ class SjfBcoOnline(Policy):
         for start, _, j in queue:
             gpus = self.plan[j][0]
             due = self.plan_time + start
-            if (due <= view.now + 1e-9 and claimed.isdisjoint(gpus)
-                    and pool.take_exact(gpus)):
+            if due <= view.now + 1e-9 and claimed.isdisjoint(gpus) and pool.take_exact(gpus):
                 out.append((j, list(gpus)))
                 del self.plan[j]
             else:

@@ -29,15 +29,17 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sjfbco.cost import min_run_time
 from sjfbco.evaluate import EPS, Simulator, summarise
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import _num
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 Admission = Literal["gang", "partial"]
 ADMISSIONS: tuple[str, ...] = ("gang", "partial")
@@ -70,8 +72,11 @@ class OnlineResult(MetricAttributes):
     def to_dict(self, jobs: bool = False) -> dict[str, Any]:
         """Flat JSON-ready figures (per-job start/end with ``jobs=True``)."""
         out: dict[str, Any] = {
-            "policy": self.policy, "admission": self.admission, "status": self.status,
-            "jobs_done": sum(e is not None for e in self.end), "num_jobs": len(self.job_ids),
+            "policy": self.policy,
+            "admission": self.admission,
+            "status": self.status,
+            "jobs_done": sum(e is not None for e in self.end),
+            "num_jobs": len(self.job_ids),
             **{k: _num(self.metrics[k]) if k in self.metrics else None for k in METRIC_NAMES},
             "held_idle_gpu_slots": self.held_idle_gpu_slots,
             **self.stats,
@@ -80,8 +85,10 @@ class OnlineResult(MetricAttributes):
             out["deadlocked"] = list(self.deadlocked)
             out["deadlock_time"] = self.deadlock_time
         if jobs:
-            out["jobs"] = [{"id": i, "arrival": a, "start": s, "end": e} for i, a, s, e in
-                           zip(self.job_ids, self.arrival, self.start, self.end, strict=True)]
+            out["jobs"] = [
+                {"id": i, "arrival": a, "start": s, "end": e}
+                for i, a, s, e in zip(self.job_ids, self.arrival, self.start, self.end, strict=True)
+            ]
         return out
 
 
@@ -102,8 +109,9 @@ def make_policy(policy: str | Policy) -> Policy:
 POLICIES: tuple[str, ...] = (*POLICY_CLASSES, "sjf-bco-online")
 
 
-def run_online(data: ProblemData, policy: str | Policy = "fcfs-gang", *,
-               admission: Admission = "gang") -> OnlineResult:
+def run_online(
+    data: ProblemData, policy: str | Policy = "fcfs-gang", *, admission: Admission = "gang"
+) -> OnlineResult:
     """Simulate ``data`` online under ``policy`` and return the metrics.
 
     Parameters
@@ -120,8 +128,10 @@ def run_online(data: ProblemData, policy: str | Policy = "fcfs-gang", *,
     if admission not in ADMISSIONS:
         raise ValueError(f"unknown admission {admission!r}; known: {', '.join(ADMISSIONS)}")
     if admission == "partial" and not pol.partial_ok:
-        raise ValueError(f"partial admission needs a priority-order policy; {pol.name!r} "
-                         "has none (use fcfs-gang or smallest-need-first)")
+        raise ValueError(
+            f"partial admission needs a priority-order policy; {pol.name!r} "
+            "has none (use fcfs-gang or smallest-need-first)"
+        )
     n, jobs = data.num_jobs, data.jobs
     estimate = runtime_estimates(data)
     arrivals = sorted(range(n), key=lambda j: (jobs[j].arrival, j))
@@ -148,20 +158,25 @@ def run_online(data: ProblemData, policy: str | Policy = "fcfs-gang", *,
             waiting.remove(j)
         if not sim.running and held:
             return _result(data, pol, admission, sim, idle, deadlock=sorted(held))
-        t_next = [t for t in (jobs[arrivals[nxt]].arrival if nxt < n else None, pol.wakeup())
-                  if t is not None and t > sim.now + EPS]
+        t_next = [
+            t
+            for t in (jobs[arrivals[nxt]].arrival if nxt < n else None, pol.wakeup())
+            if t is not None and t > sim.now + EPS
+        ]
         until = min(t_next, default=None)
         if until is None and not sim.running:
-            raise RuntimeError(f"policy {pol.name!r} left {len(waiting)} jobs waiting on an "
-                               "idle cluster")
+            raise RuntimeError(
+                f"policy {pol.name!r} left {len(waiting)} jobs waiting on an idle cluster"
+            )
         t0 = sim.now
         done += len(sim.advance(until=until))
         idle += sum(len(gs) for gs in held.values()) * (sim.now - t0)
     return _result(data, pol, admission, sim, idle)
 
 
-def _grab(order: list[int], pool: FreePool, held: dict[int, list[int]],
-          data: ProblemData) -> list[tuple[int, list[int]]]:
+def _grab(
+    order: list[int], pool: FreePool, held: dict[int, list[int]], data: ProblemData
+) -> list[tuple[int, list[int]]]:
     """Partial admission: hand free GPUs round-robin to waiting workers; return complete groups."""
     need = {j: data.jobs[j].gpus - len(held.get(j, ())) for j in order}
     server_of = data.cluster.server_of_gpu
@@ -178,19 +193,45 @@ def _grab(order: list[int], pool: FreePool, held: dict[int, list[int]],
     return [(j, held.pop(j)) for j in done]
 
 
-def _result(data: ProblemData, pol: Policy, admission: str, sim: Simulator, idle: float,
-            deadlock: list[int] | None = None) -> OnlineResult:
+def _result(
+    data: ProblemData,
+    pol: Policy,
+    admission: str,
+    sim: Simulator,
+    idle: float,
+    deadlock: list[int] | None = None,
+) -> OnlineResult:
     jobs = data.jobs
     ids = tuple(job.id for job in jobs)
     arrival = tuple(job.arrival for job in jobs)
     start = tuple(sim.start_time.get(j) for j in range(data.num_jobs))
     end = tuple(sim.end_time.get(j) for j in range(data.num_jobs))
     if deadlock is not None:
-        return OnlineResult(pol.name, admission, "deadlock", ids, arrival, start, end, idle,
-                            deadlocked=tuple(jobs[j].id for j in deadlock),
-                            deadlock_time=sim.now, stats=pol.stats())
+        return OnlineResult(
+            pol.name,
+            admission,
+            "deadlock",
+            ids,
+            arrival,
+            start,
+            end,
+            idle,
+            deadlocked=tuple(jobs[j].id for j in deadlock),
+            deadlock_time=sim.now,
+            stats=pol.stats(),
+        )
     ev = summarise(data, sim)
     metrics = job_metrics(arrival, ev.start, ev.end, [min_run_time(job, data) for job in jobs])
     metrics["utilisation"] = ev.utilisation
-    return OnlineResult(pol.name, admission, "completed", ids, arrival, start, end, idle,
-                        metrics=metrics, stats=pol.stats())
+    return OnlineResult(
+        pol.name,
+        admission,
+        "completed",
+        ids,
+        arrival,
+        start,
+        end,
+        idle,
+        metrics=metrics,
+        stats=pol.stats(),
+    )

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sjfbco.bounds import lower_bound as simple_lower_bound
 from sjfbco.evaluate import evaluate
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sjfbco.problem import ProblemData
 
 
 class Status(StrEnum):
@@ -41,8 +44,9 @@ class Solution:
 
 
 class SolverFn(Protocol):
-    def __call__(self, data: ProblemData, *, time_limit: float | None, seed: int,
-                 **params: Any) -> Solution: ...
+    def __call__(
+        self, data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
+    ) -> Solution: ...
 
 
 @dataclass(frozen=True)
@@ -92,8 +96,9 @@ PARAMS: dict[str, type] = {}
 HEURISTICS: list[str] = []
 
 
-def register(name: str, params: type | None = None,
-             heuristic: bool = True) -> Callable[[SolverFn], SolverFn]:
+def register(
+    name: str, params: type | None = None, heuristic: bool = True
+) -> Callable[[SolverFn], SolverFn]:
     """Decorator: make a solver function available to :func:`solve` by ``name``.
 
     ``params`` is its parameter dataclass; ``heuristic=False`` keeps it out of
@@ -113,8 +118,14 @@ def register(name: str, params: type | None = None,
     return deco
 
 
-def solve(data: ProblemData, solver: str = "sjf-bco", *, time_limit: float | None = None,
-          seed: int = 0, **params: Any) -> Result:
+def solve(
+    data: ProblemData,
+    solver: str = "sjf-bco",
+    *,
+    time_limit: float | None = None,
+    seed: int = 0,
+    **params: Any,
+) -> Result:
     """Run a solver by name and score its schedule with the evaluator.
 
     Parameters

@@ -21,17 +21,19 @@ with ``order=sjf`` as an option.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sjfbco.params import make_params
-from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import ListParams, check_count, prepare, run_list_scheduler
-from sjfbco.solvers.loads import Chosen, LoadState
-from sjfbco.solvers.placement import Rule
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
+    from sjfbco.solvers.loads import Chosen, LoadState
+    from sjfbco.solvers.placement import Rule
 
 
 def _sizes(data: ProblemData) -> list[int]:
@@ -51,8 +53,9 @@ def _first_fit_rule(data: ProblemData) -> Rule:
 @register("ff", ListParams)
 def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
     prep = prepare(data, make_params(ListParams, params))
-    return run_list_scheduler(prep, [(None, _first_fit_rule(data))], bisect=True,
-                              time_limit=time_limit)
+    return run_list_scheduler(
+        prep, [(None, _first_fit_rule(data))], bisect=True, time_limit=time_limit
+    )
 
 
 @register("ls", ListParams)
@@ -63,8 +66,9 @@ def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any)
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.least_loaded(sizes[j], limit, "plain")
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=True, time_limit=time_limit,
-                              limit_free=True)
+    return run_list_scheduler(
+        prep, [(None, rule)], bisect=True, time_limit=time_limit, limit_free=True
+    )
 
 
 @register("rand", ListParams)
@@ -96,17 +100,17 @@ def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
     prep = prepare(data, p, indexed=True)
     rule_params = SJFBCOParams(kappa=p.kappa, ties="plain", lam=1.0)
     rules: list[tuple[object, Rule]] = [
-        (k, sjf_bco_rule(data, k, rule_params))
-        for k in kappa_candidates(data, rule_params)
+        (k, sjf_bco_rule(data, k, rule_params)) for k in kappa_candidates(data, rule_params)
     ]
-    return run_list_scheduler(prep, rules, bisect=False, time_limit=time_limit,
-                              label_name="kappa", limit_free=True)
+    return run_list_scheduler(
+        prep, rules, bisect=False, time_limit=time_limit, label_name="kappa", limit_free=True
+    )
 
 
 @register("fifo-gang", ListParams)
-def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int,
-              **params: Any) -> Solution:
+def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
     p = make_params(ListParams, {"mode": "timestepped", **params})
     prep = prepare(data, p)
-    return run_list_scheduler(prep, [(None, _first_fit_rule(data))], bisect=False,
-                              time_limit=time_limit)
+    return run_list_scheduler(
+        prep, [(None, _first_fit_rule(data))], bisect=False, time_limit=time_limit
+    )

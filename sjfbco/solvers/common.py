@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
-from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, Status
 from sjfbco.solvers.placement import (
     AssignmentMode,
@@ -22,6 +20,11 @@ from sjfbco.solvers.placement import (
     job_order,
     search,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sjfbco.problem import ProblemData
 
 
 def check_choice(name: str, value: object, literal: Any) -> None:
@@ -83,8 +86,12 @@ class Prepared:
     horizon: int
 
 
-def prepare(data: ProblemData, params: ListParams,
-            initial_load: Sequence[float] | None = None, indexed: bool = False) -> Prepared:
+def prepare(
+    data: ProblemData,
+    params: ListParams,
+    initial_load: Sequence[float] | None = None,
+    indexed: bool = False,
+) -> Prepared:
     """Estimates, job order, horizon and a trial runner for a list scheduler.
 
     ``indexed`` selects the fast load index for rules made of least-loaded and
@@ -98,9 +105,15 @@ def prepare(data: ProblemData, params: ListParams,
     return Prepared(rho_hat, runner, job_order(data, params.order, rho_hat), horizon)
 
 
-def run_list_scheduler(prep: Prepared, rules: Sequence[tuple[object, Rule]], *, bisect: bool,
-                       time_limit: float | None, label_name: str = "rule",
-                       limit_free: bool = False) -> Solution:
+def run_list_scheduler(
+    prep: Prepared,
+    rules: Sequence[tuple[object, Rule]],
+    *,
+    bisect: bool,
+    time_limit: float | None,
+    label_name: str = "rule",
+    limit_free: bool = False,
+) -> Solution:
     """Search ``theta`` (or not), return the best trial's schedule and statistics.
 
     Statistics: ``theta``, ``horizon``, ``theta_steps``, ``trials`` (the
@@ -110,8 +123,15 @@ def run_list_scheduler(prep: Prepared, rules: Sequence[tuple[object, Rule]], *, 
     placements scored by the evaluator) and the winning rule's label.
     """
     deadline = time.perf_counter() + time_limit if time_limit is not None else None
-    res = search(prep.runner, prep.order, rules, prep.horizon, bisect=bisect, deadline=deadline,
-                 limit_free=limit_free)
+    res = search(
+        prep.runner,
+        prep.order,
+        rules,
+        prep.horizon,
+        bisect=bisect,
+        deadline=deadline,
+        limit_free=limit_free,
+    )
     stats: dict[str, Any] = {
         "theta": res.theta,
         "horizon": prep.horizon,

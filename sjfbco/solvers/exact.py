@@ -23,15 +23,17 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import best_servers, min_run_time
 from sjfbco.evaluate import evaluate
 from sjfbco.params import make_params
-from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers import SOLVERS, Solution, Status, register
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 log = logging.getLogger(__name__)
 
@@ -71,12 +73,11 @@ class ExactParams:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise ValueError(f"backend: unknown {self.backend!r}; known: {', '.join(BACKENDS)}")
-        if self.horizon is not None and (isinstance(self.horizon, bool)
-                                         or not isinstance(self.horizon, int)
-                                         or self.horizon < 1):
+        if self.horizon is not None and (
+            isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1
+        ):
             raise ValueError(f"horizon: must be a positive integer, got {self.horizon!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) \
-                or self.threads < 1:
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise ValueError(f"threads: must be a positive integer, got {self.threads!r}")
 
 
@@ -104,12 +105,13 @@ def serial_schedule(data: ProblemData) -> Schedule:
         t = max(t, job.arrival)
         gpus.append(pairs)
         start.append(t)
-        t += int(math.ceil(min_run_time(job, data) - 1e-9))
+        t += math.ceil(min_run_time(job, data) - 1e-9)
     return Schedule.build(gpus, start)
 
 
-def warm_candidates(data: ProblemData, *, seed: int = 0,
-                    time_limit: float | None = None) -> list[tuple[str, Schedule, Evaluation]]:
+def warm_candidates(
+    data: ProblemData, *, seed: int = 0, time_limit: float | None = None
+) -> list[tuple[str, Schedule, Evaluation]]:
     """Schedules of the registered heuristics and the serial one, each evaluated."""
     from sjfbco.solvers import solve
 
@@ -119,7 +121,7 @@ def warm_candidates(data: ProblemData, *, seed: int = 0,
             continue
         try:
             res = solve(data, name, time_limit=time_limit, seed=seed)
-        except Exception as err:  # noqa: BLE001 - a failing heuristic is no warm start
+        except Exception as err:
             log.warning("warm start %s failed: %s", name, err)
             continue
         if res.schedule is not None and res.evaluation is not None:
@@ -143,16 +145,18 @@ def candidate_schedules(data: ProblemData, *, seed: int = 0) -> list[tuple[str, 
     return out
 
 
-def best_warm_start(data: ProblemData, *, seed: int = 0,
-                    time_limit: float | None = None) -> tuple[str, Schedule, Evaluation]:
+def best_warm_start(
+    data: ProblemData, *, seed: int = 0, time_limit: float | None = None
+) -> tuple[str, Schedule, Evaluation]:
     """The candidate with the smallest makespan (ties: first tried)."""
     cands = warm_candidates(data, seed=seed, time_limit=time_limit)
     return min(cands, key=lambda c: c[2].makespan)
 
 
 @register("exact", ExactParams, heuristic=False)
-def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
-                **params: Any) -> Solution:
+def solve_exact(
+    data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
+) -> Solution:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
     from sjfbco.formulations.common import plan_from_schedule, plan_to_schedule, require_slotted
 
@@ -162,8 +166,13 @@ def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
     name, warm, warm_ev = best_warm_start(data, seed=seed)
     horizon = p.horizon if p.horizon is not None else int(warm_ev.makespan)
     closed = lower_bound(data)
-    stats: dict[str, Any] = {"backend": p.backend, "horizon": horizon, "warm_start": name,
-                             "warm_makespan": warm_ev.makespan, "params": asdict(p)}
+    stats: dict[str, Any] = {
+        "backend": p.backend,
+        "horizon": horizon,
+        "warm_start": name,
+        "warm_makespan": warm_ev.makespan,
+        "params": asdict(p),
+    }
     if warm_ev.makespan <= closed and p.horizon is None:
         stats["proof"] = "warm start meets the closed-form bound"
         return Solution(warm, Status.OPTIMAL, closed, stats)
@@ -174,8 +183,13 @@ def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
     t1 = time.perf_counter()
     model, out = _run_model(data, p, horizon, plan if p.warm_start else None, left, seed)
     build_s = out.pop("build_s")
-    stats.update({"model_size": model.size(), "build_s": build_s,
-                  "solve_s": time.perf_counter() - t1 - build_s})
+    stats.update(
+        {
+            "model_size": model.size(),
+            "build_s": build_s,
+            "solve_s": time.perf_counter() - t1 - build_s,
+        }
+    )
     stats.update(out)
     bound = out.get("bound")
     best_bound = closed if bound is None else max(closed, math.ceil(bound - 1e-6))
@@ -197,8 +211,9 @@ def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
     if status is not Status.OPTIMAL and p.lp_bound:
         from sjfbco.formulations.ilp import lp_bound
 
-        remaining = None if time_limit is None else max(
-            0.5, time_limit - (time.perf_counter() - t0))
+        remaining = (
+            None if time_limit is None else max(0.5, time_limit - (time.perf_counter() - t0))
+        )
         lpb = lp_bound(data, horizon, time_limit=remaining)
         stats["lp_bound"] = lpb
         if lpb is not None:
@@ -208,8 +223,9 @@ def solve_exact(data: ProblemData, *, time_limit: float | None, seed: int,
     return Solution(schedule, status, float(best_bound), stats)
 
 
-def _run_model(data: ProblemData, p: ExactParams, horizon: int, plan: Any,
-               time_limit: float | None, seed: int) -> tuple[Any, dict[str, Any]]:
+def _run_model(
+    data: ProblemData, p: ExactParams, horizon: int, plan: Any, time_limit: float | None, seed: int
+) -> tuple[Any, dict[str, Any]]:
     """Build and solve the backend's model; return it and what the run established."""
     t0 = time.perf_counter()
     if p.backend == "cpsat":

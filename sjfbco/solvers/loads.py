@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from sjfbco.problem import Cluster
-
 if TYPE_CHECKING:  # placement imports this module
+    from sjfbco.problem import Cluster
     from sjfbco.solvers.placement import Placer
 
 EPS = 1e-9
@@ -119,8 +118,10 @@ class IndexedLoads:
         self._levels = [0.0]
         self._size[0.0] = n
         self._gpus[0.0] = list(range(n))
-        self._members[0.0] = {s: list(range(o, o + c)) for s, (o, c) in
-                              enumerate(zip(self.offsets, self.caps, strict=True))}
+        self._members[0.0] = {
+            s: list(range(o, o + c))
+            for s, (o, c) in enumerate(zip(self.offsets, self.caps, strict=True))
+        }
         bycount: dict[int, list[int]] = {}
         for s, c in enumerate(self.caps):
             bycount.setdefault(c, []).append(s)
@@ -235,8 +236,9 @@ class IndexedLoads:
             need -= c
         return out
 
-    def _best_fit(self, level: float, bycount: dict[int, list[int]], need: int,
-                  used: set[int]) -> int | None:
+    def _best_fit(
+        self, level: float, bycount: dict[int, list[int]], need: int, used: set[int]
+    ) -> int | None:
         for c in range(need, self.maxcap + 1):
             s = self._top(level, bycount.get(c), c, used)
             if s is not None:

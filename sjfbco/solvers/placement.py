@@ -23,15 +23,17 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from sjfbco.cost import best_servers, slots_to_finish
 from sjfbco.evaluate import Simulator, makespan_of
-from sjfbco.problem import Cluster, ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
+
+if TYPE_CHECKING:
+    from sjfbco.problem import Cluster, ProblemData
 
 AssignmentMode = Literal["offline", "timestepped"]
 Ties = Literal["fragment", "plain"]
@@ -55,8 +57,9 @@ class Placer:
         self.offsets = np.asarray(cluster.offsets, dtype=np.int64)
         self.n = cluster.num_gpus
 
-    def least_loaded(self, loads: np.ndarray, mask: np.ndarray, g: int,
-                     ties: Ties = "plain") -> np.ndarray | None:
+    def least_loaded(
+        self, loads: np.ndarray, mask: np.ndarray, g: int, ties: Ties = "plain"
+    ) -> np.ndarray | None:
         """The ``g`` least-loaded qualifying GPUs (FA-FFP; LS with plain ties).
 
         ``plain`` ties: ``(load, server, GPU index)``. ``fragment`` ties
@@ -154,8 +157,7 @@ def job_order(data: ProblemData, how: JobOrder, rho_hat: np.ndarray) -> list[int
     """``input`` order, or SJF: ``G_j`` ascending, then larger ``rho_hat`` first, then index."""
     if how == "input":
         return list(range(data.num_jobs))
-    return sorted(range(data.num_jobs),
-                  key=lambda j: (data.jobs[j].gpus, -rho_hat[j], j))
+    return sorted(range(data.num_jobs), key=lambda j: (data.jobs[j].gpus, -rho_hat[j], j))
 
 
 def default_horizon(increments: np.ndarray, initial_load: np.ndarray | None = None) -> int:
@@ -182,8 +184,9 @@ class Trial:
 
     def schedule(self, cluster: Cluster) -> Schedule:
         pair = cluster.gpu_pair
-        return Schedule(tuple(tuple(pair(g) for g in gs) for gs in self.gpus), self.start,
-                        self.rank)
+        return Schedule(
+            tuple(tuple(pair(g) for g in gs) for gs in self.gpus), self.start, self.rank
+        )
 
 
 INFEASIBLE = Trial(math.inf)
@@ -208,16 +211,24 @@ class TrialRunner:
         answers; use it for rules made of those two queries.
     """
 
-    def __init__(self, data: ProblemData, increments: np.ndarray,
-                 mode: AssignmentMode = "offline", initial_load: np.ndarray | None = None,
-                 indexed: bool = False):
+    def __init__(
+        self,
+        data: ProblemData,
+        increments: np.ndarray,
+        mode: AssignmentMode = "offline",
+        initial_load: np.ndarray | None = None,
+        indexed: bool = False,
+    ):
         self.data = data
         self.placer = Placer(data.cluster)
         self.increments = increments
         self.mode = mode
         self.indexed = indexed
-        self.initial_load = (np.zeros(self.placer.n) if initial_load is None
-                             else np.asarray(initial_load, dtype=float))
+        self.initial_load = (
+            np.zeros(self.placer.n)
+            if initial_load is None
+            else np.asarray(initial_load, dtype=float)
+        )
         self.passes = 0
         self.evaluations = 0
         self._memo: dict[tuple[tuple[int, ...], ...], float] = {}
@@ -243,11 +254,15 @@ class TrialRunner:
         need = np.full(self.data.num_jobs, -np.inf)
         return self._offline(order, rule, math.inf, need), need
 
-    def _offline(self, order: Sequence[int], rule: Rule, theta: float,
-                 need: np.ndarray | None = None) -> Trial:
+    def _offline(
+        self, order: Sequence[int], rule: Rule, theta: float, need: np.ndarray | None = None
+    ) -> Trial:
         n = self.data.num_jobs
-        state: LoadState = (IndexedLoads(self.data.cluster, self.initial_load.tolist())
-                            if self.indexed else ArrayLoads(self.placer, self.initial_load.copy()))
+        state: LoadState = (
+            IndexedLoads(self.data.cluster, self.initial_load.tolist())
+            if self.indexed
+            else ArrayLoads(self.placer, self.initial_load.copy())
+        )
         gpus: list[tuple[int, ...]] = [()] * n
         inc = self.increments
         for j in order:
@@ -305,8 +320,7 @@ class TrialRunner:
             idle[list(gpus[j])] = False
         self.evaluations += 1
         sim.run_to_end()
-        return Trial(max(sim.end_time.values(), default=0), tuple(gpus), tuple(rank),
-                     tuple(start))
+        return Trial(max(sim.end_time.values(), default=0), tuple(gpus), tuple(rank), tuple(start))
 
 
 @dataclass(frozen=True)
@@ -323,9 +337,16 @@ class SearchResult:
     timed_out: bool
 
 
-def search(runner: TrialRunner, order: Sequence[int], rules: Sequence[tuple[object, Rule]],
-           horizon: int, *, bisect: bool = True, deadline: float | None = None,
-           limit_free: bool = False) -> SearchResult:
+def search(
+    runner: TrialRunner,
+    order: Sequence[int],
+    rules: Sequence[tuple[object, Rule]],
+    horizon: int,
+    *,
+    bisect: bool = True,
+    deadline: float | None = None,
+    limit_free: bool = False,
+) -> SearchResult:
     """The ``theta`` search of SJF-BCO, FF and LS (spec section 5, steps 2 to 4).
 
     Bisection over an integer ``theta`` in ``[1, horizon]``. At each ``theta``

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco.params import make_params
-from sjfbco.problem import ProblemData
 from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import (
     ListParams,
@@ -26,8 +25,11 @@ from sjfbco.solvers.common import (
     prepare,
     run_list_scheduler,
 )
-from sjfbco.solvers.loads import Chosen, LoadState
 from sjfbco.solvers.placement import Rule, Ties
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
+    from sjfbco.solvers.loads import Chosen, LoadState
 
 KappaSearch = Literal["sizes", "all"]
 
@@ -103,15 +105,20 @@ def sjf_bco_rule(data: ProblemData, kappa: int, params: SJFBCOParams) -> Rule:
     return rule
 
 
-def sjf_bco(data: ProblemData, params: SJFBCOParams | None = None, *,
-            time_limit: float | None = None,
-            initial_load: Sequence[float] | None = None) -> Solution:
+def sjf_bco(
+    data: ProblemData,
+    params: SJFBCOParams | None = None,
+    *,
+    time_limit: float | None = None,
+    initial_load: Sequence[float] | None = None,
+) -> Solution:
     """Run SJF-BCO; ``initial_load`` (slots per global GPU) pre-charges busy GPUs."""
     params = params or SJFBCOParams()
     prep = prepare(data, params, initial_load, indexed=True)
     rules = [(k, sjf_bco_rule(data, k, params)) for k in kappa_candidates(data, params)]
-    return run_list_scheduler(prep, rules, bisect=True, time_limit=time_limit,
-                              label_name="kappa", limit_free=True)
+    return run_list_scheduler(
+        prep, rules, bisect=True, time_limit=time_limit, label_name="kappa", limit_free=True
+    )
 
 
 @register("sjf-bco", SJFBCOParams)

@@ -42,9 +42,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import best_iteration_time, best_servers, iteration_time, min_run_time, overhead
-from sjfbco.problem import ProblemData
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
 
 #: Ranges of the paper (slots).
 TAU_RANGE: tuple[float, float] = (0.01, 0.05)
@@ -110,19 +113,21 @@ def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[Job
                 seconds[p] = best
                 narrow[p] = overhead(n_best, cost) / best
             broad[p] = (seconds[p] - job.compute) / seconds[p]
-        out.append(JobFigures(
-            gpus=job.gpus,
-            iterations=job.iterations,
-            needs_split=n_best > 1,
-            tau_best=best / slot,
-            tau_split=tau(2, 1) / slot if can_split else math.nan,
-            tau_spread=tau(n_wide, 1) / slot if can_split else math.nan,
-            tau_worst=(tau(n_wide, p_worst) if can_split else best) / slot,
-            rho_min=min_run_time(job, data),
-            seconds=seconds,
-            narrow=narrow,
-            broad=broad,
-        ))
+        out.append(
+            JobFigures(
+                gpus=job.gpus,
+                iterations=job.iterations,
+                needs_split=n_best > 1,
+                tau_best=best / slot,
+                tau_split=tau(2, 1) / slot if can_split else math.nan,
+                tau_spread=tau(n_wide, 1) / slot if can_split else math.nan,
+                tau_worst=(tau(n_wide, p_worst) if can_split else best) / slot,
+                rho_min=min_run_time(job, data),
+                seconds=seconds,
+                narrow=narrow,
+                broad=broad,
+            )
+        )
     return out
 
 
@@ -199,15 +204,16 @@ def calibrate(instances: list[ProblemData], levels: tuple[int, ...] = LEVELS) ->
         pooled += figs
         per_instance.append(figs)
     tau = TAU_RANGE
-    rho_inside = [Spread.of([f.rho_min for f in figs], RHO_RANGE).inside
-                  for figs in per_instance]
+    rho_inside = [Spread.of([f.rho_min for f in figs], RHO_RANGE).inside for figs in per_instance]
     shares = {}
     for lv in levels:
         agg = [aggregate_shares(figs, lv) for figs in per_instance]
         narrow, broad = aggregate_shares(pooled, lv)
         shares[lv] = LevelShares(
-            narrow=narrow, broad=broad,
-            narrow_worst=max(a[0] for a in agg), broad_worst=max(a[1] for a in agg),
+            narrow=narrow,
+            broad=broad,
+            narrow_worst=max(a[0] for a in agg),
+            broad_worst=max(a[1] for a in agg),
             jobs_narrow_ok=sum(f.narrow[lv] <= SHARE_LIMIT for f in pooled) / len(pooled),
             jobs_broad_ok=sum(f.broad[lv] <= SHARE_LIMIT for f in pooled) / len(pooled),
         )

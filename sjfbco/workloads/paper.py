@@ -25,12 +25,15 @@ them sorted by size for free.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from sjfbco.cost import iteration_time
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData, TimeModel
 from sjfbco.workloads.models import MODELS, Model
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 #: The 160-job size mix of the paper (GPUs -> number of jobs).
 SIZE_MIX_160: dict[int, int] = {1: 80, 2: 14, 4: 26, 8: 30, 16: 8, 32: 2}
@@ -70,8 +73,9 @@ class Preset:
     xi2: float = 0.005
     time_model: TimeModel = "slotted"
 
-    def with_changes(self, *, slot_seconds: float | None = None,
-                     time_model: TimeModel | None = None) -> Preset:
+    def with_changes(
+        self, *, slot_seconds: float | None = None, time_model: TimeModel | None = None
+    ) -> Preset:
         """A copy with the slot length and/or time model changed; the name records it.
 
         E.g. ``PRESETS["10gbe"].with_changes(slot_seconds=4, time_model="continuous")``
@@ -88,14 +92,22 @@ class Preset:
 
     def cluster(self, gpus_per_server: Sequence[int]) -> Cluster:
         """A cluster with these servers and the preset's links."""
-        return Cluster(tuple(gpus_per_server), bandwidth_intra=self.bandwidth_intra,
-                       bandwidth_inter=self.bandwidth_inter, gpu_speed=self.gpu_speed)
+        return Cluster(
+            tuple(gpus_per_server),
+            bandwidth_intra=self.bandwidth_intra,
+            bandwidth_inter=self.bandwidth_inter,
+            gpu_speed=self.gpu_speed,
+        )
 
     def cost(self) -> CostParams:
         """The preset's cost parameters (linear degradation)."""
-        return CostParams(xi1=self.xi1, xi2=self.xi2, alpha=self.alpha,
-                          slot_seconds=self.slot_seconds,
-                          time_model=self.time_model)
+        return CostParams(
+            xi1=self.xi1,
+            xi2=self.xi2,
+            alpha=self.alpha,
+            slot_seconds=self.slot_seconds,
+            time_model=self.time_model,
+        )
 
 
 #: Named presets; see ``docs/workload.md`` for the calibration behind each.
@@ -158,15 +170,16 @@ def draw_servers(servers: int, rng: random.Random, needs: int) -> tuple[int, ...
     if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
         raise ValueError(f"servers must be a positive integer, got {servers!r}")
     if servers * max(SERVER_SIZES) < needs:
-        raise ValueError(f"{servers} servers of at most {max(SERVER_SIZES)} GPUs cannot "
-                         f"hold a {needs}-GPU job")
+        raise ValueError(
+            f"{servers} servers of at most {max(SERVER_SIZES)} GPUs cannot hold a {needs}-GPU job"
+        )
     for _ in range(MAX_CLUSTER_DRAWS):
-        caps = tuple(SERVER_SIZES[_randint(rng, 0, len(SERVER_SIZES) - 1)]
-                     for _ in range(servers))
+        caps = tuple(SERVER_SIZES[_randint(rng, 0, len(SERVER_SIZES) - 1)] for _ in range(servers))
         if sum(caps) >= needs:
             return caps
-    raise ValueError(f"no draw of {servers} servers held a {needs}-GPU job "
-                     f"in {MAX_CLUSTER_DRAWS} attempts")
+    raise ValueError(
+        f"no draw of {servers} servers held a {needs}-GPU job in {MAX_CLUSTER_DRAWS} attempts"
+    )
 
 
 def _preset(preset: str | Preset) -> Preset:
@@ -188,9 +201,15 @@ def instance_name(servers: int, seed: int, jobs: int = 160, preset: str = "paper
     return name
 
 
-def paper_instance(servers: int = 20, seed: int = 0, jobs: int = 160,
-                   preset: str | Preset = "paper", *, name: str | None = None,
-                   models: Sequence[Model] = MODELS) -> ProblemData:
+def paper_instance(
+    servers: int = 20,
+    seed: int = 0,
+    jobs: int = 160,
+    preset: str | Preset = "paper",
+    *,
+    name: str | None = None,
+    models: Sequence[Model] = MODELS,
+) -> ProblemData:
     """One instance of the paper's workload (spec section 7).
 
     Parameters

@@ -19,10 +19,8 @@ submit-time window, arrivals kept, to the online workload of ``docs/online.md``.
 from __future__ import annotations
 
 import csv
-import os
-from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.problem import Cluster, CostParams, InputError, ProblemData
 from sjfbco.workloads.traces import (
@@ -34,6 +32,10 @@ from sjfbco.workloads.traces import (
     to_instance,
 )
 
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+
 COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
@@ -43,8 +45,9 @@ def parse_time(text: str, what: str = "time") -> datetime:
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise InputError(f"{what} {text!r}: expected an ISO date such as 2017-10-01 "
-                         "or 2017-10-01T08:00:00") from None
+        raise InputError(
+            f"{what} {text!r}: expected an ISO date such as 2017-10-01 or 2017-10-01T08:00:00"
+        ) from None
     if when.tzinfo is not None:
         raise InputError(f"{what} {text!r}: give a time without a zone, like the trace's")
     return when
@@ -61,9 +64,14 @@ def _parse_row(row: Sequence[str]) -> tuple[datetime, float, int, str]:
     return ts, duration, int(gpus_f), row[4].strip()
 
 
-def read_philly(path: str | os.PathLike[str], limits: Limits, *, vc: str | None = None,
-                start: datetime | None = None, end: datetime | None = None
-                ) -> tuple[list[TraceJob], DropReport]:
+def read_philly(
+    path: str | os.PathLike[str],
+    limits: Limits,
+    *,
+    vc: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+) -> tuple[list[TraceJob], DropReport]:
     """Kept jobs of the Philly CSV at ``path`` and what was dropped.
 
     Parameters
@@ -94,8 +102,11 @@ def read_philly(path: str | os.PathLike[str], limits: Limits, *, vc: str | None 
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None or [h.strip() for h in header] != list(COLUMNS):
-            raise InputError(f"expected the header {','.join(COLUMNS)}, got "
-                             f"{','.join(header or [])!r}", source=src, where="line 1")
+            raise InputError(
+                f"expected the header {','.join(COLUMNS)}, got {','.join(header or [])!r}",
+                source=src,
+                where="line 1",
+            )
         for row in reader:
             line = reader.line_num
             if not row or not any(c.strip() for c in row):
@@ -118,19 +129,31 @@ def read_philly(path: str | os.PathLike[str], limits: Limits, *, vc: str | None 
                 continue
             rows.append((line, ts, duration, gpus, cluster))
     origin = start or min((r[1] for r in rows), default=datetime(2017, 1, 1))
-    jobs = [TraceJob(f"philly-{line}", (ts - origin).total_seconds(), duration, gpus, line,
-                     cluster) for line, ts, duration, gpus, cluster in rows]
+    jobs = [
+        TraceJob(f"philly-{line}", (ts - origin).total_seconds(), duration, gpus, line, cluster)
+        for line, ts, duration, gpus, cluster in rows
+    ]
     report.kept = len(jobs)
     return jobs, report
 
 
-def philly_instances(path: str | os.PathLike[str], cluster: Cluster, *, n_jobs: int | None,
-                     instances: int = 1, seed: int = 0, vc: str | None = None,
-                     start: datetime | None = None, end: datetime | None = None,
-                     cost: CostParams | None = None, time_scale: float | None = None,
-                     max_slots: float = DEFAULT_MAX_SLOTS, keep_arrivals: bool = False,
-                     limits: Limits | None = None, name: str = "philly",
-                     ) -> tuple[list[ProblemData], DropReport, dict[str, Any]]:
+def philly_instances(
+    path: str | os.PathLike[str],
+    cluster: Cluster,
+    *,
+    n_jobs: int | None,
+    instances: int = 1,
+    seed: int = 0,
+    vc: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    cost: CostParams | None = None,
+    time_scale: float | None = None,
+    max_slots: float = DEFAULT_MAX_SLOTS,
+    keep_arrivals: bool = False,
+    limits: Limits | None = None,
+    name: str = "philly",
+) -> tuple[list[ProblemData], DropReport, dict[str, Any]]:
     """``instances`` instances of ``n_jobs`` jobs sampled from the selected Philly rows.
 
     Instance ``k`` samples with ``numpy.random.default_rng([seed, k])`` (all
@@ -140,9 +163,19 @@ def philly_instances(path: str | os.PathLike[str], cluster: Cluster, *, n_jobs: 
     """
     limits = limits or Limits(max_gpus=cluster.num_gpus)
     jobs, report = read_philly(path, limits, vc=vc, start=start, end=end)
-    return build_instances(jobs, report, cluster, n_jobs=n_jobs, instances=instances, seed=seed,
-                  cost=cost, time_scale=time_scale, max_slots=max_slots,
-                  keep_arrivals=keep_arrivals, name=name)
+    return build_instances(
+        jobs,
+        report,
+        cluster,
+        n_jobs=n_jobs,
+        instances=instances,
+        seed=seed,
+        cost=cost,
+        time_scale=time_scale,
+        max_slots=max_slots,
+        keep_arrivals=keep_arrivals,
+        name=name,
+    )
 
 
 #: Cost constants of :func:`philly_workload`: the spec's preset (``b_inter`` 11,700 MB/s,
@@ -151,10 +184,17 @@ def philly_instances(path: str | os.PathLike[str], cluster: Cluster, *, n_jobs: 
 PHILLY_COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=60.0)
 
 
-def philly_workload(path: str | os.PathLike[str], *, start: str = "2017-10-09",
-                    hours: float = 24.0, num_servers: int = 16, gpus_per_server: int = 8,
-                    max_hours: float = 24.0, max_jobs: int | None = None,
-                    seed: int = 0) -> tuple[ProblemData, dict[str, Any]]:
+def philly_workload(
+    path: str | os.PathLike[str],
+    *,
+    start: str = "2017-10-09",
+    hours: float = 24.0,
+    num_servers: int = 16,
+    gpus_per_server: int = 8,
+    max_hours: float = 24.0,
+    max_jobs: int | None = None,
+    seed: int = 0,
+) -> tuple[ProblemData, dict[str, Any]]:
     """Online instance of the jobs submitted in a window of the Philly trace, and the drops.
 
     - Window: jobs submitted in ``[start, start + hours)`` (:func:`read_philly`).
@@ -178,18 +218,27 @@ def philly_workload(path: str | os.PathLike[str], *, start: str = "2017-10-09",
     """
     cluster = Cluster((gpus_per_server,) * num_servers)
     t0 = parse_time(start, "start")
-    limits = Limits(max_gpus=cluster.num_gpus, max_duration=max_hours * 3600.0,
-                    power_of_two=True)
+    limits = Limits(max_gpus=cluster.num_gpus, max_duration=max_hours * 3600.0, power_of_two=True)
     jobs, report = read_philly(path, limits, start=t0, end=t0 + timedelta(hours=hours))
     jobs.sort(key=lambda j: j.submit)  # stable: file order among equal submit times
     if max_jobs is not None:
         jobs = jobs[:max_jobs]
-    data, _ = to_instance(jobs, cluster, seed=seed, name=f"philly-{start}-{hours:g}h",
-                          cost=PHILLY_COST, time_scale=1.0, keep_arrivals=True)
+    data, _ = to_instance(
+        jobs,
+        cluster,
+        seed=seed,
+        name=f"philly-{start}-{hours:g}h",
+        cost=PHILLY_COST,
+        time_scale=1.0,
+        keep_arrivals=True,
+    )
     malformed = report.dropped["malformed row"]
     by_duration = sum(n for r, n in report.dropped.items() if r.startswith("duration"))
     stats: dict[str, Any] = {
-        "in_window": report.selected - malformed, "dropped_gpus":
-        sum(report.dropped.values()) - malformed - by_duration,
-        "dropped_duration": by_duration, "malformed": malformed, "jobs": data.num_jobs}
+        "in_window": report.selected - malformed,
+        "dropped_gpus": sum(report.dropped.values()) - malformed - by_duration,
+        "dropped_duration": by_duration,
+        "malformed": malformed,
+        "jobs": data.num_jobs,
+    }
     return data, stats

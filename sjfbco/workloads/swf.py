@@ -23,20 +23,27 @@ not used: a cancelled job with a positive run time did hold its processors.
 from __future__ import annotations
 
 import math
-import os
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sjfbco.problem import InputError
 from sjfbco.workloads.traces import DropReport, Limits, TraceJob
+
+if TYPE_CHECKING:
+    import os
 
 N_FIELDS = 18
 Processors = Literal["allocated", "requested"]
 
 
-def read_swf(path: str | os.PathLike[str], limits: Limits, *,
-             processors: Processors = "allocated", procs_per_gpu: int = 1,
-             start: float | None = None, end: float | None = None,
-             ) -> tuple[list[TraceJob], DropReport]:
+def read_swf(
+    path: str | os.PathLike[str],
+    limits: Limits,
+    *,
+    processors: Processors = "allocated",
+    procs_per_gpu: int = 1,
+    start: float | None = None,
+    end: float | None = None,
+) -> tuple[list[TraceJob], DropReport]:
     """Kept jobs of the SWF file at ``path`` and what was dropped.
 
     ``start``/``end`` select submit times (seconds, SWF's own origin) in
@@ -71,8 +78,7 @@ def read_swf(path: str | os.PathLike[str], limits: Limits, *,
             if (start is not None and submit < start) or (end is not None and submit >= end):
                 continue
             report.selected += 1
-            first, second = (vals[4], vals[7]) if processors == "allocated" else (vals[7],
-                                                                                   vals[4])
+            first, second = (vals[4], vals[7]) if processors == "allocated" else (vals[7], vals[4])
             procs = first if first != -1 else second
             if run == -1:
                 report.drop("run time unknown (-1)", line_no)
@@ -92,7 +98,6 @@ def read_swf(path: str | os.PathLike[str], limits: Limits, *,
             jobs.append(TraceJob(f"swf-{number}", submit, run, gpus, line_no))
     ids = [j.id for j in jobs]
     if len(set(ids)) != len(ids):  # job numbers repeat: fall back to line numbers
-        jobs = [TraceJob(f"swf-line{j.line}", j.submit, j.duration, j.gpus, j.line)
-                for j in jobs]
+        jobs = [TraceJob(f"swf-line{j.line}", j.submit, j.duration, j.gpus, j.line) for j in jobs]
     report.kept = len(jobs)
     return jobs, report

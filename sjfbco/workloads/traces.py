@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sjfbco.cost import best_rate, min_run_time
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
 from sjfbco.workloads.models import MODELS, Model
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
 
 #: Default cap on a job's contention-free run time when the time scale is automatic.
 DEFAULT_MAX_SLOTS = 1200
@@ -77,26 +79,39 @@ class DropReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "source": self.source, "rows": self.rows, "selected": self.selected,
-            "kept": self.kept, "dropped": dict(sorted(self.dropped.items())),
+            "source": self.source,
+            "rows": self.rows,
+            "selected": self.selected,
+            "kept": self.kept,
+            "dropped": dict(sorted(self.dropped.items())),
             "example_lines": {k: v for k, v in sorted(self.examples.items())},
         }
 
     def table_rows(self) -> list[dict[str, Any]]:
         """One row per reason, for :func:`sjfbco.tables.format_table`."""
-        return [{"reason": r, "rows": n, "first lines": ", ".join(map(str, self.examples[r]))}
-                for r, n in sorted(self.dropped.items(), key=lambda kv: -kv[1])]
+        return [
+            {"reason": r, "rows": n, "first lines": ", ".join(map(str, self.examples[r]))}
+            for r, n in sorted(self.dropped.items(), key=lambda kv: -kv[1])
+        ]
 
     def headline(self) -> str:
         """One line: rows read, selected, kept and dropped."""
-        return (f"{self.source}: {self.rows} rows, {self.selected} selected, "
-                f"{self.kept} kept, {sum(self.dropped.values())} dropped")
+        return (
+            f"{self.source}: {self.rows} rows, {self.selected} selected, "
+            f"{self.kept} kept, {sum(self.dropped.values())} dropped"
+        )
 
     def lines(self) -> str:
         """A short human-readable account."""
-        return "\n".join([self.headline(),
-                          *(f"  {r['rows']:>7}  {r['reason']} (lines {r['first lines']})"
-                            for r in self.table_rows())])
+        return "\n".join(
+            [
+                self.headline(),
+                *(
+                    f"  {r['rows']:>7}  {r['reason']} (lines {r['first lines']})"
+                    for r in self.table_rows()
+                ),
+            ]
+        )
 
 
 @dataclass(frozen=True)
@@ -158,8 +173,7 @@ def parse_cluster(spec: str, **kw: Any) -> Cluster:
         raise InputError(f"cluster {spec!r}: {err}") from None
 
 
-def sample(jobs: Sequence[TraceJob], n: int | None, rng: np.random.Generator
-           ) -> list[TraceJob]:
+def sample(jobs: Sequence[TraceJob], n: int | None, rng: np.random.Generator) -> list[TraceJob]:
     """``n`` jobs drawn without replacement (all if ``n`` is ``None``), in trace order."""
     if n is None or n >= len(jobs):
         return list(jobs)
@@ -167,15 +181,22 @@ def sample(jobs: Sequence[TraceJob], n: int | None, rng: np.random.Generator
     return [jobs[i] for i in idx]
 
 
-def auto_time_scale(jobs: Iterable[TraceJob], cost: CostParams,
-                    max_slots: float = DEFAULT_MAX_SLOTS) -> float:
+def auto_time_scale(
+    jobs: Iterable[TraceJob], cost: CostParams, max_slots: float = DEFAULT_MAX_SLOTS
+) -> float:
     """Trace seconds per model second so that the longest job takes <= ``max_slots`` slots."""
     longest = max((j.duration for j in jobs), default=0.0)
     return max(1.0, longest / (max_slots * cost.slot_seconds))
 
 
-def model_job(tj: TraceJob, model: Model, cluster: Cluster, cost: CostParams,
-              time_scale: float, arrival: int = 0) -> Job:
+def model_job(
+    tj: TraceJob,
+    model: Model,
+    cluster: Cluster,
+    cost: CostParams,
+    time_scale: float,
+    arrival: int = 0,
+) -> Job:
     """The instance job for trace job ``tj`` running ``model`` (see the module docstring)."""
     job = Job(tj.id, gpus=tj.gpus, iterations=1, arrival=arrival, **model.job_fields())
     rate = best_rate(job, cluster, cost)  # iterations per slot
@@ -183,10 +204,17 @@ def model_job(tj: TraceJob, model: Model, cluster: Cluster, cost: CostParams,
     return replace(job, iterations=max(1, round(slots * rate)))
 
 
-def to_instance(jobs: Sequence[TraceJob], cluster: Cluster, *, seed: int, name: str,
-                cost: CostParams | None = None, time_scale: float | None = None,
-                max_slots: float = DEFAULT_MAX_SLOTS, keep_arrivals: bool = False
-                ) -> tuple[ProblemData, float]:
+def to_instance(
+    jobs: Sequence[TraceJob],
+    cluster: Cluster,
+    *,
+    seed: int,
+    name: str,
+    cost: CostParams | None = None,
+    time_scale: float | None = None,
+    max_slots: float = DEFAULT_MAX_SLOTS,
+    keep_arrivals: bool = False,
+) -> tuple[ProblemData, float]:
     """Map trace jobs to an instance; returns it and the time scale used.
 
     Models are drawn with ``numpy.random.default_rng(seed)``, one per job in order.
@@ -202,7 +230,7 @@ def to_instance(jobs: Sequence[TraceJob], cluster: Cluster, *, seed: int, name: 
     t0 = min(j.submit for j in jobs)
     out = []
     for tj, m in zip(jobs, picks, strict=True):
-        arrival = (int((tj.submit - t0) / scale / cost.slot_seconds) if keep_arrivals else 0)
+        arrival = int((tj.submit - t0) / scale / cost.slot_seconds) if keep_arrivals else 0
         out.append(model_job(tj, MODELS[int(m)], cluster, cost, scale, arrival))
     return ProblemData(cluster, tuple(out), cost, name=name), scale
 
@@ -210,14 +238,26 @@ def to_instance(jobs: Sequence[TraceJob], cluster: Cluster, *, seed: int, name: 
 def run_time_error(data: ProblemData, jobs: Sequence[TraceJob], scale: float) -> float:
     """Largest ``|rho_min - d / scale / slot|`` over the jobs, in slots (a check of the mapping)."""
     slot = data.cost.slot_seconds
-    return max(abs(min_run_time(j, data) - max(1.0, tj.duration / scale / slot))
-               for j, tj in zip(data.jobs, jobs, strict=True))
+    return max(
+        abs(min_run_time(j, data) - max(1.0, tj.duration / scale / slot))
+        for j, tj in zip(data.jobs, jobs, strict=True)
+    )
 
 
-def build_instances(jobs: Sequence[TraceJob], report: DropReport, cluster: Cluster, *,
-           n_jobs: int | None, instances: int, seed: int, cost: CostParams | None,
-           time_scale: float | None, max_slots: float, keep_arrivals: bool, name: str,
-           ) -> tuple[list[ProblemData], DropReport, dict[str, Any]]:
+def build_instances(
+    jobs: Sequence[TraceJob],
+    report: DropReport,
+    cluster: Cluster,
+    *,
+    n_jobs: int | None,
+    instances: int,
+    seed: int,
+    cost: CostParams | None,
+    time_scale: float | None,
+    max_slots: float,
+    keep_arrivals: bool,
+    name: str,
+) -> tuple[list[ProblemData], DropReport, dict[str, Any]]:
     """Sample and map trace jobs to ``instances`` instances (Philly and SWF readers).
 
     Instance ``k`` samples ``n_jobs`` jobs with ``numpy.random.default_rng([seed, k])``
@@ -234,20 +274,33 @@ def build_instances(jobs: Sequence[TraceJob], report: DropReport, cluster: Clust
     if not jobs:
         raise InputError(f"{report.source}: no job left after selection and drops")
     if n_jobs is not None and n_jobs > len(jobs):
-        raise InputError(f"{report.source}: asked for {n_jobs} jobs, only {len(jobs)} left "
-                         "after selection and drops")
+        raise InputError(
+            f"{report.source}: asked for {n_jobs} jobs, only {len(jobs)} left "
+            "after selection and drops"
+        )
     out, scales = [], []
     for k in range(instances):
         picked = sample(jobs, n_jobs, np.random.default_rng([seed, k]))
         inst_name = f"{name}-{k:03d}" if instances > 1 else name
-        data, scale = to_instance(picked, cluster, seed=seed * 1000 + k, name=inst_name,
-                                  cost=cost, time_scale=time_scale, max_slots=max_slots,
-                                  keep_arrivals=keep_arrivals)
+        data, scale = to_instance(
+            picked,
+            cluster,
+            seed=seed * 1000 + k,
+            name=inst_name,
+            cost=cost,
+            time_scale=time_scale,
+            max_slots=max_slots,
+            keep_arrivals=keep_arrivals,
+        )
         out.append(data)
         scales.append(scale)
-    settings = {"seed": seed, "n_jobs": n_jobs, "instances": instances,
-                "cluster": list(cluster.gpus_per_server), "time_scale": scales,
-                "max_slots": max_slots if time_scale is None else None,
-                "keep_arrivals": keep_arrivals}
+    settings = {
+        "seed": seed,
+        "n_jobs": n_jobs,
+        "instances": instances,
+        "cluster": list(cluster.gpus_per_server),
+        "time_scale": scales,
+        "max_slots": max_slots if time_scale is None else None,
+        "keep_arrivals": keep_arrivals,
+    }
     return out, report, settings
-
