@@ -1,3 +1,3 @@
 """Imports every solver module so that each registers itself in ``SOLVERS``."""
 
-from sjfbco.solvers import baselines, exact, sjf_bco  # noqa: F401
+from sjfbco.solvers import baselines, best, exact, listsched, sjf_bco  # noqa: F401

@@ -1,0 +1,269 @@
+"""``best``: the best schedule the package can find in a time budget, with a certificate.
+
+``solve(data, "best", time_limit=10, seed=0)`` (``sjfbco solve X --solver best``):
+
+1. **Portfolio.** SJF-BCO, LWF, LS and FIFO-gang (their own searches), and
+   every priority rule of the ``list`` solver in both schemes and both split
+   policies; every schedule scored by the evaluator. The incumbent is never
+   worse than SJF-BCO's schedule.
+2. **Bounds.** The closed-form and packing bounds of :mod:`sjfbco.bounds`, then
+   (parameter ``bound="lp"``, default) the per-GPU cutting-stock LP within a
+   share of the budget. A makespan equal to the bound is optimal and ends the
+   run.
+3. **Search**, in rounds until the budget ends:
+
+   - *global*: late-acceptance hill climbing over priority lists and split
+     permissions decoded by the schedule-generation schemes
+     (:mod:`sjfbco.solvers.search`);
+   - *servers*: from the incumbent, the split jobs frozen, the jobs inside one
+     server re-packed server by server (move a job to another server, swap two,
+     re-order one), re-packing only the servers a move touches
+     (:mod:`sjfbco.solvers.servers`).
+
+Every answer is the evaluator's: candidates of the global search are
+decoded through the evaluator's simulator or dispatch; the server search's
+figure is provably the evaluator's and its schedules are re-evaluated before
+they become the incumbent. Ties on makespan go to the lower mean JCT.
+
+Budget: ``time_limit`` seconds (default 10 when neither a time limit nor
+``iterations`` is given; a time limit must be a positive number). With
+``iterations=N`` the search scores exactly ``N`` candidates (a global decode or
+a server move each count one) unless a time limit given as well stops it
+first; with no time limit that run is deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from sjfbco.evaluate import dispatch
+from sjfbco.params import make_params
+from sjfbco.schedule import check_schedule
+from sjfbco.solvers import SOLVERS, Solution, Status, register
+from sjfbco.solvers.common import check_choice, check_count
+from sjfbco.solvers.placement import estimates
+from sjfbco.solvers.search import Budget, Engine, Genome, Trajectory
+from sjfbco.solvers.servers import ServerSearch, server_search
+from sjfbco.solvers.sgs import (
+    PRIORITY_RULES,
+    SPLIT_POLICIES,
+    Candidate,
+    candidate_from,
+    priority_order,
+    split_permissions,
+)
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Schedule
+
+log = logging.getLogger(__name__)
+
+#: Seconds ``best`` runs when neither a time limit nor ``iterations`` is given.
+DEFAULT_TIME_LIMIT = 10.0
+#: Registered solvers whose schedules join the portfolio.
+PORTFOLIO = ("sjf-bco", "lwf", "ls", "fifo-gang")
+BoundKind = Literal["closed", "packing", "lp"]
+
+
+@dataclass(frozen=True)
+class BestParams:
+    """Parameters of ``best``.
+
+    Parameters
+    ----------
+    iterations
+        Candidates the search scores (global decodes and server moves count
+        one each); ``None``: until the time limit.
+    bound
+        Lower bound computed: ``closed`` (closed forms), ``packing`` (plus the
+        energy and per-GPU packing bounds), ``lp`` (plus the per-GPU
+        cutting-stock LP, default).
+    bound_share
+        Largest share of the time limit the LP bound may use, in ``(0, 1)``.
+    global_moves, server_moves
+        Length of a round's global and server phases (candidates).
+    scheme
+        Schemes the global search decodes with: ``serial``, ``parallel`` or
+        ``both`` (alternating rounds).
+    """
+
+    iterations: int | None = None
+    bound: BoundKind = "lp"
+    bound_share: float = 0.15
+    global_moves: int = 50
+    server_moves: int = 10_000
+    scheme: Literal["serial", "parallel", "both"] = "both"
+
+    def __post_init__(self) -> None:
+        check_count("iterations", self.iterations)
+        check_choice("bound", self.bound, BoundKind)
+        check_count("global_moves", self.global_moves)
+        check_count("server_moves", self.server_moves)
+        share = self.bound_share
+        if not (isinstance(share, int | float) and 0 < share < 1):
+            raise ValueError(f"parameter bound_share: must be in (0, 1), got {share!r}")
+
+
+def check_time_limit(time_limit: float | None) -> None:
+    """A time limit must be a positive, finite number of seconds."""
+    if time_limit is None:
+        return
+    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
+        raise ValueError(f"time limit: must be a number of seconds, got {time_limit!r}")
+    if math.isnan(time_limit) or time_limit <= 0:
+        raise ValueError(f"time limit: must be > 0 seconds, got {time_limit!r}")
+
+
+def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
+    """A schedule of another solver as a :class:`Candidate` (the evaluator's figures)."""
+    gpus = check_schedule(data, schedule)
+    ranks = [schedule.rank(j) for j in range(data.num_jobs)]
+    sim = dispatch(data, gpus, schedule.start, ranks)
+    return candidate_from(data, sim, gpus, schedule.start, ranks)
+
+
+def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Genome:
+    """A serial-scheme genome that lists the jobs in the order ``cand`` starts them."""
+    order = sorted(range(data.num_jobs), key=lambda j: (cand.began[j], cand.rank[j], j))
+    return Genome("serial", tuple(order), split)
+
+
+def lower_bounds(
+    data: ProblemData, kind: str, time_limit: float | None
+) -> tuple[float, dict[str, float]]:
+    """The best bound of the kind asked for, and each one computed (slots)."""
+    from sjfbco.bounds import lower_bound as closed
+    from sjfbco.bounds_packing import energy_bound, gpu_packing_bound, round_up, run_times
+
+    out = {"closed": closed(data)}
+    best = out["closed"]
+    if kind in ("packing", "lp"):
+        rho = run_times(data)
+        out["energy"] = round_up(data, energy_bound(data, rho)[0])
+        best = max(best, out["energy"])
+        out["gpu_packing"] = gpu_packing_bound(data, best, rho)
+        best = max(best, out["gpu_packing"])
+    if kind == "lp":
+        from sjfbco.bounds_lp import cutting_stock_bound
+
+        out["cutting_stock"] = cutting_stock_bound(data, best, time_limit=time_limit)
+        best = max(best, out["cutting_stock"])
+    return best, out
+
+
+def best_solve(
+    data: ProblemData, params: BestParams, *, time_limit: float | None, seed: int
+) -> Solution:
+    """Run ``best``; see the module docstring."""
+    from sjfbco.solvers import solve
+
+    check_time_limit(time_limit)
+    t0 = time.perf_counter()
+    if time_limit is None and params.iterations is None:
+        time_limit = DEFAULT_TIME_LIMIT
+    deadline = None if time_limit is None else t0 + time_limit
+    rng = random.Random(seed)
+    traj = Trajectory(t0)
+    sources: dict[str, float] = {}
+
+    def improved(cand: Candidate, source: str) -> None:
+        traj.add(cand, source)
+        log.info(
+            "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
+            cand.makespan,
+            cand.mean_jct,
+            source,
+            time.perf_counter() - t0,
+        )
+
+    bound, bounds = lower_bounds(data, "packing" if params.bound == "lp" else params.bound, None)
+    budget = Budget(deadline, params.iterations)
+    engine = Engine(data, rng, budget, bound, improved)
+
+    # 1. portfolio
+    for name in PORTFOLIO:
+        if name not in SOLVERS:
+            continue
+        res = solve(data, name, seed=seed)
+        if res.schedule is not None:
+            cand = evaluated(data, res.schedule)
+            sources[name] = cand.makespan
+            engine.offer(cand, name)
+    rho_hat = estimates(data)
+    best_genome: Genome | None = None
+    best_key: tuple[float, float] | None = None
+    for scheme in ("serial", "parallel"):
+        for rule in PRIORITY_RULES:
+            for policy in SPLIT_POLICIES:
+                g = Genome(
+                    scheme,
+                    tuple(priority_order(data, rule, rho_hat)),
+                    tuple(split_permissions(data, policy)),
+                )
+                cand = engine.decode(g)
+                label = f"list {rule}/{scheme}/{policy}"
+                sources[label] = cand.makespan
+                engine.offer(cand, label, g)
+                key = engine.score(cand)
+                if best_key is None or key < best_key:
+                    best_genome, best_key = g, key
+    assert best_genome is not None and engine.best is not None
+
+    # 2. the LP bound, within its share of the budget
+    if params.bound == "lp" and not engine.done:
+        share = None if time_limit is None else params.bound_share * time_limit
+        if params.iterations is not None and time_limit is not None:
+            share = None if deadline is None else max(0.0, deadline - time.perf_counter())
+        bound, bounds = lower_bounds(data, "lp", share)
+        engine.target = bound
+    # 3. search rounds
+    split_now = best_genome.split
+    rounds = 0
+    while not engine.done and budget.stopped_by is None:
+        rounds += 1
+        start = engine.best_genome if engine.best_genome is not None else best_genome
+        scheme = params.scheme
+        if scheme == "both":
+            scheme = ("serial", "parallel")[rounds % 2]
+        start = Genome(scheme, start.order, start.split)
+        cand = engine.decode(start)
+        engine.lahc(start, cand, moves=params.global_moves)
+        if engine.done or budget.stopped_by is not None:
+            break
+        incumbent = engine.best
+        try:
+            servers = ServerSearch(data, incumbent, engine.target)
+        except ValueError:  # a split job starts between slots (continuous model)
+            continue
+        if server_search(servers, rng, budget.spend, params.server_moves):
+            cand = servers.schedule()
+            if engine.offer(cand, "search (servers)"):
+                engine.best_genome = genome_of(cand, data, split_now)
+    best = engine.best
+    stats: dict[str, Any] = {
+        "bounds": bounds,
+        "portfolio": sources,
+        "trajectory": [(t, m) for t, m, _, _ in traj.points],
+        "improvements": [
+            {"seconds": t, "makespan": m, "mean_jct": round(jct, 3), "source": s}
+            for t, m, jct, s in traj.points
+        ],
+        "iterations": budget.used,
+        "evaluated": engine.evaluated,
+        "rounds": rounds,
+        "stopped_by": "bound" if engine.done else budget.stopped_by,
+        "seed": seed,
+        "time_limit": time_limit,
+    }
+    return Solution(best.schedule(data.cluster), Status.FEASIBLE, float(bound), stats)
+
+
+@register("best", BestParams, heuristic=False)
+def _solve(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+    return best_solve(data, make_params(BestParams, params), time_limit=time_limit, seed=seed)
