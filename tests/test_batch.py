@@ -85,8 +85,8 @@ def strip_runtime(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "runtime_s"} for r in rows]
 
 
-def keys(rows: list[dict]) -> list[tuple[str, str, int]]:
-    return [(r["instance"], r["solver"], r["seed"]) for r in rows]
+def keys(rows: list[dict]) -> list[tuple[str, str, int, str]]:
+    return [(r["instance"], r["solver"], r["seed"], r["params"]) for r in rows]
 
 
 def test_local_and_dask_give_the_same_rows(
@@ -137,9 +137,13 @@ def test_parquet_round_trip_and_missing_engine(
             "instance": "a.json",
             "solver": "ls",
             "seed": 0,
+            "params": '{"mode":"timestepped","u":1.5}',
             "status": "feasible",
             "makespan": 12.0,
             "mean_jct": 7.5,
+            "min_jct": 3.0,
+            "max_jct": 12.0,
+            "utilisation": 0.625,
             "lower_bound": 10.0,
             "gap": 1.2,
             "runtime_s": 0.01,
@@ -149,9 +153,13 @@ def test_parquet_round_trip_and_missing_engine(
             "instance": "b.json",
             "solver": "ls",
             "seed": 1,
+            "params": "",
             "status": "error",
             "makespan": None,
             "mean_jct": None,
+            "min_jct": None,
+            "max_jct": None,
+            "utilisation": None,
             "lower_bound": None,
             "gap": None,
             "runtime_s": 0.0,
@@ -239,14 +247,12 @@ def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
 
 def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
     row = {
+        **dict.fromkeys(B.COLUMNS),
         "instance": "a.json",
         "solver": "ls",
         "seed": 0,
+        "params": "",
         "status": "error",
-        "makespan": None,
-        "mean_jct": None,
-        "lower_bound": None,
-        "gap": None,
         "runtime_s": 0.0,
         "error": "x",
     }
@@ -404,16 +410,21 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert f"ran {total - len(before)} tasks" in resumed.stdout
     rows = B.read_results(out)
+    inputs = B.expand_inputs([str(tmp_path / "set")])
     tasks = B.make_tasks(
-        B.expand_inputs([str(tmp_path / "set")]),
-        ["toy-slow"],
-        range(2),
-        params={"toy-slow": {"sleep": 0.0}},
-        plugins=PLUGIN,
+        inputs, ["toy-slow"], range(2), params={"toy-slow": {"sleep": 0.25}}, plugins=PLUGIN
     )
     assert keys(rows) == [t.key for t in tasks]  # every task exactly once
-    reference = B.run_batch(tasks, tmp_path / "ref.csv", workers=2)
-    assert strip_runtime(rows) == strip_runtime(reference.rows)
+    fast = B.make_tasks(
+        inputs, ["toy-slow"], range(2), params={"toy-slow": {"sleep": 0.0}}, plugins=PLUGIN
+    )
+    reference = B.run_batch(fast, tmp_path / "ref.csv", workers=2)
+    assert [r["params"] for r in rows] == ['{"sleep":0.25}'] * total  # the row records it
+
+    def same(rs: list[dict]) -> list[dict]:  # the sleep changes nothing else
+        return [{k: v for k, v in r.items() if k != "params"} for r in strip_runtime(rs)]
+
+    assert same(rows) == same(reference.rows)
     kept = {(r["instance"], r["solver"], r["seed"]): r for r in rows}
     for r in before:  # rows journaled before the kill were not run again
         assert kept[(r["instance"], r["solver"], r["seed"])] == r

@@ -24,7 +24,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from sjfbco.evaluate import evaluate
-from sjfbco.experiments.reproduce import LABELS, PAPER, SOLVERS, TITLES, Stat, aggregate
+from sjfbco.experiments.paper import LABELS, PAPER, PAPER_POLICIES, TITLES, Stat, aggregate
 from sjfbco.files import atomic_write_bytes
 
 if TYPE_CHECKING:

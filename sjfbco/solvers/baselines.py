@@ -15,25 +15,62 @@ evaluator:
   first fit: the ``timestepped`` mode with ``theta = T`` and the FF rule.
 
 Job order for baselines is not given by the paper: **Decision** input order,
-with ``order=sjf`` as an option.
+with ``order=sjf`` as an option. How the baselines use ``theta`` is not given
+either: **Decision** FF and LS search it as SJF-BCO does, RAND places with
+``theta = T`` (no limit); ``theta=search|none`` overrides it per baseline
+(:class:`BaselineParams`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from sjfbco.params import make_params
 from sjfbco.solvers import Solution, register
-from sjfbco.solvers.common import ListParams, check_count, prepare, run_list_scheduler
+from sjfbco.solvers.common import (
+    ListParams,
+    check_choice,
+    check_count,
+    prepare,
+    run_list_scheduler,
+)
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.loads import Chosen, LoadState
     from sjfbco.solvers.placement import Rule
+
+
+ThetaUse = Literal["search", "none"]
+
+
+@dataclass(frozen=True)
+class BaselineParams(ListParams):
+    """Options of FF, LS and RAND (see :class:`~sjfbco.solvers.common.ListParams`).
+
+    Parameters
+    ----------
+    theta
+        ``search``: bisect the load limit ``theta`` over ``[1, T]`` and keep the
+        best trial (as SJF-BCO does); ``none``: one trial with ``theta = T``, i.e.
+        no load limit. ``None`` (default): the baseline's own, ``search`` for FF
+        and LS, ``none`` for RAND (the paper's).
+    """
+
+    theta: ThetaUse | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.theta is not None:
+            check_choice("theta", self.theta, ThetaUse)
+
+
+def _bisect(params: BaselineParams, default: ThetaUse) -> bool:
+    return (params.theta or default) == "search"
 
 
 def _sizes(data: ProblemData) -> list[int]:
@@ -50,37 +87,45 @@ def _first_fit_rule(data: ProblemData) -> Rule:
     return rule
 
 
-@register("ff", ListParams)
+@register("ff", BaselineParams)
 def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+    p = make_params(BaselineParams, params)
+    prep = prepare(data, p)
     return run_list_scheduler(
-        prep, [(None, _first_fit_rule(data))], bisect=True, time_limit=time_limit
+        prep,
+        [(None, _first_fit_rule(data))],
+        bisect=_bisect(p, "search"),
+        time_limit=time_limit,
     )
 
 
-@register("ls", ListParams)
+@register("ls", BaselineParams)
 def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params), indexed=True)
+    p = make_params(BaselineParams, params)
+    prep = prepare(data, p, indexed=True)
     sizes = _sizes(data)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.least_loaded(sizes[j], limit, "plain")
 
     return run_list_scheduler(
-        prep, [(None, rule)], bisect=True, time_limit=time_limit, limit_free=True
+        prep, [(None, rule)], bisect=_bisect(p, "search"), time_limit=time_limit, limit_free=True
     )
 
 
-@register("rand", ListParams)
+@register("rand", BaselineParams)
 def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+    p = make_params(BaselineParams, params)
+    prep = prepare(data, p)
     sizes = _sizes(data)
     rng = np.random.default_rng(seed)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.random(sizes[j], limit, rng)
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)
+    return run_list_scheduler(
+        prep, [(None, rule)], bisect=_bisect(p, "none"), time_limit=time_limit
+    )
 
 
 @dataclass(frozen=True)
