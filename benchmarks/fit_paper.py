@@ -4,6 +4,7 @@ Usage::
 
     PYTHONPATH=. nice python benchmarks/fit_paper.py --out fit-search [--trials 200]
         [--batch 4] [--workers 2] [--seeds 5] [--engine local|dask] [--quick]
+        [--fix DIM=VALUE]... [--vary DIM=VALUE --top K]
 
 Runs :class:`sjfbco.experiments.fit.Search` (Optuna TPE over
 :data:`sjfbco.experiments.fit.SPACE`, every trial = Figs. 4 to 7 over
@@ -22,7 +23,21 @@ import math
 import sys
 from pathlib import Path
 
-from sjfbco.experiments.fit import CRITERION, Engine, Search, best, read_table
+from sjfbco.experiments.fit import (
+    CRITERION,
+    DIMS,
+    Engine,
+    Search,
+    best,
+    read_table,
+    variants_of,
+)
+
+
+def _value(name: str, text: str) -> float | str:
+    if name not in DIMS:
+        raise SystemExit(f"unknown dimension {name!r}; known: {', '.join(DIMS)}")
+    return DIMS[name].parse(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +50,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="sampler seed (default 0)")
     ap.add_argument("--engine", choices=("local", "dask"), default="local")
     ap.add_argument("--quick", action="store_true", help="2 trials of 1 seed")
+    ap.add_argument(
+        "--fix",
+        action="append",
+        default=[],
+        metavar="DIM=VALUE",
+        help="hold a dimension at one value (repeatable), e.g. mode_sjf_bco=offline",
+    )
+    ap.add_argument(
+        "--vary",
+        action="append",
+        default=[],
+        metavar="DIM=VALUE",
+        help="with --top K: re-evaluate the K best trials with DIM set to VALUE",
+    )
+    ap.add_argument("--top", type=int, default=0, help="how many best trials --vary takes")
     args = ap.parse_args(argv)
+    fixed = {k: _value(k, v) for k, v in (x.split("=", 1) for x in args.fix)}
+    changes = {k: _value(k, v) for k, v in (x.split("=", 1) for x in args.vary)}
     if args.quick:
         args.trials, args.seeds, args.batch = 2, 1, 2
     search = Search(
@@ -46,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         engine=Engine(args.engine, args.workers, resume=True),
         startup=min(24, args.trials),
+        fixed=fixed,
+        queue=variants_of(read_table(Path(args.out) / "trials.csv"), args.top, changes)
+        if changes
+        else (),
     )
 
     def show(row: dict) -> None:

@@ -13,12 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sjfbco.cli import main
+from sjfbco.experiments.paper import KAPPAS, LAMBDAS, PAPER, PAPER_POLICIES
 from sjfbco.experiments.reproduce import (
     COLUMNS,
-    KAPPAS,
-    LAMBDAS,
-    PAPER,
-    SOLVERS,
     Settings,
     markdown_table,
     read_csv,
@@ -41,7 +38,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("reproduce")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["reproduce", "--quick", "--out", str(out), "--jobs", "2", "--no-progress"])
+        code = main(["reproduce", "--quick", "--out", str(out), "--workers", "2", "--no-progress"])
     assert code == 0
     return out, buf.getvalue()
 
@@ -74,18 +71,24 @@ def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_
     assert tuple(header) == COLUMNS
     assert header == [
         "figure",
+        "reading",
+        "preset",
         "instance",
         "servers",
         "seed",
         "solver",
         "param",
         "value",
+        "params",
+        "status",
         "makespan",
         "mean_jct",
         "min_jct",
         "max_jct",
+        "utilisation",
         "lower_bound",
         "runtime_s",
+        "error",
     ]
     assert len(body) == expected_rows
     for r in read_csv(out / f"fig{figure}.csv"):
@@ -94,6 +97,13 @@ def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_
         # every job arrives at 0, so the last completion is the makespan
         assert r["min_jct"] <= r["mean_jct"] <= r["max_jct"] == r["makespan"]
         assert r["lower_bound"] <= r["makespan"]
+        assert 0 < r["utilisation"] <= 1
+        assert (r["reading"], r["preset"], r["status"], r["error"]) == (
+            "default",
+            "paper",
+            "feasible",
+            "",
+        )
 
 
 def test_pngs_are_valid_images(quick):
@@ -145,7 +155,7 @@ def test_sjf_bco_has_the_lowest_mean_makespan_at_every_server_count(quick):
 
 def test_every_policys_makespan_falls_as_servers_grow(quick):
     means = _means(read_csv(quick[0] / "fig6.csv"))
-    for solver in SOLVERS:
+    for solver in PAPER_POLICIES:
         curve = [means[(n, solver, "")] for n in (10, 15, 20)]
         assert curve[0] > curve[1] > curve[2], (solver, curve)
 
@@ -188,10 +198,15 @@ def test_lambda_experiment_runs_for_every_lambda(quick):
 # ----------------------------------------------------------------------------- tables
 
 
-def _row(figure, solver, seed, makespan, servers=20, value="", jct=None):
+def _row(figure, solver, seed, makespan, servers=20, value="", jct=None, reading="default"):
     j = jct if jct is not None else makespan / 2
     return {
         "figure": figure,
+        "reading": reading,
+        "preset": "paper",
+        "params": "",
+        "status": "feasible",
+        "utilisation": 0.5,
         "instance": f"paper-s{servers}-seed{seed}",
         "servers": servers,
         "seed": seed,
@@ -217,12 +232,20 @@ def test_fig4_table_by_hand():
             _row("4", "rand", seed, 600),
         ]
     t = markdown_table("4", rows)
-    # SJF-BCO: mean (100 + 200) / 2 = 150, sample sd sqrt(2 * 50^2 / 1) = 70.7
-    assert "| SJF-BCO | 535 | 150 ± 71 | 1.00 | 1.00 |" in t
+    # SJF-BCO: mean (100 + 200) / 2 = 150, sample sd sqrt(2 * 50^2 / 1) = 70.7; JCT halves
+    assert (
+        "| SJF-BCO | 535 | 1.00 | 178 | 1.00 | 150 ± 71 | 1.00 | 75 ± 35 | 1.00 | 1 – 150 | 50% |"
+        in t
+    )
     # LS 300 / 150 = 2.00; FF 450 / 150 = 3.00; RAND 600 / 150 = 4.00; JCT halves: same ratios
-    assert "| LS | 595 | 300 ± 0 | 1.11 | 2.00 | 187 | 150 ± 0 | 1.05 | 2.00 |" in t
+    assert "| LS | 595 | 1.11 | 187 | 1.05 | 300 ± 0 | 2.00 | 150 ± 0 | 2.00 |" in t
     assert "| 3.00 |" in t and "| 4.00 |" in t
     assert "2 seeds per point" in t
+    # a second reading gets its own columns: utilisation 0.25 -> 25%
+    other = [{**r, "reading": "other", "utilisation": 0.25} for r in rows]
+    t2 = markdown_table("4", rows + other)
+    assert "| makespan (default) |" in t2 and "| util (other) |" in t2
+    assert "| 1 – 150 | 50% | 150 ± 71 | 1.00 | 75 ± 35 | 1.00 | 1 – 150 | 25% |" in t2
 
 
 def test_curve_table_ratios_to_the_best_point():
@@ -232,9 +255,9 @@ def test_curve_table_ratios_to_the_best_point():
     ]
     t = markdown_table("7", rows)
     # ours: best point 400 -> 500 / 400 = 1.25, 800 / 400 = 2.00; paper: 1043 / 538 = 1.94
-    assert "| 1 | 1043 | 400 | 1.94 | 1.00 |" in t
-    assert "| 2 | 882 | 500 | 1.64 | 1.25 |" in t
-    assert "| 8 | 538 | 800 | 1.00 | 2.00 |" in t
+    assert "| 1 | 1043 | 1.94 | 400 | 1.00 | 50% |" in t
+    assert "| 2 | 882 | 1.64 | 500 | 1.25 | 50% |" in t
+    assert "| 8 | 538 | 1.00 | 800 | 2.00 | 50% |" in t
 
 
 def test_sensitivity_table_by_hand():
@@ -242,10 +265,10 @@ def test_sensitivity_table_by_hand():
     for v, ls in [("defaults", 200), ("timestepped", 120)]:
         for n in (10, 20):
             rows += [
-                {**_row("6", "sjf-bco", 0, 100, n), "variant": v},
-                {**_row("6", "ls", 0, ls, n), "variant": v},
-                {**_row("6", "ff", 0, 150, n), "variant": v},
-                {**_row("6", "rand", 0, 300, n), "variant": v},
+                _row("6", "sjf-bco", 0, 100, n, reading=v),
+                _row("6", "ls", 0, ls, n, reading=v),
+                _row("6", "ff", 0, 150, n, reading=v),
+                _row("6", "rand", 0, 300, n, reading=v),
             ]
     t = sensitivity_table(rows, VARIANTS[:2])
     # defaults: LS 200/100 = 2.00 > FF 150/100 = 1.50, so the paper's order fails
@@ -256,11 +279,15 @@ def test_sensitivity_table_by_hand():
 
 def test_tasks_pass_options_only_to_solvers_that_take_them():
     s = Settings(seeds=1, options={"*": {"mode": "timestepped"}, "sjf-bco": {"ties": "plain"}})
-    tasks = {t.solver: dict(t.params) for t in tasks_for("4", s)}
+    tasks = {t.task.solver: dict(t.task.params) for t in tasks_for("4", s)}
     assert tasks["sjf-bco"] == {"mode": "timestepped", "ties": "plain"}
     assert tasks["ls"] == {"mode": "timestepped"}
     fig7 = tasks_for("7", Settings(seeds=2))
-    assert [dict(t.params) for t in fig7[:4]] == [{"kappa": 1, "lam": lam} for lam in LAMBDAS]
+    assert [dict(t.task.params) for t in fig7[:4]] == [{"kappa": 1, "lam": lam} for lam in LAMBDAS]
+    # Fig. 5 at kappa = 1 is the very task of Fig. 7 at lambda = 1: run once
+    fig5 = tasks_for("5", Settings(seeds=2))
+    assert fig5[0].task.key == fig7[0].task.key
+    assert fig5[0].task.key[:2] == ("paper-s20-seed0", "sjf-bco")
     with pytest.raises(ValueError, match="unknown figure '8'"):
         tasks_for("8", s)
 
@@ -368,8 +395,8 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
     )
     ((figures, settings),) = seen
     assert figures == ("6",) and settings.seeds == 2
-    assert {t.solver: dict(t.params) for t in tasks_for("6", settings)} == {
-        s: {"mode": "timestepped"} for s in SOLVERS
+    assert {t.task.solver: dict(t.task.params) for t in tasks_for("6", settings)} == {
+        s: {"mode": "timestepped"} for s in PAPER_POLICIES
     }
     assert main(["reproduce", "--param", "colour=red", "--out", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err

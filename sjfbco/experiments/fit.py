@@ -32,6 +32,8 @@ import json
 import logging
 import math
 import time
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,7 +55,9 @@ from sjfbco.workloads.paper import Preset, min_safe_slot
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable
+
+    from sjfbco.experiments.reproduce import FigureRun
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +193,10 @@ def reading_of(params: Mapping[str, Any], name: str, description: str = "") -> R
         "sjf-bco": {"mode": params["mode_sjf_bco"], "ties": params["ties"]},
     }
     for b in baselines:
-        options[b] = {"mode": params[f"mode_{b.replace('-', '_')}"], "order": params["baseline_order"]}
+        options[b] = {
+            "mode": params[f"mode_{b.replace('-', '_')}"],
+            "order": params["baseline_order"],
+        }
         if theta != "paper":
             options[b]["theta"] = theta
     return Reading(
@@ -226,7 +233,11 @@ def score(rows: Sequence[Mapping[str, Any]]) -> Score:
 
     bad = failures(rows)
     res = residuals(rows)
-    err = "" if not bad else f"{len(bad)} runs failed; first: {bad[0].get('error') or bad[0]['status']}"
+    err = (
+        ""
+        if not bad
+        else f"{len(bad)} runs failed; first: {bad[0].get('error') or bad[0]['status']}"
+    )
     return Score(
         distance(res) if not bad else math.inf,
         res,
@@ -342,6 +353,15 @@ class Search:
         The batch engine for the runs.
     startup
         Random trials before TPE models the history.
+    fixed
+        Dimensions held at one value (e.g. ``{"mode_sjf_bco": "offline"}``); the
+        sampler draws the others.
+    jobs
+        Jobs per instance (160 is the paper's mix; fewer only for tests).
+    queue
+        Points of :data:`SPACE` evaluated before the sampler's asks (and beyond
+        :attr:`trials`), e.g. the best trials with one dimension changed
+        (:func:`variants_of`).
     """
 
     out: Path
@@ -351,6 +371,17 @@ class Search:
     seed: int = 0
     engine: Engine = field(default_factory=lambda: Engine(resume=True))
     startup: int = 24
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+    jobs: int = 160
+    queue: Sequence[Mapping[str, Any]] = ()
+
+    def __post_init__(self) -> None:
+        for k, v in self.fixed.items():
+            d = DIMS.get(k)
+            if d is None:
+                raise ValueError(f"fixed: unknown dimension {k!r}; known: {', '.join(DIMS)}")
+            if d.choices and v not in d.choices:
+                raise ValueError(f"fixed: {k} must be one of {', '.join(d.choices)}, got {v!r}")
 
     def _study(self, done: Sequence[Mapping[str, Any]]) -> Any:
         try:
@@ -358,12 +389,16 @@ class Search:
         except ImportError:
             raise ValueError(OPTUNA_MISSING) from None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = optuna.samplers.TPESampler(
+        sampler: Any = optuna.samplers.TPESampler(
             seed=self.seed,
             multivariate=True,
             constant_liar=True,
             n_startup_trials=self.startup,
         )
+        if self.fixed:
+            with warnings.catch_warnings():  # "experimental" since optuna 2.4; stable API
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                sampler = optuna.samplers.PartialFixedSampler(dict(self.fixed), sampler)
         study = optuna.create_study(direction="minimize", sampler=sampler)
         dists = {d.name: d.distribution() for d in SPACE}
         for r in done:  # replay the history
@@ -373,7 +408,9 @@ class Search:
                     params=params_of(r),
                     distributions=dists,
                     value=None if fail else r["distance"],
-                    state=optuna.trial.TrialState.FAIL if fail else optuna.trial.TrialState.COMPLETE,
+                    state=optuna.trial.TrialState.FAIL
+                    if fail
+                    else optuna.trial.TrialState.COMPLETE,
                 )
             )
         return study
@@ -382,10 +419,12 @@ class Search:
         self, batch: Sequence[tuple[int, dict[str, Any]]], on_row: Callable[[Any], None] | None
     ) -> list[dict[str, Any]]:
         """Run the trials of ``batch`` (number, params) together; their table rows."""
-        runs, spans = [], []
+        runs: list[FigureRun] = []
+        spans: list[tuple[int, int]] = []
         for number, params in batch:
             rd = reading_of(params, f"fit{number:04d}")
-            ts = [t for f in FIGURES for t in tasks_for(f, Settings(seeds=self.seeds, readings=(rd,)))]
+            settings = Settings(seeds=self.seeds, jobs=self.jobs, readings=(rd,))
+            ts = [t for f in FIGURES for t in tasks_for(f, settings)]
             spans.append((len(runs), len(runs) + len(ts)))
             runs += ts
         t0 = time.perf_counter()
@@ -394,55 +433,76 @@ class Search:
         out = []
         for (number, params), (a, b) in zip(batch, spans, strict=True):
             mine = rows[a:b]
-            out.append(trial_row(number, params, score(mine), len({r["instance"] + r["params"] + r["solver"] for r in mine}), per))
+            distinct = len({(r["instance"], r["solver"], r["params"]) for r in mine})
+            out.append(trial_row(number, params, score(mine), distinct, per))
         return out
+
+    def _pending(self, table: Sequence[Mapping[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
+        """The batch in flight when the last run stopped (``pending.json``), minus done trials."""
+        path = self.out / PENDING_FILE
+        if not path.exists():
+            return []
+        done = {r["trial"] for r in table}
+        return [(int(n), p) for n, p in json.loads(path.read_text()) if int(n) not in done]
 
     def run(
         self,
         on_trial: Callable[[Mapping[str, Any]], None] | None = None,
         on_row: Callable[[Any], None] | None = None,
     ) -> list[dict[str, Any]]:
-        """Search until the table holds :attr:`trials` trials; return the table's rows."""
+        """Search until the table holds :attr:`trials` trials and the queue is done.
+
+        The study is rebuilt from the table before every ask, so what is asked
+        next depends only on the table: a resumed search asks what an
+        uninterrupted one would have.
+        """
         self.out.mkdir(parents=True, exist_ok=True)
         table_path, pending_path = self.out / TRIALS_FILE, self.out / PENDING_FILE
         table = read_table(table_path)
-        study = self._study(table)
-        if pending_path.exists():  # a batch in flight when the last run stopped
-            pending = [(int(n), p) for n, p in json.loads(pending_path.read_text())]
-            pending = [(n, p) for n, p in pending if n not in {r["trial"] for r in table}]
-        else:
-            pending = []
-        while len(table) < self.trials:
+        pending = self._pending(table)
+        tried = [params_of(r) for r in table] + [p for _, p in pending]
+        queue = [dict(p) for p in self.queue if dict(p) not in tried]
+        while True:
             if not pending:
-                k = min(self.batch, self.trials - len(table))
-                asked = [study.ask({d.name: d.distribution() for d in SPACE}) for _ in range(k)]
                 start = max((r["trial"] for r in table), default=-1) + 1
-                pending = [(start + i, t.params) for i, t in enumerate(asked)]
-                atomic_write_text(pending_path, json.dumps(pending, indent=1) + "\n")
-            else:
-                asked = []
-            rows = self.evaluate(pending, on_row)
-            for i, row in enumerate(rows):
-                if asked:
-                    fail = not isinstance(row["distance"], float)
-                    import optuna
-
-                    study.tell(
-                        asked[i],
-                        None if fail else row["distance"],
-                        state=optuna.trial.TrialState.FAIL if fail else None,
-                    )
+                if queue:
+                    points, queue = queue[: self.batch], queue[self.batch :]
+                elif len(table) < self.trials:
+                    study = self._study(table)
+                    dists = {d.name: d.distribution() for d in SPACE}
+                    k = min(self.batch, self.trials - len(table))
+                    points = [study.ask(dists).params for _ in range(k)]
                 else:
-                    study = None  # rebuilt below from the table with these rows
-                table.append({**row, "distance": row["distance"] if isinstance(row["distance"], float) else math.inf})
+                    break
+                pending = [(start + i, p) for i, p in enumerate(points)]
+                atomic_write_text(pending_path, json.dumps(pending, indent=1) + "\n")
+            for row in self.evaluate(pending, on_row):
+                table.append({**row, "distance": _distance(row)})
                 if on_trial is not None:
                     on_trial(row)
             write_table(table, table_path)
             pending_path.unlink(missing_ok=True)
             pending = []
-            if study is None:
-                study = self._study(table)
         return table
+
+
+def _distance(row: Mapping[str, Any]) -> float:
+    d = row["distance"]
+    return float(d) if d not in ("", None) else math.inf
+
+
+def variants_of(
+    table: Sequence[Mapping[str, Any]], top: int, changes: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The ``top`` best complete trials' points with ``changes`` applied, those not yet tried."""
+    done = sorted((r for r in table if math.isfinite(_distance(r))), key=lambda r: _distance(r))
+    seen = [params_of(r) for r in table]
+    out: list[dict[str, Any]] = []
+    for r in done[:top]:
+        p = {**params_of(r), **changes}
+        if p not in seen and p not in out:
+            out.append(p)
+    return out
 
 
 def best(table: Sequence[Mapping[str, Any]], meeting: bool = False) -> Mapping[str, Any] | None:

@@ -26,9 +26,11 @@ import itertools
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 FIGURES: tuple[str, ...] = ("4", "5", "6", "7")
 #: The paper's policies, in its order (the first is the reference for ratios).
@@ -253,10 +255,9 @@ def claims(rows: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
     kc = [k[(SERVERS, "sjf-bco", v)].mean for v in KAPPAS if (SERVERS, "sjf-bco", v) in k]
     if len(kc) == len(KAPPAS):
         lo = min(kc)
-        out["kappa min near 8"] = (
-            kc.index(lo) not in (0, len(kc) - 1)
-            and kc[KAPPAS.index(8)] <= lo * (1 + KAPPA_NEAR)
-        )
+        out["kappa min near 8"] = kc.index(lo) not in (0, len(kc) - 1) and kc[
+            KAPPAS.index(8)
+        ] <= lo * (1 + KAPPA_NEAR)
     else:
         out["kappa min near 8"] = False
     lam = aggregate(figure_rows(rows, "7"))

@@ -29,11 +29,10 @@ import io
 import json
 import logging
 import math
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sjfbco import batch
 from sjfbco.experiments.paper import (
@@ -55,6 +54,9 @@ from sjfbco.experiments.readings import DEFAULT, Reading
 from sjfbco.files import atomic_write_text, json_text
 from sjfbco.params import field_names
 from sjfbco.workloads.paper import PaperSpec
+
+if TYPE_CHECKING:
+    import os
 
 log = logging.getLogger(__name__)
 
@@ -313,7 +315,7 @@ class Engine:
 
 def run_tasks(
     runs: Sequence[FigureRun],
-    out: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
     engine: Engine | None = None,
     on_start: Callable[[int], Any] | None = None,
     on_row: Callable[[batch.Row], None] | None = None,
@@ -321,9 +323,15 @@ def run_tasks(
     """Run ``runs`` through :func:`sjfbco.batch.run_batch` into the file ``out``; tidy rows.
 
     ``out`` is the batch output (CSV); its journal makes the run resumable.
-    Rows come back in the order of ``runs``; failed runs are rows with status
-    ``error`` (or ``infeasible``) and no makespan.
+    ``None`` runs into a temporary folder (nothing to resume). Rows come back
+    in the order of ``runs``; failed runs are rows with status ``error`` (or
+    ``infeasible``) and no makespan.
     """
+    if out is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="sjfbco-reproduce-") as tmp:
+            return run_tasks(runs, Path(tmp) / RUNS_FILE, engine, on_start, on_row)
     engine = engine or Engine()
     report = batch.run_batch(
         [r.task for r in runs],
@@ -437,7 +445,13 @@ def _fig4(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[list
         for n in names
     }
     policies = list(dict.fromkeys(str(r["solver"]) for r in rows))
-    header = ["policy", "makespan (paper)", "ratio (paper)", "mean JCT (paper)", "JCT ratio (paper)"]
+    header = [
+        "policy",
+        "makespan (paper)",
+        "ratio (paper)",
+        "mean JCT (paper)",
+        "JCT ratio (paper)",
+    ]
     for n in names:
         header += [
             f"makespan ({n})",
@@ -677,9 +691,13 @@ def write_figure(
     if write_csv:
         atomic_write_text(base.with_suffix(".csv"), csv_text(rows))
     good = [r for r in rows if ok(r)]
-    table = markdown_table(figure, good, settings)
+    if good:
+        table = markdown_table(figure, good, settings)
+        plot_figure(figure, good, base.with_suffix(".png"), settings=settings)
+    else:  # nothing to tabulate or draw: say so, and leave no stale plot
+        table = f"**{TITLES[figure]}**: no run produced a schedule ({len(rows)} failed).\n"
+        base.with_suffix(".png").unlink(missing_ok=True)
     atomic_write_text(base.with_suffix(".md"), table)
-    plot_figure(figure, good, base.with_suffix(".png"), settings=settings)
     return FigureOutput(
         figure,
         base.with_suffix(".csv"),
