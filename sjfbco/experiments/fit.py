@@ -118,11 +118,12 @@ SPACE: tuple[Dim, ...] = (
         why="MB/s: 10 GbE (Wang et al.'s measurement) to 400 Gb/s-class links",
     ),
     Dim(
-        "bandwidth_intra",
-        10_000.0,
-        300_000.0,
+        "intra_over_inter",
+        1.0,
+        64.0,
         log=True,
-        why="MB/s: PCIe 3 x16 to NVLink 3",
+        why="b_intra / b_inter: the model needs b_intra >= b_inter; single-job measurements "
+        "fit an inter/intra cost ratio of 2.8 to 16, and NVLink over 10 GbE is about 250",
     ),
     Dim(
         "gpu_speed",
@@ -173,7 +174,7 @@ def preset_of(params: Mapping[str, Any], name: str) -> Preset:
         name,
         slot_seconds=1.0,
         bandwidth_inter=float(params["bandwidth_inter"]),
-        bandwidth_intra=float(params["bandwidth_intra"]),
+        bandwidth_intra=float(params["bandwidth_inter"]) * float(params["intra_over_inter"]),
         gpu_speed=float(params["gpu_speed"]),
         alpha=float(params["alpha"]),
         xi1=float(params["xi1"]),
@@ -305,8 +306,14 @@ def write_table(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str])
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=table_columns(), lineterminator="\n")
     w.writeheader()
+    exact = set(DIMS)  # parameters in full (repr) precision: a replay must see the same points
     for r in rows:
-        w.writerow({c: _cell(r.get(c, "")) for c in table_columns()})
+        w.writerow(
+            {
+                c: repr(r[c]) if c in exact and isinstance(r[c], float) else _cell(r.get(c, ""))
+                for c in table_columns()
+            }
+        )
     atomic_write_text(path, buf.getvalue())
 
 
