@@ -400,3 +400,146 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
     }
     assert main(["reproduce", "--param", "colour=red", "--out", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- settings, engine
+
+
+def test_reproduce_records_its_settings_everywhere(tmp_path, capsys):
+    """--param, the reading, the preset and the seeds reach the CSV, the Markdown, the
+    plot title and settings.json (Fig. 7: 1 seed x 4 lambdas, offline, cheap)."""
+    import json as _json
+
+    from sjfbco.experiments.plots import plot_figure
+
+    out = tmp_path / "r"
+    args = ["reproduce", "--figure", "7", "--seeds", "1", "--out", str(out), "--no-progress"]
+    assert main([*args, "--param", "estimate=spread", "--workers", "1"]) == 0
+    rows = read_csv(out / "fig7.csv")
+    assert len(rows) == 4
+    for r in rows:
+        assert _json.loads(r["params"]) == {"estimate": "spread", "kappa": 1, "lam": r["value"]}
+        assert (r["reading"], r["preset"]) == ("default", "paper")
+    md = (out / "fig7.md").read_text()
+    assert "Settings: reading default (preset paper); 1 seeds; --param estimate=spread." in md
+    doc = _json.loads((out / "settings.json").read_text())
+    assert doc["format"] == "sjfbco-reproduce-settings/1"
+    assert doc["param"] == {"*": {"estimate": "spread"}} and doc["seeds"] == [0]
+    assert doc["readings"][0]["preset"]["bandwidth_inter"] == 23_400.0
+    assert (doc["engine"], doc["figures"]) == ("local", ["7"])
+    fig = plot_figure("7", rows, settings="reading default (preset paper); 1 seeds")
+    assert "reading default (preset paper); 1 seeds" in fig._suptitle.get_text()
+    # --replot rebuilds the caption from settings.json
+    capsys.readouterr()
+    assert main(["reproduce", "--figure", "7", "--replot", "--out", str(out)]) == 0
+    assert "--param estimate=spread" in capsys.readouterr().out
+
+
+def test_reproduce_resumes_from_its_journal(tmp_path):
+    """A run killed after two of its four runs continues with --resume and runs only two."""
+    import json as _json
+
+    from sjfbco import batch
+    from sjfbco.experiments.reproduce import RUNS_FILE, Engine, reproduce
+
+    settings = Settings(seeds=1)
+    full = reproduce(["7"], settings, out=tmp_path / "full", engine=Engine(workers=1))
+    runs = tmp_path / "full" / RUNS_FILE
+    done = batch.read_results(runs)
+    assert len(done) == 4 and not batch.journal_path(runs).exists()
+    part = tmp_path / "part"
+    part.mkdir()
+    journal = batch.Journal(batch.journal_path(part / RUNS_FILE), fresh=True)
+    for row in done[:2]:
+        journal.append(row)
+    journal.close()
+    with pytest.raises(batch.BatchError, match="pass --resume"):
+        reproduce(["7"], settings, out=part, engine=Engine(workers=1))
+    pending = []
+    again = reproduce(
+        ["7"], settings, out=part, engine=Engine(workers=1, resume=True), on_start=pending.append
+    )
+    assert pending == [2]
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "runtime_s"} for r in rs]  # noqa: E731
+    assert strip(again[0].rows) == strip(full[0].rows)
+    assert _json.loads((part / "settings.json").read_text())["figures"] == ["7"]
+
+
+def test_failed_runs_follow_the_batch_error_rules(tmp_path, capsys):
+    """A reading whose preset cannot hold the workload: every run is an error row naming the
+    instance, the tables say so, the CLI exits 1 with a summary line."""
+    from dataclasses import replace
+
+    from sjfbco.experiments import readings
+    from sjfbco.experiments.reproduce import Engine, failures, reproduce
+
+    broken = replace(
+        readings.DEFAULT,
+        name="broken",
+        preset=replace(readings.DEFAULT.preset, name="tiny-slot", slot_seconds=0.01),
+    )
+    res = reproduce(["7"], Settings(seeds=1, readings=(broken,)), tmp_path, Engine(workers=1))
+    rows = res[0].rows
+    assert len(failures(rows)) == 4 and all(r["status"] == "error" for r in rows)
+    assert rows[0]["error"].startswith("paper-s20-seed0-tiny-slot: ")
+    assert "no run produced a schedule" in res[0].table
+    assert not (tmp_path / "fig7.png").exists()
+    readings.READINGS["broken"] = broken
+    try:
+        code = main(
+            [
+                "reproduce",
+                "--figure",
+                "7",
+                "--seeds",
+                "1",
+                "--reading",
+                "broken",
+                "--out",
+                str(tmp_path / "cli"),
+                "--no-progress",
+                "--workers",
+                "1",
+            ]
+        )
+    finally:
+        del readings.READINGS["broken"]
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "sjfbco: 4 runs failed" in err and "paper-s20-seed0-tiny-slot" in err
+
+
+@pytest.mark.slow
+def test_dask_engine_gives_the_local_rows(tmp_path):
+    pytest.importorskip("distributed")
+    from sjfbco.experiments.reproduce import Engine, run_tasks
+
+    runs = tasks_for("7", Settings(seeds=1))
+    local = run_tasks(runs, tmp_path / "a.csv", Engine(workers=1))
+    dask = run_tasks(runs, tmp_path / "b.csv", Engine("dask", workers=1))
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "runtime_s"} for r in rs]  # noqa: E731
+    assert strip(local) == strip(dask)
+
+
+def test_extras_and_readings_on_the_command_line(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    rep = importlib.import_module("sjfbco.experiments.reproduce")
+    seen = []
+    monkeypatch.setattr(
+        rep, "reproduce", lambda figures, settings, **kw: seen.append(settings) or []
+    )
+    assert (
+        main(["reproduce", "--extras", "lwf", "--reading", "default", "--out", str(tmp_path)]) == 0
+    )
+    s = seen[-1]
+    assert s.policies == ("sjf-bco", "ls", "ff", "rand", "lwf")
+    assert s.extra_time_limit == 2.0 and [r.name for r in s.readings] == ["default"]
+    fig4 = tasks_for("4", s)
+    assert [t.task.time_limit for t in fig4[:5]] == [None, None, None, None, 2.0]
+    assert main(["reproduce", "--extras", "nope", "--out", str(tmp_path)]) == 2
+    assert "--extras: unknown solver 'nope'" in capsys.readouterr().err
+    assert main(["reproduce", "--reading", "nope", "--out", str(tmp_path)]) == 2
+    assert "--reading: unknown reading 'nope'; known: default" in capsys.readouterr().err
+    assert main(["reproduce", "--address", "tcp://x:1", "--out", str(tmp_path)]) == 2
+    assert "--address needs --engine dask" in capsys.readouterr().err

@@ -134,12 +134,12 @@ def test_readings_give_each_policy_its_parameters() -> None:
         {"*": {"mode": "timestepped", "ties": "plain"}, "ls": {"order": "sjf"}},
         horizon="paper",
     )
-    s = Settings(seeds=1, readings=(r,), options={"ff": {"theta": "none"}})
+    s = Settings(seeds=1, readings=(r,), options={"ff": {"theta": "unlimited"}})
     got = {(t.figure, t.task.solver): dict(t.task.params) for f in "46" for t in tasks_for(f, s)}
     # "*" reaches only policies that take the key (ties: SJF-BCO only); T = 1200, Fig. 6 1500
     assert got[("4", "sjf-bco")] == {"mode": "timestepped", "ties": "plain", "horizon": 1200}
     assert got[("4", "ls")] == {"mode": "timestepped", "order": "sjf", "horizon": 1200}
-    assert got[("6", "ff")] == {"mode": "timestepped", "horizon": 1500, "theta": "none"}
+    assert got[("6", "ff")] == {"mode": "timestepped", "horizon": 1500, "theta": "unlimited"}
     assert got[("6", "rand")] == {"mode": "timestepped"}  # RAND has no theta limit
     assert {t.task.instance for t in tasks_for("4", s)} == {PaperSpec(20, 0, 160, r.preset)}
 
@@ -159,7 +159,7 @@ def test_fit_point_to_reading() -> None:
         "mode_ff": "offline",
         "mode_rand": "timestepped",
         "baseline_order": "sjf",
-        "baseline_theta": "none",
+        "baseline_theta": "unlimited",
         "estimate": "spread",
         "horizon": "paper",
         "ties": "plain",
@@ -179,7 +179,7 @@ def test_fit_point_to_reading() -> None:
     # the slot: twice the shortest safe slot of these constants
     assert p.slot_seconds == pytest.approx(2 * min_safe_slot(p), abs=1e-4)
     assert rd.options["sjf-bco"] == {"mode": "offline", "ties": "plain"}
-    assert rd.options["rand"] == {"mode": "timestepped", "order": "sjf", "theta": "none"}
+    assert rd.options["rand"] == {"mode": "timestepped", "order": "sjf", "theta": "unlimited"}
     assert rd.options["*"] == {"estimate": "spread"} and rd.horizon == "paper"
     # 'paper' theta: FF and LS keep their own default (search), RAND none
     assert "theta" not in fit.reading_of({**point, "baseline_theta": "paper"}, "y").options["ls"]

@@ -149,8 +149,8 @@ SPACE: tuple[Dim, ...] = (
     Dim("baseline_order", choices=("input", "sjf"), why="job order of LS, FF and RAND"),
     Dim(
         "baseline_theta",
-        choices=("paper", "search", "none"),
-        why="paper: FF and LS search theta, RAND none; search: all three; none: no limit",
+        choices=("paper", "search", "unlimited"),
+        why="paper: FF and LS search theta, RAND has no limit; search: all three; unlimited: none",
     ),
     Dim("estimate", choices=("alone", "spread"), why="rho_hat: best placement alone, or spread"),
     Dim("horizon", choices=("solver", "paper"), why="T: sum of estimates, or 1200 (Fig. 6: 1500)"),

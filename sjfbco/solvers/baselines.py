@@ -17,7 +17,7 @@ evaluator:
 Job order for baselines is not given by the paper: **Decision** input order,
 with ``order=sjf`` as an option. How the baselines use ``theta`` is not given
 either: **Decision** FF and LS search it as SJF-BCO does, RAND places with
-``theta = T`` (no limit); ``theta=search|none`` overrides it per baseline
+``theta = T`` (no limit); ``theta=search|unlimited`` overrides it per baseline
 (:class:`BaselineParams`).
 """
 
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from sjfbco.solvers.placement import Rule
 
 
-ThetaUse = Literal["search", "none"]
+ThetaUse = Literal["search", "unlimited"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,9 @@ class BaselineParams(ListParams):
     ----------
     theta
         ``search``: bisect the load limit ``theta`` over ``[1, T]`` and keep the
-        best trial (as SJF-BCO does); ``none``: one trial with ``theta = T``, i.e.
+        best trial (as SJF-BCO does); ``unlimited``: one trial with ``theta = T``, i.e.
         no load limit. ``None`` (default): the baseline's own, ``search`` for FF
-        and LS, ``none`` for RAND (the paper's).
+        and LS, ``unlimited`` for RAND (the paper's).
     """
 
     theta: ThetaUse | None = None
@@ -124,7 +124,7 @@ def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: An
         return state.random(sizes[j], limit, rng)
 
     return run_list_scheduler(
-        prep, [(None, rule)], bisect=_bisect(p, "none"), time_limit=time_limit
+        prep, [(None, rule)], bisect=_bisect(p, "unlimited"), time_limit=time_limit
     )
 
 
