@@ -658,7 +658,9 @@ def row_key(row: Mapping[str, Any]) -> Key:
 # --------------------------------------------------------------------------- summary
 
 
-def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None) -> list[Row]:
+def solver_summary(
+    rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
+) -> list[Row]:
     """Per solver: tasks, failures, mean gap, wins and mean run time.
 
     A solver *wins* an (instance, seed) pair when its makespan is the smallest
@@ -705,7 +707,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
 
 
 def format_summary(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None) -> str:
-    """:func:`summarise` as an aligned text table."""
+    """:func:`solver_summary` as an aligned text table."""
     from sjfbco.tables import format_table
 
-    return format_table(summarise(rows, solvers), SUMMARY_COLUMNS)
+    return format_table(solver_summary(rows, solvers), SUMMARY_COLUMNS)

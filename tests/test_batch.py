@@ -318,7 +318,7 @@ def test_summary_mean_gap_and_wins() -> None:
         row("c", "x", 0, None),
         row("c", "y", 0, 20.0),
     ]  # y wins, x failed
-    got = {r["solver"]: r for r in B.summarise(rows)}
+    got = {r["solver"]: r for r in B.solver_summary(rows)}
     # x: gaps 1.0 and 1.5 -> mean 1.25; y: 1.2, 1.5, 2.0 -> mean 1.5667
     assert got["x"]["mean_gap"] == pytest.approx(1.25)
     assert got["y"]["mean_gap"] == pytest.approx((1.2 + 1.5 + 2.0) / 3)
@@ -453,3 +453,33 @@ def test_real_solvers_in_a_batch_match_solve_and_honour_time_limits(tmp_path: Pa
     for r in B.run_batch(short, tmp_path / "t.csv", workers=1).rows:
         assert r["status"] == "time limit", r
         assert r["lower_bound"] <= r["makespan"] < math.inf
+
+
+def test_a_task_can_generate_its_instance(tmp_path: Path) -> None:
+    """PaperSpec tasks: draw a paper instance in the worker, then solve; the row names the
+    instance, records the parameters, and equals solving the drawn instance here."""
+    from dataclasses import replace
+
+    from sjfbco.workloads.paper import PRESETS, PaperSpec, paper_instance
+
+    spec = PaperSpec(10, 3, jobs=16)
+    assert spec.name == "paper-s10-seed3-j16" == spec.load().name
+    assert isinstance(spec, B.InstanceSource)
+    bad = PaperSpec(10, 3, 16, replace(PRESETS["paper"], name="short", slot_seconds=0.01))
+    tasks = [
+        B.Task(spec, "ls", 0),
+        B.Task(spec, "ls", 0, params=(("mode", "timestepped"),)),
+        B.Task(bad, "ls", 0),
+    ]
+    assert len({t.key for t in tasks}) == 3  # the parameters tell the first two apart
+    report = B.run_batch(tasks, tmp_path / "gen.csv", workers=1)
+    a, b, c = B.read_results(tmp_path / "gen.csv")
+    ref = solve(paper_instance(10, 3, 16), "ls", seed=0)
+    assert (a["instance"], a["params"], a["makespan"]) == (spec.name, "", ref.makespan)
+    assert a["utilisation"] == pytest.approx(ref.evaluation.utilisation, rel=1e-9)
+    assert a["min_jct"] <= a["mean_jct"] <= a["max_jct"] == a["makespan"]
+    assert b["params"] == '{"mode":"timestepped"}'
+    assert b["makespan"] == solve(paper_instance(10, 3, 16), "ls", mode="timestepped").makespan
+    assert c["status"] == "error" and c["error"].startswith("paper-s10-seed3-j16-short: ")
+    assert report.failed == 1
+    assert [B.row_key(r) for r in (a, b, c)] == [t.key for t in tasks]

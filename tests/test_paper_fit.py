@@ -193,6 +193,7 @@ def test_search_records_every_trial_and_resumes_where_it_stopped(tmp_path: Path)
     fixed = {"mode_sjf_bco": "offline", "mode_ls": "offline", "mode_ff": "offline"}
     full = fit.Search(tmp_path / "full", trials=3, fixed=fixed, **kw).run()
     assert [r["trial"] for r in full] == [0, 1, 2]
+    assert len({tuple(fit.params_of(r).items()) for r in full}) == 3  # three distinct points
     assert all(r["mode_ls"] == "offline" for r in full)  # held fixed
     table = fit.read_table(tmp_path / "full" / fit.TRIALS_FILE)
     assert [fit.params_of(r) for r in table] == [fit.params_of(r) for r in full]

@@ -27,6 +27,7 @@ Optuna is an optional dependency: ``pip install 'sjfbco[fit]'``.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import logging
@@ -207,6 +208,16 @@ def reading_of(params: Mapping[str, Any], name: str, description: str = "") -> R
         options,
         horizon=params["horizon"],
     )
+
+
+def trial_name(number: int, params: Mapping[str, Any]) -> str:
+    """``fit<number>-<hash>``: the reading's (and so the instances') name of a trial.
+
+    The hash of the point keeps run keys apart if a number is ever reused for
+    another point (runs are journaled by instance name and parameters).
+    """
+    digest = hashlib.sha1(json.dumps(dict(params), sort_keys=True).encode()).hexdigest()[:8]
+    return f"fit{number:04d}-{digest}"
 
 
 # ----------------------------------------------------------------------------- scoring
@@ -397,7 +408,9 @@ class Search:
             raise ValueError(OPTUNA_MISSING) from None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler: Any = optuna.samplers.TPESampler(
-            seed=self.seed,
+            # the sampler is rebuilt for every batch: seed it with the history's length so
+            # that its random draws move on (and a resumed search draws the same)
+            seed=self.seed * 1_000_003 + len(done),
             multivariate=True,
             constant_liar=True,
             n_startup_trials=self.startup,
@@ -429,7 +442,7 @@ class Search:
         runs: list[FigureRun] = []
         spans: list[tuple[int, int]] = []
         for number, params in batch:
-            rd = reading_of(params, f"fit{number:04d}")
+            rd = reading_of(params, trial_name(number, params))
             settings = Settings(seeds=self.seeds, jobs=self.jobs, readings=(rd,))
             ts = [t for f in FIGURES for t in tasks_for(f, settings)]
             spans.append((len(runs), len(runs) + len(ts)))
