@@ -1,4 +1,4 @@
-"""Calibration of the paper workload's cost constants (spec section 7; docs/workload.md).
+"""Calibration of the paper workload's cost constants (docs/model.md section 7; docs/workload.md).
 
 Run: ``PYTHONPATH=. python benchmarks/calibrate_paper.py [--seeds 50] [--servers 10 15 20]``.
 

@@ -1,4 +1,4 @@
-"""Lower bounds on the makespan (spec section 4), in slots."""
+"""Lower bounds on the makespan (docs/model.md section 4), in slots."""
 
 from __future__ import annotations
 
