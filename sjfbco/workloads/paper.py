@@ -6,7 +6,7 @@ Microsoft Philly trace (160 jobs: 80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16,
 table :data:`sjfbco.workloads.models.MODELS`, and a cluster whose servers hold
 4, 8, 16 or 32 GPUs each, drawn uniformly. The cost constants come from a
 named :class:`Preset`; ``docs/workload.md`` explains how they were calibrated
-(``benchmarks/calibrate_paper.py`` prints the figures).
+(``benchmarks/paper_conditions.py`` prints the figures).
 
 Randomness. Every draw comes from one ``random.Random(seed)`` through its
 ``random()`` method only: Python promises that this one stream stays the same

@@ -5,8 +5,11 @@ constants behind them: ``tau`` in [0.01, 0.05] slots, ``rho_hat`` in
 [50, 300] slots, and contention plus overhead at most 15% of execution time.
 :func:`job_figures` measures, for every job of an instance and with the cost
 model of :mod:`sjfbco.cost` only, the quantities these conditions are about;
-``benchmarks/calibrate_paper.py`` aggregates them over many seeds and
+``benchmarks/paper_conditions.py`` aggregates them over many seeds and
 ``docs/workload.md`` quotes the results. The tests assert the same figures.
+This module checks a preset against the paper's stated ranges; fitting cost
+constants to measured step times is :mod:`sjfbco.calibration`
+(``sjfbco calibrate``).
 
 Placements measured (contention-free means ``p = 1`` for a split job):
 
@@ -178,7 +181,7 @@ class LevelShares:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class Conditions:
     """The paper's conditions measured over many generated instances (one preset)."""
 
     instances: int
@@ -195,7 +198,9 @@ class Calibration:
     levels: dict[int, LevelShares]
 
 
-def calibrate(instances: list[ProblemData], levels: tuple[int, ...] = LEVELS) -> Calibration:
+def measure_conditions(
+    instances: list[ProblemData], levels: tuple[int, ...] = LEVELS
+) -> Conditions:
     """Measure the paper's conditions over ``instances`` (e.g. many seeds of one preset)."""
     pooled: list[JobFigures] = []
     per_instance = []
@@ -217,7 +222,7 @@ def calibrate(instances: list[ProblemData], levels: tuple[int, ...] = LEVELS) ->
             jobs_narrow_ok=sum(f.narrow[lv] <= SHARE_LIMIT for f in pooled) / len(pooled),
             jobs_broad_ok=sum(f.broad[lv] <= SHARE_LIMIT for f in pooled) / len(pooled),
         )
-    return Calibration(
+    return Conditions(
         instances=len(instances),
         jobs=len(pooled),
         tau_best=Spread.of([f.tau_best for f in pooled], tau),
