@@ -19,7 +19,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "reproduce",
         help="rerun the paper's experiments (Figs. 4 to 7) with tables and plots",
-        description="Run the paper's experiments (docs/reproduction.md) on generated "
+        description="Run the paper's experiments (docs/model.md section 7; docs/reproduction.md) "
+        "on generated "
         "instances over several seeds through the batch engine, and write per figure "
         "a tidy CSV, a PNG plot and a Markdown table with the paper's values "
         "beside ours (also printed), plus settings.json and runs.csv. Fig. 4: SJF-BCO, "
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         reproduce,
     )
     from sjfbco.params import field_names, parse_kv
-    from sjfbco.solvers import PARAMS
+    from sjfbco.solvers import SOLVERS
 
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds: must be >= 1, got {args.seeds}")
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     extras = _extras(args)
     options = parse_kv(args.param)
     policies = [*PAPER_POLICIES, *extras]
-    known = set().union(*(field_names(PARAMS[s]) for s in policies if s in PARAMS))
+    known = set().union(*(field_names(SOLVERS[s].params) for s in policies if s in SOLVERS))
     for key in options:
         if key not in known:
             raise ValueError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")

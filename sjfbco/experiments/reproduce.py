@@ -92,10 +92,10 @@ SETTINGS_FORMAT = "sjfbco-reproduce-settings/1"
 
 
 def _known_params(solver: str) -> set[str]:
-    from sjfbco.solvers import PARAMS
+    from sjfbco.solvers import SOLVERS
 
-    cls = PARAMS.get(solver)
-    return field_names(cls) if cls is not None else set()
+    spec = SOLVERS.get(solver)
+    return field_names(spec.params) if spec is not None else set()
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Sensitivity of the paper's comparison to each Decision (``docs/reproduction.md``).
+"""Sensitivity of the paper's comparison to each Decision (docs/model.md sections 5 to 7).
 
 Each variant is a :class:`~sjfbco.experiments.readings.Reading` that changes
 one Decision or constant of the default reading; all of them rerun Fig. 6

@@ -1,4 +1,4 @@
-"""The paper's baselines (spec section 6) and related list schedulers.
+"""The paper's baselines (docs/model.md section 6) and related list schedulers.
 
 All run on the placement machinery of :mod:`sjfbco.solvers.placement`, take the
 same assignment mode and job-order options as SJF-BCO, and are scored by the
@@ -24,12 +24,10 @@ either: **Decision** FF and LS search it as SJF-BCO does, RAND places with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.params import make_params
-from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import (
     ListParams,
     check_choice,
@@ -37,6 +35,8 @@ from sjfbco.solvers.common import (
     prepare,
     run_list_scheduler,
 )
+from sjfbco.solvers.contract import SolverOutput, register
+from sjfbco.solvers.placement import AssignmentMode
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 
 if TYPE_CHECKING:
@@ -56,9 +56,9 @@ class BaselineParams(ListParams):
     ----------
     theta
         ``search``: bisect the load limit ``theta`` over ``[1, T]`` and keep the
-        best trial (as SJF-BCO does); ``unlimited``: one trial with ``theta = T``, i.e.
-        no load limit. ``None`` (default): the baseline's own, ``search`` for FF
-        and LS, ``unlimited`` for RAND (the paper's).
+        best trial (as SJF-BCO does); ``unlimited``: one trial with ``theta = T``,
+        i.e. no load limit. ``None`` (default): the baseline's own, ``search`` for
+        FF and LS, ``unlimited`` for RAND (the paper's).
     """
 
     theta: ThetaUse | None = None
@@ -74,7 +74,7 @@ def _bisect(params: BaselineParams, default: ThetaUse) -> bool:
 
 
 def _sizes(data: ProblemData) -> list[int]:
-    return [job.gpus for job in data.jobs]
+    return [job.num_gpus for job in data.jobs]
 
 
 def _first_fit_rule(data: ProblemData) -> Rule:
@@ -88,35 +88,46 @@ def _first_fit_rule(data: ProblemData) -> Rule:
 
 
 @register("ff", BaselineParams)
-def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(BaselineParams, params)
-    prep = prepare(data, p)
+def ff(
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """FF: first fit, server by server, within theta; theta bisected (by default)."""
+    prep = prepare(data, params)
     return run_list_scheduler(
         prep,
         [(None, _first_fit_rule(data))],
-        bisect=_bisect(p, "search"),
+        bisect=_bisect(params, "search"),
         time_limit=time_limit,
     )
 
 
 @register("ls", BaselineParams)
-def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(BaselineParams, params)
-    prep = prepare(data, p, indexed=True)
+def ls(
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """LS: the least-loaded GPUs within theta, whatever their servers; theta bisected
+    (by default)."""
+    prep = prepare(data, params, indexed=True)
     sizes = _sizes(data)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.least_loaded(sizes[j], limit, "plain")
 
     return run_list_scheduler(
-        prep, [(None, rule)], bisect=_bisect(p, "search"), time_limit=time_limit, limit_free=True
+        prep,
+        [(None, rule)],
+        bisect=_bisect(params, "search"),
+        time_limit=time_limit,
+        limit_free=True,
     )
 
 
 @register("rand", BaselineParams)
-def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(BaselineParams, params)
-    prep = prepare(data, p)
+def rand(
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """RAND: random GPUs (seeded), no theta limit (by default)."""
+    prep = prepare(data, params)
     sizes = _sizes(data)
     rng = np.random.default_rng(seed)
 
@@ -124,7 +135,7 @@ def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: An
         return state.random(sizes[j], limit, rng)
 
     return run_list_scheduler(
-        prep, [(None, rule)], bisect=_bisect(p, "unlimited"), time_limit=time_limit
+        prep, [(None, rule)], bisect=_bisect(params, "unlimited"), time_limit=time_limit
     )
 
 
@@ -140,10 +151,12 @@ class LWFParams(ListParams):
 
 
 @register("lwf", LWFParams)
-def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(LWFParams, params)
-    prep = prepare(data, p, indexed=True)
-    rule_params = SJFBCOParams(kappa=p.kappa, ties="plain", lam=1.0)
+def lwf(
+    data: ProblemData, params: LWFParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """LWF-kappa: least-workload GPUs up to kappa GPUs, least busy servers above."""
+    prep = prepare(data, params, indexed=True)
+    rule_params = SJFBCOParams(kappa=params.kappa, ties="plain", lam=1.0)
     rules: list[tuple[object, Rule]] = [
         (k, sjf_bco_rule(data, k, rule_params)) for k in kappa_candidates(data, rule_params)
     ]
@@ -152,10 +165,19 @@ def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
     )
 
 
-@register("fifo-gang", ListParams)
-def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(ListParams, {"mode": "timestepped", **params})
-    prep = prepare(data, p)
+@dataclass(frozen=True)
+class FifoGangParams(ListParams):
+    """FIFO-gang runs in the ``timestepped`` mode by default (it starts jobs as GPUs free up)."""
+
+    mode: AssignmentMode = "timestepped"
+
+
+@register("fifo-gang", FifoGangParams)
+def fifo_gang(
+    data: ProblemData, params: FifoGangParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """FIFO-gang: input order, each job started when enough GPUs are idle, first fit."""
+    prep = prepare(data, params)
     return run_list_scheduler(
         prep, [(None, _first_fit_rule(data))], bisect=False, time_limit=time_limit
     )
