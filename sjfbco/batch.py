@@ -632,9 +632,7 @@ def row_key(row: Mapping[str, Any]) -> Key:
 # --------------------------------------------------------------------------- summary
 
 
-def summarise(
-    rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None
-) -> list[Row]:
+def summarise(rows: Sequence[Mapping[str, Any]], solvers: Sequence[str] | None = None) -> list[Row]:
     """Per solver: tasks, failures, mean gap, wins and mean run time.
 
     A solver *wins* an (instance, seed) pair when its makespan is the smallest
