@@ -115,15 +115,37 @@ class InstanceSource(Protocol):
     def load(self) -> ProblemData: ...
 
 
-def params_text(params: Iterable[tuple[str, Any]] | Mapping[str, Any]) -> str:
+def params_text(
+    params: Iterable[tuple[str, Any]] | Mapping[str, Any], solver: str | None = None
+) -> str:
     """Solver parameters as compact JSON with sorted keys; ``""`` when there are none.
 
-    The text is part of a task's key and of its row (column ``params``).
+    The text is part of a task's key and of its row (column ``params``). With
+    ``solver`` (a registered name), values are first converted by the solver's
+    parameter dataclass, so ``"8"`` from the command line and ``8`` from
+    Python give the same text; values it rejects stay as given (the task's
+    row will be the error).
     """
     items = dict(params.items() if hasattr(params, "items") else params)
     if not items:
         return ""
+    if solver is not None:
+        items = _typed(solver, items)
     return json.dumps(items, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _typed(solver: str, items: dict[str, Any]) -> dict[str, Any]:
+    from sjfbco.params import make_params
+    from sjfbco.solvers import SOLVERS
+
+    spec = SOLVERS.get(solver)
+    if spec is None or not any(isinstance(v, str) for v in items.values()):
+        return items
+    try:
+        built = make_params(spec.params, items)
+    except (ValueError, TypeError):
+        return items
+    return {k: getattr(built, k) for k in items}
 
 
 class BatchError(ValueError):
@@ -167,7 +189,7 @@ class Task:
 
     @property
     def key(self) -> Key:
-        return (self.name, self.solver, self.seed, params_text(self.params))
+        return (self.name, self.solver, self.seed, params_text(self.params, self.solver))
 
     def load(self) -> ProblemData:
         """Read or generate the instance."""
@@ -189,7 +211,7 @@ def run_task(task: Task) -> Row:
 
     row: Row = dict.fromkeys(COLUMNS)
     name = task.name
-    row.update(instance=name, solver=task.solver, seed=task.seed, params=params_text(task.params))
+    row.update(instance=name, solver=task.solver, seed=task.seed, params=task.key[3])
     t0 = time.perf_counter()
     try:
         for module in task.plugins:
