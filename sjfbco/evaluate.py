@@ -232,7 +232,7 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     gpu_ids = check_schedule(data, schedule)
     ranks = [schedule.rank(j) for j in range(data.num_jobs)]
     sim = dispatch(data, gpu_ids, schedule.start, ranks, strict=strict)
-    return summarise(data, sim)
+    return evaluation_of(data, sim)
 
 
 def dispatch(
@@ -319,7 +319,7 @@ def _strict_violation(
     )
 
 
-def summarise(data: ProblemData, sim: Simulator) -> Evaluation:
+def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
     """Build the :class:`Evaluation` of a simulation in which every job has ended."""
     n = data.num_jobs
     rates = data.rates

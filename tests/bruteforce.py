@@ -19,7 +19,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import min_run_time
-from sjfbco.evaluate import Simulator, evaluate, summarise
+from sjfbco.evaluate import Simulator, evaluate, evaluation_of
 from sjfbco.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def brute_force(
         if not waiting:
             done = copy.deepcopy(sim, {id(data): data, id(data.rates): data.rates})
             done.run_to_end()
-            ms = int(summarise(data, done).makespan)
+            ms = int(evaluation_of(data, done).makespan)
             if ms < best[0]:  # type: ignore[operator]
                 gpus = [[cl.gpu_pair(g) for g in done.gpu_ids_of[j]] for j in range(n)]
                 best[0], best[1] = ms, Schedule.build(gpus, [starts[j] for j in range(n)])

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sjfbco.cost import min_run_time
-from sjfbco.evaluate import EPS, Simulator, summarise
+from sjfbco.evaluate import EPS, Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
@@ -220,7 +220,7 @@ def _result(
             deadlock_time=sim.now,
             stats=pol.stats(),
         )
-    ev = summarise(data, sim)
+    ev = evaluation_of(data, sim)
     metrics = job_metrics(arrival, ev.start, ev.end, [min_run_time(job, data) for job in jobs])
     metrics["utilisation"] = ev.utilisation
     return OnlineResult(
