@@ -19,7 +19,6 @@ quotes it from ``benchmarks/results/fit_trials.csv``.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -29,9 +28,13 @@ from sjfbco.experiments.fit import (
     Engine,
     Search,
     best,
+    distance_floor,
     read_table,
+    report,
+    space_table,
     variants_of,
 )
+from sjfbco.files import atomic_write_text
 
 
 def _value(name: str, text: str) -> float | str:
@@ -65,6 +68,15 @@ def main(argv: list[str] | None = None) -> int:
         help="with --top K: re-evaluate the K best trials with DIM set to VALUE",
     )
     ap.add_argument("--top", type=int, default=0, help="how many best trials --vary takes")
+    ap.add_argument(
+        "--report-only", action="store_true", help="print the report of --out; run nothing"
+    )
+    ap.add_argument(
+        "--report",
+        default=None,
+        metavar="FILE",
+        help="also write the Markdown report (space, counts, best trials, residuals) here",
+    )
     args = ap.parse_args(argv)
     fixed = {k: _value(k, v) for k, v in (x.split("=", 1) for x in args.fix)}
     changes = {k: _value(k, v) for k, v in (x.split("=", 1) for x in args.vary)}
@@ -94,16 +106,19 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    search.run(on_trial=show)
+    if not args.report_only:
+        search.run(on_trial=show)
     table = read_table(Path(args.out) / "trials.csv")
+    text = (
+        "Search space:\n\n" + space_table() + "\n\n" + report(table) + "\n"
+        f"Least distance any reading can reach (the paper's inconsistent pairs): "
+        f"{distance_floor():.3f}.\n"
+    )
+    print(text)
+    if args.report:
+        atomic_write_text(args.report, text)
     for title, row in (("best", best(table)), ("best meeting the criterion", best(table, True))):
-        if row is None:
-            print(f"{title}: none")
-            continue
-        print(f"{title}: trial {row['trial']}, distance {row['distance']:.4f}")
-        for k, v in row.items():
-            if k.startswith("res: ") and v not in ("", None) and math.isfinite(float(v)):
-                print(f"  {k[5:]:<28} {float(v):+.3f}")
+        print(f"{title}: " + ("none" if row is None else f"trial {row['trial']}"))
     return 0
 
 

@@ -213,5 +213,11 @@ def test_search_records_every_trial_and_resumes_where_it_stopped(tmp_path: Path)
     grown = fit.Search(tmp_path / "part", trials=4, fixed=fixed, **kw).run()
     assert grown[3]["trial"] == 3 and fit.params_of(grown[3]) == top[0]
     assert not (tmp_path / "part" / fit.PENDING_FILE).exists()
+    import fcntl
+
+    with open(tmp_path / "part" / fit.LOCK_FILE, "w") as held:  # another search's lock
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(ValueError, match="another search is running in this folder"):
+            fit.Search(tmp_path / "part", trials=5, fixed=fixed, **kw).run()
     with pytest.raises(ValueError, match="unknown dimension 'colour'"):
         fit.Search(tmp_path, fixed={"colour": "red"})

@@ -27,6 +27,7 @@ Optuna is an optional dependency: ``pip install 'sjfbco[fit]'``.
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import io
 import json
@@ -49,6 +50,9 @@ from sjfbco.experiments.paper import (
     ratios,
     residuals,
 )
+from sjfbco.experiments.paper import (
+    PAPER as PAPER_VALUES,
+)
 from sjfbco.experiments.readings import Reading
 from sjfbco.experiments.reproduce import Engine, Settings, run_tasks, tasks_for
 from sjfbco.files import atomic_write_text
@@ -69,6 +73,7 @@ SEEDS = 5
 TRIALS_FILE = "trials.csv"
 RUNS_FILE = "runs.csv"
 PENDING_FILE = "pending.json"
+LOCK_FILE = "search.lock"
 
 
 @dataclass(frozen=True)
@@ -477,6 +482,18 @@ class Search:
         uninterrupted one would have.
         """
         self.out.mkdir(parents=True, exist_ok=True)
+        with open(self.out / LOCK_FILE, "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ValueError(f"{self.out}: another search is running in this folder") from None
+            return self._run(on_trial, on_row)
+
+    def _run(
+        self,
+        on_trial: Callable[[Mapping[str, Any]], None] | None,
+        on_row: Callable[[Any], None] | None,
+    ) -> list[dict[str, Any]]:
         table_path, pending_path = self.out / TRIALS_FILE, self.out / PENDING_FILE
         table = read_table(table_path)
         pending = self._pending(table)
@@ -531,3 +548,105 @@ def best(table: Sequence[Mapping[str, Any]], meeting: bool = False) -> Mapping[s
     if meeting:
         rows = [r for r in rows if int(r["meets_criterion"])]
     return min(rows, key=lambda r: float(r["distance"]), default=None)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def inconsistencies() -> list[tuple[str, float]]:
+    """Pairs of the paper's values that no reading can both fit, with the least cost.
+
+    Each pair is one run of ours against two paper values ``a`` and ``b``; the
+    best any reading can do is ``x = sqrt(a b)``, leaving ``|ln(a / b)| / 2`` on
+    each. Returned: (description, the pair's least sum of squared log-ratios).
+    """
+    p5, p7 = PAPER_VALUES["5"], PAPER_VALUES["7"]
+    out = []
+    for text, a, b in (
+        ("Fig. 5 kappa = 1 (626) and Fig. 7 lambda = 1 (1043): the same run", p5[1], p7[1]),
+        (
+            "Fig. 5 kappa = 8 (535) and kappa = 10 (700): the same trials, since no job "
+            "has 9 or 10 GPUs",
+            p5[8],
+            p5[10],
+        ),
+    ):
+        half = abs(math.log(a / b)) / 2
+        out.append((text, 2 * half * half))
+    return out
+
+
+def distance_floor() -> float:
+    """The smallest :func:`~sjfbco.experiments.paper.distance` any reading can reach,
+    from :func:`inconsistencies` alone (every other point fitted exactly)."""
+    return math.sqrt(sum(c for _, c in inconsistencies()) / len(paper_points()))
+
+
+def space_table() -> str:
+    """Markdown table of :data:`SPACE` (dimension, range or choices, why)."""
+    from sjfbco.experiments.reproduce import md_table
+
+    body = [[f"`{d.name}`", d.range_text(), d.why] for d in SPACE]
+    return md_table(["dimension", "range", "why"], body)
+
+
+def report(table: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown summary of a trial table: counts, the best trial, claims, residuals."""
+    from sjfbco.experiments.reproduce import md_table
+
+    done = [r for r in table if math.isfinite(_distance(r))]
+    lines = [
+        f"{len(table)} trials, {len(done)} complete, {len(table) - len(done)} failed "
+        f"(a run without a schedule: e.g. every theta infeasible under T = 1200).",
+        "",
+    ]
+    counts = {c: sum(int(r[f"claim: {c}"]) for r in done) for c in (*CRITERION, "gaps widen")}
+    lines += [
+        "Trials where each claim holds: "
+        + ", ".join(f"{c} {n}" for c, n in counts.items())
+        + f"; all of the criterion: {sum(int(r['meets_criterion']) for r in done)}.",
+        "",
+    ]
+    ranked = sorted(done, key=_distance)
+    top = ranked[0] if ranked else None
+    closest = max(
+        done,
+        key=lambda r: (sum(int(r[f"claim: {c}"]) for c in CRITERION), -_distance(r)),
+        default=None,
+    )
+    for title, row in (("Best fit", top), ("Closest to the criterion", closest)):
+        if row is None:
+            continue
+        held = [c for c in CRITERION if int(row[f"claim: {c}"])]
+        lines += [
+            f"**{title}: trial {row['trial']}**, distance {_distance(row):.3f}; "
+            f"Fig. 4 ratios LS {float(row['ratio ls']):.2f}, FF {float(row['ratio ff']):.2f}, "
+            f"RAND {float(row['ratio rand']):.2f} (paper 1.11, 1.34, 2.11); claims held: "
+            f"{', '.join(held) or 'none'}.",
+            "",
+            md_table(
+                ["dimension", "value"],
+                [[d.name, _fmt(row[d.name])] for d in SPACE]
+                + [["slot_seconds", _fmt(row["slot_seconds"])]],
+            ),
+            "",
+        ]
+    if top is not None:
+        body = []
+        for p in paper_points():
+            v = float(top[f"res: {p.name}"])
+            body.append([p.name, f"{p.paper:g}", f"{p.paper * math.exp(v):.0f}", f"{v:+.3f}"])
+        lines += [
+            f"Residuals of trial {top['trial']} (ln(ours / paper), mean over the seeds):",
+            "",
+            md_table(["point", "paper", "ours", "ln(ours / paper)"], body),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    try:
+        return f"{float(v):.4g}"
+    except (TypeError, ValueError):
+        return str(v)
