@@ -54,7 +54,7 @@ def main() -> None:
             widths, slow = [], []
             for j, gpus in enumerate(res.schedule.gpus):
                 n = len({s for s, _ in gpus})
-                if data.jobs[j].gpus > 1:
+                if data.jobs[j].num_gpus > 1:
                     multi += 1
                 if n > 1:
                     split += 1

@@ -1,4 +1,4 @@
-"""The analytical cost model of a ring-all-reduce job (spec section 2, paper eqs. 6 to 9).
+"""The analytical cost model of a ring-all-reduce job (docs/model.md section 2, paper eqs. 6 to 9).
 
 This is the only place that computes a per-iteration time. Solvers, the
 evaluator, the bounds and the formulations all call these functions; none of
@@ -23,7 +23,7 @@ Degradation = Callable[[float, float], float]
 
 
 def linear_degradation(alpha: float, k: float) -> float:
-    """Default degradation ``f(alpha, k) = k + alpha * (k - 1)`` (spec section 2)."""
+    """Default degradation ``f(alpha, k) = k + alpha * (k - 1)`` (docs/model.md section 2)."""
     return k + alpha * (k - 1.0)
 
 
@@ -72,7 +72,7 @@ def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[
 def effective_contention(p: int, cost: CostParams) -> float:
     """Effective contention ``k_j = xi1 * p_j`` (eq. 7).
 
-    Decision (spec section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
+    Decision (docs/model.md section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
     a split job never gets more than ``b_inter``. Returns 0 for ``p == 0``.
     """
     if p <= 0:
@@ -113,7 +113,7 @@ def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: C
         p = 0
     elif p < 1:
         raise ValueError(f"job {job.id!r} is split over {num_servers} servers; p must be >= 1")
-    w = job.gpus
+    w = job.num_gpus
     comm = 0.0
     if w > 1:
         share = job.gradient_mb * (w - 1) / w
@@ -167,10 +167,10 @@ def best_servers(job: Job, cluster: Cluster) -> int:
     Fewer servers never cost more: one server avoids ``b_inter`` altogether, and
     once split, ``tau`` grows with the overhead ``xi2 * servers``.
     """
-    n = cluster.min_servers_for(job.gpus)
+    n = cluster.min_servers_for(job.num_gpus)
     if n == 0:
         raise ValueError(
-            f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {cluster.num_gpus}"
+            f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {cluster.num_gpus}"
         )
     return n
 

@@ -1,4 +1,4 @@
-"""Problem data: the cluster, the cost parameters and the jobs (spec section 1).
+"""Problem data: the cluster, the cost parameters and the jobs (docs/model.md section 1).
 
 Everything here is a frozen dataclass that validates itself on construction and
 round-trips to the JSON instance format ``sjfbco-instance/1`` (see
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
 __all__ = ["INSTANCE_FORMAT", "Cluster", "CostParams", "InputError", "Job", "ProblemData"]
 
 INSTANCE_FORMAT = "sjfbco-instance/1"
+
+#: Job attributes whose instance-file field has another name.
+FILE_FIELD = {"num_gpus": "gpus"}
 
 #: Value ranges of the instance fields (``docs/formats.md`` lists them field by field).
 #: They keep every derived figure finite and every slot count exact: with them a
@@ -87,7 +90,7 @@ def _integer(value: int, what: str, lo: int, hi: int) -> None:
 
 @dataclass(frozen=True)
 class Cluster:
-    """Servers of identical GPUs and the links between them (spec section 1).
+    """Servers of identical GPUs and the links between them (docs/model.md section 1).
 
     Parameters
     ----------
@@ -163,10 +166,10 @@ class Cluster:
             out.append(acc)
         return tuple(out)
 
-    def min_servers_for(self, gpus: int) -> int:
-        """Fewest servers whose GPUs add up to at least ``gpus`` (0 if impossible)."""
+    def min_servers_for(self, num_gpus: int) -> int:
+        """Fewest servers whose GPUs add up to at least ``num_gpus`` (0 if impossible)."""
         prefix = self._capacity_prefix
-        n = bisect.bisect_left(prefix, gpus)
+        n = bisect.bisect_left(prefix, num_gpus)
         return n + 1 if n < len(prefix) else 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,7 +183,7 @@ class Cluster:
 
 @dataclass(frozen=True)
 class CostParams:
-    """Parameters of the cost model (spec section 2).
+    """Parameters of the cost model (docs/model.md section 2).
 
     Parameters
     ----------
@@ -232,7 +235,7 @@ class CostParams:
 
 @dataclass(frozen=True)
 class Job:
-    """A ring-all-reduce training job (spec section 1).
+    """A ring-all-reduce training job (docs/model.md section 1).
 
     Give either ``compute_seconds`` or all of ``forward_seconds_per_sample``,
     ``batch_size`` and ``backward_seconds``; ``compute`` is the per-iteration
@@ -243,8 +246,9 @@ class Job:
     ----------
     id
         Unique name.
-    gpus
-        ``G_j``: number of GPUs, one worker per GPU.
+    num_gpus
+        ``G_j``: number of GPUs, one worker per GPU (the field ``gpus`` of
+        the instance file).
     iterations
         ``F_j``: iterations to run.
     gradient_mb
@@ -256,7 +260,7 @@ class Job:
     """
 
     id: str
-    gpus: int
+    num_gpus: int
     iterations: int
     gradient_mb: float
     compute_seconds: float | None = None
@@ -269,7 +273,7 @@ class Job:
 
     def __post_init__(self) -> None:
         check_text(self.id, "id")
-        _integer(self.gpus, "gpus", 1, limits.GPUS.value)
+        _integer(self.num_gpus, "gpus", 1, limits.GPUS.value)
         _integer(self.iterations, "iterations", 1, MAX_ITERATIONS)
         _number(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
         split = (self.forward_seconds_per_sample, self.batch_size, self.backward_seconds)
@@ -321,7 +325,7 @@ class Job:
             v = getattr(self, f.name)
             if v is None or (f.name == "arrival" and v == 0):
                 continue
-            out[f.name] = v
+            out[FILE_FIELD.get(f.name, f.name)] = v
         return out
 
 
@@ -343,7 +347,7 @@ class ProblemData:
         object.__setattr__(self, "jobs", tuple(self.jobs))
         check_text(self.name, "name", empty=True)
         limits.JOBS.check(len(self.jobs), where="jobs")
-        limits.JOB_GPUS.check(sum(job.gpus for job in self.jobs), where="jobs")
+        limits.JOB_GPUS.check(sum(job.num_gpus for job in self.jobs), where="jobs")
         seen: dict[str, int] = {}
         n_gpus = self.cluster.num_gpus
         from sjfbco.cost import best_iteration_time  # late import: cost imports problem
@@ -356,9 +360,9 @@ class ProblemData:
                     where=f"{where}.id",
                 )
             seen[job.id] = j
-            if job.gpus > n_gpus:
+            if job.num_gpus > n_gpus:
                 raise InputError(
-                    f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {n_gpus}",
+                    f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {n_gpus}",
                     where=f"{where}.gpus",
                 )
             one_worker = job.compute + self.cost.xi2
@@ -446,7 +450,8 @@ class ProblemData:
         if not isinstance(jobs_doc, list):
             raise InputError("must be a list of jobs", where="jobs")
         limits.JOBS.check(len(jobs_doc), where="jobs")  # before building any job
-        job_fields = {f.name for f in fields(Job)}
+        job_fields = {FILE_FIELD.get(f.name, f.name) for f in fields(Job)}
+        attr_of = {v: k for k, v in FILE_FIELD.items()}
         jobs = []
         for j, jd in enumerate(jobs_doc):
             where = f"jobs[{j}]"
@@ -455,7 +460,7 @@ class ProblemData:
                 jd, where, required={"id", "gpus", "iterations", "gradient_mb"}, optional=job_fields
             )
             try:
-                jobs.append(Job(**jd))
+                jobs.append(Job(**{attr_of.get(k, k): v for k, v in jd.items()}))
             except InputError as err:
                 raise err.located(prefix=where) from None
         name = top.get("name", "instance")

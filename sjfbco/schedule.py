@@ -178,9 +178,9 @@ class Schedule:
                     f"job {jid!r}: missing or not a list of [server, gpu] pairs",
                     where=f"{where}.gpus",
                 )
-            if len(pairs) != data.jobs[j].gpus:
+            if len(pairs) != data.jobs[j].num_gpus:
                 raise ScheduleError(
-                    f"job {jid!r} is given {len(pairs)} GPUs; it asks for {data.jobs[j].gpus}",
+                    f"job {jid!r} is given {len(pairs)} GPUs; it asks for {data.jobs[j].num_gpus}",
                     where=f"{where}.gpus",
                 )
             parsed = []
@@ -226,9 +226,9 @@ def check_schedule(data: ProblemData, schedule: Schedule) -> list[list[int]]:
     out: list[list[int]] = []
     for j, job in enumerate(data.jobs):
         pairs = schedule.gpus[j]
-        if len(pairs) != job.gpus:
+        if len(pairs) != job.num_gpus:
             raise ScheduleError(
-                f"job {job.id!r} is given {len(pairs)} GPUs; it asks for {job.gpus}"
+                f"job {job.id!r} is given {len(pairs)} GPUs; it asks for {job.num_gpus}"
             )
         st = schedule.start[j]
         if isinstance(st, bool) or not isinstance(st, int) or not 0 <= st <= MAX_START:
