@@ -39,7 +39,7 @@ FILE_FIELD = {"num_gpus": "gpus"}
 #: slot, and times in the slotted model are exact integers.
 MAX_GPUS_PER_SERVER = 4096
 MAX_ITERATIONS = 10**12
-#: Latest arrival or planned start, slots.
+#: Latest arrival, slots (planned starts: ``sjfbco.schedule.MAX_START``).
 MAX_SLOT = 10**12
 #: Bandwidths and the GPU reduction speed, MB/s.
 MIN_BANDWIDTH, MAX_BANDWIDTH = 1e-3, 1e9
