@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, read_instance, solve
-from sjfbco.bounds_lp import cutting_stock_bound, farley_bins, knapsack, PatternLP
-from sjfbco.bounds_packing import (
+from sjfbco.bounds.cutting_stock import PatternLP, cutting_stock_bound, farley_bins, knapsack
+from sjfbco.bounds.packing import (
     bins_l2,
     clique_bound,
     energy_bound,
@@ -21,7 +21,7 @@ from sjfbco.bounds_packing import (
     run_times,
     width_functions,
 )
-from sjfbco.solvers import HEURISTICS
+from sjfbco.solvers import heuristics
 from tests.bruteforce import brute_force
 from tests.conftest import INSTANCES, instances
 from tests.tiny import tiny_instances
@@ -147,7 +147,9 @@ def _fewest_bins(items: list[int], cap: int) -> int:
     st.lists(st.integers(0, 3), min_size=4, max_size=4),
     st.integers(0, 20),
 )
-def test_knapsack_is_exact(sizes: list[int], values: list[float], bounds: list[int], cap: int) -> None:
+def test_knapsack_is_exact(
+    sizes: list[int], values: list[float], bounds: list[int], cap: int
+) -> None:
     m = len(sizes)
     s, v, b = np.array(sizes), np.array(values[:m]), np.array(bounds[:m])
     got = knapsack(s, v, b, cap)
@@ -163,15 +165,26 @@ def test_knapsack_is_exact(sizes: list[int], values: list[float], bounds: list[i
 # ---- never above an optimum ----------------------------------------------------------------------
 
 
-@settings(max_examples=60)
-@given(tiny_instances(max_jobs=4))
-def test_bounds_never_exceed_the_brute_force_optimum(data: ProblemData) -> None:
-    upper = int(min(solve(data, n).makespan for n in HEURISTICS))
+def _below_brute_force(data: ProblemData) -> None:
+    upper = int(min(solve(data, n).makespan for n in heuristics()))
     opt, _ = brute_force(data, upper)
     assert opt is not None
     for name, value in all_bounds(data).items():
         assert value <= opt + 1e-9, (name, value, opt)
     assert solve(data, "list").lower_bound <= opt
+
+
+@settings(max_examples=20)
+@given(tiny_instances(max_jobs=4))
+def test_bounds_never_exceed_the_brute_force_optimum(data: ProblemData) -> None:
+    _below_brute_force(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=300)
+@given(tiny_instances(max_jobs=4))
+def test_bounds_never_exceed_the_brute_force_optimum_many(data: ProblemData) -> None:
+    _below_brute_force(data)
 
 
 @st.composite
@@ -183,7 +196,7 @@ def wide_instances(draw: st.DrawFn) -> ProblemData:
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=draw(st.integers(max(1, n_gpus // 2), n_gpus)),
+            num_gpus=draw(st.integers(max(1, n_gpus // 2), n_gpus)),
             iterations=draw(st.integers(1, 20)),
             gradient_mb=draw(st.sampled_from([0.0, 50.0])),
             compute_seconds=draw(st.sampled_from([0.2, 0.3])),
@@ -195,14 +208,17 @@ def wide_instances(draw: st.DrawFn) -> ProblemData:
     return ProblemData(cl, jobs, CostParams(xi2=0.01, slot_seconds=2.5))
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(wide_instances())
 def test_bounds_on_wide_jobs_never_exceed_the_optimum(data: ProblemData) -> None:
-    upper = int(min(solve(data, n).makespan for n in HEURISTICS))
-    opt, _ = brute_force(data, upper)
-    assert opt is not None
-    for name, value in all_bounds(data).items():
-        assert value <= opt + 1e-9, (name, value, opt)
+    _below_brute_force(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=300)
+@given(wide_instances())
+def test_bounds_on_wide_jobs_never_exceed_the_optimum_many(data: ProblemData) -> None:
+    _below_brute_force(data)
 
 
 @settings(max_examples=60)
@@ -210,7 +226,7 @@ def test_bounds_on_wide_jobs_never_exceed_the_optimum(data: ProblemData) -> None
 def test_bounds_never_exceed_any_schedule(data: ProblemData) -> None:
     """Both time models, arrivals, servers smaller than jobs: below every heuristic."""
     bounds = all_bounds(data)
-    for name in HEURISTICS:
+    for name in heuristics():
         ms = solve(data, name).makespan
         for bname, value in bounds.items():
             assert value <= ms + 1e-9, (bname, name, value, ms)

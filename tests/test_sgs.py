@@ -36,7 +36,7 @@ def _flags(n: int, seed: int) -> list[bool]:
     return [rng.random() < 0.5 for _ in range(n)]
 
 
-@settings(max_examples=150)
+@settings(max_examples=80)
 @given(instances(), SEEDS)
 def test_parallel_scheme_replays_exactly_under_the_evaluator(data: ProblemData, seed: int) -> None:
     """The parallel scheme drives the evaluator's simulator; its schedule (planned start = the
@@ -50,7 +50,7 @@ def test_parallel_scheme_replays_exactly_under_the_evaluator(data: ProblemData, 
     assert all(float(s) == b for s, b in zip(cand.start, cand.began, strict=True))
 
 
-@settings(max_examples=150)
+@settings(max_examples=80)
 @given(instances(), SEEDS)
 def test_serial_scheme_is_scored_by_the_evaluator(data: ProblemData, seed: int) -> None:
     cand = serial_sgs(data, _shuffled(data.num_jobs, seed), _flags(data.num_jobs, seed))
@@ -67,7 +67,7 @@ def test_serial_plan_is_exact_without_split_jobs(data: ProblemData, seed: int) -
     """With every job inside one server nothing is contended: each job starts at its planned
     slot (the plan's profile never over-books a server) and runs its run time alone."""
     biggest = max(data.cluster.gpus_per_server)
-    if any(job.gpus > biggest for job in data.jobs):
+    if any(job.num_gpus > biggest for job in data.jobs):
         return
     cand = serial_sgs(data, _shuffled(data.num_jobs, seed), [False] * data.num_jobs)
     dur = alone_durations(data)
@@ -80,7 +80,7 @@ def test_priority_rules_by_hand() -> None:
     cl = Cluster((4, 4))
     # rho_hat given: lpt by rho desc; gpu-time by rho * G desc; widest by G desc; sjf G asc
     jobs = tuple(
-        Job(id=f"j{k}", gpus=g, iterations=10, gradient_mb=0.0, compute_seconds=0.1, rho_hat=r)
+        Job(id=f"j{k}", num_gpus=g, iterations=10, gradient_mb=0.0, compute_seconds=0.1, rho_hat=r)
         for k, (g, r) in enumerate([(1, 50.0), (4, 10.0), (2, 30.0), (2, 40.0)])
     )
     data = ProblemData(cl, jobs)
@@ -115,7 +115,7 @@ def test_parallel_scheme_by_hand() -> None:
     data = ProblemData(
         Cluster((4,)),
         tuple(
-            Job(id=f"j{g}", gpus=g, iterations=40, gradient_mb=0.0, compute_seconds=0.25)
+            Job(id=f"j{g}", num_gpus=g, iterations=40, gradient_mb=0.0, compute_seconds=0.25)
             for g in (3, 2, 1)
         ),
         CostParams(xi2=0.0, slot_seconds=1.0),
@@ -134,7 +134,7 @@ def test_split_avoided_or_allowed() -> None:
     data = ProblemData(
         Cluster((3, 3)),
         tuple(
-            Job(id=x, gpus=2, iterations=40, gradient_mb=10.0, compute_seconds=0.2)
+            Job(id=x, num_gpus=2, iterations=40, gradient_mb=10.0, compute_seconds=0.2)
             for x in "abc"
         ),
         CostParams(xi2=0.0, slot_seconds=1.0),

@@ -35,17 +35,15 @@ first; with no time limit that run is deterministic for a seed.
 from __future__ import annotations
 
 import logging
-import math
 import random
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco.evaluate import dispatch
-from sjfbco.params import make_params
 from sjfbco.schedule import check_schedule
-from sjfbco.solvers import SOLVERS, Solution, Status, register
 from sjfbco.solvers.common import check_choice, check_count
+from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
 from sjfbco.solvers.placement import estimates
 from sjfbco.solvers.search import Budget, Engine, Genome, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
@@ -91,6 +89,14 @@ class BestParams:
     scheme
         Schemes the global search decodes with: ``serial``, ``parallel`` or
         ``both`` (alternating rounds).
+    cp_moves
+        CP-SAT re-packings per round (0: none); each counts one candidate.
+    cp_jobs
+        About how many jobs a CP-SAT re-packing frees (all of them when the
+        instance has no more).
+    cp_effort
+        CP-SAT's deterministic time limit per re-packing (about seconds on this
+        machine; deterministic, so runs with ``iterations`` repeat exactly).
     """
 
     iterations: int | None = None
@@ -99,25 +105,23 @@ class BestParams:
     global_moves: int = 50
     server_moves: int = 10_000
     scheme: Literal["serial", "parallel", "both"] = "both"
+    cp_moves: int = 3
+    cp_jobs: int = 40
+    cp_effort: float = 2.0
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
         check_choice("bound", self.bound, BoundKind)
         check_count("global_moves", self.global_moves)
         check_count("server_moves", self.server_moves)
+        check_count("cp_jobs", self.cp_jobs)
+        if not (isinstance(self.cp_moves, int) and self.cp_moves >= 0):
+            raise ValueError(f"parameter cp_moves: must be an integer >= 0, got {self.cp_moves!r}")
+        if not (isinstance(self.cp_effort, int | float) and self.cp_effort > 0):
+            raise ValueError(f"parameter cp_effort: must be > 0, got {self.cp_effort!r}")
         share = self.bound_share
         if not (isinstance(share, int | float) and 0 < share < 1):
             raise ValueError(f"parameter bound_share: must be in (0, 1), got {share!r}")
-
-
-def check_time_limit(time_limit: float | None) -> None:
-    """A time limit must be a positive, finite number of seconds."""
-    if time_limit is None:
-        return
-    if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
-        raise ValueError(f"time limit: must be a number of seconds, got {time_limit!r}")
-    if math.isnan(time_limit) or time_limit <= 0:
-        raise ValueError(f"time limit: must be > 0 seconds, got {time_limit!r}")
 
 
 def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
@@ -134,36 +138,79 @@ def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Ge
     return Genome("serial", tuple(order), split)
 
 
+def cp_move(
+    search: ServerSearch, rng: random.Random, params: BestParams, deadline: float | None
+) -> bool:
+    """One CP-SAT re-packing of a few servers (:mod:`sjfbco.solvers.cprepack`): a server that
+    ends last and others (those that end first, then random ones) until about
+    ``params.cp_jobs`` jobs are free; all servers when the instance is that small. Applied
+    when it is no worse (makespan, then tail); returns whether it was better."""
+    from sjfbco.solvers.cprepack import repack
+
+    packs = search.packs
+    total = sum(len(js) for js in search.jobs_on)
+    if total == 0:
+        return False
+    n_servers = len(packs)
+    if total <= params.cp_jobs:
+        chosen = [s for s in range(n_servers) if search.jobs_on[s]] or list(range(n_servers))
+    else:
+        ms = search.makespan()
+        critical = [s for s in range(n_servers) if packs[s].last >= ms - 1e-9 and packs[s].start]
+        if not critical:
+            return False
+        chosen = [rng.choice(critical)]
+        rest = [s for s in range(n_servers) if s != chosen[0]]
+        rest.sort(key=lambda s: (packs[s].last, s))
+        pool = rest[:2] + rng.sample(rest[2:], k=len(rest) - 2) if len(rest) > 2 else rest
+        count = len(search.jobs_on[chosen[0]])
+        for s in pool:
+            if count >= params.cp_jobs:
+                break
+            chosen.append(s)
+            count += len(search.jobs_on[s])
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0.05:
+        return False
+    move = repack(
+        search, chosen, time_limit=left, deterministic=params.cp_effort, seed=rng.randrange(2**31)
+    )
+    if move is None:
+        return False
+    before = search.score()
+    after = search.trial_score(move.packs)
+    if after <= before:
+        search.apply(move)
+    return after < before
+
+
 def lower_bounds(
     data: ProblemData, kind: str, time_limit: float | None
 ) -> tuple[float, dict[str, float]]:
     """The best bound of the kind asked for, and each one computed (slots)."""
-    from sjfbco.bounds import lower_bound as closed
-    from sjfbco.bounds_packing import energy_bound, gpu_packing_bound, round_up, run_times
+    from sjfbco.bounds.closed import lower_bound as closed
+    from sjfbco.bounds.packing import packing_bounds
 
     out = {"closed": closed(data)}
     best = out["closed"]
     if kind in ("packing", "lp"):
-        rho = run_times(data)
-        out["energy"] = round_up(data, energy_bound(data, rho)[0])
-        best = max(best, out["energy"])
-        out["gpu_packing"] = gpu_packing_bound(data, best, rho)
-        best = max(best, out["gpu_packing"])
+        out.update(packing_bounds(data, best))
+        best = max(out.values())
     if kind == "lp":
-        from sjfbco.bounds_lp import cutting_stock_bound
+        from sjfbco.bounds.cutting_stock import cutting_stock_bound
 
         out["cutting_stock"] = cutting_stock_bound(data, best, time_limit=time_limit)
         best = max(best, out["cutting_stock"])
     return best, out
 
 
+@register("best", BestParams, heuristic=False)
 def best_solve(
-    data: ProblemData, params: BestParams, *, time_limit: float | None, seed: int
-) -> Solution:
-    """Run ``best``; see the module docstring."""
-    from sjfbco.solvers import solve
+    data: ProblemData, params: BestParams, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
+    """Anytime portfolio and local search with lower bounds (the best schedule in a budget)."""
+    from sjfbco.solvers.api import solve
 
-    check_time_limit(time_limit)
     t0 = time.perf_counter()
     if time_limit is None and params.iterations is None:
         time_limit = DEFAULT_TIME_LIMIT
@@ -185,6 +232,16 @@ def best_solve(
     bound, bounds = lower_bounds(data, "packing" if params.bound == "lp" else params.bound, None)
     budget = Budget(deadline, params.iterations)
     engine = Engine(data, rng, budget, bound, improved)
+
+    phase: dict[str, float] = {"portfolio": 0.0, "bound": 0.0, "global": 0.0, "servers": 0.0}
+    phase["cp-sat"] = 0.0
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        phase[name] += now - clock
+        clock = now
 
     # 1. portfolio
     for name in PORTFOLIO:
@@ -215,6 +272,7 @@ def best_solve(
                     best_genome, best_key = g, key
     assert best_genome is not None and engine.best is not None
 
+    lap("portfolio")
     # 2. the LP bound, within its share of the budget
     if params.bound == "lp" and not engine.done:
         share = None if time_limit is None else params.bound_share * time_limit
@@ -222,6 +280,7 @@ def best_solve(
             share = None if deadline is None else max(0.0, deadline - time.perf_counter())
         bound, bounds = lower_bounds(data, "lp", share)
         engine.target = bound
+    lap("bound")
     # 3. search rounds
     split_now = best_genome.split
     rounds = 0
@@ -234,6 +293,7 @@ def best_solve(
         start = Genome(scheme, start.order, start.split)
         cand = engine.decode(start)
         engine.lahc(start, cand, moves=params.global_moves)
+        lap("global")
         if engine.done or budget.stopped_by is not None:
             break
         incumbent = engine.best
@@ -241,7 +301,14 @@ def best_solve(
             servers = ServerSearch(data, incumbent, engine.target)
         except ValueError:  # a split job starts between slots (continuous model)
             continue
-        if server_search(servers, rng, budget.spend, params.server_moves):
+        moved = server_search(servers, rng, budget.spend, params.server_moves)
+        lap("servers")
+        for _ in range(params.cp_moves):
+            if budget.stopped_by is not None or not budget.spend():
+                break
+            moved |= cp_move(servers, rng, params, deadline)
+        lap("cp-sat")
+        if moved:
             cand = servers.schedule()
             if engine.offer(cand, "search (servers)"):
                 engine.best_genome = genome_of(cand, data, split_now)
@@ -257,13 +324,9 @@ def best_solve(
         "iterations": budget.used,
         "evaluated": engine.evaluated,
         "rounds": rounds,
+        "phase_seconds": {k: round(v, 3) for k, v in phase.items()},
         "stopped_by": "bound" if engine.done else budget.stopped_by,
         "seed": seed,
         "time_limit": time_limit,
     }
-    return Solution(best.schedule(data.cluster), Status.FEASIBLE, float(bound), stats)
-
-
-@register("best", BestParams, heuristic=False)
-def _solve(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    return best_solve(data, make_params(BestParams, params), time_limit=time_limit, seed=seed)
+    return SolverOutput(best.schedule(data.cluster), Status.FEASIBLE, float(bound), stats)

@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.params import make_params
-from sjfbco.solvers import Solution, Status, register
 from sjfbco.solvers.common import check_choice
+from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.placement import AssignmentMode, Estimate, estimates
 from sjfbco.solvers.sgs import (
     PriorityRule,
@@ -70,8 +69,13 @@ class ListRuleParams:
         check_choice("estimate", self.estimate, Estimate)
 
 
-def list_schedule(data: ProblemData, params: ListRuleParams) -> Solution:
-    """One pass of the rule's scheme; statistics name the rule, scheme and split policy."""
+@register("list", ListRuleParams)
+def list_schedule(
+    data: ProblemData, params: ListRuleParams, *, time_limit: float | None = None, seed: int = 0
+) -> SolverOutput:
+    """Priority-rule list scheduler: one pass of the rule's scheme (no search, no randomness;
+    ``time_limit`` and ``seed`` are not used). Statistics name the rule, scheme and split
+    policy."""
     rho_hat = estimates(data, params.estimate)
     order = priority_order(data, params.rule, rho_hat)
     cand = build(data, SCHEME[params.mode], order, split_permissions(data, params.split))
@@ -80,9 +84,4 @@ def list_schedule(data: ProblemData, params: ListRuleParams) -> Solution:
         "scheme": SCHEME[params.mode],
         "split": params.split,
     }
-    return Solution(cand.schedule(data.cluster), Status.FEASIBLE, stats=stats)
-
-
-@register("list", ListRuleParams)
-def _solve(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    return list_schedule(data, make_params(ListRuleParams, params))
+    return SolverOutput(cand.schedule(data.cluster), Status.FEASIBLE, stats=stats)

@@ -24,15 +24,16 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sjfbco.solvers.sgs import Candidate, alone_durations, build
 
 if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable
+
     import numpy as np
 
     from sjfbco.problem import ProblemData
@@ -89,7 +90,7 @@ def tail_energy(data: ProblemData, cand: Candidate, after: float) -> float:
     for j, job in enumerate(data.jobs):
         e = cand.end[j]
         if e > after:
-            out += job.gpus * (e - max(after, cand.began[j]))
+            out += job.num_gpus * (e - max(after, cand.began[j]))
     return out
 
 
@@ -129,7 +130,7 @@ class Engine:
         self.evaluated = 0
         biggest = max(data.cluster.gpus_per_server)
         #: jobs whose split permission can matter (fit in one server, more than one GPU)
-        self.flippable = [j for j, job in enumerate(data.jobs) if 1 < job.gpus <= biggest]
+        self.flippable = [j for j, job in enumerate(data.jobs) if 1 < job.num_gpus <= biggest]
 
     # -- decoding ----------------------------------------------------------------------------
     def decode(self, genome: Genome) -> Candidate:
@@ -214,7 +215,7 @@ class Engine:
         rule = rng.randrange(3)
 
         def key(j: int) -> float:
-            g = data.jobs[j].gpus
+            g = data.jobs[j].num_gpus
             base = d[j, 1] if math.isfinite(d[j, 1]) else d[j, 2]
             k = (base, base * g, g * 1e6 + base)[rule]
             return -k * (1.0 + rng.uniform(-noise, noise))

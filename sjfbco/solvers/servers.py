@@ -20,14 +20,13 @@ solver re-evaluates every answer anyway, and a test checks the identity).
 from __future__ import annotations
 
 import bisect
-import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import slots_to_finish
-from sjfbco.evaluate import EPS, dispatch
-from sjfbco.solvers.sgs import Candidate, candidate_from
+from sjfbco.evaluate import EPS
+from sjfbco.solvers.sgs import Candidate, Plan, hand_out
 
 if TYPE_CHECKING:
     import random
@@ -45,6 +44,15 @@ class Packing:
     end: dict[int, float]
     last: float
     tail: float
+
+
+@dataclass
+class Move:
+    """New packings for some servers (their job sets included) and priority changes."""
+
+    name: str
+    packs: dict[int, Packing]
+    prio: dict[int, float] = field(default_factory=dict)
 
 
 class Profile1:
@@ -116,12 +124,12 @@ class ServerSearch:
         n = data.num_jobs
         self.caps = cl.gpus_per_server
         srv = cl.server_of_gpu
-        self.size = [job.gpus for job in data.jobs]
+        self.size = [job.num_gpus for job in data.jobs]
         self.arrival = [job.arrival for job in data.jobs]
         rates = data.rates
         self.exact = [
             slots_to_finish(job.iterations, rates.alone(j, 1), data.cost)
-            if job.gpus <= max(self.caps)
+            if job.num_gpus <= max(self.caps)
             else math.inf
             for j, job in enumerate(data.jobs)
         ]
@@ -149,8 +157,11 @@ class ServerSearch:
         self.block_start = {j: round(base.began[j]) for j in self.frozen}
         self.block_end = {j: base.end[j] for j in self.frozen}
         self.frozen_last = max((base.end[j] for j in self.frozen), default=0.0)
-        # priority: the base's start order
-        self.prio = [float(r) for r in _ranks(n, lambda j: (base.began[j], base.rank[j], j))]
+        # priority: the base's start time, ties by its start order (a serial scheme on one
+        # server in start order starts every job no later than the base did)
+        self.prio = time_priorities(
+            base.began, _ranks(n, lambda j: (base.began[j], base.rank[j], j))
+        )
         self.jobs_on: list[set[int]] = [set() for _ in self.caps]
         for j in range(n):
             if self.server[j] >= 0:
@@ -192,14 +203,14 @@ class ServerSearch:
         return (self.makespan(), sum(p.tail for p in self.packs))
 
     # -- moves -------------------------------------------------------------------------------
-    def propose(self, rng: random.Random) -> tuple[str, dict[int, Packing], list] | None:
-        """A random move on a server that ends last: ``(name, new packings, undo data)``."""
+    def propose(self, rng: random.Random) -> Move | None:
+        """A random move on a server that ends last (``None`` when it has no move)."""
         ms = self.makespan()
         critical = [s for s, p in enumerate(self.packs) if p.last >= ms - EPS and p.start]
         if not critical or not self.movable:
             return None
         s = rng.choice(critical)
-        on_s = [j for j in self.jobs_on[s]]
+        on_s = list(self.jobs_on[s])
         r = rng.random()
         if r < 0.45:
             j = rng.choice(on_s)
@@ -210,9 +221,8 @@ class ServerSearch:
                 t = min(others, key=lambda x: (self.packs[x].last, x))
             else:
                 t = rng.choice(others)
-            new_s = self.jobs_on[s] - {j}
-            new_t = self.jobs_on[t] | {j}
-            return "relocate", {s: self.pack(s, new_s), t: self.pack(t, new_t)}, [(j, s, t)]
+            packs = {s: self.pack(s, self.jobs_on[s] - {j}), t: self.pack(t, self.jobs_on[t] | {j})}
+            return Move("relocate", packs)
         if r < 0.85:
             j = rng.choice(on_s)
             t = rng.choice(self.eligible[j])
@@ -224,19 +234,29 @@ class ServerSearch:
             k = rng.choice(cands)
             new_s = (self.jobs_on[s] - {j}) | {k}
             new_t = (self.jobs_on[t] - {k}) | {j}
-            return "swap", {s: self.pack(s, new_s), t: self.pack(t, new_t)}, [(j, s, t), (k, t, s)]
-        # re-order: one job of the critical server moves to another place in the priority order
+            return Move("swap", {s: self.pack(s, new_s), t: self.pack(t, new_t)})
+        # re-order: a job of the critical server moves just before or after another one there
         j = rng.choice(on_s)
         old = self.prio[j]
         others_prio = [self.prio[k] for k in on_s if k != j]
         if not others_prio:
             return None
         pivot = rng.choice(others_prio)
-        new = pivot - 0.5 * rng.random() if pivot < old else pivot + 0.5 * rng.random()
+        shift = 1e-6 * (1 + rng.random())
+        new = pivot - shift if pivot < old else pivot + shift
         self.prio[j] = new
         packed = self.pack(s, self.jobs_on[s])
         self.prio[j] = old
-        return "reorder", {s: packed}, [("prio", j, new)]
+        return Move("reorder", {s: packed}, {j: new})
+
+    def packing_at(self, s: int, starts: dict[int, int]) -> Packing:
+        """The packing of server ``s`` with these start slots (the caller checks them)."""
+        ends = {j: t + self.exact[j] for j, t in starts.items()}
+        target = self.target
+        tail = sum(
+            self.size[j] * (e - max(target, starts[j])) for j, e in ends.items() if e > target
+        )
+        return Packing(dict(starts), ends, max(ends.values(), default=0.0), tail)
 
     def snapshot(self) -> tuple[list[Packing], list[int], list[float]]:
         """What :meth:`restore` needs to come back to the current packing."""
@@ -250,17 +270,15 @@ class ServerSearch:
             if s >= 0:
                 self.jobs_on[s].add(j)
 
-    def apply(self, packs: dict[int, Packing], changes: list) -> None:
-        for s, p in packs.items():
+    def apply(self, move: Move) -> None:
+        """Make ``move``'s packings (and priorities) the current ones."""
+        for s, p in move.packs.items():
             self.packs[s] = p
-        for ch in changes:
-            if ch[0] == "prio":
-                self.prio[ch[1]] = ch[2]
-                continue
-            j, s, t = ch
-            self.jobs_on[s].discard(j)
-            self.jobs_on[t].add(j)
-            self.server[j] = t
+            self.jobs_on[s] = set(p.start)
+            for j in p.start:
+                self.server[j] = s
+        for j, v in move.prio.items():
+            self.prio[j] = v
 
     def trial_score(self, packs: dict[int, Packing]) -> tuple[float, float]:
         last = max(
@@ -282,47 +300,26 @@ class ServerSearch:
         same start slots on the same servers, see the same contention as in the
         base schedule; so the evaluator's makespan is :meth:`makespan`.
         """
-        data = self.data
-        cl = data.cluster
-        n = data.num_jobs
-        plan: list[tuple[int, float, list[tuple[int, int]]]] = [(0, 0.0, [])] * n
+        n = self.data.num_jobs
+        plan: list[Plan] = [(0, 0.0, [])] * n
         for j in self.frozen:
             plan[j] = (self.block_start[j], self.block_end[j], self.block_parts[j])
         for s, p in enumerate(self.packs):
             for j, t in p.start.items():
                 plan[j] = (t, t + self.whole[j], [(s, self.size[j])])
-        seq = sorted(range(n), key=lambda j: (plan[j][0], self.prio[j], j))
-        idle = [
-            list(range(o + c - 1, o - 1, -1))
-            for o, c in zip(cl.offsets, cl.gpus_per_server, strict=True)
-        ]
-        busy: list[tuple[float, int, list[int]]] = []
-        gpus: list[tuple[int, ...]] = [()] * n
-        start = [0] * n
-        rank = [0] * n
-        for r, j in enumerate(seq):
-            t, end, parts = plan[j]
-            while busy and busy[0][0] <= t + EPS:
-                _, _, gs = heapq.heappop(busy)
-                for g in gs:
-                    idle[cl.server_of_gpu[g]].append(g)
-            chosen: list[int] = []
-            for s, k in parts:
-                stack = idle[s]
-                if len(stack) < k:  # pragma: no cover - the profiles guarantee enough
-                    raise AssertionError(f"server {s} lacks GPUs at slot {t}")
-                chosen.extend(stack.pop() for _ in range(k))
-            chosen.sort()
-            gpus[j] = tuple(chosen)
-            start[j] = t
-            rank[j] = r
-            heapq.heappush(busy, (math.ceil(end - EPS), j, chosen))
-        sim = dispatch(data, gpus, start, rank)
-        return candidate_from(data, sim, gpus, start, rank)
+        return hand_out(self.data, plan, self.prio)
 
 
-def _ranks(n: int, key: object) -> list[int]:
-    order = sorted(range(n), key=key)  # type: ignore[arg-type]
+def time_priorities(times: Sequence[float], ranks: Sequence[int]) -> list[float]:
+    """``time + rank / (2 (n + 1))``: ordered by time, then rank, and at least
+    ``1 / (2 (n + 1))`` apart whenever the times are whole slots."""
+    n = len(times)
+    return [float(t) + r / (2.0 * (n + 1)) for t, r in zip(times, ranks, strict=True)]
+
+
+def _ranks(n: int, key: Callable[[int], tuple[float, int, int]]) -> list[int]:
+    """``out[j]``: position of ``j`` when ``0 .. n-1`` are sorted by ``key``."""
+    order = sorted(range(n), key=key)
     out = [0] * n
     for r, j in enumerate(order):
         out[j] = r
@@ -346,14 +343,13 @@ def server_search(
     for it in range(moves):
         if cur[0] <= search.target + EPS or not spend():
             break
-        prop = search.propose(rng)
-        if prop is None:
+        move = search.propose(rng)
+        if move is None:
             continue
-        _, packs, changes = prop
-        sc = search.trial_score(packs)
+        sc = search.trial_score(move.packs)
         v = it % history
         if sc <= hist[v] or sc <= cur:
-            search.apply(packs, changes)
+            search.apply(move)
             cur = sc
             if cur < best:
                 best, best_state = cur, search.snapshot()

@@ -60,9 +60,11 @@ SPLIT_POLICIES: tuple[str, ...] = ("allow", "avoid")
 Scheme = Literal["parallel", "serial"]
 
 
-def priority_order(data: ProblemData, rule: str, rho_hat: Sequence[float]) -> list[int]:
+def priority_order(
+    data: ProblemData, rule: str, rho_hat: Sequence[float] | np.ndarray
+) -> list[int]:
     """Job indices in the priority order of ``rule`` (see :data:`PriorityRule`)."""
-    size = [job.gpus for job in data.jobs]
+    size = [job.num_gpus for job in data.jobs]
     keys = {
         "lpt": lambda j: (-rho_hat[j], -size[j], j),
         "gpu-time": lambda j: (-rho_hat[j] * size[j], -size[j], j),
@@ -80,7 +82,7 @@ def split_permissions(data: ProblemData, policy: str) -> list[bool]:
     if policy not in SPLIT_POLICIES:
         raise ValueError(f"unknown split policy {policy!r}; known: {', '.join(SPLIT_POLICIES)}")
     biggest = max(data.cluster.gpus_per_server)
-    return [policy == "allow" or job.gpus > biggest for job in data.jobs]
+    return [policy == "allow" or job.num_gpus > biggest for job in data.jobs]
 
 
 @dataclass(frozen=True)
@@ -139,11 +141,8 @@ class IdlePool:
 
     def __init__(self, cluster: Cluster):
         self.caps = cluster.gpus_per_server
-        self.offsets = cluster.offsets
         self.server_of = cluster.server_of_gpu
-        self.idle: list[list[int]] = [
-            list(range(o + c - 1, o - 1, -1)) for o, c in zip(self.offsets, self.caps, strict=True)
-        ]  # a stack per server: pop() gives the lowest index
+        self.idle = idle_stacks(cluster)  # a stack per server: pop() gives the lowest index
         self.total = cluster.num_gpus
         self._index = sorted((c, s) for s, c in enumerate(self.caps))
 
@@ -245,7 +244,7 @@ def parallel_sgs(
     """
     n = data.num_jobs
     cl = data.cluster
-    sizes = [job.gpus for job in data.jobs]
+    sizes = [job.num_gpus for job in data.jobs]
     arrival = [job.arrival for job in data.jobs]
     biggest = max(cl.gpus_per_server)
     may_split = [sizes[j] > biggest or (split_ok is None or bool(split_ok[j])) for j in range(n)]
@@ -307,7 +306,7 @@ def parallel_sgs(
         if not finished and until is None and not sim.running and started < n:
             raise RuntimeError("parallel SGS stalled")  # pragma: no cover - impossible
         for f in finished:
-            pool.release(sim.gpus_of[f])
+            pool.release(sim.gpu_ids_of[f])
     return candidate_from(data, sim, gpus, start, rank)
 
 
@@ -315,12 +314,12 @@ def alone_durations(data: ProblemData) -> np.ndarray:
     """``d[j, k]``: slots job ``j`` needs alone on ``k`` servers (``k = 0`` unused; split
     jobs at contention 1), for ``k = 1 .. S`` capped at ``G_j`` servers (``inf`` beyond)."""
     cl = data.cluster
-    kmax = min(cl.num_servers, max((job.gpus for job in data.jobs), default=1))
+    kmax = min(cl.num_servers, max((job.num_gpus for job in data.jobs), default=1))
     out = np.full((data.num_jobs, kmax + 1), np.inf)
     rates = data.rates
     for j, job in enumerate(data.jobs):
-        lo = cl.min_servers_for(job.gpus)
-        for k in range(lo, min(job.gpus, kmax) + 1):
+        lo = cl.min_servers_for(job.num_gpus)
+        for k in range(lo, min(job.num_gpus, kmax) + 1):
             out[j, k] = slots_to_finish(job.iterations, rates.alone(j, k), data.cost)
     return out
 
@@ -449,10 +448,10 @@ def serial_sgs(
     n_split = np.zeros(cl.num_servers, dtype=np.int64)
     eligible: dict[int, np.ndarray] = {}
     longest_split = durations.shape[1] - 1
-    plan: list[tuple[int, int, list[tuple[int, int]]]] = [(0, 0, [])] * n
+    plan: list[Plan] = [(0, 0.0, [])] * n
     for j in order:
         job = data.jobs[j]
-        g = job.gpus
+        g = job.num_gpus
         best: tuple[int, int, list[tuple[int, int]]] | None = None  # end, start, parts
         if g <= biggest:
             servers = eligible.get(g)
@@ -478,25 +477,39 @@ def serial_sgs(
             for s, _ in parts:
                 n_split[s] += 1
         plan[j] = (t, end, parts)
-    return _hand_out(data, order, plan)
-
-
-def _hand_out(
-    data: ProblemData,
-    order: Sequence[int],
-    plan: Sequence[tuple[int, int, list[tuple[int, int]]]],
-) -> Candidate:
-    """GPUs for a plan of (start, end, per-server counts), in start order; evaluate it."""
-    n = data.num_jobs
-    cl = data.cluster
     prio = [0] * n
     for r, j in enumerate(order):
         prio[j] = r
-    seq = sorted(range(n), key=lambda j: (plan[j][0], prio[j]))
-    idle = [
+    return hand_out(data, plan, prio)
+
+
+#: A job's plan: planned start slot, planned end (slots; GPUs free from then on) and
+#: ``(server, GPUs there)`` parts.
+Plan = tuple[int, float, list[tuple[int, int]]]
+
+
+def idle_stacks(cluster: Cluster) -> list[list[int]]:
+    """Every GPU idle, as a stack per server (``pop()`` gives the lowest index)."""
+    return [
         list(range(o + c - 1, o - 1, -1))
-        for o, c in zip(cl.offsets, cl.gpus_per_server, strict=True)
+        for o, c in zip(cluster.offsets, cluster.gpus_per_server, strict=True)
     ]
+
+
+def hand_out(data: ProblemData, plan: Sequence[Plan], prio: Sequence[float]) -> Candidate:
+    """GPUs for per-server plans, then the evaluator's figures.
+
+    Jobs are taken in planned start order (ties: ``prio``, then index); at its
+    start a job takes, on each server of its plan, GPUs whose previous job's
+    planned end (rounded up to a slot) has come. The caller guarantees enough
+    (a plan that never over-books a server at any slot); the schedule (GPU
+    sets, planned starts, start order as ``order``) is then run by the
+    evaluator's dispatch.
+    """
+    n = data.num_jobs
+    cl = data.cluster
+    seq = sorted(range(n), key=lambda j: (plan[j][0], prio[j], j))
+    idle = idle_stacks(cl)
     busy: list[tuple[float, int, list[int]]] = []  # (planned end, job, gpus)
     gpus: list[tuple[int, ...]] = [()] * n
     start = [0] * n
@@ -510,14 +523,14 @@ def _hand_out(
         chosen: list[int] = []
         for s, k in parts:
             stack = idle[s]
-            if len(stack) < k:  # the plan guarantees enough; never reached
-                raise AssertionError(f"serial SGS: server {s} lacks GPUs at slot {t}")
+            if len(stack) < k:  # pragma: no cover - the plans guarantee enough
+                raise AssertionError(f"hand_out: server {s} lacks GPUs at slot {t}")
             chosen.extend(stack.pop() for _ in range(k))
         chosen.sort()
         gpus[j] = tuple(chosen)
         start[j] = t
         rank[j] = r
-        heapq.heappush(busy, (end, j, chosen))
+        heapq.heappush(busy, (math.ceil(end - EPS), j, chosen))
     sim = dispatch(data, gpus, start, rank)
     return candidate_from(data, sim, gpus, start, rank)
 

@@ -22,21 +22,29 @@ the run times into bins of the makespan's length.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
+from sjfbco.bounds.closed import lower_bound as closed_bound
 from sjfbco.cost import min_run_time
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from sjfbco.problem import ProblemData
+
+T = TypeVar("T")
 
 #: Tolerance when rounding a fractional bound up to a whole slot.
 ROUND_TOL = 1e-6
 #: The ``k`` of the Fekete-Schepers functions ``u^(k)`` tried by :func:`energy_bound`.
 DFF_K = tuple(range(1, 21))
+#: At most this many thresholds ``K`` of ``U^(e)`` (the job widths up to ``N / 2``, evenly
+#: thinned), release times ``r`` in :func:`gpu_packing_bound`, and narrow jobs tried as
+#: the one narrow member of a clique when jobs arrive over time: any subset gives a valid
+#: bound, and the cap keeps the bounds ``O(n log n)`` on large instances.
+MAX_CHOICES = 64
 
 
 def run_times(data: ProblemData) -> np.ndarray:
@@ -49,6 +57,14 @@ def round_up(data: ProblemData, value: float) -> float:
     if data.cost.time_model == "slotted":
         return float(math.ceil(value - ROUND_TOL))
     return float(value)
+
+
+def thin(values: Sequence[T], most: int = MAX_CHOICES) -> list[T]:
+    """At most ``most`` of ``values``, evenly spread, first and last kept."""
+    if len(values) <= most:
+        return list(values)
+    idx = np.unique(np.linspace(0, len(values) - 1, most).round().astype(int))
+    return [values[i] for i in idx]
 
 
 def width_functions(sizes: np.ndarray, capacity: int) -> list[tuple[str, np.ndarray]]:
@@ -73,7 +89,7 @@ def width_functions(sizes: np.ndarray, capacity: int) -> list[tuple[str, np.ndar
     g = sizes.astype(np.int64)
     n = int(capacity)
     out: list[tuple[str, np.ndarray]] = [("gpu-time", g / n)]
-    for k_width in sorted({int(x) for x in g if 2 * x <= n}):
+    for k_width in thin(sorted({int(x) for x in g if 2 * x <= n})):
         w = np.where(g > n - k_width, 1.0, np.where(g >= k_width, g / n, 0.0))
         out.append((f"U(eps={k_width}/{n})", w))
     for k in DFF_K:
@@ -115,7 +131,7 @@ def energy_bound(data: ProblemData, rho: np.ndarray | None = None) -> tuple[floa
     if data.num_jobs == 0:
         return 0.0, "none"
     rho = run_times(data) if rho is None else rho
-    sizes = np.array([job.gpus for job in data.jobs])
+    sizes = np.array([job.num_gpus for job in data.jobs])
     arrival = np.array([job.arrival for job in data.jobs], dtype=float)
     best, which = 0.0, "none"
     for name, w in width_functions(sizes, data.cluster.num_gpus):
@@ -149,7 +165,7 @@ def clique_bound(data: ProblemData, rho: np.ndarray | None = None) -> float:
         return 0.0
     rho = run_times(data) if rho is None else rho
     n_gpus = data.cluster.num_gpus
-    sizes = np.array([job.gpus for job in data.jobs])
+    sizes = np.array([job.num_gpus for job in data.jobs])
     arrival = np.array([job.arrival for job in data.jobs], dtype=float)
     wide = 2 * sizes > n_gpus
     best = single_machine(arrival[wide], rho[wide])
@@ -164,7 +180,7 @@ def clique_bound(data: ProblemData, rho: np.ndarray | None = None) -> float:
         count = np.searchsorted(-w_sizes, -(n_gpus - sizes[narrow]), side="left")
         total = rho[narrow] + np.where(count > 0, w_cum[np.maximum(count - 1, 0)], 0.0)
         return max(best, float(total.max()))
-    for j in narrow:
+    for j in thin(sorted(narrow.tolist(), key=lambda x: -rho[x])):
         members = wide & (sizes > n_gpus - sizes[j])
         members[j] = True
         best = max(best, single_machine(arrival[members], rho[members]))
@@ -233,12 +249,12 @@ def gpu_packing_bound(
     if data.num_jobs == 0:
         return start
     rho = run_times(data) if rho is None else rho
-    sizes = np.array([job.gpus for job in data.jobs], dtype=float)
+    sizes = np.array([job.num_gpus for job in data.jobs], dtype=float)
     arrival = np.array([job.arrival for job in data.jobs], dtype=float)
     n_gpus = data.cluster.num_gpus
     slotted = data.cost.time_model == "slotted"
     groups = []
-    for r in np.unique(arrival):
+    for r in thin(np.unique(arrival).tolist()):
         keep = arrival >= r
         groups.append((float(r), rho[keep], sizes[keep]))
 
@@ -262,3 +278,25 @@ def gpu_packing_bound(
         else:
             hi = mid
     return float(max(start, lo + 1 if slotted else lo))
+
+
+def packing_bounds(data: ProblemData, start: float = 0.0) -> dict[str, float]:
+    """The bounds of this module, each rounded up to a slot in the slotted model.
+
+    ``start`` is a bound already known (e.g. the closed forms): the per-GPU
+    packing scan begins at the best of it and the other two.
+    """
+    rho = run_times(data)
+    out = {
+        "energy": round_up(data, energy_bound(data, rho)[0]),
+        "clique": round_up(data, clique_bound(data, rho)),
+    }
+    out["gpu_packing"] = gpu_packing_bound(data, max(start, *out.values()), rho)
+    return out
+
+
+def lower_bound(data: ProblemData) -> float:
+    """The cheap bound :func:`sjfbco.solve` reports: the best of the closed forms
+    (:mod:`sjfbco.bounds.closed`) and :func:`packing_bounds`."""
+    closed = closed_bound(data)
+    return max(closed, *packing_bounds(data, closed).values())

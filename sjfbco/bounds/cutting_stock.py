@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sjfbco.bounds_packing import bins_l2, run_times
+from sjfbco.bounds.packing import bins_l2, run_times
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -169,7 +169,7 @@ def cutting_stock_bound(
         return start
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     rho = run_times(data).astype(np.int64)
-    sizes_all = np.array([job.gpus for job in data.jobs], dtype=np.int64)
+    sizes_all = np.array([job.num_gpus for job in data.jobs], dtype=np.int64)
     sizes, inverse = np.unique(rho, return_inverse=True)
     demand = np.bincount(inverse, weights=sizes_all).astype(float)
     n_gpus = data.cluster.num_gpus
@@ -178,8 +178,11 @@ def cutting_stock_bound(
     for _ in range(max_steps):
         if deadline is not None and time.perf_counter() > deadline:
             break
-        if bins_l2(sizes, demand, t) <= n_gpus:
-            if farley_bins(sizes, demand, t, n_gpus, lp, deadline) <= n_gpus + REFUTE_TOL:
-                break
+        refuted = bins_l2(sizes, demand, t) > n_gpus
+        if (
+            not refuted
+            and farley_bins(sizes, demand, t, n_gpus, lp, deadline) <= n_gpus + REFUTE_TOL
+        ):
+            break
         t += 1
     return float(max(start, t))
