@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from dataclasses import replace
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -21,6 +21,9 @@ from sjfbco.bounds import lower_bound
 from sjfbco.cli import main
 from sjfbco.problem import InputError
 from tests.conftest import INSTANCES
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 BENCH = INSTANCES / "bench"
 ENTRIES = read_best_known(BENCH)
