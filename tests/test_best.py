@@ -79,6 +79,22 @@ def test_server_search_never_loses_its_start() -> None:
     assert evaluate(data, search.schedule().schedule(data.cluster)).makespan == search.makespan()
 
 
+def test_budget_windows_end_a_phase_not_the_run() -> None:
+    import time
+
+    from sjfbco.solvers.search import Budget
+
+    b = Budget(time.perf_counter() + 60, None)
+    b.window(0.0)
+    assert not b.spend() and b.stopped_by is None  # the phase is over, the run is not
+    b.window(None)
+    assert b.spend() and b.used == 1
+    det = Budget(None, 3)  # an iteration budget only: windows do nothing (deterministic)
+    det.window(0.0)
+    assert det.spend() and det.spend() and det.spend() and not det.spend()
+    assert det.stopped_by == "iterations" and det.seconds_left() is None
+
+
 def test_best_is_registered_outside_all() -> None:
     from sjfbco.solvers import heuristics
 

@@ -97,6 +97,10 @@ class BestParams:
     cp_effort
         CP-SAT's deterministic time limit per re-packing (about seconds on this
         machine; deterministic, so runs with ``iterations`` repeat exactly).
+    serial_limit
+        The serial scheme is used only when jobs x servers is at most this
+        (its decode costs about that many slot operations per job); above it,
+        the parallel scheme only.
     """
 
     iterations: int | None = None
@@ -108,6 +112,7 @@ class BestParams:
     cp_moves: int = 3
     cp_jobs: int = 40
     cp_effort: float = 2.0
+    serial_limit: int = 250_000
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -115,6 +120,7 @@ class BestParams:
         check_count("global_moves", self.global_moves)
         check_count("server_moves", self.server_moves)
         check_count("cp_jobs", self.cp_jobs)
+        check_count("serial_limit", self.serial_limit)
         if not (isinstance(self.cp_moves, int) and self.cp_moves >= 0):
             raise ValueError(f"parameter cp_moves: must be an integer >= 0, got {self.cp_moves!r}")
         if not (isinstance(self.cp_effort, int | float) and self.cp_effort > 0):
@@ -139,7 +145,7 @@ def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Ge
 
 
 def cp_move(
-    search: ServerSearch, rng: random.Random, params: BestParams, deadline: float | None
+    search: ServerSearch, rng: random.Random, params: BestParams, seconds: float | None
 ) -> bool:
     """One CP-SAT re-packing of a few servers (:mod:`sjfbco.solvers.cprepack`): a server that
     ends last and others (those that end first, then random ones) until about
@@ -169,11 +175,14 @@ def cp_move(
                 break
             chosen.append(s)
             count += len(search.jobs_on[s])
-    left = None if deadline is None else deadline - time.perf_counter()
-    if left is not None and left <= 0.05:
+    if seconds is not None and seconds <= 0.05:
         return False
     move = repack(
-        search, chosen, time_limit=left, deterministic=params.cp_effort, seed=rng.randrange(2**31)
+        search,
+        chosen,
+        time_limit=seconds,
+        deterministic=params.cp_effort,
+        seed=rng.randrange(2**31),
     )
     if move is None:
         return False
@@ -255,7 +264,9 @@ def best_solve(
     rho_hat = estimates(data)
     best_genome: Genome | None = None
     best_key: tuple[float, float] | None = None
-    for scheme in ("serial", "parallel"):
+    serial_ok = data.num_jobs * data.cluster.num_servers <= params.serial_limit
+    schemes = ("serial", "parallel") if serial_ok else ("parallel",)
+    for scheme in schemes:
         for rule in PRIORITY_RULES:
             for policy in SPLIT_POLICIES:
                 g = Genome(
@@ -271,26 +282,29 @@ def best_solve(
                 if best_key is None or key < best_key:
                     best_genome, best_key = g, key
     assert best_genome is not None and engine.best is not None
-
     lap("portfolio")
-    # 2. the LP bound, within its share of the budget
+
+    # 2. the LP bound, within its share of the budget (to completion without a time limit)
     if params.bound == "lp" and not engine.done:
-        share = None if time_limit is None else params.bound_share * time_limit
-        if params.iterations is not None and time_limit is not None:
-            share = None if deadline is None else max(0.0, deadline - time.perf_counter())
-        bound, bounds = lower_bounds(data, "lp", share)
+        lp_seconds = None if time_limit is None else params.bound_share * time_limit
+        bound, bounds = lower_bounds(data, "lp", lp_seconds)
         engine.target = bound
     lap("bound")
-    # 3. search rounds
+
+    # 3. search rounds; with a time limit each phase also gets at most a share of it
+    def share(fraction: float) -> float | None:
+        return None if time_limit is None else fraction * time_limit
+
     split_now = best_genome.split
     rounds = 0
     while not engine.done and budget.stopped_by is None:
         rounds += 1
         start = engine.best_genome if engine.best_genome is not None else best_genome
-        scheme = params.scheme
+        scheme = params.scheme if serial_ok else "parallel"
         if scheme == "both":
             scheme = ("serial", "parallel")[rounds % 2]
         start = Genome(scheme, start.order, start.split)
+        budget.window(share(0.2))
         cand = engine.decode(start)
         engine.lahc(start, cand, moves=params.global_moves)
         lap("global")
@@ -301,12 +315,15 @@ def best_solve(
             servers = ServerSearch(data, incumbent, engine.target)
         except ValueError:  # a split job starts between slots (continuous model)
             continue
+        budget.window(share(0.3))
         moved = server_search(servers, rng, budget.spend, params.server_moves)
         lap("servers")
         for _ in range(params.cp_moves):
+            budget.window(share(0.1))
             if budget.stopped_by is not None or not budget.spend():
                 break
-            moved |= cp_move(servers, rng, params, deadline)
+            moved |= cp_move(servers, rng, params, budget.seconds_left())
+        budget.window(None)
         lap("cp-sat")
         if moved:
             cand = servers.schedule()

@@ -64,24 +64,49 @@ class Trajectory:
 
 
 class Budget:
-    """Stops a search at a deadline (``time.perf_counter()``) or after an iteration count."""
+    """Stops a search at a deadline (``time.perf_counter()``) or after an iteration count.
+
+    A run with a deadline may also cut one phase short with :meth:`window`: :meth:`spend`
+    then returns ``False`` at the window's end without ending the run. Without a deadline
+    (an iteration budget only) windows do nothing, so such runs stay deterministic.
+    """
 
     def __init__(self, deadline: float | None, iterations: int | None):
         self.deadline = deadline
         self.iterations = iterations
         self.used = 0
         self.stopped_by: str | None = None
+        self.window_end: float | None = None
+
+    def window(self, seconds: float | None) -> None:
+        """Let the next phase run at most ``seconds`` (``None``: until the run ends)."""
+        if self.deadline is None or seconds is None:
+            self.window_end = None
+        else:
+            self.window_end = min(self.deadline, time.perf_counter() + seconds)
 
     def spend(self) -> bool:
-        """Count one candidate; ``False`` once the budget is exhausted."""
+        """Count one candidate; ``False`` once the budget (or the phase's window) is used."""
         if self.iterations is not None and self.used >= self.iterations:
             self.stopped_by = "iterations"
             return False
-        if self.deadline is not None and time.perf_counter() >= self.deadline:
-            self.stopped_by = "time limit"
-            return False
+        if self.deadline is not None:
+            now = time.perf_counter()
+            if now >= self.deadline:
+                self.stopped_by = "time limit"
+                return False
+            if self.window_end is not None and now >= self.window_end:
+                return False
         self.used += 1
         return True
+
+    def seconds_left(self) -> float | None:
+        """Seconds to the deadline or the window's end, whichever is first (``None``: no
+        deadline)."""
+        if self.deadline is None:
+            return None
+        end = self.deadline if self.window_end is None else min(self.deadline, self.window_end)
+        return end - time.perf_counter()
 
 
 def tail_energy(data: ProblemData, cand: Candidate, after: float) -> float:
