@@ -76,7 +76,7 @@ Key = tuple[str, str, int]
 Row = dict[str, Any]
 
 
-class BatchError(ValueError):
+class BatchError(InputError):
     """A batch cannot run (bad options, missing engine, lost worker): one clear line."""
 
 

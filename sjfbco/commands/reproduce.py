@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any
+
+from sjfbco import limits
+from sjfbco.commands import options
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     import argparse
@@ -27,7 +32,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--seeds",
-        type=int,
+        type=options.integer(1, limit=limits.TASKS),
         default=None,
         help="seeds per point, 0..N-1 (default 10; 3 with --quick)",
     )
@@ -44,7 +49,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--jobs",
-        type=int,
+        type=options.workers,
         default=None,
         metavar="J",
         help="worker processes (default: the number of CPUs)",
@@ -79,25 +84,25 @@ def run(args: argparse.Namespace) -> int:
         Settings,
         replot,
         reproduce,
+        tasks_for,
     )
     from sjfbco.params import field_names, parse_kv
     from sjfbco.solvers import spec_of
     from sjfbco.workloads.paper import PRESETS
 
-    if args.seeds is not None and args.seeds < 1:
-        raise ValueError(f"--seeds: must be >= 1, got {args.seeds}")
-    if args.jobs is not None and args.jobs < 1:
-        raise ValueError(f"--jobs: must be >= 1, got {args.jobs}")
     if args.preset not in PRESETS:
-        raise ValueError(f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
+        raise InputError(f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
     base = Settings.quick(args.seeds) if args.quick else Settings(seeds=args.seeds or 10)
-    options = parse_kv(args.param)
+    values = parse_kv(args.param)
     known = set().union(*(field_names(spec_of(s).params) for s in SOLVERS))
-    for key in options:
+    for key in values:
         if key not in known:
-            raise ValueError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
-    settings = Settings(seeds=base.seeds, preset=args.preset, options={"*": options})
+            raise InputError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
+    settings = Settings(seeds=base.seeds, preset=args.preset, options={"*": values})
     figures = FIGURES if args.figure == "all" else (args.figure,)
+    one_seed = dataclasses.replace(settings, seeds=1)  # count before building the task lists
+    per_seed = sum(len(tasks_for(f, one_seed)) for f in figures)
+    limits.TASKS.check(per_seed * settings.seeds, where="--seeds")
 
     def show(res: FigureOutput) -> None:
         print(res.table)

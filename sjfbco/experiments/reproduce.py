@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text
 from sjfbco.params import field_names
 from sjfbco.solvers import SOLVERS as REGISTRY
@@ -131,9 +132,9 @@ class Settings:
 
     def __post_init__(self) -> None:
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 1:
-            raise ValueError(f"seeds must be an integer >= 1, got {self.seeds!r}")
+            raise InputError(f"seeds must be an integer >= 1, got {self.seeds!r}")
         if not self.server_counts:
-            raise ValueError("server_counts must not be empty")
+            raise InputError("server_counts must not be empty")
 
     @classmethod
     def quick(cls, seeds: int | None = None) -> Settings:
@@ -237,7 +238,7 @@ def tasks_for(figure: str, settings: Settings) -> list[Task]:
             for seed in seeds
             for lam in LAMBDAS
         ]
-    raise ValueError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
+    raise InputError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
 
 
 def run_task(task: Task) -> dict[str, Any]:
@@ -536,7 +537,7 @@ def reproduce(
     settings = settings or Settings()
     for f in figures:
         if f not in FIGURES:
-            raise ValueError(f"unknown figure {f!r}; known: {', '.join(FIGURES)}")
+            raise InputError(f"unknown figure {f!r}; known: {', '.join(FIGURES)}")
     tasks = [t for f in figures for t in tasks_for(f, settings)]
     rows = run_tasks(tasks, jobs=jobs, progress=progress)
     results = []
@@ -580,7 +581,7 @@ def replot(
     for f in figures:
         path = Path(out) / f"fig{f}.csv"
         if not path.exists():
-            raise ValueError(f"--replot: no {path}; run the figure first")
+            raise InputError(f"--replot: no {path}; run the figure first")
         res = write_figure(f, read_csv(path), out, write_csv=False)
         results.append(res)
         if on_figure is not None:
