@@ -70,7 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in args_in[:cut] or bool(os.environ.get("SJFBCO_DEBUG"))
     args_in = [a for k, a in enumerate(args_in) if not (a == "--debug" and k < cut)]
     parser = build_parser()
-    args = parser.parse_args(args_in)
+    try:
+        args = parser.parse_args(args_in)
+    except SystemExit as stop:  # --help, or a usage error already printed as one line
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
     with _one_line_warnings():
         try:
             return int(args.run(args) or 0)

@@ -25,10 +25,7 @@ PHILLY = INSTANCES.parent.parent / "shared" / "data" / "philly" / "philly.csv"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as stop:  # argparse usage errors
-        code = int(stop.code or 0)
+    code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
 
