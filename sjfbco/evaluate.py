@@ -35,6 +35,7 @@ class _Run:
     """State of one running job."""
 
     servers: tuple[int, ...]
+    max_per_server: int  # the job's GPUs on its fullest server (cost.shape_of)
     split: bool
     p: int
     rate: float  # iterations per slot at contention p
@@ -75,6 +76,7 @@ class Simulator:
         self.end_time: dict[int, float] = {}
         self.gpus_of: dict[int, tuple[int, ...]] = {}
         self.servers_of: dict[int, tuple[int, ...]] = {}
+        self.max_per_server_of: dict[int, int] = {}
 
     # -- queries -----------------------------------------------------------------
     @property
@@ -123,14 +125,21 @@ class Simulator:
                     f"job {self.data.jobs[job].id!r} cannot start at slot {self.now} on GPU "
                     f"({s}, {i}): job {self.data.jobs[owner[g]].id!r} holds it"
                 )
+        per_server: dict[int, int] = {}
+        server_of = self._server_of
         for g in gpus:
             owner[g] = job
-        servers = tuple(sorted({self._server_of[g] for g in gpus}))
+            s = server_of[g]
+            per_server[s] = per_server.get(s, 0) + 1
+        servers = tuple(sorted(per_server))
         split = len(servers) > 1
+        g_max = max(per_server.values())
         self.start_time[job] = self.now
         self.gpus_of[job] = tuple(gpus)
         self.servers_of[job] = servers
-        run = _Run(servers, split, 0, 0.0, float(self.data.jobs[job].iterations), self.now)
+        self.max_per_server_of[job] = g_max
+        iterations = float(self.data.jobs[job].iterations)
+        run = _Run(servers, g_max, split, 0, 0.0, iterations, self.now)
         self._runs[job] = run
         if split:
             for s in servers:
@@ -201,7 +210,7 @@ class Simulator:
                 run.remaining = 0.0
         run.since = now
         run.p = p
-        run.rate = self._rates.rate(job, len(run.servers), p)
+        run.rate = self._rates.rate(job, len(run.servers), p, run.max_per_server)
         run.version += 1
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
         if not self._continuous:
@@ -332,7 +341,7 @@ def summarise(data: ProblemData, sim: Simulator) -> Evaluation:
         run = end[j] - start[j]
         busy += job.gpus * run
         run_total += run
-        alone_rate = rates.alone(j, len(sim.servers_of[j]))
+        alone_rate = rates.alone(j, len(sim.servers_of[j]), sim.max_per_server_of[j])
         alone_total += slots_to_finish(job.iterations, alone_rate, data.cost)
         compute_total += job.iterations * job.compute / slot
     capacity = data.cluster.num_gpus * makespan

@@ -262,19 +262,28 @@ def paper_instance(
 def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> float:
     """Shortest slot (seconds) with ``tau <= 1`` slot for every job in every schedule.
 
-    A job of ``G`` GPUs uses at most ``G`` servers, and its contention count
-    is at most the GPUs of one server (each split job on a server holds one
-    of its GPUs), so ``tau`` is largest for the largest job of the mix, on
-    ``G`` servers, at ``p = max(SERVER_SIZES)``. With a slot at least this
+    A job of ``G`` GPUs lies on ``n <= G`` servers with at most ``g`` GPUs on
+    one (``ceil(G/n) <= g <= G - n + 1``, and ``g`` within a server's
+    size), and its contention count is at most the GPUs of one server (each
+    split job on a server holds one of its GPUs). ``tau`` grows with the
+    contention count, so the worst ``tau`` of the mix is the largest over
+    jobs and split shapes at ``p = max(SERVER_SIZES)`` (in the paper's model:
+    the largest job on ``G`` servers, one GPU each). With a slot at least this
     long the slotted model can never raise
     :class:`sjfbco.cost.ConfigurationError` on a generated instance.
     """
     p = _preset(preset)
-    cluster, cost = p.cluster((max(SERVER_SIZES),)), p.cost()
+    top = max(SERVER_SIZES)
+    cluster, cost = p.cluster((top,)), p.cost()
     worst = 0.0
     for model in models:
         for g in SIZE_MIX_160:
             job = Job(id="probe", gpus=g, iterations=1, **model.job_fields())
-            contention = max(SERVER_SIZES) if g > 1 else 0  # on g servers, one GPU each
-            worst = max(worst, iteration_time(job, g, contention, cluster, cost))
+            if g == 1:
+                worst = max(worst, iteration_time(job, 1, 0, cluster, cost))
+                continue
+            for n in range(2, g + 1):
+                for per in range(-(-g // n), min(top, g - n + 1) + 1):
+                    tau = iteration_time(job, n, top, cluster, cost, max_per_server=per)
+                    worst = max(worst, tau)
     return worst
