@@ -344,7 +344,7 @@ def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     for n in range(n_min, last + 1):
         shape = Shape(n, w if n == 1 else _fewest_at_most(caps[:n], w))
         tau = iteration_time(job, n, 1 if n > 1 else 0, cluster, cost, max_per_server=shape[1])
-        if tau < best_tau:
+        if best is None or tau < best_tau:  # the first always counts (tau may be inf)
             best, best_tau = shape, tau
     assert best is not None
     return best

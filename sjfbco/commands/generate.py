@@ -14,8 +14,6 @@ WORKLOADS = ("paper",)
 
 
 def add_parser(sub: Any) -> None:
-    from sjfbco.workloads.paper import PRESETS
-
     p = sub.add_parser(
         "generate",
         help="write a generated instance (the paper's workload)",
@@ -36,11 +34,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--preset",
-        choices=sorted(PRESETS),
         default="paper",
-        help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
-        "3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
-        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)",
+        metavar="NAME|FILE.json",
+        help="cost constants and model table (default paper: calibrated, 200 Gb/s-class "
+        "links, 3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
+        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots; measured: fitted to the Pollux "
+        "step times, extended form, docs/calibration.md), or a preset file written by "
+        "'sjfbco calibrate -o'",
     )
     p.add_argument(
         "--slot-seconds",
@@ -63,13 +63,15 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.files import json_text, write_instance
-    from sjfbco.workloads.paper import PRESETS, min_safe_slot, paper_instance
+    from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
 
     if args.slot_seconds is not None and not args.slot_seconds > 0:
         raise ValueError(f"--slot-seconds must be > 0, got {args.slot_seconds}")
-    preset = PRESETS[args.preset].with_changes(
-        slot_seconds=args.slot_seconds, time_model=args.time_model
-    )
+    try:
+        base = get_preset(args.preset)
+    except ValueError as err:
+        raise ValueError(f"--preset: {err}") from None
+    preset = base.with_changes(slot_seconds=args.slot_seconds, time_model=args.time_model)
     data = paper_instance(args.servers, args.seed, args.jobs, preset, name=args.name)
     safe = min_safe_slot(preset)
     if preset.time_model == "slotted" and preset.slot_seconds < safe:
