@@ -18,7 +18,7 @@ import statistics
 import time
 
 from sjfbco import solve
-from sjfbco.solvers import HEURISTICS, SOLVERS
+from sjfbco.solvers import SOLVERS, heuristics
 from sjfbco.tables import format_table
 from sjfbco.workloads.paper import get_preset, paper_instance
 
@@ -26,7 +26,7 @@ POLICIES = ["sjf-bco", "ls", "ff", "rand", "lwf", "fifo-gang"]
 
 
 def run(preset: str, servers: int, seeds: int) -> list[dict[str, object]]:
-    policies = [p for p in POLICIES if p in HEURISTICS]
+    policies = [p for p in POLICIES if p in heuristics()]
     if "best" in SOLVERS:
         policies.append("best")
     ms: dict[str, list[float]] = {p: [] for p in policies}

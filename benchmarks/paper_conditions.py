@@ -1,4 +1,4 @@
-"""The paper workload's conditions under each preset (spec section 7; docs/workload.md).
+"""The paper workload's conditions under each preset (docs/model.md section 7; docs/workload.md).
 
 Run: ``PYTHONPATH=. python benchmarks/paper_conditions.py [--seeds 50] [--servers 10 15 20]``.
 

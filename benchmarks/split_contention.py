@@ -55,7 +55,7 @@ def main() -> None:
             widths, slow = [], []
             for j, gpus in enumerate(res.schedule.gpus):
                 n, g = shape_of(Counter(s for s, _ in gpus).values())
-                if data.jobs[j].gpus > 1:
+                if data.jobs[j].num_gpus > 1:
                     multi += 1
                 if n > 1:
                     split += 1

@@ -182,32 +182,6 @@ def expand_inputs(inputs: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def parse_params(items: Iterable[str], solvers: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``k=v`` strings to per-solver parameters.
-
-    ``k=v`` goes to every solver, ``SOLVER.k=v`` (``SOLVER`` one of ``solvers``)
-    to that solver only. Values are read as JSON when they parse (numbers,
-    ``true``, ``null``, lists) and kept as strings otherwise.
-    """
-    out: dict[str, dict[str, Any]] = {s: {} for s in solvers}
-    for item in items:
-        key, sep, text = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise BatchError(f"--param {item!r}: expected NAME=VALUE")
-        try:
-            value: Any = json.loads(text)
-        except ValueError:
-            value = text
-        prefix, dot, name = key.partition(".")
-        if dot and name and prefix in out:
-            out[prefix][name] = value
-        else:
-            for s in solvers:
-                out[s][key] = value
-    return out
-
-
 def make_tasks(
     instances: Sequence[str],
     solvers: Sequence[str],

@@ -1,4 +1,4 @@
-"""The analytical cost model of a ring-all-reduce job (spec section 2, paper eqs. 6 to 9).
+"""The analytical cost model of a ring-all-reduce job (docs/model.md section 2, paper eqs. 6 to 9).
 
 This is the only place that computes a per-iteration time. Solvers, the
 evaluator, the bounds and the formulations all call these functions; none of
@@ -28,7 +28,7 @@ Degradation = Callable[[float, float], float]
 
 
 def linear_degradation(alpha: float, k: float) -> float:
-    """Default degradation ``f(alpha, k) = k + alpha * (k - 1)`` (spec section 2)."""
+    """Default degradation ``f(alpha, k) = k + alpha * (k - 1)`` (docs/model.md section 2)."""
     return k + alpha * (k - 1.0)
 
 
@@ -77,7 +77,7 @@ def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[
 def effective_contention(p: int, cost: CostParams) -> float:
     """Effective contention ``k_j = xi1 * p_j`` (eq. 7).
 
-    Decision (spec section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
+    Decision (docs/model.md section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
     a split job never gets more than ``b_inter``. Returns 0 for ``p == 0``.
     """
     if p <= 0:
@@ -196,7 +196,7 @@ def _select(cond: Any, a: Any, b: Any) -> Any:
 
 def check_shape(job: Job, num_servers: int, max_per_server: int) -> None:
     """Raise ``ValueError`` unless some placement of ``job`` has this shape."""
-    w = job.gpus
+    w = job.num_gpus
     lo = -(-w // num_servers) if num_servers >= 1 else 0
     if not (1 <= num_servers <= w and lo <= max_per_server <= w - num_servers + 1):
         raise ValueError(
@@ -226,7 +226,7 @@ def iteration_time(
     """
     if num_servers == 1:
         p = 0
-        g = job.gpus
+        g = job.num_gpus
     else:
         if p < 1:
             raise ValueError(f"job {job.id!r} is split over {num_servers} servers; p must be >= 1")
@@ -236,7 +236,7 @@ def iteration_time(
                     f"job {job.id!r}: with cost.node_sharing > 0 the time of a split job "
                     "depends on its GPUs per server; pass max_per_server"
                 )
-            max_per_server = -(-job.gpus // num_servers)
+            max_per_server = -(-job.num_gpus // num_servers)
         g = max_per_server
     check_shape(job, num_servers, g)
     f = degradation_factor(p, cost) if p > 0 else 1.0
@@ -244,7 +244,7 @@ def iteration_time(
         iteration_seconds(
             job.compute,
             job.gradient_mb,
-            job.gpus,
+            job.num_gpus,
             num_servers,
             g,
             f,
@@ -331,7 +331,7 @@ def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     only that ``n`` is tried. ``tests/test_cost.py`` checks the claim against
     every placement of small clusters.
     """
-    w = job.gpus
+    w = job.num_gpus
     n_min = cluster.min_servers_for(w)
     if n_min == 0:
         raise ValueError(f"job {job.id!r} asks for {w} GPUs; the cluster has {cluster.num_gpus}")
@@ -360,7 +360,7 @@ def fill_shape(job: Job, cluster: Cluster, shape: Shape) -> tuple[int, ...]:
     n, g = shape
     order = sorted(range(cluster.num_servers), key=lambda s: (-cluster.gpus_per_server[s], s))[:n]
     counts = [0] * cluster.num_servers
-    left = job.gpus - n
+    left = job.num_gpus - n
     for s in order:
         extra = max(0, min(cluster.gpus_per_server[s], g) - 1)
         counts[s] = 1 + min(extra, left)
@@ -377,10 +377,10 @@ def best_servers(job: Job, cluster: Cluster, cost: CostParams | None = None) -> 
     placement in the paper's model.
     """
     if cost is None:
-        n = cluster.min_servers_for(job.gpus)
+        n = cluster.min_servers_for(job.num_gpus)
         if n == 0:
             raise ValueError(
-                f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {cluster.num_gpus}"
+                f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {cluster.num_gpus}"
             )
         return n
     return best_shape(job, cluster, cost).num_servers

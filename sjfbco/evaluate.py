@@ -1,4 +1,4 @@
-"""The one evaluator (spec section 3): an event-driven simulation of the cost model.
+"""The one evaluator (docs/model.md section 3): an event-driven simulation of the cost model.
 
 :class:`Simulator` is the engine: jobs are started on GPUs at the current time,
 and :meth:`Simulator.advance` moves the clock to the next completion (or to a
@@ -54,7 +54,7 @@ class Simulator:
 
     Notes
     -----
-    ``start(j, gpus)`` starts job ``j`` at :attr:`now` on global GPU indices;
+    ``start(j, gpu_ids)`` starts job ``j`` at :attr:`now` on global GPU indices;
     ``advance()`` moves to the next completion and returns the jobs that end
     there. Contention (eq. 6) is kept per server as the number of running split
     jobs holding a GPU there; a job's rate (eqs. 7 to 9) is recomputed only
@@ -74,7 +74,7 @@ class Simulator:
         self._continuous = data.cost.time_model == "continuous"
         self.start_time: dict[int, float] = {}
         self.end_time: dict[int, float] = {}
-        self.gpus_of: dict[int, tuple[int, ...]] = {}
+        self.gpu_ids_of: dict[int, tuple[int, ...]] = {}
         self.servers_of: dict[int, tuple[int, ...]] = {}
         self.max_per_server_of: dict[int, int] = {}
 
@@ -93,7 +93,7 @@ class Simulator:
         """Job holding global GPU ``gpu`` now, or -1."""
         return self._owner[gpu]
 
-    def free_gpus(self) -> list[int]:
+    def free_gpu_ids(self) -> list[int]:
         """Global indices of the GPUs no job holds now."""
         return [g for g, o in enumerate(self._owner) if o < 0]
 
@@ -113,12 +113,12 @@ class Simulator:
         return None
 
     # -- events ------------------------------------------------------------------
-    def start(self, job: int, gpus: Sequence[int]) -> None:
+    def start(self, job: int, gpu_ids: Sequence[int]) -> None:
         """Start ``job`` now on the given global GPU indices (all must be free)."""
         if job in self.start_time:
             raise ValueError(f"job {self.data.jobs[job].id!r} was already started")
         owner = self._owner
-        for g in gpus:
+        for g in gpu_ids:
             if owner[g] >= 0:
                 s, i = self.data.cluster.gpu_pair(g)
                 raise ScheduleError(
@@ -127,7 +127,7 @@ class Simulator:
                 )
         per_server: dict[int, int] = {}
         server_of = self._server_of
-        for g in gpus:
+        for g in gpu_ids:
             owner[g] = job
             s = server_of[g]
             per_server[s] = per_server.get(s, 0) + 1
@@ -135,7 +135,7 @@ class Simulator:
         split = len(servers) > 1
         g_max = max(per_server.values())
         self.start_time[job] = self.now
-        self.gpus_of[job] = tuple(gpus)
+        self.gpu_ids_of[job] = tuple(gpu_ids)
         self.servers_of[job] = servers
         self.max_per_server_of[job] = g_max
         iterations = float(self.data.jobs[job].iterations)
@@ -172,7 +172,7 @@ class Simulator:
         touched: set[int] = set()
         for j in finished:
             run = runs.pop(j)
-            for g in self.gpus_of[j]:
+            for g in self.gpu_ids_of[j]:
                 self._owner[g] = -1
             self.end_time[j] = t
             if run.split:
@@ -219,7 +219,7 @@ class Simulator:
 
 
 def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Evaluation:
-    """Score a schedule under the cost model (spec section 3).
+    """Score a schedule under the cost model (docs/model.md section 3).
 
     Dispatch semantics (default): a planned start is the earliest a job may
     start (and never before its arrival). A job starts when its planned start
@@ -238,15 +238,15 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     ConfigurationError
         A placement whose ``tau`` exceeds one slot (slotted model).
     """
-    gpus = check_schedule(data, schedule)
+    gpu_ids = check_schedule(data, schedule)
     ranks = [schedule.rank(j) for j in range(data.num_jobs)]
-    sim = dispatch(data, gpus, schedule.start, ranks, strict=strict)
-    return summarise(data, sim)
+    sim = dispatch(data, gpu_ids, schedule.start, ranks, strict=strict)
+    return evaluation_of(data, sim)
 
 
 def dispatch(
     data: ProblemData,
-    gpus: Sequence[Sequence[int]],
+    gpu_ids: Sequence[Sequence[int]],
     planned: Sequence[int],
     ranks: Sequence[int],
     strict: bool = False,
@@ -265,7 +265,7 @@ def dispatch(
     preds: list[set[int]] = [set() for _ in range(n)]
     for j in sorted(range(n), key=key.__getitem__):
         pj = preds[j]
-        for g in gpus[j]:
+        for g in gpu_ids[j]:
             q = last_on_gpu.get(g)
             if q is not None and q not in pj:
                 pj.add(q)
@@ -283,8 +283,8 @@ def dispatch(
         while ready and ready[0][0] <= sim.now + EPS:
             _, (_, _, j) = heapq.heappop(ready)
             if strict and sim.now > planned[j]:
-                _strict_violation(data, j, planned[j], sim, preds[j], gpus)
-            sim.start(j, gpus[j])
+                _strict_violation(data, j, planned[j], sim, preds[j], gpu_ids)
+            sim.start(j, gpu_ids[j])
         finished = sim.advance(until=ready[0][0] if ready else None)
         if not finished and not ready and not sim.running:  # pragma: no cover - impossible
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
@@ -297,9 +297,9 @@ def dispatch(
     return sim
 
 
-def makespan_of(data: ProblemData, gpus: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
+def makespan_of(data: ProblemData, gpu_ids: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
     """Makespan of GPU sets all planned at slot 0 with the given ranks (solvers' trials)."""
-    sim = dispatch(data, gpus, [0] * len(gpus), ranks)
+    sim = dispatch(data, gpu_ids, [0] * len(gpu_ids), ranks)
     return max(sim.end_time.values(), default=0)
 
 
@@ -309,7 +309,7 @@ def _strict_violation(
     planned: int,
     sim: Simulator,
     preds: set[int],
-    gpus: Sequence[Sequence[int]],
+    gpu_ids: Sequence[Sequence[int]],
 ) -> None:
     """Raise the strict-mode error for job ``j``, which could not start at ``planned``."""
     job = data.jobs[j]
@@ -320,7 +320,7 @@ def _strict_violation(
             f"arrival at slot {job.arrival} (strict mode)"
         )
     q = max(late, key=lambda b: (sim.end_time[b], b))
-    s, i = data.cluster.gpu_pair(min(set(gpus[j]) & set(gpus[q])))
+    s, i = data.cluster.gpu_pair(min(set(gpu_ids[j]) & set(gpu_ids[q])))
     raise ScheduleError(
         f"job {job.id!r} is planned at slot {planned} on GPU ({s}, {i}), which job "
         f"{data.jobs[q].id!r} holds until slot {sim.end_time[q]} (strict mode: planned "
@@ -328,7 +328,7 @@ def _strict_violation(
     )
 
 
-def summarise(data: ProblemData, sim: Simulator) -> Evaluation:
+def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
     """Build the :class:`Evaluation` of a simulation in which every job has ended."""
     n = data.num_jobs
     rates = data.rates
@@ -339,7 +339,7 @@ def summarise(data: ProblemData, sim: Simulator) -> Evaluation:
     busy = run_total = alone_total = compute_total = 0.0
     for j, job in enumerate(data.jobs):
         run = end[j] - start[j]
-        busy += job.gpus * run
+        busy += job.num_gpus * run
         run_total += run
         alone_rate = rates.alone(j, len(sim.servers_of[j]), sim.max_per_server_of[j])
         alone_total += slots_to_finish(job.iterations, alone_rate, data.cost)

@@ -1,4 +1,4 @@
-"""Problem data: the cluster, the cost parameters and the jobs (spec section 1).
+"""Problem data: the cluster, the cost parameters and the jobs (docs/model.md section 1).
 
 Everything here is a frozen dataclass that validates itself on construction and
 round-trips to the JSON instance format ``sjfbco-instance/1`` (see
@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from sjfbco.cost import RateCache
 
 INSTANCE_FORMAT = "sjfbco-instance/1"
+
+#: Job attributes whose instance-file field has another name.
+FILE_FIELD = {"num_gpus": "gpus"}
 
 #: Hard limits that keep a hostile or mistyped file from exhausting memory.
 MAX_GPUS_PER_SERVER = 4096
@@ -78,7 +81,7 @@ def _integer(value: int, what: str, lo: int, hi: int) -> None:
 
 @dataclass(frozen=True)
 class Cluster:
-    """Servers of identical GPUs and the links between them (spec section 1).
+    """Servers of identical GPUs and the links between them (docs/model.md section 1).
 
     Parameters
     ----------
@@ -163,10 +166,10 @@ class Cluster:
             out.append(acc)
         return tuple(out)
 
-    def min_servers_for(self, gpus: int) -> int:
-        """Fewest servers whose GPUs add up to at least ``gpus`` (0 if impossible)."""
+    def min_servers_for(self, num_gpus: int) -> int:
+        """Fewest servers whose GPUs add up to at least ``num_gpus`` (0 if impossible)."""
         prefix = self._capacity_prefix
-        n = bisect.bisect_left(prefix, gpus)
+        n = bisect.bisect_left(prefix, num_gpus)
         return n + 1 if n < len(prefix) else 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -180,7 +183,7 @@ class Cluster:
 
 @dataclass(frozen=True)
 class CostParams:
-    """Parameters of the cost model (spec section 2).
+    """Parameters of the cost model (docs/model.md section 2).
 
     Parameters
     ----------
@@ -282,7 +285,7 @@ EXTENSION_DEFAULTS: dict[str, float] = {
 
 @dataclass(frozen=True)
 class Job:
-    """A ring-all-reduce training job (spec section 1).
+    """A ring-all-reduce training job (docs/model.md section 1).
 
     Give either ``compute_seconds`` or all of ``forward_seconds_per_sample``,
     ``batch_size`` and ``backward_seconds``; ``compute`` is the per-iteration
@@ -293,8 +296,9 @@ class Job:
     ----------
     id
         Unique name.
-    gpus
-        ``G_j``: number of GPUs, one worker per GPU.
+    num_gpus
+        ``G_j``: number of GPUs, one worker per GPU (the field ``gpus`` of
+        the instance file).
     iterations
         ``F_j``: iterations to run.
     gradient_mb
@@ -306,7 +310,7 @@ class Job:
     """
 
     id: str
-    gpus: int
+    num_gpus: int
     iterations: int
     gradient_mb: float
     compute_seconds: float | None = None
@@ -320,7 +324,7 @@ class Job:
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
             raise InputError("must be a non-empty string", where="id")
-        _integer(self.gpus, "gpus", 1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
+        _integer(self.num_gpus, "gpus", 1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
         _integer(self.iterations, "iterations", 1, MAX_ITERATIONS)
         _finite_positive(self.gradient_mb, "gradient_mb", allow_zero=True)
         split = (self.forward_seconds_per_sample, self.batch_size, self.backward_seconds)
@@ -366,7 +370,7 @@ class Job:
             v = getattr(self, f.name)
             if v is None or (f.name == "arrival" and v == 0):
                 continue
-            out[f.name] = v
+            out[FILE_FIELD.get(f.name, f.name)] = v
         return out
 
 
@@ -402,9 +406,9 @@ class ProblemData:
                     where=f"{where}.id",
                 )
             seen[job.id] = j
-            if job.gpus > n_gpus:
+            if job.num_gpus > n_gpus:
                 raise InputError(
-                    f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {n_gpus}",
+                    f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {n_gpus}",
                     where=f"{where}.gpus",
                 )
             if self.cost.time_model == "slotted":
@@ -480,7 +484,8 @@ class ProblemData:
         jobs_doc = top["jobs"]
         if not isinstance(jobs_doc, list):
             raise InputError("must be a list of jobs", where="jobs")
-        job_fields = {f.name for f in fields(Job)}
+        job_fields = {FILE_FIELD.get(f.name, f.name) for f in fields(Job)}
+        attr_of = {v: k for k, v in FILE_FIELD.items()}
         jobs = []
         for j, jd in enumerate(jobs_doc):
             where = f"jobs[{j}]"
@@ -489,7 +494,7 @@ class ProblemData:
                 jd, where, required={"id", "gpus", "iterations", "gradient_mb"}, optional=job_fields
             )
             try:
-                jobs.append(Job(**jd))
+                jobs.append(Job(**{attr_of.get(k, k): v for k, v in jd.items()}))
             except InputError as err:
                 raise err.located(prefix=where) from None
         name = top.get("name", "instance")

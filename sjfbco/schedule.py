@@ -203,9 +203,9 @@ def check_schedule(data: ProblemData, schedule: Schedule) -> list[list[int]]:
     out: list[list[int]] = []
     for j, job in enumerate(data.jobs):
         pairs = schedule.gpus[j]
-        if len(pairs) != job.gpus:
+        if len(pairs) != job.num_gpus:
             raise ScheduleError(
-                f"job {job.id!r} is given {len(pairs)} GPUs; it asks for {job.gpus}"
+                f"job {job.id!r} is given {len(pairs)} GPUs; it asks for {job.num_gpus}"
             )
         st = schedule.start[j]
         if isinstance(st, bool) or not isinstance(st, int) or st < 0:

@@ -49,7 +49,7 @@ def tiny_instance(k: int) -> ProblemData:
     jobs = tuple(
         Job(
             f"j{i}",
-            gpus=rng.choice([1, 1, 2, 4]),
+            num_gpus=rng.choice([1, 1, 2, 4]),
             iterations=rng.randint(5, 60),
             gradient_mb=rng.choice([0.0, 10.0, 50.0]),
             compute_seconds=rng.choice([0.05, 0.2]),
@@ -278,18 +278,6 @@ def test_expand_inputs(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(B.BatchError, match="holds no"):
         B.expand_inputs([str(tmp_path / "empty")])
-
-
-def test_parse_params() -> None:
-    got = B.parse_params(
-        ["kappa=4", "sjf-bco.lam=2.5", "ties=plain", 'ls.order="sjf"'], ["sjf-bco", "ls"]
-    )
-    assert got == {
-        "sjf-bco": {"kappa": 4, "lam": 2.5, "ties": "plain"},
-        "ls": {"kappa": 4, "ties": "plain", "order": "sjf"},
-    }
-    with pytest.raises(B.BatchError, match="expected NAME=VALUE"):
-        B.parse_params(["kappa"], ["ls"])
 
 
 def test_summary_mean_gap_and_wins() -> None:

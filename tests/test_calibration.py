@@ -73,7 +73,7 @@ def synthetic_csv(tmp_path: Path, form: str, name: str = "synthetic") -> Path:
         for b in BATCHES:
             job = Job(
                 "j",
-                gpus=sum(counts),
+                num_gpus=sum(counts),
                 iterations=1,
                 gradient_mb=TRUE["gradient_mb"],
                 compute_seconds=TRUE["compute_fixed"] + TRUE["compute_per_sample"] * b,

@@ -28,7 +28,7 @@ from sjfbco.cost import (
     sharing_factor,
 )
 from sjfbco.problem import InputError
-from sjfbco.solvers import HEURISTICS
+from sjfbco.solvers import heuristics
 from tests.bruteforce import brute_force
 from tests.conftest import instance_and_schedule
 from tests.test_evaluate import _check_against_oracle
@@ -39,8 +39,8 @@ CL = Cluster((4, 4, 4), bandwidth_intra=100.0, bandwidth_inter=10.0, gpu_speed=5
 EXT = CostParams(
     xi1=1.0, xi2=0.01, alpha=0.5, slot_seconds=10.0, node_sharing=0.5, two_server_sharing=0.25
 )
-JOB4 = Job("four", gpus=4, iterations=100, gradient_mb=8.0, compute_seconds=0.2)
-JOB8 = Job("eight", gpus=8, iterations=100, gradient_mb=8.0, compute_seconds=0.2)
+JOB4 = Job("four", num_gpus=4, iterations=100, gradient_mb=8.0, compute_seconds=0.2)
+JOB8 = Job("eight", num_gpus=8, iterations=100, gradient_mb=8.0, compute_seconds=0.2)
 
 
 def test_sharing_terms_by_hand() -> None:
@@ -166,7 +166,7 @@ def test_best_shape_beats_every_placement(caps: tuple[int, ...], w: int, ext: di
         return
     cl = Cluster(caps, bandwidth_intra=100.0, bandwidth_inter=10.0, gpu_speed=50.0)
     cost = CostParams(alpha=0.5, slot_seconds=100.0, **ext)
-    job = Job("j", gpus=w, iterations=1, gradient_mb=8.0, compute_seconds=0.2)
+    job = Job("j", num_gpus=w, iterations=1, gradient_mb=8.0, compute_seconds=0.2)
 
     def tau(counts: tuple[int, ...]) -> float:
         n, g = shape_of(counts)
@@ -216,7 +216,7 @@ def test_evaluator_matches_the_oracle_with_the_extended_form(case: tuple) -> Non
 @settings(max_examples=25)
 @given(tiny_instances(extended=True))
 def test_bound_and_exact_optimum_with_the_extended_form(data: ProblemData) -> None:
-    heur = {name: solve(data, name) for name in sorted(HEURISTICS)}
+    heur = {name: solve(data, name) for name in sorted(heuristics())}
     for res in heur.values():
         assert res.schedule is not None
         assert res.makespan == evaluate(data, res.schedule).makespan

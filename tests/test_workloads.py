@@ -51,7 +51,7 @@ CLAIM_SEEDS = range(10)
 def test_size_mix_is_exact_for_160() -> None:
     assert size_mix(160) == {1: 80, 2: 14, 4: 26, 8: 30, 16: 8, 32: 2}
     data = paper_instance(20, 0)
-    assert Counter(job.gpus for job in data.jobs) == Counter(SIZE_MIX_160)
+    assert Counter(job.num_gpus for job in data.jobs) == Counter(SIZE_MIX_160)
     assert data.num_jobs == 160
 
 
@@ -76,7 +76,7 @@ def test_size_mix_sums_and_stays_within_one_of_the_quota(jobs: int) -> None:
 @pytest.mark.parametrize("jobs", [1, 7, 33, 161, 500])
 def test_other_job_counts(jobs: int) -> None:
     data = paper_instance(15, 3, jobs=jobs)
-    counts = Counter(job.gpus for job in data.jobs)
+    counts = Counter(job.num_gpus for job in data.jobs)
     assert {g: counts.get(g, 0) for g in SIZE_MIX_160} == size_mix(jobs)
     assert len({job.id for job in data.jobs}) == jobs
 
@@ -144,7 +144,7 @@ def test_randint_reaches_both_ends() -> None:
 
 
 def test_job_order_is_shuffled() -> None:
-    sizes = [j.gpus for j in paper_instance(20, 0).jobs]
+    sizes = [j.num_gpus for j in paper_instance(20, 0).jobs]
     assert sizes != sorted(sizes) and sizes != sorted(sizes, reverse=True)
 
 
@@ -228,7 +228,7 @@ def test_paper_shares(paper_cal: Conditions) -> None:
 
 def test_prototype_preset() -> None:
     cal = _conditions("prototype")
-    # spec section 7's starting point: tau of jobs inside one server in [0.022, 0.041]
+    # docs/model.md section 7's starting point: tau of jobs inside one server in [0.022, 0.041]
     assert cal.tau_best_one_server.lo >= 0.022 and cal.tau_best_one_server.hi <= 0.0411
     # but split VGG-16 jobs exceed 0.05 slots, and contention at p = 2 passes 15%
     assert cal.tau_split.hi > 0.055

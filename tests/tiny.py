@@ -46,7 +46,7 @@ def tiny_instances(
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=draw(st.integers(1, min(4, sum(caps)))),
+            num_gpus=draw(st.integers(1, min(4, sum(caps)))),
             iterations=draw(st.integers(1, 24)),
             gradient_mb=draw(st.sampled_from(gradients)),
             compute_seconds=draw(st.sampled_from([0.2, 0.3])),

@@ -75,8 +75,14 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="K=V",
-        help="solver parameter for every solver, or SOLVER.K=V for one "
-        "(repeatable; values read as JSON when possible)",
+        help="solver parameter for every solver that has it, or SOLVER.K=V for one "
+        "(repeatable; converted by the parameter's type)",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="solver parameters from a TOML file (top-level keys for every solver that has "
+        "them, [SOLVER] tables for one); --param wins",
     )
     p.add_argument(
         "--plugin",
@@ -105,7 +111,10 @@ def run(args: argparse.Namespace) -> int:
         raise batch.BatchError("--address needs --engine dask")
     batch.check_solvers(solvers, args.plugin)
     instances = batch.expand_inputs(args.inputs)
-    params = batch.parse_params(args.param, solvers)
+    from sjfbco.params import load_config, solver_params
+
+    config = load_config(args.config) if args.config else None
+    params = solver_params(solvers, args.param, config)
     tasks = batch.make_tasks(
         instances,
         solvers,

@@ -17,7 +17,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "generate",
         help="write a generated instance (the paper's workload)",
-        description="Draw an instance of the paper's synthetic workload (spec section 7; "
+        description="Draw an instance of the paper's synthetic workload (docs/model.md section 7; "
         "docs/workload.md): the 160-job size mix scaled to --jobs, servers of "
         "4/8/16/32 GPUs, iterations in [1000, 6000], models from the measured "
         "table. The same arguments always give the same file.",
@@ -37,7 +37,7 @@ def add_parser(sub: Any) -> None:
         default="paper",
         metavar="NAME|FILE.json",
         help="cost constants and model table (default paper: calibrated, 200 Gb/s-class "
-        "links, 3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
+        "links, 3.5 s slots; prototype: docs/model.md section 7's starting point, 100 Gb/s, "
         "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots; measured: fitted to the Pollux "
         "step times, extended form, docs/calibration.md), or a preset file written by "
         "'sjfbco calibrate -o'",

@@ -15,8 +15,8 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "reproduce",
         help="rerun the paper's experiments (Figs. 4 to 7) with tables and plots",
-        description="Run the paper's experiments (spec section 7; docs/reproduction.md) on "
-        "generated instances over several seeds, in parallel, and write per figure "
+        description="Run the paper's experiments (docs/model.md section 7; docs/reproduction.md) "
+        "on generated instances over several seeds, in parallel, and write per figure "
         "a tidy CSV, a PNG plot and a Markdown table with the paper's values "
         "beside ours (also printed). Fig. 4: SJF-BCO, LS, FF, RAND at 20 servers; "
         "Fig. 5: SJF-BCO against a fixed kappa; Fig. 6: the four policies at 10, "
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         reproduce,
     )
     from sjfbco.params import field_names, parse_kv
-    from sjfbco.solvers import PARAMS
+    from sjfbco.solvers import spec_of
     from sjfbco.workloads.paper import PRESETS
 
     if args.seeds is not None and args.seeds < 1:
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
     base = Settings.quick(args.seeds) if args.quick else Settings(seeds=args.seeds or 10)
     options = parse_kv(args.param)
-    known = set().union(*(field_names(PARAMS[s]) for s in SOLVERS if s in PARAMS))
+    known = set().union(*(field_names(spec_of(s).params) for s in SOLVERS))
     for key in options:
         if key not in known:
             raise ValueError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")

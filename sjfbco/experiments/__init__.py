@@ -1,4 +1,4 @@
-"""The paper's experiments (spec section 7): tasks, runs, tidy tables, plots.
+"""The paper's experiments (docs/model.md section 7): tasks, runs, tidy tables, plots.
 
 - :mod:`sjfbco.experiments.reproduce`: the four experiments (Figs. 4 to 7) as
   data, run in parallel, written as tidy CSV and Markdown tables beside the

@@ -1,4 +1,4 @@
-"""The paper's four experiments as data (spec section 7): tasks, parallel runs, tidy tables.
+"""The paper's four experiments as data (docs/model.md s. 7): tasks, runs, tidy tables.
 
 Each figure is a list of :class:`Task` s, one per (figure, servers, seed,
 solver, parameter value). A task generates its instance with
@@ -45,7 +45,8 @@ from typing import Any
 
 from sjfbco.files import atomic_write_text
 from sjfbco.params import field_names
-from sjfbco.solvers import PARAMS, solve
+from sjfbco.solvers import SOLVERS as REGISTRY
+from sjfbco.solvers import solve
 from sjfbco.workloads.paper import Preset, paper_instance
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,7 @@ COLUMNS: tuple[str, ...] = (
     "runtime_s",
 )
 
-#: The paper's values (slots), read from its plots (spec section 7), one run each.
+#: The paper's values (slots), read from its plots (docs/model.md section 7), one run each.
 PAPER: dict[str, Any] = {
     "4": {
         "makespan": {"sjf-bco": 535, "ls": 595, "ff": 719, "rand": 1128},
@@ -152,8 +153,8 @@ class Settings:
 
 
 def _param_names(solver: str) -> set[str]:
-    cls = PARAMS.get(solver)
-    return field_names(cls) if cls is not None else set()
+    spec = REGISTRY.get(solver)
+    return field_names(spec.params) if spec is not None else set()
 
 
 @dataclass(frozen=True)

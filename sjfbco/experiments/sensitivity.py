@@ -1,4 +1,4 @@
-"""Sensitivity of the paper's comparison to each Decision (spec sections 5 to 7).
+"""Sensitivity of the paper's comparison to each Decision (docs/model.md sections 5 to 7).
 
 Each :class:`Variant` changes one Decision or constant from the defaults and
 reruns Fig. 6 (the four policies at 10, 15 and 20 servers; its 20-server
@@ -68,7 +68,7 @@ VARIANTS: tuple[Variant, ...] = (
     ),
     Variant(
         "preset prototype",
-        "spec section 7's starting constants: 11,700 MB/s links, xi2 0.01 s, 4 s slot",
+        "docs/model.md section 7's starting constants: 11,700 MB/s links, xi2 0.01 s, 4 s slot",
         preset="prototype",
     ),
     Variant("preset 10gbe", "Wang et al.'s 10 GbE links (1,170 MB/s), 36 s slot", preset="10gbe"),

@@ -1,4 +1,4 @@
-"""The paper's baselines (spec section 6) and related list schedulers.
+"""The paper's baselines (docs/model.md section 6) and related list schedulers.
 
 All run on the placement machinery of :mod:`sjfbco.solvers.placement`, take the
 same assignment mode and job-order options as SJF-BCO, and are scored by the
@@ -21,13 +21,13 @@ with ``order=sjf`` as an option.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sjfbco.params import make_params
-from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import ListParams, check_count, prepare, run_list_scheduler
+from sjfbco.solvers.contract import SolverOutput, register
+from sjfbco.solvers.placement import AssignmentMode
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 def _sizes(data: ProblemData) -> list[int]:
-    return [job.gpus for job in data.jobs]
+    return [job.num_gpus for job in data.jobs]
 
 
 def _first_fit_rule(data: ProblemData) -> Rule:
@@ -51,16 +51,22 @@ def _first_fit_rule(data: ProblemData) -> Rule:
 
 
 @register("ff", ListParams)
-def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+def ff(
+    data: ProblemData, params: ListParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """FF: first fit, server by server, within theta; theta bisected."""
+    prep = prepare(data, params)
     return run_list_scheduler(
         prep, [(None, _first_fit_rule(data))], bisect=True, time_limit=time_limit
     )
 
 
 @register("ls", ListParams)
-def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params), indexed=True)
+def ls(
+    data: ProblemData, params: ListParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """LS: the least-loaded GPUs within theta, whatever their servers; theta bisected."""
+    prep = prepare(data, params, indexed=True)
     sizes = _sizes(data)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
@@ -72,8 +78,11 @@ def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any)
 
 
 @register("rand", ListParams)
-def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+def rand(
+    data: ProblemData, params: ListParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """RAND: random GPUs (seeded), no theta limit."""
+    prep = prepare(data, params)
     sizes = _sizes(data)
     rng = np.random.default_rng(seed)
 
@@ -95,10 +104,12 @@ class LWFParams(ListParams):
 
 
 @register("lwf", LWFParams)
-def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(LWFParams, params)
-    prep = prepare(data, p, indexed=True)
-    rule_params = SJFBCOParams(kappa=p.kappa, ties="plain", lam=1.0)
+def lwf(
+    data: ProblemData, params: LWFParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """LWF-kappa: least-workload GPUs up to kappa GPUs, least busy servers above."""
+    prep = prepare(data, params, indexed=True)
+    rule_params = SJFBCOParams(kappa=params.kappa, ties="plain", lam=1.0)
     rules: list[tuple[object, Rule]] = [
         (k, sjf_bco_rule(data, k, rule_params)) for k in kappa_candidates(data, rule_params)
     ]
@@ -107,10 +118,19 @@ def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
     )
 
 
-@register("fifo-gang", ListParams)
-def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(ListParams, {"mode": "timestepped", **params})
-    prep = prepare(data, p)
+@dataclass(frozen=True)
+class FifoGangParams(ListParams):
+    """FIFO-gang runs in the ``timestepped`` mode by default (it starts jobs as GPUs free up)."""
+
+    mode: AssignmentMode = "timestepped"
+
+
+@register("fifo-gang", FifoGangParams)
+def fifo_gang(
+    data: ProblemData, params: FifoGangParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """FIFO-gang: input order, each job started when enough GPUs are idle, first fit."""
+    prep = prepare(data, params)
     return run_list_scheduler(
         prep, [(None, _first_fit_rule(data))], bisect=False, time_limit=time_limit
     )

@@ -1,4 +1,4 @@
-"""Per-job figures behind the paper's aggregate conditions (spec section 7).
+"""Per-job figures behind the paper's aggregate conditions (docs/model.md section 7).
 
 The paper states three conditions on its workload without giving the
 constants behind them: ``tau`` in [0.01, 0.05] slots, ``rho_hat`` in
@@ -90,13 +90,13 @@ def worst_contention(data: ProblemData) -> int:
     largest server's GPU count, and at most the number of jobs that can split
     (``G_j >= 2``).
     """
-    splittable = sum(1 for job in data.jobs if job.gpus >= 2)
+    splittable = sum(1 for job in data.jobs if job.num_gpus >= 2)
     return max(1, min(max(data.cluster.gpus_per_server), splittable))
 
 
 def _even_split_time(job: Job, n: int, p: int, cluster: Cluster, cost: CostParams) -> float:
     """``tau`` in seconds of ``job`` spread as evenly as possible over ``n`` servers."""
-    return iteration_time(job, n, p, cluster, cost, max_per_server=-(-job.gpus // n))
+    return iteration_time(job, n, p, cluster, cost, max_per_server=-(-job.num_gpus // n))
 
 
 def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[JobFigures]:
@@ -114,8 +114,8 @@ def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[Job
         tau = partial(_even_split_time, job, cluster=cl, cost=cost)
         n_best = best_servers(job, cl, cost)
         best = best_iteration_time(job, cl, cost)
-        can_split = job.gpus >= 2 and cl.num_servers >= 2
-        n_wide = min(job.gpus, cl.num_servers)
+        can_split = job.num_gpus >= 2 and cl.num_servers >= 2
+        n_wide = min(job.num_gpus, cl.num_servers)
         seconds, narrow, broad = {}, {}, {}
         for p in levels:
             if p >= 1 and can_split:
@@ -127,7 +127,7 @@ def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[Job
             broad[p] = (seconds[p] - job.compute) / seconds[p]
         out.append(
             JobFigures(
-                gpus=job.gpus,
+                gpus=job.num_gpus,
                 iterations=job.iterations,
                 needs_split=n_best > 1,
                 tau_best=best / slot,

@@ -1,4 +1,4 @@
-"""The paper's synthetic workload (spec section 7; Yu et al., MobiHoc 2022, section 6).
+"""The paper's synthetic workload (docs/model.md section 7; Yu et al., MobiHoc 2022, section 6).
 
 :func:`paper_instance` draws one instance: a job-size mix scaled from the
 Microsoft Philly trace (160 jobs: 80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16,
@@ -202,7 +202,7 @@ class Preset:
                     f"must have exactly the fields {names}", where=f"models[{i}]"
                 ) from None
             try:
-                Job(id="probe", gpus=1, iterations=1, **models[-1].job_fields())
+                Job(id="probe", num_gpus=1, iterations=1, **models[-1].job_fields())
             except InputError as err:
                 raise err.located(prefix=f"models[{i}]") from None
         c, k = probe.cluster, probe.cost
@@ -256,7 +256,7 @@ PRESETS: dict[str, Preset] = {
     # Calibrated: 200 Gb/s-class inter-server links (HDR InfiniBand), 5 ms per server and
     # iteration; tau, rho_min and the 15% share hold as far as they can together.
     "paper": Preset("paper", slot_seconds=3.5, bandwidth_inter=23_400.0, xi2=0.005),
-    # The starting point of spec section 7 (a prototype's): 100 Gb/s-class links, 10 ms.
+    # The starting point of docs/model.md section 7 (a prototype's): 100 Gb/s-class links, 10 ms.
     "prototype": Preset("prototype", slot_seconds=4.0, bandwidth_inter=11_700.0, xi2=0.01),
     # Wang et al.'s measured 10 GbE: communication dominates split jobs, so the paper's
     # aggregate conditions cannot all hold. The 36 s slot is the shortest that keeps
@@ -367,7 +367,7 @@ def paper_instance(
     name: str | None = None,
     models: Sequence[Model] | None = None,
 ) -> ProblemData:
-    """One instance of the paper's workload (spec section 7).
+    """One instance of the paper's workload (docs/model.md section 7).
 
     Parameters
     ----------
@@ -411,7 +411,7 @@ def paper_instance(
     for k, g in enumerate(sizes):
         model = models[_randint(rng, 0, len(models) - 1)]
         iters = _randint(rng, *ITERATIONS)
-        out.append(Job(id=f"j{k:0{width}d}", gpus=g, iterations=iters, **model.job_fields()))
+        out.append(Job(id=f"j{k:0{width}d}", num_gpus=g, iterations=iters, **model.job_fields()))
     label = name if name is not None else instance_name(servers, seed, jobs, p.name)
     try:
         return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
@@ -439,7 +439,7 @@ def min_safe_slot(preset: str | Preset, models: Sequence[Model] | None = None) -
     worst = 0.0
     for model in models:
         for g in SIZE_MIX_160:
-            job = Job(id="probe", gpus=g, iterations=1, **model.job_fields())
+            job = Job(id="probe", num_gpus=g, iterations=1, **model.job_fields())
             if g == 1:
                 worst = max(worst, iteration_time(job, 1, 0, cluster, cost))
                 continue

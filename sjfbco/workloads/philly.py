@@ -178,7 +178,7 @@ def philly_instances(
     )
 
 
-#: Cost constants of :func:`philly_workload`: the spec's preset (``b_inter`` 11,700 MB/s,
+#: Cost constants of :func:`philly_workload`: the preset (``b_inter`` 11,700 MB/s,
 #: ``b_intra`` 50,000 MB/s, ``C`` 20,000 MB/s, ``alpha`` 0.275, ``xi1`` 1, ``xi2`` 0.01 s)
 #: with a 60 s slot (the trace's times are minutes to hours).
 PHILLY_COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=60.0)

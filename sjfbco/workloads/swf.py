@@ -98,6 +98,8 @@ def read_swf(
             jobs.append(TraceJob(f"swf-{number}", submit, run, gpus, line_no))
     ids = [j.id for j in jobs]
     if len(set(ids)) != len(ids):  # job numbers repeat: fall back to line numbers
-        jobs = [TraceJob(f"swf-line{j.line}", j.submit, j.duration, j.gpus, j.line) for j in jobs]
+        jobs = [
+            TraceJob(f"swf-line{j.line}", j.submit, j.duration, j.num_gpus, j.line) for j in jobs
+        ]
     report.kept = len(jobs)
     return jobs, report
