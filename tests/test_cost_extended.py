@@ -147,7 +147,7 @@ def _placements(caps: tuple[int, ...], w: int) -> list[tuple[int, ...]]:
     return [c for c in itertools.product(*ranges) if sum(c) == w]
 
 
-@settings(max_examples=200)
+@settings(max_examples=120)
 @given(
     caps=st.lists(st.integers(1, 4), min_size=1, max_size=4).map(tuple),
     w=st.integers(1, 12),
@@ -207,13 +207,13 @@ def test_extended_cost_round_trips_through_json() -> None:
     assert ProblemData.from_dict(doc) == data
 
 
-@settings(max_examples=150)
+@settings(max_examples=80)
 @given(instance_and_schedule(extended=True))
 def test_evaluator_matches_the_oracle_with_the_extended_form(case: tuple) -> None:
     _check_against_oracle(*case)
 
 
-@settings(max_examples=25)
+@settings(max_examples=12)
 @given(tiny_instances(extended=True))
 def test_bound_and_exact_optimum_with_the_extended_form(data: ProblemData) -> None:
     heur = {name: solve(data, name) for name in sorted(heuristics())}
