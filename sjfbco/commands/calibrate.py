@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
-    from sjfbco.calibration.fit import FitReport
+    from sjfbco.calibration.contention import ContentionReport
+    from sjfbco.calibration.fit import FitReport, Scores
 
 
 def add_parser(sub: Any) -> None:
@@ -71,7 +72,7 @@ _PARAM_COLUMNS = (
 )
 
 
-def _score_row(r: FitReport | Any) -> dict[str, Any]:
+def _score_row(r: FitReport | ContentionReport) -> dict[str, Any]:
     s, h = r.scores, r.heldout_scores
     return {
         "model": r.model,
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         for doc in [r.to_json() for r in reports] + [c.to_json() for c in cont]:
             print(json.dumps(doc), flush=True)
         return 0
-    rows = [_score_row(r) for r in [*reports, *cont]]
+    rows = [_score_row(r) for r in reports] + [_score_row(c) for c in cont]
     cols = ["model", "form", "rows", "r2", "median", "max"]
     cols += ["heldout_r2", "heldout_median", "heldout_max"]
     print(format_table(rows, cols))
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _preset_row(model: str, s: Any) -> dict[str, Any]:
+def _preset_row(model: str, s: Scores) -> dict[str, Any]:
     return {
         "model": model,
         "r2": round(s.r2, 3),
