@@ -186,7 +186,7 @@ def test_best_shape_beats_every_placement(caps: tuple[int, ...], w: int, ext: di
     [
         ("overlap_exponent", 0.5, r"cost.overlap_exponent: must be in \[1, 50"),
         ("overlap_exponent", 51.0, r"cost.overlap_exponent: must be in \[1, 50"),
-        ("node_sharing", -0.1, "cost.node_sharing: must be >= 0"),
+        ("node_sharing", -0.1, r"cost.node_sharing: must be in \[0, 1\], got -0.1"),
         ("node_sharing", 1.5, r"cost.node_sharing: must be in \[0, 1\]"),
         ("two_server_sharing", 2.0, r"cost.two_server_sharing: must be in \[0, 1\]"),
         ("two_server_sharing", math.nan, "cost.two_server_sharing: must be a finite number"),

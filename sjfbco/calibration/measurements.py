@@ -20,17 +20,17 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sjfbco.files import MAX_FILE_BYTES
+from sjfbco.files import read_text
 from sjfbco.problem import InputError
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterator, Sequence
 
 STEP_COLUMNS: tuple[str, ...] = ("placement", "local_bsz", "step_time")
@@ -147,23 +147,7 @@ def parse_placement(text: str) -> tuple[int, ...]:
 def _rows(path: str | os.PathLike[str]) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """Header and ``(line, cells)`` rows of a CSV file; file problems as ``InputError``."""
     src = str(path)
-    try:
-        size = os.path.getsize(path)
-    except FileNotFoundError:
-        raise InputError("no such file", source=src) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}", source=src)
-    try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=src) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=src) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
+    text = read_text(path)  # regular files only, within the size limit; errors name the file
     lines = text.splitlines()
     try:
         parsed = list(csv.reader(lines))
