@@ -33,7 +33,6 @@ from threadpoolctl import threadpool_limits
 
 from sjfbco.calibration.fit import (
     BANDWIDTH_INTRA,
-    EXTENSION_PARAMS,
     GPU_SPEED,
     Scores,
     param_names,
@@ -149,8 +148,11 @@ def fit_preset(
         alpha=contention.params["alpha"] if contention is not None else DEFAULT_ALPHA,
         xi1=1.0,
         xi2=float(common["xi2"]),
+        degradation="linear",
         time_model="continuous",
-        **{k: float(common[k]) for k in EXTENSION_PARAMS if k in common},
+        overlap_exponent=float(common.get("overlap_exponent", 1.0)),
+        node_sharing=float(common.get("node_sharing", 0.0)),
+        two_server_sharing=float(common.get("two_server_sharing", 0.0)),
         models=tuple(models),
     )
     params = {
