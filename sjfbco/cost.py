@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
 
 import numpy as np
 
+from sjfbco.errors import InputError
+
 if TYPE_CHECKING:
     from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
@@ -43,7 +45,7 @@ DEGRADATIONS: dict[str, Degradation] = {
 }
 
 
-class ConfigurationError(ValueError):
+class ConfigurationError(InputError):
     """The cost constants make the model meaningless (e.g. ``tau`` > 1 slot)."""
 
 

@@ -29,6 +29,7 @@ from scipy.optimize import least_squares
 from sjfbco.calibration.fit import LOSS_SCALE, Scores
 from sjfbco.calibration.measurements import ContentionTimes
 from sjfbco.cost import degradation_factor
+from sjfbco.errors import InputError
 from sjfbco.problem import CostParams
 
 DEGRADATION_FORMS: tuple[str, ...] = ("linear", "power")
@@ -82,7 +83,7 @@ def predict(params: dict[str, float], rows: ContentionTimes, degradation: str) -
 
 def _fit(rows: ContentionTimes, degradation: str) -> dict[str, float]:
     if len(rows) < len(PARAMS):
-        raise ValueError(
+        raise InputError(
             f"{rows.source}: {rows.model!r} has {len(rows)} rows; the fit needs {len(PARAMS)}"
         )
     alone = rows.jobs == 1
@@ -109,12 +110,12 @@ def fit_contention(
 ) -> ContentionReport:
     """Fit ``alpha``, ``b_inter`` and latency; held out by contention level ``k``."""
     if degradation not in DEGRADATION_FORMS:
-        raise ValueError(
+        raise InputError(
             f"unknown degradation {degradation!r}; known: {', '.join(DEGRADATION_FORMS)}"
         )
     levels = np.unique(rows.jobs)
     if len(levels) < 3:
-        raise ValueError(
+        raise InputError(
             f"{rows.source}: {rows.model!r} has {len(levels)} contention levels; "
             "fitting alpha and holding levels out needs at least 3 distinct 'jobs' values"
         )

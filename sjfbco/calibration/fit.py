@@ -52,6 +52,7 @@ from threadpoolctl import threadpool_limits
 
 from sjfbco.calibration.measurements import StepTimes
 from sjfbco.cost import iteration_seconds
+from sjfbco.errors import InputError
 from sjfbco.problem import MAX_OVERLAP_EXPONENT, CostParams
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def param_names(form: str) -> tuple[str, ...]:
         return PAPER_PARAMS
     if form == "extended":
         return PAPER_PARAMS + EXTENSION_PARAMS
-    raise ValueError(f"unknown form {form!r}; known: {', '.join(FORMS)}")
+    raise InputError(f"unknown form {form!r}; known: {', '.join(FORMS)}")
 
 
 def cost_of(params: dict[str, float]) -> CostParams:
@@ -246,7 +247,7 @@ def fit_params(
     """Least-squares parameters of ``form`` for ``rows`` (see the module docstring)."""
     names = param_names(form)
     if len(rows) < len(names):
-        raise ValueError(
+        raise InputError(
             f"{rows.source}: model {rows.model!r} has {len(rows)} rows; the {form} form "
             f"fits {len(names)} parameters"
         )
@@ -264,9 +265,9 @@ def placement_folds(rows: StepTimes, folds: int, seed: int = 0) -> np.ndarray:
     """Fold of every row: placements shuffled with ``seed``, dealt round-robin to ``folds``."""
     groups = np.unique(rows.placement)
     if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise ValueError(f"--folds must be an integer >= 2, got {folds!r}")
+        raise InputError(f"--folds must be an integer >= 2, got {folds!r}")
     if folds > len(groups):
-        raise ValueError(
+        raise InputError(
             f"{rows.source}: model {rows.model!r} has {len(groups)} placements; "
             f"--folds {folds} needs at least as many"
         )
@@ -298,7 +299,7 @@ def _fit_model(rows: StepTimes, form: str, folds: int, seed: int) -> FitReport:
         test = fold == k
         train = rows.subset(~test)
         if len(train) < len(names):
-            raise ValueError(
+            raise InputError(
                 f"{rows.source}: model {rows.model!r}: fold {k} leaves {len(train)} rows to "
                 f"fit {len(names)} parameters; use fewer --folds"
             )

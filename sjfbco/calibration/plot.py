@@ -9,6 +9,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from sjfbco.errors import InputError
 from sjfbco.experiments.plots import save
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def plot_fits(
     """Held-out predictions against measurements; grey band: +-10%. Written atomically."""
     panels = len(reports) + len(contention)
     if panels == 0:
-        raise ValueError("nothing to plot")
+        raise InputError("nothing to plot")
     cols = min(3, panels)
     rows = math.ceil(panels / cols)
     fig = Figure(figsize=(3.4 * cols, 3.3 * rows), layout="constrained")

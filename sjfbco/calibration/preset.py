@@ -39,6 +39,7 @@ from sjfbco.calibration.fit import (
     predict,
     solve_bounded,
 )
+from sjfbco.errors import InputError
 from sjfbco.workloads.models import Model
 from sjfbco.workloads.paper import Preset
 
@@ -91,10 +92,10 @@ def fit_preset(
 ) -> PresetFit:
     """Fit one cluster to every model of ``reports`` (all of one form), starting from them."""
     if not reports:
-        raise ValueError("a preset needs at least one model's step times")
+        raise InputError("a preset needs at least one model's step times")
     form = reports[0].form
     if any(r.form != form for r in reports):
-        raise ValueError("all models of a preset must be fitted with the same form")
+        raise InputError("all models of a preset must be fitted with the same form")
     names = param_names(form)
     shared = [n for n in names if n not in PER_MODEL]
     layout = shared + [f"{r.model}:{n}" for r in reports for n in PER_MODEL]

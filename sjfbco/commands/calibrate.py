@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.errors import InputError
+
 if TYPE_CHECKING:
     import argparse
 
@@ -94,14 +96,14 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.tables import format_table
 
     if args.output is not None and not args.output.endswith(".json"):
-        raise ValueError(f"-o: the preset file must end in .json, got {args.output!r}")
+        raise InputError(f"-o: the preset file must end in .json, got {args.output!r}")
     if args.plot is not None and not args.plot.lower().endswith(".png"):
-        raise ValueError(f"--plot: must be a .png file, got {args.plot!r}")
+        raise InputError(f"--plot: must be a .png file, got {args.plot!r}")
     if args.folds < 2:
-        raise ValueError(f"--folds: must be >= 2, got {args.folds}")
+        raise InputError(f"--folds: must be >= 2, got {args.folds}")
     steps, contention = read_all(args.measurements)  # every file checked before any fit
     if args.output is not None and not steps:
-        raise ValueError("-o: a preset needs step-time measurements; only contention was given")
+        raise InputError("-o: a preset needs step-time measurements; only contention was given")
     reports = [fit_model(rows, args.form, args.folds, args.seed) for rows in steps]
     cont = [
         fit_contention(rows, deg, args.folds, args.seed)
