@@ -12,4 +12,5 @@ COMMANDS: list[str] = [
     "convert",
     "online",
     "elastic",
+    "calibrate",
 ]
