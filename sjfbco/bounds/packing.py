@@ -4,11 +4,13 @@ Both families rest on two facts about every feasible schedule (``docs/algorithms
 
 (F1) *Run time.* A job ``j`` runs ``D_j >= rho_j`` slots, where ``rho_j`` =
 :func:`sjfbco.cost.min_run_time` is its run time alone on its best placement:
-one server avoids ``b_inter``, fewer servers pay less overhead, and a split
-job's rate at contention ``p >= 1`` is at most its rate at ``p = 1``
-(``f`` increases, ``k = max(1, xi1 p)``), so no placement and no contention
-makes it faster. In the slotted model ``D_j`` and ``rho_j`` are whole slots
-(``rho_j = ceil(F_j / rate)``), and so is the makespan.
+:func:`sjfbco.cost.best_shape` proves that no placement is faster at contention
+1 (in the paper's model the fewest servers; in the extended form the best
+shape), and contention ``p >= 1`` never speeds a split job up (``f``
+increases and ``k = max(1, xi1 p)``, so the communication time only grows, and
+the per-iteration time increases in it). In the slotted model ``D_j`` and
+``rho_j`` are whole slots (``rho_j = ceil(F_j / rate)``), and so is the
+makespan.
 
 (F2) *Capacity.* At any time the running jobs hold at most ``N`` GPUs
 (``sum G_j <= N``), and each GPU runs one job at a time, so the jobs on one GPU

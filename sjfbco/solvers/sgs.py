@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 from scipy.ndimage import minimum_filter1d
 
-from sjfbco.cost import slots_to_finish
+from sjfbco.cost import least_shape, slots_to_finish
 from sjfbco.evaluate import EPS, Simulator, dispatch
 from sjfbco.schedule import Schedule
 
@@ -312,7 +312,9 @@ def parallel_sgs(
 
 def alone_durations(data: ProblemData) -> np.ndarray:
     """``d[j, k]``: slots job ``j`` needs alone on ``k`` servers (``k = 0`` unused; split
-    jobs at contention 1), for ``k = 1 .. S`` capped at ``G_j`` servers (``inf`` beyond)."""
+    jobs at contention 1, with the fewest GPUs on the fullest server that ``k`` servers
+    allow, :func:`~sjfbco.cost.least_shape`), for ``k`` up to ``G_j`` servers; ``inf``
+    where ``k`` servers cannot hold the job or ``k > G_j``."""
     cl = data.cluster
     kmax = min(cl.num_servers, max((job.num_gpus for job in data.jobs), default=1))
     out = np.full((data.num_jobs, kmax + 1), np.inf)
@@ -320,7 +322,8 @@ def alone_durations(data: ProblemData) -> np.ndarray:
     for j, job in enumerate(data.jobs):
         lo = cl.min_servers_for(job.num_gpus)
         for k in range(lo, min(job.num_gpus, kmax) + 1):
-            out[j, k] = slots_to_finish(job.iterations, rates.alone(j, k), data.cost)
+            g = least_shape(cl, job.num_gpus, k).max_per_server
+            out[j, k] = slots_to_finish(job.iterations, rates.alone(j, k, g), data.cost)
     return out
 
 
