@@ -545,7 +545,7 @@ def space_table() -> str:
     from sjfbco.experiments.reproduce import md_table
 
     body = [[f"`{d.name}`", d.range_text(), d.why] for d in SPACE]
-    return md_table(["dimension", "range", "why"], body)
+    return md_table(["dimension", "range", "why"], body, left=3)
 
 
 def report(table: Sequence[Mapping[str, Any]]) -> str:
@@ -601,6 +601,34 @@ def report(table: Sequence[Mapping[str, Any]]) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def choice_table(table: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown: per choice of each categorical dimension, the complete trials that took
+    it, and their best and median distance (which Decisions the fit prefers)."""
+    from sjfbco.experiments.reproduce import md_table
+
+    done = [r for r in table if math.isfinite(_distance(r))]
+    body = []
+    for d in SPACE:
+        for c in d.choices:
+            ds = sorted(_distance(r) for r in done if r[d.name] == c)
+            failed = sum(1 for r in table if r[d.name] == c and not math.isfinite(_distance(r)))
+            body.append(
+                [
+                    f"`{d.name}`",
+                    c,
+                    str(len(ds)),
+                    str(failed),
+                    f"{ds[0]:.3f}" if ds else "-",
+                    f"{ds[len(ds) // 2]:.3f}" if ds else "-",
+                ]
+            )
+    return md_table(
+        ["dimension", "choice", "complete trials", "failed", "best distance", "median"],
+        body,
+        left=2,
+    )
 
 
 def _fmt(v: Any) -> str:

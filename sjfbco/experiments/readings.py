@@ -138,8 +138,39 @@ DEFAULT = Reading(
     {b: {"mode": "timestepped"} for b in ("ls", "ff", "rand")},
 )
 
+#: The best point of the joint fit (benchmarks/results/fit_trials.csv, trial 109: distance
+#: 0.276 over 5 seeds). It does not meet the paper-fit criterion (docs/reproduction.md):
+#: no reading in the searched ranges does, so there is no ``paper-fit`` reading.
+BEST_FIT_POINT: dict[str, Any] = {
+    "slot_scale": 2.0644475708874297,
+    "bandwidth_inter": 31160.661154774978,
+    "intra_over_inter": 7.799481261706359,
+    "gpu_speed": 128998.26990949463,
+    "xi1": 0.6590086779921012,
+    "xi2": 0.014869851556891458,
+    "alpha": 0.7332787110972672,
+    "degradation": "linear",
+    "mode_sjf_bco": "timestepped",
+    "mode_ls": "timestepped",
+    "mode_ff": "timestepped",
+    "mode_rand": "timestepped",
+    "baseline_order": "input",
+    "baseline_theta": "unlimited",
+    "estimate": "spread",
+    "horizon": "solver",
+    "ties": "fragment",
+}
+
+BEST_FIT = reading_of(
+    BEST_FIT_POINT,
+    "best-fit",
+    "the joint fit's closest reading to the paper's values (not a paper-fit: the paper's "
+    "claims do not all hold under it): 31 GB/s links, every policy timestepped, baselines "
+    "without a theta limit, rho_hat spread",
+)
+
 #: Readings by name (``sjfbco reproduce --reading NAME``).
-READINGS: dict[str, Reading] = {r.name: r for r in (DEFAULT, OFFLINE)}
+READINGS: dict[str, Reading] = {r.name: r for r in (DEFAULT, OFFLINE, BEST_FIT)}
 
 
 def get_reading(name: str) -> Reading:
