@@ -125,7 +125,9 @@ def test_claims_fail_when_the_shape_is_wrong() -> None:
 
 def test_readings_give_each_policy_its_parameters() -> None:
     assert get_reading("default") is DEFAULT and "default" in READINGS
-    with pytest.raises(ValueError, match="unknown reading 'nope'; known: default, offline, best-fit"):
+    with pytest.raises(
+        ValueError, match="unknown reading 'nope'; known: default, offline, best-fit"
+    ):
         get_reading("nope")
     r = Reading(
         "x",
