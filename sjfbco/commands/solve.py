@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import logging
 import string
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +14,7 @@ from sjfbco.commands import options
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
-    import argparse
+    from collections.abc import Iterator
 
 
 def add_parser(sub: Any) -> None:
@@ -19,8 +22,9 @@ def add_parser(sub: Any) -> None:
         "solve",
         help="solve instance files with a solver (or all heuristics)",
         description="Solve instances and report makespan, mean JCT, lower bound and gap; every "
-        "figure comes from the evaluator. Solvers: sjf-bco (default), ls, ff, rand, "
-        "lwf, fifo-gang, and the exact ones; 'all' runs every heuristic.",
+        "figure comes from the evaluator. Solvers: sjf-bco (default), list, ls, ff, rand, "
+        "lwf, fifo-gang, best (anytime search, default 10 s) and exact; 'all' runs every "
+        "heuristic.",
     )
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
     p.add_argument("--solver", default="sjf-bco", help="solver name or 'all' (default sjf-bco)")
@@ -58,7 +62,34 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="print one JSON object per run (one per line) and nothing else",
     )
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show search progress on stderr (best's improvements); default: when stderr "
+        "is a terminal",
+    )
     p.set_defaults(run=run)
+
+
+@contextlib.contextmanager
+def progress_lines(on: bool) -> Iterator[None]:
+    """While on, the solvers' INFO records (e.g. ``best``'s improvements) go to stderr."""
+    if not on:
+        yield
+        return
+    logger = logging.getLogger("sjfbco.solvers")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("sjfbco: %(message)s"))
+    handler.setLevel(logging.INFO)
+    saved = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,11 +116,12 @@ def run(args: argparse.Namespace) -> int:
                 "--schedule-out: several runs need {instance} and {solver} in the file name"
             )
     data_all = [read_instance(path) for path in args.instances]  # fail before solving
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
     rows = []
     for path, data in zip(args.instances, data_all, strict=True):
         for name in solvers:
             ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
-            with ctx:
+            with ctx, progress_lines(show):
                 res = solve(
                     data,
                     name,
