@@ -267,6 +267,7 @@ def best_solve(
     best_key: tuple[float, float] | None = None
     serial_ok = data.num_jobs * data.cluster.num_servers <= params.serial_limit
     schemes = ("parallel", "serial") if serial_ok else ("parallel",)
+
     def late() -> bool:
         return deadline is not None and time.perf_counter() >= deadline
 
