@@ -115,8 +115,23 @@ def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: C
 def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> float:
     """Iterations completed in one slot (eq. 9).
 
-    ``floor(1 / tau)`` in the slotted model, ``1 / tau`` in the continuous one.
-    A slotted ``tau > 1`` slot is a configuration error, never a silent zero.
+    ``floor(1 / tau + 1e-9)`` in the slotted model, ``1 / tau`` in the continuous
+    one. A slotted ``tau > 1`` slot is a configuration error, never a silent zero.
+
+    The ``1e-9`` (iterations) absorbs floating-point error: ``tau`` is a handful
+    of sums, products and quotients of the instance's constants, so ``1 / tau``
+    carries a relative error of a few units of ``2**-53`` (about ``1e-15``),
+    below ``1e-9`` absolute for any rate under 10^5 iterations per slot (the
+    paper's are 20 to 45). Without it, constants whose exact quotient is whole
+    floor one iteration short: ``tau`` = 0.1 s in a 0.3 s slot gives
+    ``1 / tau`` = 2.9999999999999996 in floating point, and 2 instead of 3
+    iterations (``tests/test_cost.py`` pins this). The price: an exact ``1 / tau``
+    within ``1e-9`` below a whole ``k`` counts as ``k``, a value that double
+    precision cannot tell from ``k`` anyway. Why this is safe for the exact
+    solver and the bounds: the tolerance is part of the one cost model; the
+    evaluator, the bounds, the formulations and the brute-force oracle all take
+    rates from this function, so they agree with each other whatever it decides
+    (``docs/exact.md``).
     """
     if cost.time_model == "continuous":
         return 1.0 / tau_slots
@@ -137,10 +152,20 @@ def rate_at(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostPara
 
 
 def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
-    """Slots a job needs for ``iterations`` at a constant ``rate`` (eq. 9)."""
+    """Slots a job needs for ``iterations`` at a constant ``rate`` (eq. 9).
+
+    Slotted: ``ceil(iterations / rate)``, exact without a tolerance. Both are
+    whole numbers there (rates are floors; a job's iterations are at most
+    ``10**12``, and what remains of them after whole slots at whole rates is
+    whole), below ``2**53``. The floating-point quotient of two such integers
+    ``a / b`` is correctly rounded, off by at most ``(a / b) 2**-53``, which is
+    below ``1 / b`` since ``a < 2**53``; a quotient that is not whole lies at
+    least ``1 / b`` from every integer, so rounding never carries it onto one,
+    and a whole quotient is exact. Hence ``ceil`` of the float is the exact ceil.
+    """
     if cost.time_model == "continuous":
         return iterations / rate
-    return float(math.ceil(iterations / rate - 1e-9))
+    return float(math.ceil(iterations / rate))
 
 
 def best_servers(job: Job, cluster: Cluster) -> int:

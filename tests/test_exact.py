@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
+from sjfbco.formulations.common import model_bound
 from sjfbco.solvers import HEURISTICS, SOLVERS, Status
-from sjfbco.solvers.exact import ExactParams, best_warm_start, serial_schedule
+from sjfbco.solvers.exact import ExactParams, ModelError, best_warm_start, serial_schedule
 from tests.bruteforce import brute_force
-from tests.tiny import tiny_instances
+from tests.tiny import tiny_instances, trap_instances
 
 BACKENDS = ("highs", "cbc", "cpsat")
 
@@ -77,12 +78,20 @@ def test_continuous_time_model_is_refused() -> None:
         solve(data, "exact")
 
 
-def test_too_short_horizon_is_infeasible_not_an_error() -> None:
+def test_too_short_horizon_gives_a_bound_not_an_error() -> None:
+    """A horizon below the optimum: the model is infeasible, which proves optimum >= H + 1.
+
+    The big job alone needs 5 slots; with horizon 6 both small jobs cannot follow
+    it (optimum 7). The answer is the warm start with bound 7 = H + 1, which here
+    proves it optimal (the warm start is not used as a MIP start: it ends after H).
+    """
     data = _contention_instance()
-    # the big job alone needs 5 slots; with horizon 6 both small jobs cannot follow it
-    res = solve(data, "exact", backend="highs", horizon=6, warm_start=False)
-    assert res.status is Status.INFEASIBLE
-    assert res.schedule is None
+    for backend in BACKENDS:
+        res = solve(data, "exact", backend=backend, horizon=6)
+        assert res.stats["model_bound"] == 7, backend
+        assert res.lower_bound == 7
+        assert res.makespan == 7 and res.status is Status.OPTIMAL
+        assert "no schedule ends by the horizon 6" in res.stats["note"]
 
 
 def test_warm_start_is_the_best_registered_heuristic() -> None:
@@ -192,3 +201,145 @@ def test_cpsat_regression_wrong_optimum_with_hint() -> None:
     assert brute_force(data, 10)[0] == 4
     for backend in BACKENDS:
         assert solve(data, "exact", backend=backend).makespan == 4, backend
+
+
+# -- issue 11: the big-M trap, explicit horizons, honest statuses ----------------------
+
+CL222 = Cluster((2, 2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+
+
+def instance_a() -> ProblemData:
+    """Issue 11, instance A: four jobs of 2 to 4 GPUs on three 2-GPU servers; optimum 4.
+
+    Three jobs must split (G = 3, 3, 4 > 2 GPUs a server) and share servers of
+    2 GPUs: the old big-M ``min(O_s, jobs that may split) - 1 = 1`` forbade two
+    split jobs on a server while a third one is elsewhere, and HiGHS and CBC
+    "proved" 5.
+    """
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5)
+    rows = [("j0", 2, 6, 50.0, 0.3), ("j1", 3, 10, 100.0, 0.2)]
+    rows += [("j2", 3, 4, 200.0, 0.3), ("j3", 4, 8, 100.0, 0.3)]
+    jobs = tuple(
+        Job(id=i, gpus=g, iterations=f, gradient_mb=m, compute_seconds=c) for i, g, f, m, c in rows
+    )
+    return ProblemData(CL222, jobs, cost, name="issue11-A")
+
+
+def instance_b() -> ProblemData:
+    """Issue 11, instance B: three 3-GPU jobs (each must split) on three 2-GPU servers.
+
+    Optimum 11 (brute force). With the old big-M, horizon 13 gave "optimal 11,
+    bound 12", and horizon 11 an infeasible model reported as a time limit.
+    """
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=2.5)
+    jobs = tuple(
+        Job(id=f"j{k}", gpus=3, iterations=20, gradient_mb=100.0, compute_seconds=0.3)
+        for k in range(3)
+    )
+    return ProblemData(CL222, jobs, cost, name="issue11-B")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_issue11_instance_a(backend: str) -> None:
+    data = instance_a()
+    assert brute_force(data, 8)[0] == 4
+    res = solve(data, "exact", backend=backend)
+    assert (res.status, res.makespan, res.lower_bound) == (Status.OPTIMAL, 4, 4)
+    assert evaluate(data, res.schedule, strict=True).makespan == 4  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "cpsat",
+        pytest.param("highs", marks=pytest.mark.slow),  # 12 to 25 s a horizon (symmetric MIP)
+        pytest.param("cbc", marks=pytest.mark.slow),
+    ],
+)
+def test_issue11_instance_b_at_every_horizon(backend: str) -> None:
+    data = instance_b()
+    assert brute_force(data, 14)[0] == 11
+    for horizon in (10, 11, 12, 13):
+        res = solve(data, "exact", backend=backend, horizon=horizon)
+        assert res.lower_bound <= 11, horizon
+        assert res.makespan == 11, horizon  # the warm start is optimal here
+        assert res.status is Status.OPTIMAL, horizon
+        if horizon == 10:  # infeasible model: bound H + 1 = 11 proves the warm start
+            assert res.stats["model_bound"] == 11
+
+
+def test_model_bound_is_valid_beyond_the_horizon() -> None:
+    # bound 7.2 with horizon 9: every schedule ending by 9 ends at >= 8; others at >= 10
+    assert model_bound(7.2, 9) == 8
+    # a bound above the horizon (nothing ends by H) only proves H + 1
+    assert model_bound(12.0, 9) == 10
+    assert model_bound(None, 9, infeasible=True) == 10
+    # floating-point noise just above an integer is not rounded up a whole slot
+    assert model_bound(7.0 + 1e-7, 9) == 7
+    assert model_bound(None, 9) is None and model_bound(float("inf"), 9) is None
+
+
+def test_infeasible_model_with_a_feasible_warm_start_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model that rejects a schedule it must admit is a bug: ModelError, not a time limit."""
+    import sjfbco.solvers.exact as exact
+
+    real = exact._run_model
+
+    def broken(*args: object, **kw: object) -> tuple[object, dict[str, object]]:
+        model, out = real(*args, **kw)  # type: ignore[arg-type]
+        out.update(infeasible=True, has_solution=False, proven=False, bound=None)
+        return model, out
+
+    monkeypatch.setattr(exact, "_run_model", broken)
+    with pytest.raises(ModelError, match="infeasible, but the warm start"):
+        solve(instance_b(), "exact", backend="highs", time_limit=5)
+
+
+def test_bound_above_a_feasible_makespan_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sjfbco.solvers.exact as exact
+
+    real = exact._run_model
+
+    def lying(*args: object, **kw: object) -> tuple[object, dict[str, object]]:
+        model, out = real(*args, **kw)  # type: ignore[arg-type]
+        out.update(bound=out["objective"] + 1)
+        return model, out
+
+    monkeypatch.setattr(exact, "_run_model", lying)
+    with pytest.raises(ModelError, match="above the feasible makespan"):
+        solve(instance_b(), "exact", backend="cpsat", horizon=13)
+
+
+def _check_trap(data: ProblemData, offset: int) -> None:
+    """Every backend at horizon ``optimum + offset``: never a bound above the optimum,
+    never a makespan below it, ``optimal`` exactly when the bound meets the makespan,
+    and the optimum itself whenever the horizon admits it."""
+    upper = int(evaluate(data, serial_schedule(data)).makespan)
+    opt, _ = brute_force(data, upper)
+    assert opt is not None
+    horizon = max(1, opt + offset)
+    for backend in BACKENDS:
+        res = solve(data, "exact", backend=backend, horizon=horizon)
+        assert res.lower_bound <= opt, (backend, horizon, res.lower_bound, opt)
+        assert res.makespan >= opt
+        assert res.makespan == evaluate(data, res.schedule).makespan  # type: ignore[arg-type]
+        assert (res.status is Status.OPTIMAL) == (res.lower_bound == res.makespan)
+        if horizon >= opt:  # the model holds an optimal schedule and solves to the end
+            assert (res.status, res.makespan) == (Status.OPTIMAL, opt), backend
+        else:  # infeasible model: the bound is H + 1
+            assert res.lower_bound >= horizon + 1
+
+
+@settings(max_examples=8)
+@given(trap_instances(max_jobs=3), st.sampled_from([0, 1, -1, 3]))
+def test_trap_backends_against_brute_force(data: ProblemData, offset: int) -> None:
+    _check_trap(data, offset)
+
+
+@pytest.mark.slow
+@settings(max_examples=150)
+@given(trap_instances(max_jobs=4), st.sampled_from([0, 1, -1, -2, 3]))
+def test_trap_backends_against_brute_force_many(data: ProblemData, offset: int) -> None:
+    _check_trap(data, offset)

@@ -66,10 +66,14 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
         self.dual_bound = float(bound) if bound is not None and abs(bound) < 1e29 else None
 
 
-def _cbc(time_limit: float | None, threads: int | None, warm: bool, log: str) -> Any:
+def _cbc(
+    time_limit: float | None, threads: int | None, warm: bool, log: str, gap_abs: float
+) -> Any:
     """The CBC command: ``COIN_CMD`` when a ``cbc`` binary is installed, else PuLP's bundled one."""
     kw: dict[str, Any] = {
         "msg": False,
+        "gapRel": 0.0,
+        "gapAbs": gap_abs,
         "timeLimit": time_limit,
         "warmStart": warm,
         "threads": threads,
@@ -91,6 +95,7 @@ def solve_mip(
     threads: int | None = None,
     warm: bool = False,
     relax: bool = False,
+    gap_abs: float = 0.0,
 ) -> MipOutcome:
     """Solve ``prob`` (a minimisation) with ``backend`` and report what was proven.
 
@@ -104,22 +109,39 @@ def solve_mip(
         Pass the variables' current values (``setInitialValue``) as a MIP start.
     relax
         Solve the LP relaxation instead (``proven`` then means the LP optimum).
+    gap_abs
+        Stop once incumbent minus bound is at most this. The relative gap is
+        always 0 (HiGHS's default 1e-4 would stop a 10,000-slot makespan a whole
+        slot early); a model whose objective takes whole values may pass
+        ``gap_abs < 1`` and lose nothing. Whether a run proved its optimum is
+        decided by the caller from the bound, never from the solver's word.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown MILP backend {backend!r}; known: {', '.join(BACKENDS)}")
     with stdout_to_stderr():
         if backend == "highs":
-            return _solve_highs(prob, time_limit, threads, warm, relax)
-        return _solve_cbc(prob, time_limit, threads, warm, relax)
+            return _solve_highs(prob, time_limit, threads, warm, relax, gap_abs)
+        return _solve_cbc(prob, time_limit, threads, warm, relax, gap_abs)
 
 
 def _solve_highs(
-    prob: pulp.LpProblem, time_limit: float | None, threads: int | None, warm: bool, relax: bool
+    prob: pulp.LpProblem,
+    time_limit: float | None,
+    threads: int | None,
+    warm: bool,
+    relax: bool,
+    gap_abs: float,
 ) -> MipOutcome:
     import highspy
 
     solver = _HiGHSWarm(
-        warm and not relax, mip=not relax, msg=False, timeLimit=time_limit, threads=threads
+        warm and not relax,
+        mip=not relax,
+        msg=False,
+        timeLimit=time_limit,
+        threads=threads,
+        gapRel=0.0,
+        gapAbs=gap_abs,
     )
     prob.solve(solver)
     st = solver.model_status
@@ -131,8 +153,8 @@ def _solve_highs(
     bound = solver.dual_bound
     if relax:
         bound = objective if proven else None
-    elif proven and objective is not None:
-        bound = objective if bound is None else max(bound, objective - 1e-6)
+    elif proven and objective is not None:  # stopped at a gap of at most gap_abs
+        bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
     return MipOutcome(proven, has_solution, objective, bound, infeasible, str(st))
 
 
@@ -142,11 +164,16 @@ _CBC_LOWER = re.compile(r"^Lower bound:\s+(-?[0-9.eE+]+)", re.MULTILINE)
 
 
 def _solve_cbc(
-    prob: pulp.LpProblem, time_limit: float | None, threads: int | None, warm: bool, relax: bool
+    prob: pulp.LpProblem,
+    time_limit: float | None,
+    threads: int | None,
+    warm: bool,
+    relax: bool,
+    gap_abs: float,
 ) -> MipOutcome:
     with tempfile.TemporaryDirectory(prefix="sjfbco-cbc-") as tmp:
         log = str(Path(tmp) / "cbc.log")
-        solver = _cbc(time_limit, threads, warm and not relax, log)
+        solver = _cbc(time_limit, threads, warm and not relax, log, gap_abs)
         solver.mip = not relax
         prob.solve(solver)
         text = Path(log).read_text(errors="replace") if Path(log).exists() else ""
@@ -163,6 +190,6 @@ def _solve_cbc(
     found = _CBC_LOWER.findall(text) or _CBC_BOUND.findall(text)
     if found:
         bound = float(found[-1])
-    if proven and objective is not None:
-        bound = objective
+    if proven and objective is not None:  # stopped at a gap of at most gap_abs
+        bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
     return MipOutcome(proven, has_solution, objective, bound, infeasible, message)

@@ -15,7 +15,7 @@ MILP solver, ``solve`` runs HiGHS or CBC (see :mod:`sjfbco.formulations.backends
 
 from __future__ import annotations
 
-import math
+import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,9 +30,11 @@ from sjfbco.formulations.common import (
     Patterns,
     Plan,
     duration,
+    identical_job_groups,
     kept_levels,
     level_cap,
     max_level,
+    model_bound,
     rate,
     require_slotted,
     slot_levels,
@@ -44,6 +46,10 @@ if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
 Expr = Any  # pulp.LpAffineExpression
+
+#: Absolute MIP gap for the time-indexed ILP: its objective ``C`` is integral, so
+#: incumbent - bound < 1 - 2 BOUND_TOL already rounds the bound up to the incumbent.
+INTEGRAL_GAP = 0.99
 
 
 @dataclass
@@ -171,6 +177,22 @@ class TimeIndexedILP:
             prob += (pulp.lpSum(pv.end_expr() for pv in row) <= self.C, f"makespan_{j}")
         self._capacity()
         self._contention()
+        self._order_identical_jobs()
+
+    def _order_identical_jobs(self) -> None:
+        """Interchangeable jobs start in input order (ties allowed).
+
+        Valid: sort a schedule's (start, placement) pairs within each group of
+        identical jobs and hand them out in input order; the makespan is the
+        same. Permuting identical servers afterwards (to make the canonical job
+        canonical, see :class:`~sjfbco.formulations.common.Patterns`) moves no
+        start, so both symmetry cuts hold together.
+        """
+        for group in identical_job_groups(self.data):
+            for j, k in itertools.pairwise(group):
+                start_j = pulp.lpSum(a * v for pv in self.pvars[j] for a, v in pv.x.items())
+                start_k = pulp.lpSum(a * v for pv in self.pvars[k] for a, v in pv.x.items())
+                self.prob += (start_j - start_k <= 0, f"order_{j}_{k}")
 
     def _pattern_vars(self, j: int, i: int, pat: Pattern, arrival: int) -> _PatVars | None:
         data, H, prob = self.data, self.horizon, self.prob
@@ -239,9 +261,20 @@ class TimeIndexedILP:
 
         ``N[s,t]`` (continuous) counts the split jobs running on ``s`` in slot ``t``;
         for each job ``j`` (its split patterns ``q`` on ``s`` with levels):
-        ``sum_q sum_c c w[j,q,t,c] >= N[s,t] - M (1 - sum_q z[j,q,t])``. At most
-        one pattern of ``j`` runs, so this is the per-pattern constraint of spec
-        section 4 summed over ``j``'s patterns: same integer solutions, fewer rows.
+        ``sum_q sum_c c w[j,q,t,c] >= N[s,t] - M[j,s,t] (1 - sum_q z[j,q,t])``. At
+        most one pattern of ``j`` runs, so this is the per-pattern constraint of
+        spec section 4 summed over ``j``'s patterns: same integer solutions, fewer
+        rows.
+
+        ``M[j,s,t]`` must be at least the largest ``N[s,t]`` can be while none of
+        ``j``'s levelled patterns on ``s`` runs (the row must then be slack). Each
+        running split job holds at least one GPU of ``s``, so ``N[s,t] <= O_s``; and
+        ``N[s,t]`` counts at most one pattern per job: the other jobs with a split
+        pattern on ``s`` that can run in slot ``t``, plus ``j`` itself when it has a
+        constant-rate split pattern on ``s`` (which ``z`` does not include). So
+        ``M[j,s,t] = min(O_s, others(t) + [j fixed on s])`` (see ``docs/exact.md``,
+        issue 11: ``min(O_s, jobs) - 1`` was too small when ``O_s`` is below the
+        number of jobs that may split on ``s``).
         """
         caps = self.data.cluster.gpus_per_server
         for s in range(len(caps)):
@@ -251,23 +284,24 @@ class TimeIndexedILP:
             jobs_here = sorted({pv.job for pv in splitters})
             most = min(caps[s], len(jobs_here))  # split jobs that fit on s together
             if most <= 1:
-                continue
+                continue  # N[s,t] <= 1 <= every level: the rows are always slack
             for t in range(self.horizon):
                 active = [o for o in splitters if _active(o, t)]
-                if len({o.job for o in active}) <= 1:
+                jobs_now = {o.job for o in active}
+                if len(jobs_now) <= 1:
                     continue
                 n_st = self.prob.add_variable(f"N_{s}_{t}", 0, most)
                 self.prob += (
                     n_st - pulp.lpSum(o.running(t) for o in active) == 0,
                     f"N_{s}_{t}_def",
                 )
-                for j in jobs_here:
+                for j in sorted(jobs_now):
                     mine = [o for o in active if o.job == j]
                     leveled = [o for o in mine if not o.fixed]
                     if not leveled:
                         continue
-                    # others that can share s; +1 when j may sit on s with a constant rate
-                    big_m = most - (0 if len(leveled) < len(mine) else 1)
+                    fixed_here = len(leveled) < len(mine)
+                    big_m = min(caps[s], len(jobs_now) - 1 + int(fixed_here))
                     lhs = pulp.lpSum(c * o.w[t, c] for o in leveled for c in o.levels)
                     z = pulp.lpSum(o.running(t) for o in leveled)
                     self.prob += (lhs - n_st - big_m * z >= -big_m, f"ctn_{j}_{s}_{t}")
@@ -336,8 +370,15 @@ class TimeIndexedILP:
         threads: int | None = None,
         warm: bool = False,
     ) -> MipOutcome:
+        # the objective C is a whole number of slots: stopping at a gap below 1 loses nothing
         return solve_mip(
-            self.prob, backend, time_limit=time_limit, threads=threads, warm=warm, relax=self.relax
+            self.prob,
+            backend,
+            time_limit=time_limit,
+            threads=threads,
+            warm=warm,
+            relax=self.relax,
+            gap_abs=INTEGRAL_GAP,
         )
 
     def plan(self) -> Plan:
@@ -406,17 +447,21 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
 def lp_bound(
     data: ProblemData, horizon: int, *, backend: str = "highs", time_limit: float | None = None
 ) -> float | None:
-    """LP-relaxation lower bound on the makespan, slots (rounded up to a boundary).
+    """LP-relaxation lower bound on the optimal makespan, slots (a whole number).
 
-    Valid when some schedule has makespan ``<= horizon`` (e.g. a heuristic's):
-    the relaxation then covers the optimum. Returns ``None`` if the LP was not
-    solved in time.
+    The relaxation's optimum ``L`` bounds every schedule ending by ``horizon``;
+    :func:`~sjfbco.formulations.common.model_bound` turns it into a bound valid
+    for every schedule, ``min(ceil(L), horizon + 1)`` (``horizon + 1`` when the
+    relaxation is infeasible). Returns ``None`` if the LP was not solved in time.
     """
     model = TimeIndexedILP(data, horizon, relax=True)
     out = model.solve(backend, time_limit=time_limit)
+    if out.infeasible:
+        return float(horizon + 1)
     if not out.proven or out.objective is None:
         return None
-    return float(math.ceil(out.objective - 1e-6))
+    mb = model_bound(out.objective, horizon)
+    return None if mb is None else float(mb)
 
 
 # --------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ Jobs that cannot split have a constant duration per pattern.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,7 @@ from sjfbco.formulations.common import (
     Patterns,
     Plan,
     duration,
+    identical_job_groups,
     level_cap,
     max_level,
     rate,
@@ -156,6 +158,10 @@ class NonconvexModel:
                 cap,
             )
         self._contention()
+        # interchangeable jobs start in input order (valid: see TimeIndexedILP)
+        for group in identical_job_groups(data):
+            for j, k in itertools.pairwise(group):
+                m.add(self.jobs[j].start <= self.jobs[k].start)
         C = m.new_int_var(int(lower_bound(data)), H, "C")
         m.add_max_equality(C, [jv.end for jv in self.jobs])
         m.minimize(C)

@@ -105,7 +105,7 @@ def serial_schedule(data: ProblemData) -> Schedule:
         t = max(t, job.arrival)
         gpus.append(pairs)
         start.append(t)
-        t += math.ceil(min_run_time(job, data) - 1e-9)
+        t += math.ceil(min_run_time(job, data))  # whole slots in the slotted model
     return Schedule.build(gpus, start)
 
 
@@ -153,19 +153,34 @@ def best_warm_start(
     return min(cands, key=lambda c: c[2].makespan)
 
 
+class ModelError(RuntimeError):
+    """An exact model contradicts the evaluator: a bug in the package, never user input.
+
+    Raised when a model is infeasible while a schedule within its horizon exists,
+    when a model's bound is above a feasible makespan, or when a model's plan
+    does not reproduce its own makespan under the evaluator.
+    """
+
+
 @register("exact", ExactParams, heuristic=False)
 def solve_exact(
     data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
 ) -> Solution:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
-    from sjfbco.formulations.common import plan_from_schedule, plan_to_schedule, require_slotted
+    from sjfbco.formulations.common import (
+        BOUND_TOL,
+        model_bound,
+        plan_from_schedule,
+        plan_to_schedule,
+        require_slotted,
+    )
 
     p = make_params(ExactParams, params)
     require_slotted(data, "solver 'exact'")
     t0 = time.perf_counter()
     name, warm, warm_ev = best_warm_start(data, seed=seed)
     horizon = p.horizon if p.horizon is not None else int(warm_ev.makespan)
-    closed = lower_bound(data)
+    closed = int(lower_bound(data))
     stats: dict[str, Any] = {
         "backend": p.backend,
         "horizon": horizon,
@@ -176,12 +191,17 @@ def solve_exact(
     if warm_ev.makespan <= closed and p.horizon is None:
         stats["proof"] = "warm start meets the closed-form bound"
         return Solution(warm, Status.OPTIMAL, closed, stats)
+    if horizon < closed:  # no job can end by the horizon: nothing to model
+        stats["note"] = f"no schedule ends by the horizon {horizon} (closed-form bound {closed})"
+        status = Status.OPTIMAL if warm_ev.makespan <= closed else Status.FEASIBLE
+        return Solution(warm, status, closed, stats)
     plan = plan_from_schedule(data, warm, warm_ev)
     left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
     if left is not None and p.lp_bound:
         left *= LP_SHARE_KEPT  # the rest of the budget is for the LP bound, if needed
     t1 = time.perf_counter()
-    model, out = _run_model(data, p, horizon, plan if p.warm_start else None, left, seed)
+    use_warm = p.warm_start and warm_ev.makespan <= horizon
+    model, out = _run_model(data, p, horizon, plan if use_warm else None, left, seed)
     build_s = out.pop("build_s")
     stats.update(
         {
@@ -191,24 +211,30 @@ def solve_exact(
         }
     )
     stats.update(out)
-    bound = out.get("bound")
-    best_bound = closed if bound is None else max(closed, math.ceil(bound - 1e-6))
-    schedule, status = warm, Status.FEASIBLE
+    within = warm_ev.makespan <= horizon  # a schedule the model must admit
+    if out["infeasible"] and within:
+        raise ModelError(
+            f"instance {data.name!r}: the {p.backend} model with horizon {horizon} is "
+            f"infeasible, but the warm start ({name}) ends at {warm_ev.makespan:g}"
+        )
+    schedule, makespan = warm, warm_ev.makespan
     if out["has_solution"]:
         cand = plan_to_schedule(data, model.plan())
         cand_ev = evaluate(data, cand)
         stats["model_makespan"] = out["objective"]
-        if cand_ev.makespan <= warm_ev.makespan:
-            schedule = cand
-    if out["proven"]:
-        status = Status.OPTIMAL
-        best_bound = max(best_bound, out["objective"])
-    elif out["infeasible"] and p.horizon is not None:
-        status = Status.INFEASIBLE if horizon < warm_ev.makespan else Status.FEASIBLE
-        stats["note"] = f"no schedule ends by the horizon {horizon}"
-    elif time_limit is not None:
-        status = Status.TIME_LIMIT
-    if status is not Status.OPTIMAL and p.lp_bound:
+        if cand_ev.makespan > out["objective"] + BOUND_TOL:  # evaluated ends <= model ends
+            raise ModelError(
+                f"instance {data.name!r}: the {p.backend} model's plan ends at "
+                f"{out['objective']:g} but evaluates to {cand_ev.makespan:g}"
+            )
+        if cand_ev.makespan <= makespan:
+            schedule, makespan = cand, cand_ev.makespan
+    best_bound = closed
+    mb = model_bound(out.get("bound"), horizon, infeasible=out["infeasible"])
+    stats["model_bound"] = mb
+    if mb is not None:
+        best_bound = max(best_bound, mb)
+    if best_bound < makespan and p.lp_bound and not out["infeasible"]:
         from sjfbco.formulations.ilp import lp_bound
 
         remaining = (
@@ -217,9 +243,20 @@ def solve_exact(
         lpb = lp_bound(data, horizon, time_limit=remaining)
         stats["lp_bound"] = lpb
         if lpb is not None:
-            best_bound = max(best_bound, lpb)
-    if status is Status.INFEASIBLE:
-        return Solution(None, status, None, stats)
+            best_bound = max(best_bound, int(lpb))
+    if best_bound > makespan:
+        raise ModelError(
+            f"instance {data.name!r}: bound {best_bound} from the {p.backend} model is above "
+            f"the feasible makespan {makespan:g}"
+        )
+    if out["infeasible"]:  # only reached when the horizon is below the warm start
+        stats["note"] = f"no schedule ends by the horizon {horizon}"
+    if best_bound >= makespan:
+        status = Status.OPTIMAL
+    elif time_limit is not None and not (out["proven"] or out["infeasible"]):
+        status = Status.TIME_LIMIT  # the clock stopped the model
+    else:  # the model finished; its horizon was below the optimum
+        status = Status.FEASIBLE
     return Solution(schedule, status, float(best_bound), stats)
 
 
