@@ -2,7 +2,7 @@
 
 Usage: ``PYTHONPATH=. python benchmarks/bench_batch.py [--instances 200] [--workers N]``
 
-Instances are the paper's workload from ``sjfbco.workloads.paper`` (spec
+Instances are the paper's workload from ``sjfbco.workloads.paper`` (docs/model.md
 section 7): 160 jobs (80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16, 2 x 32) on 20
 servers of 4 to 32 GPUs, preset ``paper``, seeds 0 .. N-1.
 

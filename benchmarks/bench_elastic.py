@@ -1,6 +1,7 @@
 """Elastic policies on a day of the Philly trace, and heSRPT against its closed form.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_elastic.py``.
+Run: ``PYTHONPATH=. python benchmarks/bench_elastic.py [--trace PATH] [--quick]``. The Philly
+trace is described in ``docs/data.md``.
 
 1. The Philly day of ``bench_online.py`` (1,328 jobs, 128 GPUs) run as
    malleable jobs, sizes ``x_j = F_j G_j tau_j(1)`` (slots on one GPU), under
@@ -13,21 +14,24 @@ Run: ``PYTHONPATH=. python benchmarks/bench_elastic.py``.
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
+from typing import TYPE_CHECKING
 
+from benchmarks.datasets import add_trace_option, require
 from sjfbco.elastic import POLICIES, PowerLaw, optimal_total_flow, run_elastic, simulate_elastic
 from sjfbco.tables import format_table
 from sjfbco.workloads.philly import philly_workload
-from tests.conftest import SHARED_DATA
 
-TRACE = SHARED_DATA / "philly" / "philly.csv"
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-def philly_table() -> None:
-    data, stats = philly_workload(TRACE)
+def philly_table(trace: Path, hours: float = 24.0) -> None:
+    data, stats = philly_workload(trace, hours=hours)
     print(
-        f"Philly 2017-10-09, {stats['jobs']} jobs as malleable jobs on "
+        f"Philly 2017-10-09 ({hours:g} h), {stats['jobs']} jobs as malleable jobs on "
         f"{data.cluster.num_gpus} GPUs (slots of 60 s)"
     )
     rows = []
@@ -96,7 +100,16 @@ def closed_form_table(trials: int = 200, seed: int = 0) -> None:
     print(format_table(rows, ["policy", "mode", "mean_ratio", "worst_ratio"]))
 
 
-if __name__ == "__main__":
-    philly_table()
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trace_option(ap)
+    ap.add_argument("--quick", action="store_true", help="2 hours of the day, 20 random batches")
+    args = ap.parse_args()
+    trace = require(args.trace, "the Philly trace")
+    philly_table(trace, 2.0 if args.quick else 24.0)
     print()
-    closed_form_table()
+    closed_form_table(20 if args.quick else 200)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,7 +33,7 @@ def make_case(n_jobs: int, n_servers: int, seed: int) -> tuple[ProblemData, Sche
         jobs.append(
             Job(
                 f"j{k}",
-                gpus=min(SIZES[k % len(SIZES)], max(caps)),
+                num_gpus=min(SIZES[k % len(SIZES)], max(caps)),
                 iterations=rng.randint(1000, 6000),
                 gradient_mb=m,
                 compute_seconds=c,
@@ -43,7 +43,7 @@ def make_case(n_jobs: int, n_servers: int, seed: int) -> tuple[ProblemData, Sche
     load = [0.0] * cluster.num_gpus
     gpus = []
     for j, job in enumerate(jobs):
-        chosen = sorted(range(cluster.num_gpus), key=lambda g: (load[g], g))[: job.gpus]
+        chosen = sorted(range(cluster.num_gpus), key=lambda g: (load[g], g))[: job.num_gpus]
         for g in chosen:
             load[g] += job.iterations
         gpus.append([cluster.gpu_pair(g) for g in chosen])

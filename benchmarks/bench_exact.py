@@ -3,7 +3,7 @@
 Run: ``PYTHONPATH=. python benchmarks/bench_exact.py [--sizes 3 4 ... 10] [--servers 3]
 [--time-limit 60] [--backends highs cbc cpsat] [--seed 0]``.
 
-Instances are paper-like jobs scaled down (spec section 7): models from the
+Instances are paper-like jobs scaled down (docs/model.md section 7): models from the
 shared model table, sizes 1, 2 or 4 GPUs (the paper's mix, capped), iterations
 scaled so that a job runs a few slots alone and horizons are tens of slots;
 servers of 4 GPUs; the paper preset of constants (slot 4 s, b_inter 11,700
@@ -41,7 +41,7 @@ def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
         jobs.append(
             Job(
                 id=f"{model.name}-{k}",
-                gpus=rng.choice(SIZES),
+                num_gpus=rng.choice(SIZES),
                 iterations=rng.randint(80, 300),
                 **model.job_fields(),
             )

@@ -1,6 +1,7 @@
 """Replay a day of the Philly trace through every online policy; gang versus partial admission.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_online.py [--start 2017-10-09] [--hours 24]``.
+Run: ``PYTHONPATH=. python benchmarks/bench_online.py [--trace PATH] [--start 2017-10-09]
+[--hours 24] [--quick]``. The Philly trace is described in ``docs/data.md``.
 
 1. The jobs submitted on one day of the Philly trace (see
    :func:`sjfbco.workloads.philly.philly_workload`: seeded DNN models, iterations
@@ -19,19 +20,22 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import TYPE_CHECKING
 
+from benchmarks.datasets import add_trace_option, require
 from sjfbco.online import run_online
 from sjfbco.tables import format_table
 from sjfbco.workloads.philly import philly_workload
-from tests.conftest import SHARED_DATA
 
-TRACE = SHARED_DATA / "philly" / "philly.csv"
+if TYPE_CHECKING:
+    from pathlib import Path
+
 POLICIES = ("fcfs-gang", "smallest-need-first", "easy-backfill", "sjf-bco-online")
 DAYS = ("2017-10-10", "2017-10-16", "2017-11-01")
 
 
-def policies_table(start: str, hours: float, servers: int) -> None:
-    data, stats = philly_workload(TRACE, start=start, hours=hours, num_servers=servers)
+def policies_table(trace: Path, start: str, hours: float, servers: int) -> None:
+    data, stats = philly_workload(trace, start=start, hours=hours, num_servers=servers)
     print(
         f"Philly {start}, {hours:g} h: {stats['jobs']} jobs ({stats['in_window']} submitted; "
         f"dropped {stats['dropped_gpus']} for GPU count, {stats['dropped_duration']} for "
@@ -61,11 +65,11 @@ def policies_table(start: str, hours: float, servers: int) -> None:
     )
 
 
-def admission_table() -> None:
+def admission_table(trace: Path, days: tuple[str, ...] = DAYS) -> None:
     rows = []
-    for day in DAYS:
+    for day in days:
         for servers in (4, 8):
-            data, _ = philly_workload(TRACE, start=day, num_servers=servers)
+            data, _ = philly_workload(trace, start=day, num_servers=servers)
             for policy in ("fcfs-gang", "smallest-need-first"):
                 for admission in ("gang", "partial"):
                     r = run_online(data, policy, admission=admission)
@@ -112,19 +116,22 @@ def admission_table() -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trace_option(ap)
     ap.add_argument("--start", default="2017-10-09")
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--servers", type=int, default=16)
+    ap.add_argument("--quick", action="store_true", help="2 hours of the day and one admission day")
     args = ap.parse_args()
-    policies_table(args.start, args.hours, args.servers)
+    trace = require(args.trace, "the Philly trace")
+    policies_table(trace, args.start, 2.0 if args.quick else args.hours, args.servers)
     print()
-    policies_table("2017-11-01", 8, 4)  # an overloaded slice: 32 GPUs
+    policies_table(trace, "2017-11-01", 8, 4)  # an overloaded slice: 32 GPUs
     print()
     print(
         "Gang versus partial admission (held_idle: GPU-slots held by incomplete groups; "
         "idle_share: over GPUs x makespan, or x deadlock time)"
     )
-    admission_table()
+    admission_table(trace, DAYS[:1] if args.quick else DAYS)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The analytical cost model of a ring-all-reduce job (spec section 2, paper eqs. 6 to 9).
+"""The analytical cost model of a ring-all-reduce job (docs/model.md section 2, paper eqs. 6 to 9).
 
 This is the only place that computes a per-iteration time. Solvers, the
 evaluator, the bounds and the formulations all call these functions; none of
@@ -23,7 +23,7 @@ Degradation = Callable[[float, float], float]
 
 
 def linear_degradation(alpha: float, k: float) -> float:
-    """Default degradation ``f(alpha, k) = k + alpha * (k - 1)`` (spec section 2)."""
+    """Default degradation ``f(alpha, k) = k + alpha * (k - 1)`` (docs/model.md section 2)."""
     return k + alpha * (k - 1.0)
 
 
@@ -72,7 +72,7 @@ def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[
 def effective_contention(p: int, cost: CostParams) -> float:
     """Effective contention ``k_j = xi1 * p_j`` (eq. 7).
 
-    Decision (spec section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
+    Decision (docs/model.md section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
     a split job never gets more than ``b_inter``. Returns 0 for ``p == 0``.
     """
     if p <= 0:
@@ -85,7 +85,16 @@ def bandwidth(p: int, cluster: Cluster, cost: CostParams) -> float:
     if p <= 0:
         return cluster.bandwidth_intra
     k = effective_contention(p, cost)
-    return cluster.bandwidth_inter / DEGRADATIONS[cost.degradation](cost.alpha, k)
+    try:
+        f = float(DEGRADATIONS[cost.degradation](cost.alpha, k))
+    except (OverflowError, ZeroDivisionError):
+        f = math.inf
+    if not 1.0 <= f < math.inf:  # the built-in ones cannot get here (cost.alpha <= 10)
+        raise ConfigurationError(
+            f"degradation {cost.degradation!r} gives f(alpha={cost.alpha:g}, k={k:g}) = {f:g}; "
+            "it must be a finite number >= 1"
+        )
+    return cluster.bandwidth_inter / f
 
 
 def overhead(num_servers: int, cost: CostParams) -> float:
@@ -104,7 +113,7 @@ def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: C
         p = 0
     elif p < 1:
         raise ValueError(f"job {job.id!r} is split over {num_servers} servers; p must be >= 1")
-    w = job.gpus
+    w = job.num_gpus
     comm = 0.0
     if w > 1:
         share = job.gradient_mb * (w - 1) / w
@@ -115,8 +124,10 @@ def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: C
 def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> float:
     """Iterations completed in one slot (eq. 9).
 
-    ``floor(1 / tau + 1e-9)`` in the slotted model, ``1 / tau`` in the continuous
-    one. A slotted ``tau > 1`` slot is a configuration error, never a silent zero.
+    ``floor(1 / tau + 1e-9)`` in the slotted model (a Python ``int``, so that
+    slot arithmetic stays exact), ``1 / tau`` in the continuous one. A slotted
+    ``tau > 1`` slot is a configuration error, never a silent zero. The
+    instance ranges (``docs/formats.md``) keep ``tau`` above 1e-12 slots.
 
     The ``1e-9`` (iterations) absorbs floating-point error: ``tau`` is a handful
     of sums, products and quotients of the instance's constants, so ``1 / tau``
@@ -142,7 +153,7 @@ def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> 
             "(lengthen cost.slot_seconds or lower the contention constants)"
         )
     # guard against 1/tau landing a hair under an integer through rounding
-    return float(math.floor(1.0 / tau_slots + 1e-9))
+    return math.floor(1.0 / tau_slots + 1e-9)
 
 
 def rate_at(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostParams) -> float:
@@ -154,18 +165,20 @@ def rate_at(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostPara
 def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
     """Slots a job needs for ``iterations`` at a constant ``rate`` (eq. 9).
 
-    Slotted: ``ceil(iterations / rate)``, exact without a tolerance. Both are
-    whole numbers there (rates are floors; a job's iterations are at most
-    ``10**12``, and what remains of them after whole slots at whole rates is
-    whole), below ``2**53``. The floating-point quotient of two such integers
-    ``a / b`` is correctly rounded, off by at most ``(a / b) 2**-53``, which is
-    below ``1 / b`` since ``a < 2**53``; a quotient that is not whole lies at
-    least ``1 / b`` from every integer, so rounding never carries it onto one,
-    and a whole quotient is exact. Hence ``ceil`` of the float is the exact ceil.
+    Slotted model: ``ceil(iterations / rate)``, computed on integers (exact for
+    any size, no tolerance; integral arguments are expected, as
+    :func:`progress_per_slot` returns them, and integral floats are taken as
+    integers), so a job with work left always needs at least one slot.
     """
     if cost.time_model == "continuous":
         return iterations / rate
-    return float(math.ceil(iterations / rate))
+    if isinstance(iterations, float) and iterations.is_integer():
+        iterations = int(iterations)
+    if isinstance(rate, float) and rate.is_integer():
+        rate = int(rate)
+    if isinstance(iterations, int) and isinstance(rate, int):
+        return -(-iterations // rate)
+    return math.ceil(iterations / rate)  # not produced by the model: plain float ceil
 
 
 def best_servers(job: Job, cluster: Cluster) -> int:
@@ -174,10 +187,10 @@ def best_servers(job: Job, cluster: Cluster) -> int:
     Fewer servers never cost more: one server avoids ``b_inter`` altogether, and
     once split, ``tau`` grows with the overhead ``xi2 * servers``.
     """
-    n = cluster.min_servers_for(job.gpus)
+    n = cluster.min_servers_for(job.num_gpus)
     if n == 0:
         raise ValueError(
-            f"job {job.id!r} asks for {job.gpus} GPUs; the cluster has {cluster.num_gpus}"
+            f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {cluster.num_gpus}"
         )
     return n
 

@@ -1,4 +1,4 @@
-"""The one evaluator (spec section 3): an event-driven simulation of the cost model.
+"""The one evaluator (docs/model.md section 3): an event-driven simulation of the cost model.
 
 :class:`Simulator` is the engine: jobs are started on GPUs at the current time,
 and :meth:`Simulator.advance` moves the clock to the next completion (or to a
@@ -10,11 +10,17 @@ drive it directly; :func:`evaluate` drives it with the dispatch semantics of a
 Time is counted in slot boundaries: a job started at boundary ``a`` holds its
 GPUs in slots ``a .. e-1`` and ends at boundary ``e``, when its GPUs become
 free for a job starting at ``e``.
+
+In the slotted model every time, rate and remaining iteration count is a
+Python ``int``, so the arithmetic is exact at any size (ends beyond 2^53
+included) and times are compared without tolerance; the continuous model
+uses floats and treats events closer than :data:`EPS` as simultaneous.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -37,8 +43,8 @@ class _Run:
     servers: tuple[int, ...]
     split: bool
     p: int
-    rate: float  # iterations per slot at contention p
-    remaining: float  # iterations left at time ``since``
+    rate: float  # iterations per slot at contention p (an int when slotted)
+    remaining: float  # iterations left at time ``since`` (an int when slotted)
     since: float
     version: int = 0
 
@@ -53,7 +59,7 @@ class Simulator:
 
     Notes
     -----
-    ``start(j, gpus)`` starts job ``j`` at :attr:`now` on global GPU indices;
+    ``start(j, gpu_ids)`` starts job ``j`` at :attr:`now` on global GPU indices;
     ``advance()`` moves to the next completion and returns the jobs that end
     there. Contention (eq. 6) is kept per server as the number of running split
     jobs holding a GPU there; a job's rate (eqs. 7 to 9) is recomputed only
@@ -71,9 +77,11 @@ class Simulator:
         self._runs: dict[int, _Run] = {}
         self._heap: list[tuple[float, int, int]] = []
         self._continuous = data.cost.time_model == "continuous"
+        #: Tolerance of time comparisons: :data:`EPS` when continuous, 0 (exact ints) when slotted.
+        self.eps: float = EPS if self._continuous else 0
         self.start_time: dict[int, float] = {}
         self.end_time: dict[int, float] = {}
-        self.gpus_of: dict[int, tuple[int, ...]] = {}
+        self.gpu_ids_of: dict[int, tuple[int, ...]] = {}
         self.servers_of: dict[int, tuple[int, ...]] = {}
 
     # -- queries -----------------------------------------------------------------
@@ -91,7 +99,7 @@ class Simulator:
         """Job holding global GPU ``gpu`` now, or -1."""
         return self._owner[gpu]
 
-    def free_gpus(self) -> list[int]:
+    def free_gpu_ids(self) -> list[int]:
         """Global indices of the GPUs no job holds now."""
         return [g for g, o in enumerate(self._owner) if o < 0]
 
@@ -111,26 +119,29 @@ class Simulator:
         return None
 
     # -- events ------------------------------------------------------------------
-    def start(self, job: int, gpus: Sequence[int]) -> None:
+    def start(self, job: int, gpu_ids: Sequence[int]) -> None:
         """Start ``job`` now on the given global GPU indices (all must be free)."""
         if job in self.start_time:
             raise ValueError(f"job {self.data.jobs[job].id!r} was already started")
         owner = self._owner
-        for g in gpus:
+        for g in gpu_ids:
             if owner[g] >= 0:
                 s, i = self.data.cluster.gpu_pair(g)
                 raise ScheduleError(
                     f"job {self.data.jobs[job].id!r} cannot start at slot {self.now} on GPU "
                     f"({s}, {i}): job {self.data.jobs[owner[g]].id!r} holds it"
                 )
-        for g in gpus:
+        for g in gpu_ids:
             owner[g] = job
-        servers = tuple(sorted({self._server_of[g] for g in gpus}))
+        servers = tuple(sorted({self._server_of[g] for g in gpu_ids}))
         split = len(servers) > 1
         self.start_time[job] = self.now
-        self.gpus_of[job] = tuple(gpus)
+        self.gpu_ids_of[job] = tuple(gpu_ids)
         self.servers_of[job] = servers
-        run = _Run(servers, split, 0, 0.0, float(self.data.jobs[job].iterations), self.now)
+        iterations = self.data.jobs[job].iterations
+        run = _Run(
+            servers, split, 0, 0, float(iterations) if self._continuous else iterations, self.now
+        )
         self._runs[job] = run
         if split:
             for s in servers:
@@ -147,15 +158,18 @@ class Simulator:
         first). With nothing running and no ``until``, returns ``[]`` and keeps
         the clock.
         """
+        if until is not None and not self._continuous:
+            until = math.ceil(until)  # slotted: events fall on slot boundaries (exact ints)
         t = self.next_completion()
-        if t is None or (until is not None and until < t - EPS):
+        eps = self.eps
+        if t is None or (until is not None and until < t - eps):
             if until is not None and until > self.now:
                 self.now = until
             return []
         self.now = t
         finished: list[int] = []
         heap, runs = self._heap, self._runs
-        while heap and heap[0][0] <= t + EPS:
+        while heap and heap[0][0] <= t + eps:
             _, j, v = heapq.heappop(heap)
             run = runs.get(j)
             if run is not None and run.version == v:
@@ -163,7 +177,7 @@ class Simulator:
         touched: set[int] = set()
         for j in finished:
             run = runs.pop(j)
-            for g in self.gpus_of[j]:
+            for g in self.gpu_ids_of[j]:
                 self._owner[g] = -1
             self.end_time[j] = t
             if run.split:
@@ -198,19 +212,17 @@ class Simulator:
         if run.rate > 0:
             run.remaining -= (now - run.since) * run.rate
             if run.remaining < 0:
-                run.remaining = 0.0
+                run.remaining = 0
         run.since = now
         run.p = p
         run.rate = self._rates.rate(job, len(run.servers), p)
         run.version += 1
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
-        if not self._continuous:
-            finish = int(finish)
         heapq.heappush(self._heap, (finish, job, run.version))
 
 
 def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Evaluation:
-    """Score a schedule under the cost model (spec section 3).
+    """Score a schedule under the cost model (docs/model.md section 3).
 
     Dispatch semantics (default): a planned start is the earliest a job may
     start (and never before its arrival). A job starts when its planned start
@@ -229,15 +241,15 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     ConfigurationError
         A placement whose ``tau`` exceeds one slot (slotted model).
     """
-    gpus = check_schedule(data, schedule)
+    gpu_ids = check_schedule(data, schedule)
     ranks = [schedule.rank(j) for j in range(data.num_jobs)]
-    sim = dispatch(data, gpus, schedule.start, ranks, strict=strict)
-    return summarise(data, sim)
+    sim = dispatch(data, gpu_ids, schedule.start, ranks, strict=strict)
+    return evaluation_of(data, sim)
 
 
 def dispatch(
     data: ProblemData,
-    gpus: Sequence[Sequence[int]],
+    gpu_ids: Sequence[Sequence[int]],
     planned: Sequence[int],
     ranks: Sequence[int],
     strict: bool = False,
@@ -248,7 +260,11 @@ def dispatch(
     checked them already; returns the finished :class:`Simulator`.
     """
     n = data.num_jobs
-    key = [(planned[j], ranks[j], j) for j in range(n)]
+    # one number type per time model: exact ints when slotted, floats when continuous
+    due: Sequence[float] = (
+        [float(p) for p in planned] if data.cost.time_model == "continuous" else planned
+    )
+    key = [(due[j], ranks[j], j) for j in range(n)]
     # immediate predecessors on each GPU in the per-GPU queue order
     last_on_gpu: dict[int, int] = {}
     n_pred = [0] * n
@@ -256,7 +272,7 @@ def dispatch(
     preds: list[set[int]] = [set() for _ in range(n)]
     for j in sorted(range(n), key=key.__getitem__):
         pj = preds[j]
-        for g in gpus[j]:
+        for g in gpu_ids[j]:
             q = last_on_gpu.get(g)
             if q is not None and q not in pj:
                 pj.add(q)
@@ -264,18 +280,19 @@ def dispatch(
             last_on_gpu[g] = j
         n_pred[j] = len(pj)
     arrival = [job.arrival for job in data.jobs]
-    ready: list[tuple[float, tuple[int, int, int]]] = [
-        (max(planned[j], arrival[j]), key[j]) for j in range(n) if n_pred[j] == 0
+    ready: list[tuple[float, tuple[float, int, int]]] = [
+        (max(due[j], arrival[j]), key[j]) for j in range(n) if n_pred[j] == 0
     ]
     heapq.heapify(ready)
     sim = Simulator(data)
+    eps = sim.eps
     done = 0
     while done < n:
-        while ready and ready[0][0] <= sim.now + EPS:
+        while ready and ready[0][0] <= sim.now + eps:
             _, (_, _, j) = heapq.heappop(ready)
             if strict and sim.now > planned[j]:
-                _strict_violation(data, j, planned[j], sim, preds[j], gpus)
-            sim.start(j, gpus[j])
+                _strict_violation(data, j, planned[j], sim, preds[j], gpu_ids)
+            sim.start(j, gpu_ids[j])
         finished = sim.advance(until=ready[0][0] if ready else None)
         if not finished and not ready and not sim.running:  # pragma: no cover - impossible
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
@@ -284,13 +301,13 @@ def dispatch(
             for s in succ[f]:
                 n_pred[s] -= 1
                 if n_pred[s] == 0:
-                    heapq.heappush(ready, (max(planned[s], arrival[s], sim.now), key[s]))
+                    heapq.heappush(ready, (max(due[s], arrival[s], sim.now), key[s]))
     return sim
 
 
-def makespan_of(data: ProblemData, gpus: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
+def makespan_of(data: ProblemData, gpu_ids: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
     """Makespan of GPU sets all planned at slot 0 with the given ranks (solvers' trials)."""
-    sim = dispatch(data, gpus, [0] * len(gpus), ranks)
+    sim = dispatch(data, gpu_ids, [0] * len(gpu_ids), ranks)
     return max(sim.end_time.values(), default=0)
 
 
@@ -300,7 +317,7 @@ def _strict_violation(
     planned: int,
     sim: Simulator,
     preds: set[int],
-    gpus: Sequence[Sequence[int]],
+    gpu_ids: Sequence[Sequence[int]],
 ) -> None:
     """Raise the strict-mode error for job ``j``, which could not start at ``planned``."""
     job = data.jobs[j]
@@ -311,7 +328,7 @@ def _strict_violation(
             f"arrival at slot {job.arrival} (strict mode)"
         )
     q = max(late, key=lambda b: (sim.end_time[b], b))
-    s, i = data.cluster.gpu_pair(min(set(gpus[j]) & set(gpus[q])))
+    s, i = data.cluster.gpu_pair(min(set(gpu_ids[j]) & set(gpu_ids[q])))
     raise ScheduleError(
         f"job {job.id!r} is planned at slot {planned} on GPU ({s}, {i}), which job "
         f"{data.jobs[q].id!r} holds until slot {sim.end_time[q]} (strict mode: planned "
@@ -319,7 +336,7 @@ def _strict_violation(
     )
 
 
-def summarise(data: ProblemData, sim: Simulator) -> Evaluation:
+def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
     """Build the :class:`Evaluation` of a simulation in which every job has ended."""
     n = data.num_jobs
     rates = data.rates
@@ -330,7 +347,7 @@ def summarise(data: ProblemData, sim: Simulator) -> Evaluation:
     busy = run_total = alone_total = compute_total = 0.0
     for j, job in enumerate(data.jobs):
         run = end[j] - start[j]
-        busy += job.gpus * run
+        busy += job.num_gpus * run
         run_total += run
         alone_rate = rates.alone(j, len(sim.servers_of[j]))
         alone_total += slots_to_finish(job.iterations, alone_rate, data.cost)

@@ -1,32 +1,133 @@
-"""Parameter dataclasses: building them from keyword arguments or ``key=value`` strings.
+"""Solver parameters: one syntax for keywords, ``--param`` strings and TOML files.
 
 Solvers declare their parameters as frozen dataclasses that validate
 themselves in ``__post_init__``. :func:`make_params` builds one from keyword
-arguments (as :func:`sjfbco.solve` receives them) or from the CLI's
-``--param key=value`` strings, converting strings by the field's type and
-rejecting unknown names with the list of known ones.
+arguments (as :func:`sjfbco.solve` receives them) or from strings, converting
+strings by the field's type and rejecting unknown names with the list of
+known ones.
+
+Every command that runs solvers (``solve``, ``batch``, ``reproduce``) reads
+parameters the same way (:func:`solver_params`):
+
+- ``--param KEY=VALUE`` applies to every selected solver that has ``KEY``
+  (an error if none has it); ``--param SOLVER.KEY=VALUE`` to that solver only.
+  Values are text, converted by the parameter's type (``true``/``false``,
+  numbers, ``none``, a JSON object for mappings).
+- ``--config FILE.toml``: top-level keys as unprefixed ``--param``; a table
+  ``[SOLVER]`` (e.g. ``[sjf-bco]``) for one solver. TOML values keep their
+  types. ``--param`` wins over the file.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
+
+if typing.TYPE_CHECKING:
+    import os
 
 P = TypeVar("P")
 
 
-def parse_kv(items: list[str] | None) -> dict[str, str]:
-    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``; a missing ``=`` is a clear error."""
+def parse_kv(items: Sequence[str] | None) -> dict[str, str]:
+    """``["a=1", "s.b=x"]`` -> ``{"a": "1", "s.b": "x"}``; a missing ``=`` is a clear error.
+
+    Dashes in the parameter name become underscores (``kappa-search`` is
+    ``kappa_search``); a ``SOLVER.`` prefix is kept as written.
+    """
     out: dict[str, str] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--param {item!r}: expected key=value")
-        out[key.strip().replace("-", "_")] = value.strip()
+        key = key.strip()
+        if not sep or not key or key.endswith("."):
+            raise ValueError(f"--param {item!r}: expected KEY=VALUE or SOLVER.KEY=VALUE")
+        prefix, dot, name = key.rpartition(".")
+        out[f"{prefix}{dot}{name.replace('-', '_')}"] = value.strip()
+    return out
+
+
+def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a TOML parameter file; errors name the file (and the line, for bad TOML)."""
+    from sjfbco.problem import InputError
+
+    try:
+        with open(path, "rb") as fh:
+            doc = tomllib.load(fh)
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", source=str(path)) from None
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"not valid TOML ({err})", source=str(path)) from None
+    return doc
+
+
+def solver_params(
+    solvers: Sequence[str],
+    items: Sequence[str] | None = None,
+    config: Mapping[str, Any] | None = None,
+    *,
+    source: str = "--param",
+) -> dict[str, dict[str, Any]]:
+    """Per-solver parameter values from ``--param`` strings and a parsed TOML config.
+
+    See the module docstring for the rules. Each solver's values are checked by
+    building its parameter dataclass, so a typo or a bad value fails here,
+    before anything runs, with one line naming the parameter.
+    """
+    from sjfbco.solvers.contract import SOLVERS, spec_of
+
+    specs = {name: spec_of(name) for name in solvers}
+    known = {name: field_names(spec.params) for name, spec in specs.items()}
+    out: dict[str, dict[str, Any]] = {name: {} for name in solvers}
+
+    def put(key: str, value: Any, where: str) -> None:
+        prefix, dot, name = key.rpartition(".")
+        if dot:
+            if prefix not in specs:
+                raise ValueError(
+                    f"{where} {key!r}: {prefix!r} is not a selected solver ({', '.join(solvers)})"
+                )
+            targets = [prefix]
+            if name not in known[prefix]:
+                raise ValueError(
+                    f"{where} {key!r}: solver {prefix!r} has no parameter {name!r}; known: "
+                    f"{', '.join(sorted(known[prefix])) or '(none)'}"
+                )
+        else:
+            targets = [s for s in solvers if name in known[s]]
+            if not targets:
+                every = sorted(set().union(*known.values()))
+                raise ValueError(
+                    f"{where} {key!r}: no selected solver has a parameter {name!r}; known: "
+                    f"{', '.join(every) or '(none)'}"
+                )
+        for s in targets:
+            out[s][name] = value
+
+    for key, value in dict(config or {}).items():
+        if isinstance(value, dict) and key in SOLVERS:
+            if key not in specs:
+                continue  # a table for a solver this run does not use
+            for k, v in value.items():
+                put(f"{key}.{k.replace('-', '_')}", v, "config")
+        elif isinstance(value, dict) and not any(key in known[s] for s in solvers):
+            raise ValueError(
+                f"config table [{key}]: no solver is named {key!r}; known: "
+                f"{', '.join(sorted(SOLVERS))}"
+            )
+        else:
+            put(key.replace("-", "_"), value, "config")
+    for key, value in parse_kv(items).items():
+        put(key, value, source)
+    for name, values in out.items():
+        try:
+            make_params(specs[name].params, values)
+        except ValueError as err:
+            raise ValueError(f"solver {name!r}: {err}") from None
     return out
 
 

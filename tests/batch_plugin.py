@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.cost import min_run_time
 from sjfbco.schedule import Schedule
-from sjfbco.solvers import SOLVERS, Solution, Status, register
+from sjfbco.solvers import SOLVERS, NoParams, SolverOutput, Status, register
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
 
-def _greedy(data: ProblemData, seed: int) -> Solution:
+def _greedy(data: ProblemData, seed: int) -> SolverOutput:
     cl = data.cluster
     load = [0.0] * cl.num_gpus
     order = list(range(data.num_jobs))
@@ -30,37 +31,48 @@ def _greedy(data: ProblemData, seed: int) -> Solution:
     gpus: list[tuple[tuple[int, int], ...]] = [()] * data.num_jobs
     for j in order:
         job = data.jobs[j]
-        chosen = sorted(range(cl.num_gpus), key=lambda g: (load[g], g))[: job.gpus]
+        chosen = sorted(range(cl.num_gpus), key=lambda g: (load[g], g))[: job.num_gpus]
         for g in chosen:
             load[g] += min_run_time(job, data)
         gpus[j] = tuple(cl.gpu_pair(g) for g in chosen)
     ranks = [0] * data.num_jobs
     for rank, j in enumerate(order):
         ranks[j] = rank
-    return Solution(Schedule.build(gpus, None, ranks), Status.FEASIBLE)
+    return SolverOutput(Schedule.build(gpus, None, ranks), Status.FEASIBLE)
+
+
+@dataclass(frozen=True)
+class SlowParams:
+    """``sleep``: seconds to wait before solving."""
+
+    sleep: float = 0.2
 
 
 def toy_greedy(
-    data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
-) -> Solution:
-    if params:
-        raise ValueError(f"unknown parameters {sorted(params)}")
+    data: ProblemData, params: NoParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
     return _greedy(data, seed)
 
 
 def toy_slow(
-    data: ProblemData, *, time_limit: float | None, seed: int, sleep: float = 0.2
-) -> Solution:
-    time.sleep(sleep)
+    data: ProblemData, params: SlowParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    time.sleep(params.sleep)
     return _greedy(data, seed)
 
 
-def toy_crash(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
+def toy_crash(
+    data: ProblemData, params: NoParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
     raise RuntimeError("boom")
 
 
-_TOYS = {"toy-greedy": toy_greedy, "toy-slow": toy_slow, "toy-crash": toy_crash}
+_TOYS: dict[str, tuple[Any, type]] = {
+    "toy-greedy": (toy_greedy, NoParams),
+    "toy-slow": (toy_slow, SlowParams),
+    "toy-crash": (toy_crash, NoParams),
+}
 NAMES = tuple(_TOYS)
-for _name, _fn in _TOYS.items():
+for _name, (_fn, _params) in _TOYS.items():
     if _name not in SOLVERS:
-        register(_name, heuristic=False)(_fn)
+        register(_name, _params, heuristic=False)(_fn)

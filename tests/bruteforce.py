@@ -19,7 +19,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import min_run_time
-from sjfbco.evaluate import Simulator, evaluate, summarise
+from sjfbco.evaluate import Simulator, evaluate, evaluation_of
 from sjfbco.schedule import Schedule
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 def count_patterns(data: ProblemData, j: int) -> list[tuple[int, ...]]:
     """Every per-server count vector of job ``j`` (itertools.product, filtered)."""
     caps = data.cluster.gpus_per_server
-    g = data.jobs[j].gpus
+    g = data.jobs[j].num_gpus
     return [c for c in itertools.product(*(range(o + 1) for o in caps)) if sum(c) == g]
 
 
@@ -74,7 +74,7 @@ def brute_force(
 
     def free_lists(sim: Simulator) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in range(cl.num_servers)]
-        for g in sim.free_gpus():
+        for g in sim.free_gpu_ids():
             out[cl.server_of_gpu[g]].append(g)
         return out
 
@@ -82,9 +82,9 @@ def brute_force(
         if not waiting:
             done = copy.deepcopy(sim, {id(data): data, id(data.rates): data.rates})
             done.run_to_end()
-            ms = int(summarise(data, done).makespan)
+            ms = int(evaluation_of(data, done).makespan)
             if ms < best[0]:  # type: ignore[operator]
-                gpus = [[cl.gpu_pair(g) for g in done.gpus_of[j]] for j in range(n)]
+                gpus = [[cl.gpu_pair(g) for g in done.gpu_ids_of[j]] for j in range(n)]
                 best[0], best[1] = ms, Schedule.build(gpus, [starts[j] for j in range(n)])
             return
         bound = max(t + minrun[j] for j in waiting)

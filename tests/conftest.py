@@ -53,7 +53,7 @@ def instances(
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=draw(st.integers(1, n_gpus)),
+            num_gpus=draw(st.integers(1, n_gpus)),
             iterations=draw(st.integers(1, max_iterations)),
             gradient_mb=draw(st.sampled_from([0.0, 10.0, 50.0, 100.0])),
             compute_seconds=draw(st.sampled_from([0.05, 0.2, 0.5])),
@@ -72,7 +72,7 @@ def schedules(draw: st.DrawFn, data: ProblemData, max_start: int = 6) -> Schedul
     gpus = []
     for job in data.jobs:
         perm = draw(st.permutations(all_gpus))
-        gpus.append(tuple(perm[: job.gpus]))
+        gpus.append(tuple(perm[: job.num_gpus]))
     start = [draw(st.integers(0, max_start)) for _ in data.jobs]
     order = None
     if draw(st.booleans()):

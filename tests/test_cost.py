@@ -21,11 +21,11 @@ from sjfbco.problem import Cluster, CostParams, Job
 # b_intra 100 MB/s, b_inter 10 MB/s, C 50 MB/s; xi2 0.01 s/server; alpha 0.5; slot 10 s
 CL = Cluster((4, 4, 4), bandwidth_intra=100.0, bandwidth_inter=10.0, gpu_speed=50.0)
 COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.5, slot_seconds=10.0)
-JOB4 = Job("four", gpus=4, iterations=100, gradient_mb=8.0, compute_seconds=0.2)
+JOB4 = Job("four", num_gpus=4, iterations=100, gradient_mb=8.0, compute_seconds=0.2)
 
 
 def test_single_gpu_job_has_no_communication() -> None:
-    job = Job("one", gpus=1, iterations=10, gradient_mb=100.0, compute_seconds=0.2)
+    job = Job("one", num_gpus=1, iterations=10, gradient_mb=100.0, compute_seconds=0.2)
     # w = 1: both communication terms vanish; gamma = 0.01 * 1 server; + 0.2 compute
     assert iteration_time(job, 1, 0, CL, COST) == pytest.approx(0.21)
 
@@ -74,7 +74,7 @@ def test_inside_one_server_ignores_contention() -> None:
 def test_compute_from_forward_and_backward() -> None:
     job = Job(
         "fb",
-        gpus=1,
+        num_gpus=1,
         iterations=1,
         gradient_mb=0.0,
         forward_seconds_per_sample=0.001,
@@ -102,7 +102,7 @@ def test_whole_quotients_survive_floating_point() -> None:
     """The two roundings of eq. 9 (docs: cost.progress_per_slot, slots_to_finish)."""
     # tau = 0.1 s in a 0.3 s slot: 1 / tau is 3 exactly, 2.9999999999999996 in floats
     cost = CostParams(xi2=0.0, slot_seconds=0.3)
-    job = Job("one", gpus=1, iterations=9, gradient_mb=0.0, compute_seconds=0.1)
+    job = Job("one", num_gpus=1, iterations=9, gradient_mb=0.0, compute_seconds=0.1)
     tau = iteration_time(job, 1, 0, CL, cost) / cost.slot_seconds
     assert 1.0 / tau < 3.0  # the float error the tolerance absorbs
     assert progress_per_slot(tau, cost) == 3

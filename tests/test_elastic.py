@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -164,8 +165,8 @@ def test_model_speedup_from_the_cost_model() -> None:
     job = data.jobs[0]  # resnet50, 97.7 MB, compute 0.105 s
     curve = model_speedup(data, 0)
     cl, cost = data.cluster, data.cost
-    t1 = iteration_time(job.__class__(**{**job.to_dict(), "gpus": 1}), 1, 0, cl, cost)
-    t4 = iteration_time(job.__class__(**{**job.to_dict(), "gpus": 4}), 1, 0, cl, cost)
+    t1 = iteration_time(dataclasses.replace(job, num_gpus=1), 1, 0, cl, cost)
+    t4 = iteration_time(dataclasses.replace(job, num_gpus=4), 1, 0, cl, cost)
     assert curve(1) == 1.0
     assert curve(4) == pytest.approx(4 * t1 / t4)
     # 9 GPUs need two servers (8 + 1): the inter-server ring is slower; the curve keeps

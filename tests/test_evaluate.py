@@ -18,7 +18,7 @@ SPLIT_B = ((0, 2), (0, 3), (1, 2), (1, 3))
 
 
 def job(name: str, iterations: int) -> Job:
-    return Job(name, gpus=4, iterations=iterations, gradient_mb=8.0, compute_seconds=0.2)
+    return Job(name, num_gpus=4, iterations=iterations, gradient_mb=8.0, compute_seconds=0.2)
 
 
 def test_two_split_jobs_contend_then_one_speeds_up() -> None:
@@ -74,7 +74,7 @@ def test_strict_mode_rejects_overlap_and_names_jobs_and_gpu() -> None:
 
 
 def test_arrival_delays_a_job_and_jct_counts_from_arrival() -> None:
-    late = Job("late", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, arrival=3)
+    late = Job("late", num_gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, arrival=3)
     data = ProblemData(CL, (late,), COST)
     ev = evaluate(data, Schedule.build([((0, 0),)]))
     # tau 0.21 s = 0.021 slots -> 47 it/slot -> 1 slot; starts at 3, ends 4; JCT 1

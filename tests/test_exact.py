@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
 from sjfbco.formulations.common import model_bound
-from sjfbco.solvers import HEURISTICS, SOLVERS, Status
+from sjfbco.solvers import SOLVERS, Status, heuristics
 from sjfbco.solvers.exact import ExactParams, ModelError, best_warm_start, serial_schedule
 from tests.bruteforce import brute_force
 from tests.tiny import tiny_instances, trap_instances
@@ -34,9 +34,9 @@ def _contention_instance() -> ProblemData:
     optimum = 5 + 2 (both small jobs together, one per server) = 7 slots.
     """
     jobs = (
-        Job(id="big", gpus=3, iterations=30, gradient_mb=100.0, compute_seconds=0.2),
-        Job(id="s1", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
-        Job(id="s2", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
+        Job(id="big", num_gpus=3, iterations=30, gradient_mb=100.0, compute_seconds=0.2),
+        Job(id="s1", num_gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
+        Job(id="s2", num_gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2),
     )
     return ProblemData(CL, jobs, COST, name="contention")
 
@@ -64,7 +64,7 @@ def test_serial_schedule_runs_jobs_one_after_another() -> None:
 
 def test_params_are_validated() -> None:
     data = _contention_instance()
-    with pytest.raises(ValueError, match="backend: unknown 'gurobi'"):
+    with pytest.raises(ValueError, match="backend: must be one of highs, cbc, cpsat, got 'gurobi'"):
         solve(data, "exact", backend="gurobi")
     with pytest.raises(ValueError, match="unknown parameter 'kappa'"):
         solve(data, "exact", kappa=3)
@@ -106,7 +106,7 @@ def test_warm_start_is_the_best_registered_heuristic() -> None:
 
 
 def test_exact_is_not_listed_among_heuristics() -> None:
-    assert "exact" in SOLVERS and "exact" not in HEURISTICS
+    assert "exact" in SOLVERS and "exact" not in heuristics()
 
 
 def test_time_limit_returns_incumbent_and_bound() -> None:
@@ -114,7 +114,7 @@ def test_time_limit_returns_incumbent_and_bound() -> None:
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=1 + k % 3,
+            num_gpus=1 + k % 3,
             iterations=20 + 7 * k,
             gradient_mb=100.0,
             compute_seconds=0.2,
@@ -141,7 +141,7 @@ def test_time_limit_returns_incumbent_and_bound() -> None:
 
 def _check_instance(data: ProblemData) -> None:
     """All backends and the brute force agree; never above a heuristic or the serial schedule."""
-    heur = {n: solve(data, n).makespan for n in HEURISTICS}
+    heur = {n: solve(data, n).makespan for n in heuristics()}
     heur["serial"] = evaluate(data, serial_schedule(data)).makespan
     upper = int(min(heur.values()))
     opt, sched = brute_force(data, upper)
@@ -193,9 +193,9 @@ def test_cpsat_regression_wrong_optimum_with_hint() -> None:
     3 GPUs from slot 1 at 4 it/slot for 9 iterations -> ends 4, j0 after j2 at slot 3)."""
     cl = Cluster((2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
     jobs = (
-        Job(id="j0", gpus=1, iterations=1, gradient_mb=0.0, compute_seconds=0.2, arrival=1),
-        Job(id="j1", gpus=3, iterations=9, gradient_mb=200.0, compute_seconds=0.3, arrival=1),
-        Job(id="j2", gpus=1, iterations=17, gradient_mb=0.0, compute_seconds=0.3),
+        Job(id="j0", num_gpus=1, iterations=1, gradient_mb=0.0, compute_seconds=0.2, arrival=1),
+        Job(id="j1", num_gpus=3, iterations=9, gradient_mb=200.0, compute_seconds=0.3, arrival=1),
+        Job(id="j2", num_gpus=1, iterations=17, gradient_mb=0.0, compute_seconds=0.3),
     )
     data = ProblemData(cl, jobs, CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5))
     assert brute_force(data, 10)[0] == 4
@@ -220,7 +220,8 @@ def instance_a() -> ProblemData:
     rows = [("j0", 2, 6, 50.0, 0.3), ("j1", 3, 10, 100.0, 0.2)]
     rows += [("j2", 3, 4, 200.0, 0.3), ("j3", 4, 8, 100.0, 0.3)]
     jobs = tuple(
-        Job(id=i, gpus=g, iterations=f, gradient_mb=m, compute_seconds=c) for i, g, f, m, c in rows
+        Job(id=i, num_gpus=g, iterations=f, gradient_mb=m, compute_seconds=c)
+        for i, g, f, m, c in rows
     )
     return ProblemData(CL222, jobs, cost, name="issue11-A")
 
@@ -233,7 +234,7 @@ def instance_b() -> ProblemData:
     """
     cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=2.5)
     jobs = tuple(
-        Job(id=f"j{k}", gpus=3, iterations=20, gradient_mb=100.0, compute_seconds=0.3)
+        Job(id=f"j{k}", num_gpus=3, iterations=20, gradient_mb=100.0, compute_seconds=0.3)
         for k in range(3)
     )
     return ProblemData(CL222, jobs, cost, name="issue11-B")

@@ -60,7 +60,7 @@ def test_kept_levels_keep_the_top_of_each_plateau() -> None:
     flat = data.replace(
         jobs=(
             data.jobs[0].__class__(
-                id="g0", gpus=3, iterations=30, gradient_mb=0.0, compute_seconds=0.2
+                id="g0", num_gpus=3, iterations=30, gradient_mb=0.0, compute_seconds=0.2
             ),
         )
     )
@@ -84,7 +84,7 @@ def test_plan_to_schedule_hands_out_gpus_in_start_order() -> None:
 def test_ilp_size_of_one_fixed_job() -> None:
     # one 1-GPU job, compute 0.5 s: tau = 0.51 s = 0.204 slots -> 4 it/slot; F = 22 -> 6 slots
     data = ProblemData(
-        CL22, (Job(id="a", gpus=1, iterations=22, gradient_mb=0.0, compute_seconds=0.5),), COST
+        CL22, (Job(id="a", num_gpus=1, iterations=22, gradient_mb=0.0, compute_seconds=0.5),), COST
     )
     ilp = TimeIndexedILP(data, 8)
     # canonical job: only pattern (1, 0); starts 0, 1, 2 (end <= 8); no ends, no levels;
@@ -111,7 +111,7 @@ def test_ilp_size_of_one_fixed_job() -> None:
 def test_identical_servers_are_not_all_canonicalised() -> None:
     """Two 2-GPU jobs on two 2-GPU servers run side by side (different identical servers)."""
     jobs = tuple(
-        Job(id=f"s{k}", gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2)
+        Job(id=f"s{k}", num_gpus=2, iterations=20, gradient_mb=50.0, compute_seconds=0.2)
         for k in range(2)
     )
     data = ProblemData(CL22, jobs, COST)
@@ -154,7 +154,7 @@ def test_time_limit_is_not_reported_as_optimal() -> None:
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=1 + k % 3,
+            num_gpus=1 + k % 3,
             iterations=20 + 7 * k,
             gradient_mb=100.0,
             compute_seconds=0.2,
@@ -248,8 +248,8 @@ def test_theta_program_hand_example() -> None:
     """
     cl = Cluster((2,), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
     jobs = (
-        Job(id="a", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, rho_hat=3.0),
-        Job(id="b", gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, rho_hat=4.0),
+        Job(id="a", num_gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, rho_hat=3.0),
+        Job(id="b", num_gpus=1, iterations=10, gradient_mb=0.0, compute_seconds=0.2, rho_hat=4.0),
     )
     data = ProblemData(cl, jobs, COST)
     a = Schedule.build([[(0, 0)], [(0, 0)]])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from typing import TYPE_CHECKING
@@ -32,7 +33,7 @@ COST = CostParams(xi2=0.0, slot_seconds=1.0)
 def _job(name: str, gpus: int, slots: int, arrival: int = 0) -> Job:
     return Job(
         id=name,
-        gpus=gpus,
+        num_gpus=gpus,
         iterations=4 * slots,
         gradient_mb=0.0,
         compute_seconds=0.25,
@@ -190,7 +191,7 @@ def _gpus_of(data: ProblemData, policy: str) -> list[list[tuple[int, int]]]:
 def test_partial_admission_ends_or_reports(data: ProblemData) -> None:
     r = run_online(data, "fcfs-gang", admission="partial")
     if r.status == "deadlock":
-        assert r.deadlocked and all(data.jobs[data.job_index[i]].gpus > 1 for i in r.deadlocked)
+        assert r.deadlocked and all(data.jobs[data.job_index[i]].num_gpus > 1 for i in r.deadlocked)
         assert r.makespan is None and r.mean_jct is None
     else:
         assert all(e is not None for e in r.end)
@@ -201,7 +202,7 @@ def test_partial_admission_ends_or_reports(data: ProblemData) -> None:
 @settings(max_examples=15)
 @given(instances(time_model="slotted"))
 def test_sjf_bco_online_equals_offline_with_all_arrivals_at_zero(data: ProblemData) -> None:
-    data = data.replace(jobs=tuple(j.__class__(**{**j.to_dict(), "arrival": 0}) for j in data.jobs))
+    data = data.replace(jobs=tuple(dataclasses.replace(j, arrival=0) for j in data.jobs))
     online = run_online(data, "sjf-bco-online")
     offline = solve(data, "sjf-bco")
     assert online.makespan == offline.makespan
@@ -285,7 +286,7 @@ def test_philly_workload_rules(tmp_path: Path) -> None:
     }
     assert [j.id for j in data.jobs] == ["philly-2", "philly-3"]  # CSV line numbers
     assert [j.arrival for j in data.jobs] == [0, 1]  # floor((130 - 30) / 60) = 1
-    assert [j.gpus for j in data.jobs] == [1, 4]
+    assert [j.num_gpus for j in data.jobs] == [1, 4]
     # seed 0 draws MODELS[5] (lstm-ptb) and MODELS[3] (vgg16); 60 s slots, one server each.
     # lstm-ptb, 1 GPU: tau = 0.0005 * 64 + 0.047 + xi2 0.01 = 0.089 s, floor(60 / 0.089) = 674
     #   iterations per slot; 600 s = 10 slots -> F = 6740.

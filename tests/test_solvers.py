@@ -23,7 +23,7 @@ from sjfbco import (
     solve,
     write_schedule,
 )
-from sjfbco.solvers import HEURISTICS, SOLVERS, Status
+from sjfbco.solvers import SOLVERS, Status, heuristics
 from sjfbco.solvers.placement import Placer, TrialRunner, estimates
 from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco_rule
 from tests.conftest import INSTANCES, ROOT, instances
@@ -36,7 +36,7 @@ BUNDLED = sorted(p for p in INSTANCES.rglob("*.json") if "schedule" not in p.nam
 
 def test_registry_has_the_paper_solvers() -> None:
     assert {"sjf-bco", "ls", "ff", "rand", "lwf", "fifo-gang"} <= set(SOLVERS)
-    assert set(HEURISTICS) <= set(SOLVERS)
+    assert set(heuristics()) <= set(SOLVERS)
 
 
 # ---- placement rules on a hand-made cluster --------------------------------------------------
@@ -116,7 +116,7 @@ def _tiny() -> ProblemData:
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
-@pytest.mark.parametrize("solver", sorted(HEURISTICS))
+@pytest.mark.parametrize("solver", sorted(heuristics()))
 def test_reported_makespan_is_the_evaluators(path: Path, solver: str, tmp_path: Path) -> None:
     data = read_instance(path)
     res = solve(data, solver)
@@ -184,7 +184,7 @@ def test_kappa_over_sizes_equals_kappa_over_all(data: ProblemData) -> None:
 @settings(max_examples=40)
 @given(instances(max_servers=4, max_gpus=4, max_jobs=6))
 def test_sjf_bco_with_kappa_max_and_plain_ties_is_ls_in_sjf_order(data: ProblemData) -> None:
-    kmax = max(job.gpus for job in data.jobs)
+    kmax = max(job.num_gpus for job in data.jobs)
     sjf = solve(data, "sjf-bco", kappa=kmax, ties="plain")
     ls = solve(data, "ls", order="sjf")
     assert sjf.schedule == ls.schedule
@@ -201,6 +201,25 @@ def test_timestepped_trials_replay_exactly_in_the_evaluator(data: ProblemData) -
     assert evaluate(data, trial.schedule(data.cluster), strict=True).makespan == trial.makespan
 
 
+def test_baselines_theta_option_searches_or_drops_the_load_limit() -> None:
+    data = _tiny()
+    for solver, default in (("ff", "search"), ("ls", "search"), ("rand", "unlimited")):
+        base = solve(data, solver, seed=3)
+        same = solve(data, solver, seed=3, theta=default)
+        assert base.schedule == same.schedule and base.stats == same.stats
+        none = solve(data, solver, seed=3, theta="unlimited")
+        # one trial with theta = T: no load limit
+        assert none.stats["theta_steps"] == 1
+        assert none.stats["theta"] == none.stats["horizon"]
+        search = solve(data, solver, seed=3, theta="search")
+        assert search.stats["theta_steps"] > 1
+        assert search.makespan == evaluate(data, search.schedule).makespan
+    with pytest.raises(ValueError, match="theta: must be one of search, unlimited"):
+        solve(data, "ls", theta="sometimes")
+    with pytest.raises(ValueError, match="unknown parameter 'theta'"):
+        solve(data, "sjf-bco", theta="unlimited")  # SJF-BCO always searches theta
+
+
 def test_infeasible_horizon_reports_a_status_not_an_exception() -> None:
     res = solve(_tiny(), "sjf-bco", horizon=1)
     assert res.status is Status.INFEASIBLE
@@ -208,7 +227,7 @@ def test_infeasible_horizon_reports_a_status_not_an_exception() -> None:
 
 
 def test_time_limit_returns_the_incumbent() -> None:
-    res = solve(_tiny(), "sjf-bco", time_limit=0.0)
+    res = solve(_tiny(), "sjf-bco", time_limit=1e-9)
     assert res.status is Status.TIME_LIMIT
     # it stops once a feasible trial exists, well before the full search's 40 trials
     assert res.schedule is not None

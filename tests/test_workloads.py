@@ -18,7 +18,7 @@ from sjfbco.cost import min_run_time
 from sjfbco.evaluate import evaluate
 from sjfbco.files import load_json, read_instance
 from sjfbco.schedule import Schedule
-from sjfbco.workloads.calibration import Calibration, calibrate, job_figures
+from sjfbco.workloads.conditions import Conditions, job_figures, measure_conditions
 from sjfbco.workloads.models import MODEL_BY_NAME
 from sjfbco.workloads.paper import (
     ITERATIONS,
@@ -51,7 +51,7 @@ CLAIM_SEEDS = range(10)
 def test_size_mix_is_exact_for_160() -> None:
     assert size_mix(160) == {1: 80, 2: 14, 4: 26, 8: 30, 16: 8, 32: 2}
     data = paper_instance(20, 0)
-    assert Counter(job.gpus for job in data.jobs) == Counter(SIZE_MIX_160)
+    assert Counter(job.num_gpus for job in data.jobs) == Counter(SIZE_MIX_160)
     assert data.num_jobs == 160
 
 
@@ -76,7 +76,7 @@ def test_size_mix_sums_and_stays_within_one_of_the_quota(jobs: int) -> None:
 @pytest.mark.parametrize("jobs", [1, 7, 33, 161, 500])
 def test_other_job_counts(jobs: int) -> None:
     data = paper_instance(15, 3, jobs=jobs)
-    counts = Counter(job.gpus for job in data.jobs)
+    counts = Counter(job.num_gpus for job in data.jobs)
     assert {g: counts.get(g, 0) for g in SIZE_MIX_160} == size_mix(jobs)
     assert len({job.id for job in data.jobs}) == jobs
 
@@ -144,7 +144,7 @@ def test_randint_reaches_both_ends() -> None:
 
 
 def test_job_order_is_shuffled() -> None:
-    sizes = [j.gpus for j in paper_instance(20, 0).jobs]
+    sizes = [j.num_gpus for j in paper_instance(20, 0).jobs]
     assert sizes != sorted(sizes) and sizes != sorted(sizes, reverse=True)
 
 
@@ -170,18 +170,18 @@ def test_largest_job_always_fits() -> None:
 # --- calibration claims (docs/workload.md) ------------------------------------------------
 
 
-def _calibrate(preset: str) -> Calibration:
-    return calibrate(
+def _conditions(preset: str) -> Conditions:
+    return measure_conditions(
         [paper_instance(s, seed, preset=preset) for s in CLAIM_SERVERS for seed in CLAIM_SEEDS]
     )
 
 
 @pytest.fixture(scope="module")
-def paper_cal() -> Calibration:
-    return _calibrate("paper")
+def paper_cal() -> Conditions:
+    return _conditions("paper")
 
 
-def test_paper_tau(paper_cal: Calibration) -> None:
+def test_paper_tau(paper_cal: Conditions) -> None:
     # every job, best placement and split over two servers, contention-free:
     # tau in [0.01, 0.05] slots (measured 0.024 .. 0.0488)
     assert paper_cal.tau_best.inside == 1.0
@@ -190,7 +190,7 @@ def test_paper_tau(paper_cal: Calibration) -> None:
     assert max(paper_cal.tau_best.hi, paper_cal.tau_split.hi) <= 0.0489
 
 
-def test_tau_stays_within_one_slot_at_any_contention(paper_cal: Calibration) -> None:
+def test_tau_stays_within_one_slot_at_any_contention(paper_cal: Conditions) -> None:
     assert paper_cal.tau_worst.hi <= 0.57
     # the bound behind it: VGG-16 on 32 GPUs over 32 servers at p = 32, by hand:
     # m (w-1)/w = 526.4 * 31/32 = 509.95 MB; f = 32 + 0.275 * 31 = 40.525;
@@ -205,7 +205,7 @@ def test_tau_stays_within_one_slot_at_any_contention(paper_cal: Calibration) -> 
         assert min_safe_slot(preset) <= preset.slot_seconds
 
 
-def test_paper_rho(paper_cal: Calibration) -> None:
+def test_paper_rho(paper_cal: Conditions) -> None:
     # >= 88% of all jobs, >= 80% on every instance, with rho_min in [50, 300]; none above
     assert paper_cal.rho_min.inside >= 0.88
     assert paper_cal.rho_inside_worst_instance >= 0.80
@@ -214,7 +214,7 @@ def test_paper_rho(paper_cal: Calibration) -> None:
     assert paper_cal.rho_below == pytest.approx(1 - paper_cal.rho_min.inside)
 
 
-def test_paper_shares(paper_cal: Calibration) -> None:
+def test_paper_shares(paper_cal: Conditions) -> None:
     lv = paper_cal.levels
     # narrow reading (contention slow-down + xi2 overhead), on every instance, holds on
     # best placements (4.4%) and with every multi-GPU job split at p = 1 (6.3%) or p = 2
@@ -227,8 +227,8 @@ def test_paper_shares(paper_cal: Calibration) -> None:
 
 
 def test_prototype_preset() -> None:
-    cal = _calibrate("prototype")
-    # spec section 7's starting point: tau of jobs inside one server in [0.022, 0.041]
+    cal = _conditions("prototype")
+    # docs/model.md section 7's starting point: tau of jobs inside one server in [0.022, 0.041]
     assert cal.tau_best_one_server.lo >= 0.022 and cal.tau_best_one_server.hi <= 0.0411
     # but split VGG-16 jobs exceed 0.05 slots, and contention at p = 2 passes 15%
     assert cal.tau_split.hi > 0.055
@@ -236,7 +236,7 @@ def test_prototype_preset() -> None:
 
 
 def test_10gbe_breaks_the_conditions() -> None:
-    cal = _calibrate("10gbe")
+    cal = _conditions("10gbe")
     assert cal.tau_worst.hi <= 1.0  # safe: the 36 s slot
     assert cal.tau_best_one_server.hi < 0.01  # tau far below the range
     assert cal.rho_min.inside < 0.01  # almost every rho_min below the range

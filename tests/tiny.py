@@ -29,7 +29,7 @@ def tiny_instances(
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=draw(st.integers(1, min(4, sum(caps)))),
+            num_gpus=draw(st.integers(1, min(4, sum(caps)))),
             iterations=draw(st.integers(1, 24)),
             gradient_mb=draw(st.sampled_from([0.0, 50.0, 100.0, 200.0])),
             compute_seconds=draw(st.sampled_from([0.2, 0.3])),
@@ -65,7 +65,7 @@ def trap_instances(draw: st.DrawFn, max_jobs: int = 4) -> ProblemData:
     jobs = tuple(
         Job(
             id=f"j{k}",
-            gpus=draw(st.sampled_from([3, 3, 3, 2])),
+            num_gpus=draw(st.sampled_from([3, 3, 3, 2])),
             iterations=draw(st.sampled_from([20, 8, 12, 16, 24])),
             gradient_mb=draw(st.sampled_from([200.0, 100.0, 50.0])),
             compute_seconds=draw(st.sampled_from([0.2, 0.3])),

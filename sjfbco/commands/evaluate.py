@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     doc = ev.to_dict()
     rows = [
-        {"job": j["id"], "start": j["start"], "end": j["end"], "gpus": data.jobs[k].gpus}
+        {"job": j["id"], "start": j["start"], "end": j["end"], "gpus": data.jobs[k].num_gpus}
         for k, j in enumerate(doc["jobs"])
     ]
     print(format_table(rows, ["job", "gpus", "start", "end"]))

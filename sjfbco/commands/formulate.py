@@ -15,7 +15,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "formulate",
         help="write an exact model of an instance (.lp/.mps, CP-SAT dump)",
-        description="Build one of the exact formulations of spec section 4 and write it: "
+        description="Build one of the exact formulations of docs/model.md section 4 and write it: "
         "'ilp' (time-indexed ILP over GPU-count patterns, .lp or .mps), "
         "'paper-ilp' (the paper's eqs. 10-13 over the heuristics' schedules, "
         ".lp or .mps) or 'nonconvex' (the CP-SAT model: a readable .txt "

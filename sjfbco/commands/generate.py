@@ -19,7 +19,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "generate",
         help="write a generated instance (the paper's workload)",
-        description="Draw an instance of the paper's synthetic workload (spec section 7; "
+        description="Draw an instance of the paper's synthetic workload (docs/model.md section 7; "
         "docs/workload.md): the 160-job size mix scaled to --jobs, servers of "
         "4/8/16/32 GPUs, iterations in [1000, 6000], models from the measured "
         "table. The same arguments always give the same file.",
@@ -39,7 +39,7 @@ def add_parser(sub: Any) -> None:
         choices=sorted(PRESETS),
         default="paper",
         help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
-        "3.5 s slots; prototype: spec section 7's starting point, 100 Gb/s, "
+        "3.5 s slots; prototype: docs/model.md section 7's starting point, 100 Gb/s, "
         "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)",
     )
     p.add_argument(

@@ -30,7 +30,14 @@ def add_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped)",
+        help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped); with several "
+        "solvers KEY=V goes to each that has KEY, SOLVER.KEY=V to one",
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE.toml",
+        help="solver parameters from a TOML file (top-level keys for every solver that has "
+        "them, [SOLVER] tables for one); --param wins",
     )
     p.add_argument(
         "--schedule-out",
@@ -45,33 +52,22 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _params_for(solver: str, params: dict[str, str], run_all: bool) -> dict[str, str]:
-    """All ``--param`` values; with ``--solver all`` only those the solver knows."""
-    from sjfbco.params import field_names
-    from sjfbco.solvers import PARAMS
-
-    cls = PARAMS.get(solver)
-    if not run_all or cls is None:
-        return params
-    known = field_names(cls)
-    return {k: v for k, v in params.items() if k in known}
-
-
 def run(args: argparse.Namespace) -> int:
     from sjfbco.files import read_instance, write_schedule
-    from sjfbco.params import parse_kv
-    from sjfbco.solvers import HEURISTICS, SOLVERS, solve
+    from sjfbco.params import load_config, solver_params
+    from sjfbco.solvers import SOLVERS, heuristics, solve
     from sjfbco.stdio import stdout_to_stderr
     from sjfbco.tables import format_table
 
     run_all = args.solver == "all"
-    solvers = list(HEURISTICS) if run_all else [args.solver]
+    solvers = heuristics() if run_all else [args.solver]
     for name in solvers:
         if name not in SOLVERS:
             raise ValueError(
                 f"--solver: unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}, all"
             )
-    params = parse_kv(args.param)
+    config = load_config(args.config) if args.config else None
+    params = solver_params(solvers, args.param, config)
     n_runs = len(solvers) * len(args.instances)
     if (
         args.schedule_out
@@ -95,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
                     name,
                     time_limit=args.time_limit,
                     seed=args.seed,
-                    **_params_for(name, params, run_all),
+                    params=params[name],
                 )
             row = {"instance": data.name, **res.summary()}
             rows.append(row)

@@ -1,4 +1,4 @@
-"""Elastic (malleable) jobs: speedup curves, heSRPT, EQUI, SRPT, HELL, KNEE (spec section 8).
+"""Elastic (malleable) jobs: speedup curves, heSRPT, EQUI, SRPT, HELL, KNEE (docs/model.md s. 8).
 
 >>> from sjfbco.elastic import run_elastic
 >>> run_elastic(data, "hesrpt", speedup="power:0.7").to_dict()   # doctest: +SKIP

@@ -1,4 +1,4 @@
-"""Closed forms for malleable jobs with ``s(k) = k^p`` on ``N`` GPUs (spec section 8)."""
+"""Closed forms for malleable jobs with ``s(k) = k^p`` on ``N`` GPUs (docs/model.md section 8)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Allocation policies for malleable jobs (spec section 8).
+"""Allocation policies for malleable jobs (docs/model.md section 8).
 
 Each policy maps the active jobs (remaining work, original size, speedup
 curve) to a number of GPUs per job, ``k_i >= 0`` with ``sum k_i <= N``, real

@@ -1,4 +1,4 @@
-"""Event-driven simulation of malleable jobs under an allocation policy (spec section 8).
+"""Event-driven simulation of malleable jobs under an allocation policy (docs/model.md section 8).
 
 Time is continuous (slots, no flooring): between two events every job's
 allocation is constant, so its progress is ``s(k) * dt`` and the next

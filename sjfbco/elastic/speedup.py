@@ -1,4 +1,4 @@
-"""Speedup curves ``s(k)`` of malleable jobs (spec section 8).
+"""Speedup curves ``s(k)`` of malleable jobs (docs/model.md section 8).
 
 A job of size ``x`` (slots of work on one GPU) running on ``k`` GPUs (``k``
 real in the continuous mode) progresses at rate ``s(k)`` work-slots per slot.
@@ -108,7 +108,7 @@ def one_gpu_time(job: Job, cluster: Cluster, cost: CostParams, k: int = 1) -> fl
     """``tau(k)`` seconds: eq. 8 for ``job`` run with ``k`` workers on its best placement."""
     if cluster.min_servers_for(k) == 0:
         raise ValueError(f"job {job.id!r}: the cluster has fewer than {k} GPUs")
-    return best_iteration_time(replace(job, gpus=k), cluster, cost)
+    return best_iteration_time(replace(job, num_gpus=k), cluster, cost)
 
 
 def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableSpeedup:
@@ -127,7 +127,7 @@ def elastic_sizes(data: ProblemData) -> list[float]:
     """``x_j = F_j G_j tau_j(1)`` in slots: each job's work on one GPU (see module docstring)."""
     slot = data.cost.slot_seconds
     return [
-        job.iterations * job.gpus * one_gpu_time(job, data.cluster, data.cost) / slot
+        job.iterations * job.num_gpus * one_gpu_time(job, data.cluster, data.cost) / slot
         for job in data.jobs
     ]
 

@@ -1,6 +1,6 @@
 """Running PuLP models on HiGHS (through highspy) or CBC, honestly.
 
-Three traps handled here (spec section 4, issue 4):
+Three traps handled here (docs/model.md section 4, issue 4):
 
 - PuLP's ``status`` says ``Optimal`` even when the solver stopped at its time
   limit; what was proven is read from the solver itself (HiGHS model status,
@@ -29,7 +29,8 @@ import pulp
 from sjfbco.formulations.common import Outcome as MipOutcome
 from sjfbco.stdio import stdout_to_stderr
 
-BACKENDS = ("highs", "cbc")
+#: MILP solvers the time-indexed ILP can be handed to (through PuLP).
+MILP_BACKENDS: tuple[str, ...] = ("highs", "cbc")
 
 
 class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
@@ -116,8 +117,8 @@ def solve_mip(
         ``gap_abs < 1`` and lose nothing. Whether a run proved its optimum is
         decided by the caller from the bound, never from the solver's word.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown MILP backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if backend not in MILP_BACKENDS:
+        raise ValueError(f"unknown MILP backend {backend!r}; known: {', '.join(MILP_BACKENDS)}")
     with stdout_to_stderr():
         if backend == "highs":
             return _solve_highs(prob, time_limit, threads, warm, relax, gap_abs)

@@ -1,4 +1,4 @@
-"""What every exact formulation shares (spec section 4): placement patterns, durations,
+"""What every exact formulation shares (docs/model.md section 4): placement patterns, durations,
 contention levels, horizons and the way a model's answer becomes a :class:`Schedule`.
 
 Because the GPUs of one server are identical, a job's placement is exact as a
@@ -105,7 +105,7 @@ def identical_job_groups(data: ProblemData) -> list[list[int]]:
     """
     groups: dict[tuple[object, ...], list[int]] = {}
     for j, job in enumerate(data.jobs):
-        key = (job.gpus, job.iterations, job.gradient_mb, job.compute, job.arrival)
+        key = (job.num_gpus, job.iterations, job.gradient_mb, job.compute, job.arrival)
         groups.setdefault(key, []).append(j)
     return [g for g in groups.values() if len(g) > 1]
 
@@ -142,7 +142,7 @@ class Patterns:
     (counts non-increasing along each group of identical servers). Any schedule
     can be mapped to one where that job is canonical by permuting identical
     servers, so the optimum is kept. Canonicalising every job would forbid two
-    jobs from sitting on different identical servers and cut off optima (spec
+    jobs from sitting on different identical servers and cut off optima (docs/model.md
     section 4: wrong on 33 of 57 instances checked).
     """
 
@@ -152,7 +152,7 @@ class Patterns:
         self.groups = identical_server_groups(data)
         self.by_job: list[list[Pattern]] = []
         for job in data.jobs:
-            comps = _compositions(job.gpus, caps)
+            comps = _compositions(job.num_gpus, caps)
             if len(comps) > MAX_PATTERNS:
                 raise ValueError(
                     f"job {job.id!r} has {len(comps)} placement patterns (more "

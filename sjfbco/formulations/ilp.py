@@ -1,4 +1,4 @@
-"""Integer linear programs (spec section 4), built with PuLP.
+"""Integer linear programs (docs/model.md section 4), built with PuLP.
 
 - :class:`TimeIndexedILP`: the package's exact ILP over per-server GPU-count
   patterns and start slots, with contention levels linearised by binaries.
@@ -93,7 +93,7 @@ class _PatVars:
 
 
 class TimeIndexedILP:
-    """The exact time-indexed ILP of spec section 4 for one instance and horizon.
+    """The exact time-indexed ILP of docs/model.md section 4 for one instance and horizon.
 
     Variables (all binary except ``C``):
 
@@ -263,7 +263,7 @@ class TimeIndexedILP:
         for each job ``j`` (its split patterns ``q`` on ``s`` with levels):
         ``sum_q sum_c c w[j,q,t,c] >= N[s,t] - M[j,s,t] (1 - sum_q z[j,q,t])``. At
         most one pattern of ``j`` runs, so this is the per-pattern constraint of
-        spec section 4 summed over ``j``'s patterns: same integer solutions, fewer
+        docs/model.md section 4 summed over ``j``'s patterns: same integer solutions, fewer
         rows.
 
         ``M[j,s,t]`` must be at least the largest ``N[s,t]`` can be while none of

@@ -1,4 +1,4 @@
-"""The paper's non-convex integer program (RAR-DDLS, spec section 4) as a CP-SAT model.
+"""The paper's non-convex integer program (RAR-DDLS, docs/model.md section 4) as a CP-SAT model.
 
 CP-SAT accepts the non-convex pieces directly: the contention count of eq. 6 is
 a maximum (``add_max_equality``) over the job's servers of the number of split
@@ -320,7 +320,7 @@ class NonconvexModel:
                 )
                 opts.append(f"{q.label()}:phi={rates}")
             lines.append(
-                f"job {job.id} G={job.gpus} F={job.iterations} "
+                f"job {job.id} G={job.num_gpus} F={job.iterations} "
                 f"arrival={job.arrival}: " + " ".join(opts)
             )
         return "\n".join(lines) + "\n"

@@ -1,4 +1,4 @@
-"""Online scheduling: arrivals, online policies, gang versus partial admission (spec section 8).
+"""Online scheduling: arrivals, online policies, gang versus partial admission (docs/model.md s. 8).
 
 >>> from sjfbco.online import run_online
 >>> result = run_online(data, "easy-backfill")          # doctest: +SKIP

@@ -8,7 +8,7 @@ takes GPUs from the pool and returns the jobs to start now. The simulator
 :class:`~sjfbco.evaluate.Simulator`, so times and contention follow the cost
 model exactly as in :func:`sjfbco.evaluate.evaluate`.
 
-Policies (spec section 8; Wang, Xie, Harchol-Balter, SIGMETRICS 2021 for the
+Policies (docs/model.md section 8; Wang, Xie, Harchol-Balter, SIGMETRICS 2021 for the
 multi-server FCFS baselines):
 
 - ``fcfs-gang``: strict arrival order (ties: position in the instance); the
@@ -101,10 +101,10 @@ class FcfsGang(Policy):
     def select(self, view: View, pool: FreePool) -> list[Start]:
         out: list[Start] = []
         for j in view.waiting:
-            gpus = pool.take(view.data.jobs[j].gpus)
-            if gpus is None:
+            gpu_ids = pool.take(view.data.jobs[j].num_gpus)
+            if gpu_ids is None:
                 break  # head-of-line blocking
-            out.append((j, gpus))
+            out.append((j, gpu_ids))
         return out
 
 
@@ -113,14 +113,14 @@ class SmallestNeedFirst(Policy):
 
     def order(self, view: View) -> list[int]:
         jobs = view.data.jobs
-        return sorted(view.waiting, key=lambda j: (jobs[j].gpus, jobs[j].arrival, j))
+        return sorted(view.waiting, key=lambda j: (jobs[j].num_gpus, jobs[j].arrival, j))
 
     def select(self, view: View, pool: FreePool) -> list[Start]:
         out: list[Start] = []
         for j in self.order(view):
-            gpus = pool.take(view.data.jobs[j].gpus)
-            if gpus is not None:
-                out.append((j, gpus))
+            gpu_ids = pool.take(view.data.jobs[j].num_gpus)
+            if gpu_ids is not None:
+                out.append((j, gpu_ids))
         return out
 
 
@@ -133,10 +133,10 @@ class EasyBackfill(Policy):
         out: list[Start] = []
         queue = list(view.waiting)
         while queue:  # plain FCFS while the head fits
-            gpus = pool.take(jobs[queue[0]].gpus)
-            if gpus is None:
+            gpu_ids = pool.take(jobs[queue[0]].num_gpus)
+            if gpu_ids is None:
                 break
-            out.append((queue.pop(0), gpus))
+            out.append((queue.pop(0), gpu_ids))
         if not queue:
             return out
         head = queue.pop(0)
@@ -148,12 +148,12 @@ class EasyBackfill(Policy):
         avail = pool.count()
         shadow, extra = float("inf"), 0
         for t, r in ends:
-            avail += jobs[r].gpus
-            if avail >= jobs[head].gpus:
-                shadow, extra = t, avail - jobs[head].gpus
+            avail += jobs[r].num_gpus
+            if avail >= jobs[head].num_gpus:
+                shadow, extra = t, avail - jobs[head].num_gpus
                 break
         for j in queue:
-            g = jobs[j].gpus
+            g = jobs[j].num_gpus
             if g > pool.count():
                 continue
             if now + est[j] <= shadow + 1e-9:

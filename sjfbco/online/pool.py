@@ -89,10 +89,10 @@ class FreePool:
             )
         return self._pop(s, 1)[0]
 
-    def take_exact(self, gpus: Iterable[int]) -> bool:
+    def take_exact(self, gpu_ids: Iterable[int]) -> bool:
         """Take exactly these GPUs if all are free (``True``), else take nothing (``False``)."""
         server_of = self.cluster.server_of_gpu
-        wanted = list(gpus)
+        wanted = list(gpu_ids)
         if any(g not in self._free[server_of[g]] for g in wanted):
             return False
         for g in wanted:

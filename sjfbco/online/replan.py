@@ -1,6 +1,6 @@
 """``sjf-bco-online``: re-plan the waiting jobs with SJF-BCO when jobs arrive.
 
-Rule (documented choice; spec section 8, issue 7):
+Rule (documented choice; docs/model.md section 8, issue 7):
 
 - **Re-plan only when new jobs arrive.** At an event where at least one job
   arrives, every job that has arrived and not started is planned afresh by
@@ -12,7 +12,7 @@ Rule (documented choice; spec section 8, issue 7):
   evaluating the sub-instance alone; the GPUs still busy are seen only
   through ``initial_load``.
 - **Between arrivals, dispatch the current plan with the evaluator's rules**
-  (spec section 3): each GPU serves the planned jobs in the order
+  (docs/model.md section 3): each GPU serves the planned jobs in the order
   ``(planned start, order, position)``; a job starts once its planned start
   (relative to the re-plan time) has come, it is first in the queue of each of
   its GPUs and all its GPUs are free. At completions nothing is re-planned.
@@ -94,7 +94,7 @@ class SjfBcoOnline(Policy):
             loads = [0.0] * view.data.cluster.num_gpus
             for r in sim.running:
                 left = max(0.0, sim.start_time[r] + view.estimate[r] - now)
-                for g in sim.gpus_of[r]:
+                for g in sim.gpu_ids_of[r]:
                     loads[g] = left
             self.plan = plan_subset(view.data, list(view.waiting), loads, **self.params)
             self.plan_time = now
@@ -104,15 +104,15 @@ class SjfBcoOnline(Policy):
         out: list[Start] = []
         self._wake = None
         for start, _, j in queue:
-            gpus = self.plan[j][0]
+            gpu_ids = self.plan[j][0]
             due = self.plan_time + start
-            if due <= view.now + 1e-9 and claimed.isdisjoint(gpus) and pool.take_exact(gpus):
-                out.append((j, list(gpus)))
+            if due <= view.now + 1e-9 and claimed.isdisjoint(gpu_ids) and pool.take_exact(gpu_ids):
+                out.append((j, list(gpu_ids)))
                 del self.plan[j]
             else:
                 if due > view.now + 1e-9:
                     self._wake = due if self._wake is None else min(self._wake, due)
-                claimed.update(gpus)
+                claimed.update(gpu_ids)
         return out
 
     def wakeup(self) -> float | None:

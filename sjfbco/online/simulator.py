@@ -10,7 +10,7 @@ At each event (arrival, completion, or a time a policy asked for) the loop
    waiting workers (``partial`` admission),
 3. advances the engine to the next event.
 
-Admission modes (spec section 8):
+Admission modes (docs/model.md section 8):
 
 - ``gang`` (default): a job starts only when all its ``G_j`` GPUs are free.
 - ``partial``: a job's workers take GPUs one at a time as GPUs free up;
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sjfbco.cost import min_run_time
-from sjfbco.evaluate import EPS, Simulator, summarise
+from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
@@ -142,26 +142,26 @@ def run_online(
     idle = 0.0
     while done < n:
         arrived = []
-        while nxt < n and jobs[arrivals[nxt]].arrival <= sim.now + EPS:
+        while nxt < n and jobs[arrivals[nxt]].arrival <= sim.now + sim.eps:
             arrived.append(arrivals[nxt])
             nxt += 1
         waiting += arrived
         reserved = {g for gs in held.values() for g in gs}
-        pool = FreePool(data.cluster, (g for g in sim.free_gpus() if g not in reserved))
+        pool = FreePool(data.cluster, (g for g in sim.free_gpu_ids() if g not in reserved))
         view = View(data, sim.now, tuple(waiting), tuple(arrived), sim, estimate)
         if admission == "gang":
             starts = pol.select(view, pool)
         else:
             starts = _grab(pol.order(view), pool, held, data)
-        for j, gpus in starts:
-            sim.start(j, gpus)
+        for j, gpu_ids in starts:
+            sim.start(j, gpu_ids)
             waiting.remove(j)
         if not sim.running and held:
             return _result(data, pol, admission, sim, idle, deadlock=sorted(held))
         t_next = [
             t
             for t in (jobs[arrivals[nxt]].arrival if nxt < n else None, pol.wakeup())
-            if t is not None and t > sim.now + EPS
+            if t is not None and t > sim.now + sim.eps
         ]
         until = min(t_next, default=None)
         if until is None and not sim.running:
@@ -178,7 +178,7 @@ def _grab(
     order: list[int], pool: FreePool, held: dict[int, list[int]], data: ProblemData
 ) -> list[tuple[int, list[int]]]:
     """Partial admission: hand free GPUs round-robin to waiting workers; return complete groups."""
-    need = {j: data.jobs[j].gpus - len(held.get(j, ())) for j in order}
+    need = {j: data.jobs[j].num_gpus - len(held.get(j, ())) for j in order}
     server_of = data.cluster.server_of_gpu
     active = [j for j in order if need[j] > 0]
     while active and pool.count() > 0:
@@ -220,7 +220,7 @@ def _result(
             deadlock_time=sim.now,
             stats=pol.stats(),
         )
-    ev = summarise(data, sim)
+    ev = evaluation_of(data, sim)
     metrics = job_metrics(arrival, ev.start, ev.end, [min_run_time(job, data) for job in jobs])
     metrics["utilisation"] = ev.utilisation
     return OnlineResult(

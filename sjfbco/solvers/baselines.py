@@ -1,4 +1,4 @@
-"""The paper's baselines (spec section 6) and related list schedulers.
+"""The paper's baselines (docs/model.md section 6) and related list schedulers.
 
 All run on the placement machinery of :mod:`sjfbco.solvers.placement`, take the
 same assignment mode and job-order options as SJF-BCO, and are scored by the
@@ -15,19 +15,28 @@ evaluator:
   first fit: the ``timestepped`` mode with ``theta = T`` and the FF rule.
 
 Job order for baselines is not given by the paper: **Decision** input order,
-with ``order=sjf`` as an option.
+with ``order=sjf`` as an option. How the baselines use ``theta`` is not given
+either: **Decision** FF and LS search it as SJF-BCO does, RAND places with
+``theta = T`` (no limit); ``theta=search|unlimited`` overrides it per baseline
+(:class:`BaselineParams`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.params import make_params
-from sjfbco.solvers import Solution, register
-from sjfbco.solvers.common import ListParams, check_count, prepare, run_list_scheduler
+from sjfbco.solvers.common import (
+    ListParams,
+    check_choice,
+    check_count,
+    prepare,
+    run_list_scheduler,
+)
+from sjfbco.solvers.contract import SolverOutput, register
+from sjfbco.solvers.placement import AssignmentMode
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 
 if TYPE_CHECKING:
@@ -36,8 +45,36 @@ if TYPE_CHECKING:
     from sjfbco.solvers.placement import Rule
 
 
+ThetaUse = Literal["search", "unlimited"]
+
+
+@dataclass(frozen=True)
+class BaselineParams(ListParams):
+    """Options of FF, LS and RAND (see :class:`~sjfbco.solvers.common.ListParams`).
+
+    Parameters
+    ----------
+    theta
+        ``search``: bisect the load limit ``theta`` over ``[1, T]`` and keep the
+        best trial (as SJF-BCO does); ``unlimited``: one trial with ``theta = T``,
+        i.e. no load limit. ``None`` (default): the baseline's own, ``search`` for
+        FF and LS, ``unlimited`` for RAND (the paper's).
+    """
+
+    theta: ThetaUse | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.theta is not None:
+            check_choice("theta", self.theta, ThetaUse)
+
+
+def _bisect(params: BaselineParams, default: ThetaUse) -> bool:
+    return (params.theta or default) == "search"
+
+
 def _sizes(data: ProblemData) -> list[int]:
-    return [job.gpus for job in data.jobs]
+    return [job.num_gpus for job in data.jobs]
 
 
 def _first_fit_rule(data: ProblemData) -> Rule:
@@ -50,37 +87,56 @@ def _first_fit_rule(data: ProblemData) -> Rule:
     return rule
 
 
-@register("ff", ListParams)
-def ff(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+@register("ff", BaselineParams)
+def ff(
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """FF: first fit, server by server, within theta; theta bisected (by default)."""
+    prep = prepare(data, params)
     return run_list_scheduler(
-        prep, [(None, _first_fit_rule(data))], bisect=True, time_limit=time_limit
+        prep,
+        [(None, _first_fit_rule(data))],
+        bisect=_bisect(params, "search"),
+        time_limit=time_limit,
     )
 
 
-@register("ls", ListParams)
-def ls(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params), indexed=True)
+@register("ls", BaselineParams)
+def ls(
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """LS: the least-loaded GPUs within theta, whatever their servers; theta bisected
+    (by default)."""
+    prep = prepare(data, params, indexed=True)
     sizes = _sizes(data)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.least_loaded(sizes[j], limit, "plain")
 
     return run_list_scheduler(
-        prep, [(None, rule)], bisect=True, time_limit=time_limit, limit_free=True
+        prep,
+        [(None, rule)],
+        bisect=_bisect(params, "search"),
+        time_limit=time_limit,
+        limit_free=True,
     )
 
 
-@register("rand", ListParams)
-def rand(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    prep = prepare(data, make_params(ListParams, params))
+@register("rand", BaselineParams)
+def rand(
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """RAND: random GPUs (seeded), no theta limit (by default)."""
+    prep = prepare(data, params)
     sizes = _sizes(data)
     rng = np.random.default_rng(seed)
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.random(sizes[j], limit, rng)
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)
+    return run_list_scheduler(
+        prep, [(None, rule)], bisect=_bisect(params, "unlimited"), time_limit=time_limit
+    )
 
 
 @dataclass(frozen=True)
@@ -95,10 +151,12 @@ class LWFParams(ListParams):
 
 
 @register("lwf", LWFParams)
-def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(LWFParams, params)
-    prep = prepare(data, p, indexed=True)
-    rule_params = SJFBCOParams(kappa=p.kappa, ties="plain", lam=1.0)
+def lwf(
+    data: ProblemData, params: LWFParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """LWF-kappa: least-workload GPUs up to kappa GPUs, least busy servers above."""
+    prep = prepare(data, params, indexed=True)
+    rule_params = SJFBCOParams(kappa=params.kappa, ties="plain", lam=1.0)
     rules: list[tuple[object, Rule]] = [
         (k, sjf_bco_rule(data, k, rule_params)) for k in kappa_candidates(data, rule_params)
     ]
@@ -107,10 +165,19 @@ def lwf(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
     )
 
 
-@register("fifo-gang", ListParams)
-def fifo_gang(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    p = make_params(ListParams, {"mode": "timestepped", **params})
-    prep = prepare(data, p)
+@dataclass(frozen=True)
+class FifoGangParams(ListParams):
+    """FIFO-gang runs in the ``timestepped`` mode by default (it starts jobs as GPUs free up)."""
+
+    mode: AssignmentMode = "timestepped"
+
+
+@register("fifo-gang", FifoGangParams)
+def fifo_gang(
+    data: ProblemData, params: FifoGangParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """FIFO-gang: input order, each job started when enough GPUs are idle, first fit."""
+    prep = prepare(data, params)
     return run_list_scheduler(
         prep, [(None, _first_fit_rule(data))], bisect=False, time_limit=time_limit
     )

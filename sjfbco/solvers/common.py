@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
-from sjfbco.solvers import Solution, Status
+from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.placement import (
     AssignmentMode,
     Estimate,
@@ -47,7 +47,7 @@ class ListParams:
     Parameters
     ----------
     mode
-        Assignment mode (spec section 5): ``offline`` (default; GPU queues in
+        Assignment mode (docs/model.md section 5): ``offline`` (default; GPU queues in
         placement order, run by the evaluator's dispatch) or ``timestepped``.
     order
         Job order: ``input`` (Decision for the baselines) or ``sjf``.
@@ -113,7 +113,7 @@ def run_list_scheduler(
     time_limit: float | None,
     label_name: str = "rule",
     limit_free: bool = False,
-) -> Solution:
+) -> SolverOutput:
     """Search ``theta`` (or not), return the best trial's schedule and statistics.
 
     Statistics: ``theta``, ``horizon``, ``theta_steps``, ``trials`` (the
@@ -143,6 +143,6 @@ def run_list_scheduler(
     if res.label is not None:
         stats[label_name] = res.label
     if not res.trial.feasible:
-        return Solution(None, Status.INFEASIBLE, stats=stats)
+        return SolverOutput(None, Status.INFEASIBLE, stats=stats)
     status = Status.TIME_LIMIT if res.timed_out else Status.FEASIBLE
-    return Solution(res.trial.schedule(prep.runner.data.cluster), status, stats=stats)
+    return SolverOutput(res.trial.schedule(prep.runner.data.cluster), status, stats=stats)

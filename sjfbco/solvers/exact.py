@@ -1,4 +1,4 @@
-"""The exact solver ``"exact"``: certified optima of small instances (spec section 4).
+"""The exact solver ``"exact"``: certified optima of small instances (docs/model.md section 4).
 
 ``solve(data, "exact", backend="highs" | "cbc" | "cpsat", time_limit=...)``:
 
@@ -23,21 +23,23 @@ import logging
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import best_servers, min_run_time
 from sjfbco.evaluate import evaluate
-from sjfbco.params import make_params
 from sjfbco.schedule import Evaluation, Schedule
-from sjfbco.solvers import SOLVERS, Solution, Status, register
+from sjfbco.solvers.common import check_choice
+from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("highs", "cbc", "cpsat")
+Backend = Literal["highs", "cbc", "cpsat"]
+#: The exact solver's backends: two MILP solvers on the time-indexed ILP, and CP-SAT.
+EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 #: Share of the time limit the model gets when an LP bound may follow.
 LP_SHARE_KEPT = 0.9
 #: Heuristics tried for the warm start, when registered.
@@ -64,15 +66,14 @@ class ExactParams:
         Solver threads (CP-SAT workers; HiGHS and CBC threads).
     """
 
-    backend: str = "highs"
+    backend: Backend = "highs"
     horizon: int | None = None
     warm_start: bool = True
     lp_bound: bool = True
     threads: int = 2
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend: unknown {self.backend!r}; known: {', '.join(BACKENDS)}")
+        check_choice("backend", self.backend, Backend)
         if self.horizon is not None and (
             isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1
         ):
@@ -95,7 +96,7 @@ def serial_schedule(data: ProblemData) -> Schedule:
     t = 0
     for job in data.jobs:
         best_servers(job, cl)  # raises if the job does not fit
-        need, pairs = job.gpus, list[tuple[int, int]]()
+        need, pairs = job.num_gpus, list[tuple[int, int]]()
         for s in by_size:
             take = min(need, cl.gpus_per_server[s])
             pairs.extend((s, i) for i in range(take))
@@ -113,7 +114,7 @@ def warm_candidates(
     data: ProblemData, *, seed: int = 0, time_limit: float | None = None
 ) -> list[tuple[str, Schedule, Evaluation]]:
     """Schedules of the registered heuristics and the serial one, each evaluated."""
-    from sjfbco.solvers import solve
+    from sjfbco.solvers.api import solve
 
     out: list[tuple[str, Schedule, Evaluation]] = []
     for name in WARM_SOLVERS:
@@ -134,11 +135,11 @@ def warm_candidates(
 def candidate_schedules(data: ProblemData, *, seed: int = 0) -> list[tuple[str, Schedule]]:
     """A candidate set for the paper's ILP (eqs. 10-16): every heuristic's schedule, SJF-BCO
     at each threshold ``kappa`` (its trials' best per ``kappa``), and the serial schedule."""
-    from sjfbco.solvers import solve
+    from sjfbco.solvers.api import solve
 
     out = [(name, sched) for name, sched, _ in warm_candidates(data, seed=seed)]
     if "sjf-bco" in SOLVERS:
-        for kappa in sorted({job.gpus for job in data.jobs}):
+        for kappa in sorted({job.num_gpus for job in data.jobs}):
             res = solve(data, "sjf-bco", seed=seed, kappa=kappa)
             if res.schedule is not None:
                 out.append((f"sjf-bco kappa={kappa}", res.schedule))
@@ -164,9 +165,10 @@ class ModelError(RuntimeError):
 
 @register("exact", ExactParams, heuristic=False)
 def solve_exact(
-    data: ProblemData, *, time_limit: float | None, seed: int, **params: Any
-) -> Solution:
+    data: ProblemData, params: ExactParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
+    p = params
     from sjfbco.formulations.common import (
         BOUND_TOL,
         model_bound,
@@ -175,7 +177,6 @@ def solve_exact(
         require_slotted,
     )
 
-    p = make_params(ExactParams, params)
     require_slotted(data, "solver 'exact'")
     t0 = time.perf_counter()
     name, warm, warm_ev = best_warm_start(data, seed=seed)
@@ -190,11 +191,11 @@ def solve_exact(
     }
     if warm_ev.makespan <= closed and p.horizon is None:
         stats["proof"] = "warm start meets the closed-form bound"
-        return Solution(warm, Status.OPTIMAL, closed, stats)
+        return SolverOutput(warm, Status.OPTIMAL, closed, stats)
     if horizon < closed:  # no job can end by the horizon: nothing to model
         stats["note"] = f"no schedule ends by the horizon {horizon} (closed-form bound {closed})"
         status = Status.OPTIMAL if warm_ev.makespan <= closed else Status.FEASIBLE
-        return Solution(warm, status, closed, stats)
+        return SolverOutput(warm, status, closed, stats)
     plan = plan_from_schedule(data, warm, warm_ev)
     left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
     if left is not None and p.lp_bound:
@@ -257,7 +258,7 @@ def solve_exact(
         status = Status.TIME_LIMIT  # the clock stopped the model
     else:  # the model finished; its horizon was below the optimum
         status = Status.FEASIBLE
-    return Solution(schedule, status, float(best_bound), stats)
+    return SolverOutput(schedule, status, float(best_bound), stats)
 
 
 def _run_model(

@@ -1,4 +1,4 @@
-"""GPU load states that the placement rules query (spec section 5).
+"""GPU load states that the placement rules query (docs/model.md section 5).
 
 Two implementations of one interface, giving identical answers:
 
@@ -40,8 +40,8 @@ class LoadState(Protocol):
     def lbsgf(self, g: int, limit: float, lam: float) -> Chosen | None: ...
     def first_fit(self, g: int, limit: float) -> Chosen | None: ...
     def random(self, g: int, limit: float, rng: np.random.Generator) -> Chosen | None: ...
-    def add(self, gpus: Chosen, inc: float) -> None: ...
-    def peak(self, gpus: Chosen) -> float: ...
+    def add(self, gpu_ids: Chosen, inc: float) -> None: ...
+    def peak(self, gpu_ids: Chosen) -> float: ...
 
 
 class ArrayLoads:
@@ -68,12 +68,12 @@ class ArrayLoads:
     def random(self, g: int, limit: float, rng: np.random.Generator) -> np.ndarray | None:
         return self.placer.random(self._mask(limit), g, rng)
 
-    def add(self, gpus: Chosen, inc: float) -> None:
-        self.loads[np.asarray(gpus, dtype=np.int64)] += inc
+    def add(self, gpu_ids: Chosen, inc: float) -> None:
+        self.loads[np.asarray(gpu_ids, dtype=np.int64)] += inc
 
-    def peak(self, gpus: Chosen) -> float:
-        """Largest load among ``gpus``."""
-        return float(self.loads[np.asarray(gpus, dtype=np.int64)].max())
+    def peak(self, gpu_ids: Chosen) -> float:
+        """Largest load among ``gpu_ids``."""
+        return float(self.loads[np.asarray(gpu_ids, dtype=np.int64)].max())
 
 
 class IndexedLoads:
@@ -164,11 +164,11 @@ class IndexedLoads:
             heapq.heappop(levels)
         return levels[0] if levels else None
 
-    def add(self, gpus: Chosen, inc: float) -> None:
+    def add(self, gpu_ids: Chosen, inc: float) -> None:
         touched = set()
-        for g in gpus:  # leave every old level first: a whole level may be re-entered
+        for g in gpu_ids:  # leave every old level first: a whole level may be re-entered
             self._leave(g, self.load[g])
-        for g in gpus:
+        for g in gpu_ids:
             new = self.load[g] + inc
             self._enter(g, new)
             self.load[g] = new
@@ -178,9 +178,9 @@ class IndexedLoads:
         for s in touched:
             heapq.heappush(self._servers, (self._total[s] / self.caps[s], s))
 
-    def peak(self, gpus: Chosen) -> float:
-        """Largest load among ``gpus``."""
-        return max(self.load[int(g)] for g in gpus)
+    def peak(self, gpu_ids: Chosen) -> float:
+        """Largest load among ``gpu_ids``."""
+        return max(self.load[int(g)] for g in gpu_ids)
 
     # -- queries ---------------------------------------------------------------
     def least_loaded(self, g: int, limit: float, ties: str) -> list[int] | None:

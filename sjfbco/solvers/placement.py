@@ -1,4 +1,4 @@
-"""The one placement machinery of the list schedulers (spec sections 5 and 6).
+"""The one placement machinery of the list schedulers (docs/model.md sections 5 and 6).
 
 A list scheduler places jobs one by one in a given order. Each GPU ``g`` has a
 load ``U_g`` (the estimated busy time charged to it, slots); a GPU *qualifies*
@@ -63,7 +63,7 @@ class Placer:
         """The ``g`` least-loaded qualifying GPUs (FA-FFP; LS with plain ties).
 
         ``plain`` ties: ``(load, server, GPU index)``. ``fragment`` ties
-        (Decision, spec section 5): among equally loaded GPUs, first the server
+        (Decision, docs/model.md section 5): among equally loaded GPUs, first the server
         whose number of such GPUs fits the job best (the smallest count that
         holds all the GPUs still needed); servers that cannot hold them whole
         come after, larger counts first (fewest servers), then by server index;
@@ -106,7 +106,7 @@ class Placer:
         return cand[:g] if cand.size >= g else None
 
     def lbsgf(self, loads: np.ndarray, mask: np.ndarray, g: int, lam: float) -> np.ndarray | None:
-        """Least busy server-GPU first (spec section 5).
+        """Least busy server-GPU first (docs/model.md section 5).
 
         Sort servers by average GPU load (ties by server index); keep the first
         servers until their capacity reaches ``lam * g``; among their qualifying
@@ -148,7 +148,7 @@ def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
             continue
         n = best_servers(job, data.cluster)
         if method == "spread":
-            n = max(n, min(job.gpus, data.cluster.num_servers))
+            n = max(n, min(job.num_gpus, data.cluster.num_servers))
         out[j] = slots_to_finish(job.iterations, rates.alone(j, n), data.cost)
     return out
 
@@ -157,7 +157,7 @@ def job_order(data: ProblemData, how: JobOrder, rho_hat: np.ndarray) -> list[int
     """``input`` order, or SJF: ``G_j`` ascending, then larger ``rho_hat`` first, then index."""
     if how == "input":
         return list(range(data.num_jobs))
-    return sorted(range(data.num_jobs), key=lambda j: (data.jobs[j].gpus, -rho_hat[j], j))
+    return sorted(range(data.num_jobs), key=lambda j: (data.jobs[j].num_gpus, -rho_hat[j], j))
 
 
 def default_horizon(increments: np.ndarray, initial_load: np.ndarray | None = None) -> int:
@@ -169,12 +169,12 @@ def default_horizon(increments: np.ndarray, initial_load: np.ndarray | None = No
 
 @dataclass(frozen=True)
 class Trial:
-    """One placement pass. ``gpus[j]``: global GPU indices; ``rank[j]``: placement rank;
+    """One placement pass. ``gpu_ids[j]``: global GPU indices; ``rank[j]``: placement rank;
     ``start[j]``: planned start (0 offline; the clock in timestepped mode);
     ``makespan``: from the evaluator, ``inf`` when the trial is infeasible."""
 
     makespan: float
-    gpus: tuple[tuple[int, ...], ...] = ()
+    gpu_ids: tuple[tuple[int, ...], ...] = ()
     rank: tuple[int, ...] = ()
     start: tuple[int, ...] = ()
 
@@ -185,7 +185,7 @@ class Trial:
     def schedule(self, cluster: Cluster) -> Schedule:
         pair = cluster.gpu_pair
         return Schedule(
-            tuple(tuple(pair(g) for g in gs) for gs in self.gpus), self.start, self.rank
+            tuple(tuple(pair(g) for g in gs) for gs in self.gpu_ids), self.start, self.rank
         )
 
 
@@ -202,7 +202,7 @@ class TrialRunner:
     increments
         ``rho_hat_j / u`` per job: the load a job adds to each GPU it takes.
     mode
-        ``offline`` or ``timestepped`` (spec section 5, assignment mode).
+        ``offline`` or ``timestepped`` (docs/model.md section 5, assignment mode).
     initial_load
         Loads (slots) already charged to each global GPU; default zeros.
     indexed
@@ -263,7 +263,7 @@ class TrialRunner:
             if self.indexed
             else ArrayLoads(self.placer, self.initial_load.copy())
         )
-        gpus: list[tuple[int, ...]] = [()] * n
+        gpu_ids: list[tuple[int, ...]] = [()] * n
         inc = self.increments
         for j in order:
             chosen = rule(j, state, theta - inc[j])
@@ -272,21 +272,21 @@ class TrialRunner:
             if need is not None:
                 need[j] = state.peak(chosen)
             state.add(chosen, inc[j])
-            gpus[j] = tuple(sorted(int(g) for g in chosen))
+            gpu_ids[j] = tuple(sorted(int(g) for g in chosen))
         rank = [0] * n
         for r, j in enumerate(order):
             rank[j] = r
-        key = (tuple(order), *gpus)
+        key = (tuple(order), *gpu_ids)
         makespan = self._memo.get(key)
         if makespan is None:
             self.evaluations += 1
-            makespan = self._memo[key] = makespan_of(self.data, gpus, rank)
-        return Trial(makespan, tuple(gpus), tuple(rank), (0,) * n)
+            makespan = self._memo[key] = makespan_of(self.data, gpu_ids, rank)
+        return Trial(makespan, tuple(gpu_ids), tuple(rank), (0,) * n)
 
     @staticmethod
     def _release(sim: Simulator, finished: list[int], idle: np.ndarray) -> None:
         for f in finished:
-            idle[list(sim.gpus_of[f])] = True
+            idle[list(sim.gpu_ids_of[f])] = True
 
     def _timestepped(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
         n = self.data.num_jobs
@@ -294,7 +294,7 @@ class TrialRunner:
         idle = np.ones(self.placer.n, dtype=bool)
         state = ArrayLoads(self.placer, self.initial_load.copy(), idle)
         inc = self.increments
-        gpus: list[tuple[int, ...]] = [()] * n
+        gpu_ids: list[tuple[int, ...]] = [()] * n
         start = [0] * n
         rank = [0] * n
         for r, j in enumerate(order):
@@ -309,18 +309,21 @@ class TrialRunner:
                     return INFEASIBLE
                 self._release(sim, sim.advance(), idle)
             state.add(chosen, inc[j])
-            gpus[j] = tuple(sorted(int(g) for g in chosen))
+            gpu_ids[j] = tuple(sorted(int(g) for g in chosen))
             # continuous time: a job starts at the next slot boundary, so that the
             # planned starts replay exactly under the evaluator's dispatch rules
-            start[j] = math.ceil(sim.now - _EPS)
+            now = sim.now
+            start[j] = now if isinstance(now, int) else math.ceil(now - _EPS)
             rank[j] = r
             while sim.now < start[j]:
                 self._release(sim, sim.advance(until=start[j]), idle)
-            sim.start(j, gpus[j])
-            idle[list(gpus[j])] = False
+            sim.start(j, gpu_ids[j])
+            idle[list(gpu_ids[j])] = False
         self.evaluations += 1
         sim.run_to_end()
-        return Trial(max(sim.end_time.values(), default=0), tuple(gpus), tuple(rank), tuple(start))
+        return Trial(
+            max(sim.end_time.values(), default=0), tuple(gpu_ids), tuple(rank), tuple(start)
+        )
 
 
 @dataclass(frozen=True)
@@ -347,7 +350,7 @@ def search(
     deadline: float | None = None,
     limit_free: bool = False,
 ) -> SearchResult:
-    """The ``theta`` search of SJF-BCO, FF and LS (spec section 5, steps 2 to 4).
+    """The ``theta`` search of SJF-BCO, FF and LS (docs/model.md section 5, steps 2 to 4).
 
     Bisection over an integer ``theta`` in ``[1, horizon]``. At each ``theta``
     every rule in ``rules`` (e.g. one per ``kappa``) is tried from an empty

@@ -1,4 +1,4 @@
-"""SJF-BCO: Smallest Job First with Balanced Contention and Overhead (spec section 5).
+"""SJF-BCO: Smallest Job First with Balanced Contention and Overhead (docs/model.md section 5).
 
 Jobs are placed smallest first (``G_j`` ascending; ties: larger ``rho_hat``
 first, then position). For each ``theta`` of a bisection over ``[1, T]`` and
@@ -14,10 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from sjfbco.params import make_params
-from sjfbco.solvers import Solution, register
 from sjfbco.solvers.common import (
     ListParams,
     check_choice,
@@ -25,6 +23,7 @@ from sjfbco.solvers.common import (
     prepare,
     run_list_scheduler,
 )
+from sjfbco.solvers.contract import SolverOutput, register
 from sjfbco.solvers.placement import Rule, Ties
 
 if TYPE_CHECKING:
@@ -81,7 +80,7 @@ def kappa_candidates(data: ProblemData, params: SJFBCOParams) -> list[int]:
     """
     if params.kappa is not None:
         return [params.kappa]
-    sizes = sorted({job.gpus for job in data.jobs})
+    sizes = sorted({job.num_gpus for job in data.jobs})
     if params.kappa_search == "all":
         return list(range(1, max(sizes, default=1) + 1))
     return sorted({1, *sizes})
@@ -89,7 +88,7 @@ def kappa_candidates(data: ProblemData, params: SJFBCOParams) -> list[int]:
 
 def sjf_bco_rule(data: ProblemData, kappa: int, params: SJFBCOParams) -> Rule:
     """FA-FFP for ``G_j <= kappa``, LBSGF with ``lambda_j`` above it."""
-    sizes = [job.gpus for job in data.jobs]
+    sizes = [job.num_gpus for job in data.jobs]
     lams = [float(params.lam_per_job.get(job.id, params.lam)) for job in data.jobs]
     unknown = set(params.lam_per_job) - set(data.job_index)
     if unknown:
@@ -111,7 +110,7 @@ def sjf_bco(
     *,
     time_limit: float | None = None,
     initial_load: Sequence[float] | None = None,
-) -> Solution:
+) -> SolverOutput:
     """Run SJF-BCO; ``initial_load`` (slots per global GPU) pre-charges busy GPUs."""
     params = params or SJFBCOParams()
     prep = prepare(data, params, initial_load, indexed=True)
@@ -122,5 +121,8 @@ def sjf_bco(
 
 
 @register("sjf-bco", SJFBCOParams)
-def _solve(data: ProblemData, *, time_limit: float | None, seed: int, **params: Any) -> Solution:
-    return sjf_bco(data, make_params(SJFBCOParams, params), time_limit=time_limit)
+def _solve(
+    data: ProblemData, params: SJFBCOParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """SJF-BCO: smallest job first, theta bisection, FA-FFP / LBSGF by kappa."""
+    return sjf_bco(data, params, time_limit=time_limit)

@@ -1,4 +1,4 @@
-"""The measured DNN model table (spec section 7; Wang et al., arXiv:2002.10105, 10 GbE).
+"""The measured DNN model table (docs/model.md section 7; Wang et al., arXiv:2002.10105, 10 GbE).
 
 Each model gives its gradient size (MB) and its forward and backward time per
 iteration (seconds) at the listed batch size. Generators and trace readers

@@ -1,4 +1,4 @@
-"""The paper's synthetic workload (spec section 7; Yu et al., MobiHoc 2022, section 6).
+"""The paper's synthetic workload (docs/model.md section 7; Yu et al., MobiHoc 2022, section 6).
 
 :func:`paper_instance` draws one instance: a job-size mix scaled from the
 Microsoft Philly trace (160 jobs: 80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16,
@@ -6,7 +6,7 @@ Microsoft Philly trace (160 jobs: 80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16,
 table :data:`sjfbco.workloads.models.MODELS`, and a cluster whose servers hold
 4, 8, 16 or 32 GPUs each, drawn uniformly. The cost constants come from a
 named :class:`Preset`; ``docs/workload.md`` explains how they were calibrated
-(``benchmarks/calibrate_paper.py`` prints the figures).
+(``benchmarks/paper_conditions.py`` prints the figures).
 
 Randomness. Every draw comes from one ``random.Random(seed)`` through its
 ``random()`` method only: Python promises that this one stream stays the same
@@ -59,6 +59,8 @@ class Preset:
         ``b_inter``, ``b_intra``, ``C`` in MB/s.
     alpha, xi1, xi2
         Degradation parameter, contention scale, overhead per server (s).
+    degradation
+        Degradation function ``f(alpha, k)`` by name (``sjfbco.cost.DEGRADATIONS``).
     time_model
         ``slotted`` (the paper's) or ``continuous``.
     """
@@ -72,6 +74,7 @@ class Preset:
     xi1: float = 1.0
     xi2: float = 0.005
     time_model: TimeModel = "slotted"
+    degradation: str = "linear"
 
     def with_changes(
         self, *, slot_seconds: float | None = None, time_model: TimeModel | None = None
@@ -100,11 +103,12 @@ class Preset:
         )
 
     def cost(self) -> CostParams:
-        """The preset's cost parameters (linear degradation)."""
+        """The preset's cost parameters."""
         return CostParams(
             xi1=self.xi1,
             xi2=self.xi2,
             alpha=self.alpha,
+            degradation=self.degradation,
             slot_seconds=self.slot_seconds,
             time_model=self.time_model,
         )
@@ -115,7 +119,7 @@ PRESETS: dict[str, Preset] = {
     # Calibrated: 200 Gb/s-class inter-server links (HDR InfiniBand), 5 ms per server and
     # iteration; tau, rho_min and the 15% share hold as far as they can together.
     "paper": Preset("paper", slot_seconds=3.5, bandwidth_inter=23_400.0, xi2=0.005),
-    # The starting point of spec section 7 (a prototype's): 100 Gb/s-class links, 10 ms.
+    # The starting point of docs/model.md section 7 (a prototype's): 100 Gb/s-class links, 10 ms.
     "prototype": Preset("prototype", slot_seconds=4.0, bandwidth_inter=11_700.0, xi2=0.01),
     # Wang et al.'s measured 10 GbE: communication dominates split jobs, so the paper's
     # aggregate conditions cannot all hold. The 36 s slot is the shortest that keeps
@@ -210,7 +214,7 @@ def paper_instance(
     name: str | None = None,
     models: Sequence[Model] = MODELS,
 ) -> ProblemData:
-    """One instance of the paper's workload (spec section 7).
+    """One instance of the paper's workload (docs/model.md section 7).
 
     Parameters
     ----------
@@ -251,12 +255,43 @@ def paper_instance(
     for k, g in enumerate(sizes):
         model = models[_randint(rng, 0, len(models) - 1)]
         iters = _randint(rng, *ITERATIONS)
-        out.append(Job(id=f"j{k:0{width}d}", gpus=g, iterations=iters, **model.job_fields()))
+        out.append(Job(id=f"j{k:0{width}d}", num_gpus=g, iterations=iters, **model.job_fields()))
     label = name if name is not None else instance_name(servers, seed, jobs, p.name)
     try:
         return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
     except InputError as err:
         raise ValueError(f"preset {p.name!r} does not fit this workload: {err}") from None
+
+
+@dataclass(frozen=True)
+class PaperSpec:
+    """A paper instance described by its draw instead of stored in a file.
+
+    What a batch task (:class:`sjfbco.batch.Task`) carries to generate the
+    instance in the worker: :meth:`load` is :func:`paper_instance` of these
+    fields, :attr:`name` the instance's name. Picklable, so it travels to
+    process-pool and Dask workers.
+
+    Parameters
+    ----------
+    servers, seed, jobs, preset
+        As in :func:`paper_instance`.
+    """
+
+    servers: int
+    seed: int
+    jobs: int = 160
+    preset: str | Preset = "paper"
+
+    @property
+    def name(self) -> str:
+        """The instance name, :func:`instance_name` (the preset's name in it)."""
+        preset = self.preset if isinstance(self.preset, str) else self.preset.name
+        return instance_name(self.servers, self.seed, self.jobs, preset)
+
+    def load(self) -> ProblemData:
+        """Draw the instance (:func:`paper_instance`)."""
+        return paper_instance(self.servers, self.seed, self.jobs, self.preset)
 
 
 def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> float:
@@ -274,7 +309,7 @@ def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> flo
     worst = 0.0
     for model in models:
         for g in SIZE_MIX_160:
-            job = Job(id="probe", gpus=g, iterations=1, **model.job_fields())
+            job = Job(id="probe", num_gpus=g, iterations=1, **model.job_fields())
             contention = max(SERVER_SIZES) if g > 1 else 0  # on g servers, one GPU each
             worst = max(worst, iteration_time(job, g, contention, cluster, cost))
     return worst

@@ -19,9 +19,11 @@ submit-time window, arrivals kept, to the online workload of ``docs/online.md``.
 from __future__ import annotations
 
 import csv
+import io
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.files import read_text
 from sjfbco.problem import Cluster, CostParams, InputError, ProblemData
 from sjfbco.workloads.traces import (
     DEFAULT_MAX_SLOTS,
@@ -94,11 +96,7 @@ def read_philly(
     src = str(path)
     report = DropReport(src)
     rows: list[tuple[int, datetime, float, int, str]] = []
-    try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
-    with fh:
+    with io.StringIO(read_text(path, encoding="utf-8-sig"), newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None or [h.strip() for h in header] != list(COLUMNS):
@@ -178,7 +176,7 @@ def philly_instances(
     )
 
 
-#: Cost constants of :func:`philly_workload`: the spec's preset (``b_inter`` 11,700 MB/s,
+#: Cost constants of :func:`philly_workload`: the preset (``b_inter`` 11,700 MB/s,
 #: ``b_intra`` 50,000 MB/s, ``C`` 20,000 MB/s, ``alpha`` 0.275, ``xi1`` 1, ``xi2`` 0.01 s)
 #: with a 60 s slot (the trace's times are minutes to hours).
 PHILLY_COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=60.0)

@@ -22,9 +22,11 @@ not used: a cancelled job with a positive run time did hold its processors.
 
 from __future__ import annotations
 
+import io
 import math
 from typing import TYPE_CHECKING, Literal
 
+from sjfbco.files import read_text
 from sjfbco.problem import InputError
 from sjfbco.workloads.traces import DropReport, Limits, TraceJob
 
@@ -56,11 +58,7 @@ def read_swf(
     src = str(path)
     report = DropReport(src)
     jobs: list[TraceJob] = []
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
-    with fh:
+    with io.StringIO(read_text(path, errors="replace")) as fh:
         for line_no, line in enumerate(fh, start=1):
             text = line.split(";", 1)[0].strip()
             if not text:
@@ -98,6 +96,8 @@ def read_swf(
             jobs.append(TraceJob(f"swf-{number}", submit, run, gpus, line_no))
     ids = [j.id for j in jobs]
     if len(set(ids)) != len(ids):  # job numbers repeat: fall back to line numbers
-        jobs = [TraceJob(f"swf-line{j.line}", j.submit, j.duration, j.gpus, j.line) for j in jobs]
+        jobs = [
+            TraceJob(f"swf-line{j.line}", j.submit, j.duration, j.num_gpus, j.line) for j in jobs
+        ]
     report.kept = len(jobs)
     return jobs, report

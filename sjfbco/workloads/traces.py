@@ -5,7 +5,7 @@ turns the rows of a job trace into :class:`TraceJob` records and a
 :class:`DropReport` that says which rows it left out and why.
 :func:`to_instance` then maps trace jobs onto a cluster:
 
-- ``gpus`` = the trace's GPU (processor) count;
+- ``num_gpus`` = the trace's GPU (processor) count;
 - a model drawn uniformly, with the given seed, from
   :data:`sjfbco.workloads.models.MODELS` gives the gradient size and the
   compute time per iteration;
@@ -55,7 +55,7 @@ class TraceJob:
     id: str
     submit: float
     duration: float
-    gpus: int
+    num_gpus: int
     line: int
     group: str = ""
 
@@ -137,7 +137,7 @@ class Limits:
     min_duration: float = 0.0
     power_of_two: bool = False
 
-    def reason(self, duration: float, gpus: int) -> str | None:
+    def reason(self, duration: float, num_gpus: int) -> str | None:
         """Why a row with these values is dropped, or ``None`` to keep it."""
         if not math.isfinite(duration) or duration <= 0:
             return "duration not positive"
@@ -145,11 +145,11 @@ class Limits:
             return f"duration below {self.min_duration:g} s"
         if self.max_duration is not None and duration > self.max_duration:
             return f"duration above {self.max_duration / 86400:g} days"
-        if gpus <= 0:
+        if num_gpus <= 0:
             return "GPU count not positive"
-        if gpus > self.max_gpus:
+        if num_gpus > self.max_gpus:
             return f"more GPUs than the cluster's {self.max_gpus}"
-        if self.power_of_two and gpus & (gpus - 1):
+        if self.power_of_two and num_gpus & (num_gpus - 1):
             return "GPU count not a power of two"
         return None
 
@@ -198,7 +198,7 @@ def model_job(
     arrival: int = 0,
 ) -> Job:
     """The instance job for trace job ``tj`` running ``model`` (see the module docstring)."""
-    job = Job(tj.id, gpus=tj.gpus, iterations=1, arrival=arrival, **model.job_fields())
+    job = Job(tj.id, num_gpus=tj.num_gpus, iterations=1, arrival=arrival, **model.job_fields())
     rate = best_rate(job, cluster, cost)  # iterations per slot
     slots = tj.duration / time_scale / cost.slot_seconds
     return replace(job, iterations=max(1, round(slots * rate)))

@@ -1,4 +1,4 @@
-"""Lower bounds on the makespan (spec section 4), in slots."""
+"""Lower bounds on the makespan (docs/model.md section 4), in slots."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def job_bound(data: ProblemData) -> float:
 
 def area_bound(data: ProblemData) -> float:
     """``sum_j G_j rho_j^min / N``: total GPU-time over all GPUs."""
-    total = sum(job.gpus * min_run_time(job, data) for job in data.jobs)
+    total = sum(job.num_gpus * min_run_time(job, data) for job in data.jobs)
     return total / data.cluster.num_gpus
 
 

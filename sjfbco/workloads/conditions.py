@@ -1,12 +1,15 @@
-"""Per-job figures behind the paper's aggregate conditions (spec section 7).
+"""Per-job figures behind the paper's aggregate conditions (docs/model.md section 7).
 
 The paper states three conditions on its workload without giving the
 constants behind them: ``tau`` in [0.01, 0.05] slots, ``rho_hat`` in
 [50, 300] slots, and contention plus overhead at most 15% of execution time.
 :func:`job_figures` measures, for every job of an instance and with the cost
 model of :mod:`sjfbco.cost` only, the quantities these conditions are about;
-``benchmarks/calibrate_paper.py`` aggregates them over many seeds and
+``benchmarks/paper_conditions.py`` aggregates them over many seeds and
 ``docs/workload.md`` quotes the results. The tests assert the same figures.
+This module checks a preset against the paper's stated ranges; fitting cost
+constants to measured step times is :mod:`sjfbco.calibration`
+(``sjfbco calibrate``).
 
 Placements measured (contention-free means ``p = 1`` for a split job):
 
@@ -87,7 +90,7 @@ def worst_contention(data: ProblemData) -> int:
     largest server's GPU count, and at most the number of jobs that can split
     (``G_j >= 2``).
     """
-    splittable = sum(1 for job in data.jobs if job.gpus >= 2)
+    splittable = sum(1 for job in data.jobs if job.num_gpus >= 2)
     return max(1, min(max(data.cluster.gpus_per_server), splittable))
 
 
@@ -102,8 +105,8 @@ def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[Job
         tau = partial(iteration_time, job, cluster=cl, cost=cost)
         n_best = best_servers(job, cl)
         best = best_iteration_time(job, cl, cost)
-        can_split = job.gpus >= 2 and cl.num_servers >= 2
-        n_wide = min(job.gpus, cl.num_servers)
+        can_split = job.num_gpus >= 2 and cl.num_servers >= 2
+        n_wide = min(job.num_gpus, cl.num_servers)
         seconds, narrow, broad = {}, {}, {}
         for p in levels:
             if p >= 1 and can_split:
@@ -115,7 +118,7 @@ def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[Job
             broad[p] = (seconds[p] - job.compute) / seconds[p]
         out.append(
             JobFigures(
-                gpus=job.gpus,
+                gpus=job.num_gpus,
                 iterations=job.iterations,
                 needs_split=n_best > 1,
                 tau_best=best / slot,
@@ -178,7 +181,7 @@ class LevelShares:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class Conditions:
     """The paper's conditions measured over many generated instances (one preset)."""
 
     instances: int
@@ -195,7 +198,9 @@ class Calibration:
     levels: dict[int, LevelShares]
 
 
-def calibrate(instances: list[ProblemData], levels: tuple[int, ...] = LEVELS) -> Calibration:
+def measure_conditions(
+    instances: list[ProblemData], levels: tuple[int, ...] = LEVELS
+) -> Conditions:
     """Measure the paper's conditions over ``instances`` (e.g. many seeds of one preset)."""
     pooled: list[JobFigures] = []
     per_instance = []
@@ -217,7 +222,7 @@ def calibrate(instances: list[ProblemData], levels: tuple[int, ...] = LEVELS) ->
             jobs_narrow_ok=sum(f.narrow[lv] <= SHARE_LIMIT for f in pooled) / len(pooled),
             jobs_broad_ok=sum(f.broad[lv] <= SHARE_LIMIT for f in pooled) / len(pooled),
         )
-    return Calibration(
+    return Conditions(
         instances=len(instances),
         jobs=len(pooled),
         tau_best=Spread.of([f.tau_best for f in pooled], tau),

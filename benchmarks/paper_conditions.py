@@ -1,9 +1,9 @@
-"""Calibration of the paper workload's cost constants (spec section 7; docs/workload.md).
+"""The paper workload's conditions under each preset (docs/model.md section 7; docs/workload.md).
 
-Run: ``PYTHONPATH=. python benchmarks/calibrate_paper.py [--seeds 50] [--servers 10 15 20]``.
+Run: ``PYTHONPATH=. python benchmarks/paper_conditions.py [--seeds 50] [--servers 10 15 20]``.
 
 For each preset it generates ``seeds x servers`` instances and prints, with the
-cost model only (:mod:`sjfbco.workloads.calibration`), how far the paper's
+cost model only (:mod:`sjfbco.workloads.conditions`), how far the paper's
 three conditions hold:
 
 (a) contention-free ``tau`` in [0.01, 0.05] slots, on the best placement, on
@@ -27,13 +27,13 @@ import time
 from dataclasses import replace
 
 from sjfbco.tables import format_table
-from sjfbco.workloads.calibration import (
+from sjfbco.workloads.conditions import (
     RHO_RANGE,
     SHARE_LIMIT,
     TAU_RANGE,
-    Calibration,
+    Conditions,
     Spread,
-    calibrate,
+    measure_conditions,
 )
 from sjfbco.workloads.paper import PRESETS, Preset, min_safe_slot, paper_instance
 
@@ -66,7 +66,7 @@ def _row(name: str, s: Spread, target: str) -> dict[str, object]:
     }
 
 
-def report(preset: Preset, cal: Calibration) -> str:
+def report(preset: Preset, cal: Conditions) -> str:
     tau = f"[{TAU_RANGE[0]}, {TAU_RANGE[1]}]"
     rows = [
         _row("(a) tau best placement, slots", cal.tau_best, tau),
@@ -118,7 +118,7 @@ def alternatives(servers: list[int], seeds: int) -> str:
     rows = []
     for label, change in ALTERNATIVES.items():
         preset = replace(PRESETS["paper"], name=label, **change)
-        cal = calibrate(
+        cal = measure_conditions(
             [paper_instance(s, seed, preset=preset) for s in servers for seed in range(seeds)]
         )
         rows.append(
@@ -187,7 +187,7 @@ def main() -> None:
     for name in args.preset:
         preset = PRESETS[name]
         t0 = time.perf_counter()
-        cal = calibrate(
+        cal = measure_conditions(
             [
                 paper_instance(s, seed, preset=preset)
                 for s in args.servers

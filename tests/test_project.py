@@ -1,0 +1,103 @@
+"""The project's own files: licence, citation, the data page, benchmarks' data options."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from typing import TYPE_CHECKING
+
+import pytest
+import yaml
+
+import sjfbco
+from tests.conftest import ROOT, SHARED_DATA
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def test_license_file_is_the_mit_licence_pyproject_declares() -> None:
+    text = (ROOT / "LICENSE").read_text()
+    assert PYPROJECT["license"] == {"text": "MIT"}
+    assert text.startswith("MIT License\n")
+    assert "Permission is hereby granted, free of charge" in text
+
+
+def test_citation_file_cites_the_paper_and_this_version() -> None:
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0"
+    assert cff["version"] == PYPROJECT["version"] == sjfbco.__version__
+    assert cff["license"] == "MIT"
+    paper = cff["preferred-citation"]
+    assert [a["family-names"] for a in paper["authors"]] == ["Yu", "Ji", "Rajan", "Liu"]
+    assert paper["year"] == 2022 and "MobiHoc" in paper["collection-title"]
+    assert {"type": "other", "value": "arXiv:2207.07817"} in paper["identifiers"]
+    assert paper["title"].startswith("On Scheduling Ring-All-Reduce Learning Jobs")
+
+
+def test_data_page_covers_every_bundled_and_shared_data_set() -> None:
+    page = (ROOT / "docs" / "data.md").read_text()
+    for folder in sorted(p for p in (ROOT / "instances").iterdir() if p.is_dir()):
+        assert f"`{folder.name}/`" in page, f"docs/data.md says nothing of instances/{folder.name}"
+    if SHARED_DATA.is_dir():
+        for folder in sorted(p for p in SHARED_DATA.iterdir() if p.is_dir()):
+            assert f"`{folder.name}/" in page, f"docs/data.md says nothing of {folder.name}"
+    for needle in ("CC BY 4.0", "Apache-2.0", "Jeon", "ATC 2019", "Pollux", "sha256sum"):
+        assert needle in page
+
+
+def test_data_page_checksums_match_the_shared_files() -> None:
+    """The SHA-256 sums docs/data.md prints are those of the files the tests read."""
+    import hashlib
+
+    page = (ROOT / "docs" / "data.md").read_text()
+    files = sorted(SHARED_DATA.glob("*/*.csv")) if SHARED_DATA.is_dir() else []
+    if not files:
+        pytest.skip("../shared/data is absent")
+    for path in files:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        assert digest in page, f"docs/data.md lacks the checksum of {path.name}"
+
+
+def _reads_data(path: Path) -> bool:
+    text = path.read_text()
+    return bool(re.search(r"philly_workload|read_philly|SHARED_DATA|shared/data|pollux", text))
+
+
+DATA_BENCHMARKS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if _reads_data(p))
+
+
+def test_benchmarks_take_data_paths_from_one_place() -> None:
+    assert {p.name for p in DATA_BENCHMARKS} >= {"bench_online.py", "bench_elastic.py"}
+    for path in DATA_BENCHMARKS:
+        if path.name == "datasets.py":
+            continue
+        text = path.read_text()
+        assert "tests.conftest" not in text, f"{path.name} reads the data path of the tests"
+        assert "add_trace_option" in text and "require(" in text, path.name
+
+
+@pytest.mark.parametrize(
+    "script", [p for p in DATA_BENCHMARKS if p.name != "datasets.py"], ids=lambda p: p.name
+)
+def test_benchmark_without_its_data_says_where_to_get_it(script: Path) -> None:
+    missing = ROOT / "no-such-folder" / "philly.csv"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(
+        [sys.executable, str(script), "--trace", str(missing)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert str(missing) in lines[0] and "docs/data.md" in lines[0] and "--trace" in lines[0]
