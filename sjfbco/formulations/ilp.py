@@ -515,10 +515,11 @@ class PaperILP:
 def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
     """The paper's reformulated ILP (eqs. 10 to 13) over a candidate set.
 
-    ``x[j][k]`` binary: job ``j`` follows candidate ``k``; ``sum_k x[j][k] = 1``
-    (eq. 11); ``x[j][k] = x[0][k]`` (eq. 12: one schedule for all jobs);
-    ``C >= x[j][k] * (a_j(y^k) + rho_j(y^k))`` (eq. 13, linear: the
-    candidates are constants); minimise ``C`` (eq. 10). Its optimum is the
+    Minimise ``max_j x[j][k] (a_j(y^k) + rho_j(y^k))`` (eq. 10), written
+    linearly as minimise ``C`` subject to ``C >= x[j][k] (a_j(y^k) + rho_j(y^k))``
+    (the candidates are constants); ``sum_k x[j][k] = 1`` (eq. 11);
+    ``x[j][k] = x[0][k]`` (eq. 12: one schedule for all jobs); ``x[j][k]``
+    binary, job ``j`` follows candidate ``k`` (eq. 13). Its optimum is the
     best candidate's makespan.
     """
     if not candidates:
@@ -542,15 +543,17 @@ def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
 def theta_program(
     data: ProblemData, candidates: Sequence[Candidate], theta: float, *, u: float = 1.0
 ) -> PaperILP:
-    """The paper's ``theta``-feasibility program (eqs. 14 to 16) over a candidate set.
+    """The paper's ``theta`` program (eqs. 14 to 16) over a candidate set.
 
-    With estimates ``rho_hat_j`` (``Job.rho_hat``; else the job's execution time
-    in candidate ``k``), each job picks one candidate placement
-    (``sum_k x[j][k] = 1``, eq. 15) and charges ``rho_hat_j / u`` to every GPU
-    it uses there; every GPU's total must stay within ``theta`` (eq. 14);
-    ``x`` binary (eq. 16). The objective is 0: the program asks only whether a
-    choice exists. Unlike eqs. 10-13, jobs may pick different candidates (the
-    candidates supply placements, the loads decide).
+    The paper's objective (eq. 14) is the smallest load limit ``theta``; SJF-BCO
+    searches ``theta`` by bisection, so this builds the feasibility question
+    for one ``theta`` (objective 0). With estimates ``rho_hat_j``
+    (``Job.rho_hat``; else the job's execution time in candidate ``k``), each
+    job picks one candidate placement (``sum_k x[j][k] = 1`` and ``x`` binary,
+    as eqs. 11 and 13) and charges ``rho_hat_j / u`` to every GPU it uses
+    there: a GPU's estimated load is the sum of those charges (eq. 15), and it
+    must stay within ``theta`` (eq. 16). Unlike eqs. 10-13, jobs may pick
+    different candidates (the candidates supply placements, the loads decide).
     """
     if not candidates:
         raise ValueError("the theta program needs at least one candidate schedule")
