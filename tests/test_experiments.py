@@ -361,7 +361,7 @@ def test_plot_command_writes_a_png(tmp_path, capsys):
 
 def test_reproduce_rejects_bad_arguments(tmp_path, capsys):
     assert main(["reproduce", "--seeds", "0", "--out", str(tmp_path)]) == 2
-    assert "--seeds: must be >= 1" in capsys.readouterr().err
+    assert "argument --seeds: must be an integer >= 1" in capsys.readouterr().err
     assert main(["reproduce", "--preset", "nope", "--out", str(tmp_path)]) == 2
     assert "unknown preset 'nope'" in capsys.readouterr().err
 

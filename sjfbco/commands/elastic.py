@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
+
+from sjfbco.commands import options
 
 if TYPE_CHECKING:
     import argparse
@@ -41,9 +42,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--knee-threshold",
-        type=float,
+        type=options.number(0.0, 1.0, lo_open=False),
         default=0.05,
-        help="knee: least fraction of run time one more GPU must save",
+        help="knee: least fraction of run time one more GPU must save, in [0, 1] (default 0.05)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.set_defaults(run=run)
@@ -51,7 +52,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.elastic import parse_speedup, run_elastic
-    from sjfbco.files import read_instance
+    from sjfbco.files import json_line, read_instance
 
     data = read_instance(args.instance)
     parse_speedup(args.speedup)  # fail on a bad spec before any work
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     doc = result.to_dict()
     doc["speedup"] = args.speedup
     if args.json:
-        print(json.dumps(doc))
+        print(json_line(doc))
         return 0
     bound = doc["makespan_bound"]
     print(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -29,14 +28,14 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.evaluate import evaluate
-    from sjfbco.files import read_instance, read_schedule
+    from sjfbco.files import json_line, read_instance, read_schedule
     from sjfbco.tables import format_table
 
     data = read_instance(args.instance)
     schedule = read_schedule(args.schedule, data)
     ev = evaluate(data, schedule, strict=args.strict)
     if args.json:
-        print(json.dumps(ev.to_dict()))
+        print(json_line(ev.to_dict()))
         return 0
     doc = ev.to_dict()
     rows = [

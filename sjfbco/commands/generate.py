@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.problem import TIME_MODELS
+from sjfbco import limits
+from sjfbco.commands import options
+from sjfbco.problem import MAX_SLOT_SECONDS, MIN_SLOT_SECONDS, TIME_MODELS
 
 if TYPE_CHECKING:
     import argparse
@@ -14,8 +16,6 @@ WORKLOADS = ("paper",)
 
 
 def add_parser(sub: Any) -> None:
-    from sjfbco.workloads.paper import PRESETS
-
     p = sub.add_parser(
         "generate",
         help="write a generated instance (the paper's workload)",
@@ -25,28 +25,36 @@ def add_parser(sub: Any) -> None:
         "table. The same arguments always give the same file.",
     )
     p.add_argument("workload", choices=WORKLOADS, help="workload family")
-    p.add_argument("--servers", type=int, default=20, help="number of servers (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--servers",
+        type=options.integer(1, limit=limits.SERVERS),
+        default=20,
+        help="number of servers (default 20)",
+    )
+    p.add_argument("--seed", type=options.seed, default=0, help="random seed (default 0)")
     p.add_argument(
         "--jobs",
-        type=int,
+        type=options.integer(1, limit=limits.JOBS),
         default=160,
         help="number of jobs; the size mix is scaled by largest remainder "
         "(default 160, the paper's exact mix)",
     )
     p.add_argument(
         "--preset",
-        choices=sorted(PRESETS),
         default="paper",
-        help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
-        "3.5 s slots; prototype: docs/model.md section 7's starting point, 100 Gb/s, "
-        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)",
+        metavar="NAME|FILE.json",
+        help="cost constants and model table (default paper: calibrated, 200 Gb/s-class "
+        "links, 3.5 s slots; prototype: docs/model.md section 7's starting point, 100 Gb/s, "
+        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots; measured: fitted to the Pollux "
+        "step times, extended form, docs/calibration.md), or a preset file written by "
+        "'sjfbco calibrate -o'",
     )
     p.add_argument(
         "--slot-seconds",
-        type=float,
+        type=options.number(MIN_SLOT_SECONDS, MAX_SLOT_SECONDS, lo_open=False),
         default=None,
-        help="override the preset's slot length, seconds",
+        help=f"override the preset's slot length, seconds (in [{MIN_SLOT_SECONDS:g}, "
+        f"{MAX_SLOT_SECONDS:g}])",
     )
     p.add_argument(
         "--time-model", choices=TIME_MODELS, default=None, help="override the preset's time model"
@@ -62,14 +70,15 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sjfbco.errors import InputError
     from sjfbco.files import json_text, write_instance
-    from sjfbco.workloads.paper import PRESETS, min_safe_slot, paper_instance
+    from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
 
-    if args.slot_seconds is not None and not args.slot_seconds > 0:
-        raise ValueError(f"--slot-seconds must be > 0, got {args.slot_seconds}")
-    preset = PRESETS[args.preset].with_changes(
-        slot_seconds=args.slot_seconds, time_model=args.time_model
-    )
+    try:
+        base = get_preset(args.preset)
+    except InputError as err:
+        raise err.located(prefix="--preset") if err.source is None else err from None
+    preset = base.with_changes(slot_seconds=args.slot_seconds, time_model=args.time_model)
     data = paper_instance(args.servers, args.seed, args.jobs, preset, name=args.name)
     safe = min_safe_slot(preset)
     if preset.time_model == "slotted" and preset.slot_seconds < safe:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -42,7 +41,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.files import read_instance
+    from sjfbco.files import json_line, read_instance
     from sjfbco.online import run_online
     from sjfbco.tables import format_table
 
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_online(data, policy, admission=args.admission)
     doc = result.to_dict(jobs=args.jobs)
     if args.json:
-        print(json.dumps(doc))
+        print(json_line(doc))
         return 0
     if args.jobs:
         print(format_table(doc["jobs"], ["id", "arrival", "start", "end"]))

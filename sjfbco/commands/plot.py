@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import limits
+from sjfbco.errors import InputError, check_text
+
 if TYPE_CHECKING:
     import argparse
 
@@ -29,8 +32,11 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.files import read_instance, read_schedule
 
     if not args.output.lower().endswith(".png"):
-        raise ValueError(f"-o: the output must be a .png file, got {args.output!r}")
+        raise InputError(f"-o: the output must be a .png file, got {args.output!r}")
+    if args.title is not None:
+        check_text(args.title, "--title", empty=True)
     data = read_instance(args.instance)
+    limits.PLOT_BARS.check(sum(job.num_gpus for job in data.jobs), source=args.instance)
     schedule = read_schedule(args.schedule, data)
     ax = gantt(data, schedule, labels=not args.no_labels, title=args.title)
     fig = ax.get_figure()

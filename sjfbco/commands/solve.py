@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import json
+import string
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sjfbco.commands import options
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     import argparse
@@ -22,9 +25,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
     p.add_argument("--solver", default="sjf-bco", help="solver name or 'all' (default sjf-bco)")
     p.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="seconds per solver run"
+        "--time-limit",
+        type=options.seconds,
+        default=None,
+        metavar="S",
+        help="seconds per solver run (a finite number > 0)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for random choices (default 0)")
+    p.add_argument(
+        "--seed", type=options.seed, default=0, help="seed for random choices (default 0)"
+    )
     p.add_argument(
         "--param",
         action="append",
@@ -53,7 +62,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.files import read_instance, write_schedule
+    from sjfbco.files import json_line, read_instance, write_schedule
     from sjfbco.params import load_config, solver_params
     from sjfbco.solvers import SOLVERS, heuristics, solve
     from sjfbco.stdio import stdout_to_stderr
@@ -63,23 +72,18 @@ def run(args: argparse.Namespace) -> int:
     solvers = heuristics() if run_all else [args.solver]
     for name in solvers:
         if name not in SOLVERS:
-            raise ValueError(
+            raise InputError(
                 f"--solver: unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}, all"
             )
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
     n_runs = len(solvers) * len(args.instances)
-    if (
-        args.schedule_out
-        and n_runs > 1
-        and not (
-            "{instance}" in args.schedule_out
-            and (len(solvers) == 1 or "{solver}" in args.schedule_out)
-        )
-    ):
-        raise ValueError(
-            "--schedule-out: several runs need {instance} and {solver} in the file name"
-        )
+    if args.schedule_out:
+        used = check_template(args.schedule_out, "--schedule-out", ("instance", "solver"))
+        if n_runs > 1 and not ("instance" in used and (len(solvers) == 1 or "solver" in used)):
+            raise InputError(
+                "--schedule-out: several runs need {instance} and {solver} in the file name"
+            )
     data_all = [read_instance(path) for path in args.instances]  # fail before solving
     rows = []
     for path, data in zip(args.instances, data_all, strict=True):
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             row = {"instance": data.name, **res.summary()}
             rows.append(row)
             if args.json:
-                print(json.dumps({**row, "file": str(path), "stats": res.stats}), flush=True)
+                print(json_line({**row, "file": str(path), "stats": res.stats}), flush=True)
             if args.schedule_out and res.schedule is not None:
                 out = args.schedule_out.format(instance=Path(path).stem, solver=name)
                 write_schedule(res.schedule, data, out)
@@ -113,3 +117,30 @@ def run(args: argparse.Namespace) -> int:
         ]
         print(format_table(rows, cols))
     return 0
+
+
+def check_template(template: str, option: str, names: tuple[str, ...]) -> set[str]:
+    """The placeholders a file-name template uses; any other placeholder is an error.
+
+    Checked before any work, so that a typo such as ``x{foo}.json`` or
+    ``x{0}.json`` fails at once instead of after solving. Literal braces are
+    written ``{{`` and ``}}``.
+    """
+    allowed = ", ".join("{" + n + "}" for n in names)
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as err:
+        raise InputError(
+            f"{option} {template!r}: {err} (write {{{{ and }}}} for literal braces)"
+        ) from None
+    for f in fields:
+        if f not in names:
+            raise InputError(
+                f"{option} {template!r}: unknown placeholder {{{f}}}; the name may use "
+                f"{allowed} (write {{{{ and }}}} for literal braces)"
+            )
+    try:
+        template.format(**dict.fromkeys(names, "x"))
+    except (ValueError, TypeError, KeyError, IndexError) as err:
+        raise InputError(f"{option} {template!r}: {err}") from None
+    return set(fields)

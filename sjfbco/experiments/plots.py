@@ -399,6 +399,7 @@ def gantt(
         else f"{data.name}: makespan {ev.makespan:g} slots, mean JCT {ev.mean_jct:.4g} slots",
         loc="left",
         fontsize="medium",
+        parse_math=False,  # ids and titles are shown as written, "$x$" included
     )
     ax.legend(
         handles=[
@@ -449,5 +450,6 @@ def _label_bars(ax: Axes, bars: Sequence[tuple[Any, str]]) -> None:
             va="center",
             fontsize=7,
             clip_on=True,
+            parse_math=False,
             bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6},
         )

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
+from sjfbco.errors import InputError
 from sjfbco.formulations.common import (
     Outcome,
     Patterns,
@@ -40,6 +41,7 @@ from sjfbco.formulations.common import (
     identical_job_groups,
     level_cap,
     max_level,
+    model_patterns,
     rate,
     require_slotted,
 )
@@ -94,7 +96,7 @@ class NonconvexModel:
         require_slotted(data, "the non-convex model")
         self.data = data
         self.horizon = int(horizon)
-        self.patterns = patterns or Patterns(data)
+        self.patterns = model_patterns(data, self.horizon, patterns)
         self.exact_ends = exact_ends
         self.top = max_level(data, self.patterns)
         self.model = cp_model.CpModel()
@@ -115,7 +117,7 @@ class NonconvexModel:
                 if (not q.split or caps_lvl[k] > 0) and job.arrival + duration(data, j, q, 1) <= H
             ]
             if not usable:
-                raise ValueError(
+                raise InputError(
                     f"job {job.id!r} cannot finish by the horizon {H} on any "
                     "placement; raise the horizon"
                 )
@@ -224,22 +226,26 @@ class NonconvexModel:
             jv = self.jobs[j]
             job = data.jobs[j]
             pats = self.patterns[j]
-            # table[k * width + p] = iterations per slot on k servers at contention p
-            kmax = max(q.num_servers for q in pats)
+            # A pattern's rate depends on its server count and (extended cost model,
+            # node sharing) on its GPUs on its fullest server: one table row per
+            # such class, table[row * width + p] = iterations per slot at contention p.
+            classes = sorted({(q.num_servers, max(q.counts)) for q in pats})
+            row_of = {c: i for i, c in enumerate(classes)}
             table = []
-            for k in range(kmax + 1):
-                q = next((q for q in pats if q.num_servers == k), None)
+            for c in classes:
+                q = next(q for q in pats if (q.num_servers, max(q.counts)) == c)
                 for p in range(width):
-                    if q is None or k == 0:
-                        table.append(0)
-                    elif not q.split:
+                    if not q.split:
                         table.append(int(rate(data, j, q, 0)))
                     elif p > level_cap(data, j, q, top):
                         table.append(-1)  # forbidden: tau > 1 slot
                     else:
                         table.append(int(rate(data, j, q, max(p, 1))))
-            nserv = m.new_int_var(1, kmax, f"k_{j}")
-            m.add(nserv == sum(q.num_servers * jv.use[k] for k, q in enumerate(pats)))
+            nserv = m.new_int_var(0, len(classes) - 1, f"k_{j}")
+            m.add(
+                nserv
+                == sum(row_of[q.num_servers, max(q.counts)] * jv.use[k] for k, q in enumerate(pats))
+            )
             total, before_last = [], []
             for t, r in jv.run.items():
                 parts = []

@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sjfbco.bounds import lower_bound
-from sjfbco.cost import best_servers, min_run_time
+from sjfbco.cost import best_shape, fill_shape, min_run_time
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers.common import check_choice
@@ -77,32 +78,27 @@ class ExactParams:
         if self.horizon is not None and (
             isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1
         ):
-            raise ValueError(f"horizon: must be a positive integer, got {self.horizon!r}")
+            raise InputError(f"horizon: must be a positive integer, got {self.horizon!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ValueError(f"threads: must be a positive integer, got {self.threads!r}")
+            raise InputError(f"threads: must be a positive integer, got {self.threads!r}")
 
 
 def serial_schedule(data: ProblemData) -> Schedule:
     """Every job alone on its best placement, one after another in input order.
 
-    The best placement fills the largest servers first (fewest servers, see
-    :func:`sjfbco.cost.best_servers`); planned starts are the running sums of
-    the jobs' alone run times, so no two jobs ever overlap (respecting arrivals).
+    The best placement has the shape of :func:`sjfbco.cost.best_shape` on the
+    largest servers (:func:`sjfbco.cost.fill_shape`; in the paper's model: the
+    fewest servers, largest first); planned starts are the running sums of the
+    jobs' alone run times on it, so no two jobs ever overlap (respecting
+    arrivals).
     """
     cl = data.cluster
-    by_size = sorted(range(cl.num_servers), key=lambda s: (-cl.gpus_per_server[s], s))
     gpus: list[list[tuple[int, int]]] = []
     start: list[int] = []
     t = 0
     for job in data.jobs:
-        best_servers(job, cl)  # raises if the job does not fit
-        need, pairs = job.num_gpus, list[tuple[int, int]]()
-        for s in by_size:
-            take = min(need, cl.gpus_per_server[s])
-            pairs.extend((s, i) for i in range(take))
-            need -= take
-            if need == 0:
-                break
+        counts = fill_shape(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
+        pairs = [(s, i) for s, c in enumerate(counts) for i in range(c)]
         t = max(t, job.arrival)
         gpus.append(pairs)
         start.append(t)
@@ -122,8 +118,8 @@ def warm_candidates(
             continue
         try:
             res = solve(data, name, time_limit=time_limit, seed=seed)
-        except Exception as err:
-            log.warning("warm start %s failed: %s", name, err)
+        except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
+            log.info("warm start %s failed: %s", name, err)
             continue
         if res.schedule is not None and res.evaluation is not None:
             out.append((name, res.schedule, res.evaluation))
