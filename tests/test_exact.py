@@ -87,7 +87,7 @@ def test_too_short_horizon_gives_a_bound_not_an_error() -> None:
     """
     data = _contention_instance()
     for backend in BACKENDS:
-        res = solve(data, "exact", backend=backend, horizon=6)
+        res = solve(data, "exact", backend=backend, horizon=6, relaxation=False)
         assert res.stats["model_bound"] == 7, backend
         assert res.lower_bound == 7
         assert res.makespan == 7 and res.status is Status.OPTIMAL
@@ -146,8 +146,9 @@ def _check_instance(data: ProblemData) -> None:
     upper = int(min(heur.values()))
     opt, sched = brute_force(data, upper)
     assert sched is not None
-    for backend in BACKENDS:
-        res = solve(data, "exact", backend=backend)
+    runs = [(backend, False) for backend in BACKENDS] + [("cpsat", True)]
+    for backend, relaxation in runs:
+        res = solve(data, "exact", backend=backend, relaxation=relaxation)
         assert res.status is Status.OPTIMAL, backend
         assert res.makespan == opt, (backend, res.makespan, opt)
         assert res.lower_bound == opt
@@ -200,7 +201,7 @@ def test_cpsat_regression_wrong_optimum_with_hint() -> None:
     data = ProblemData(cl, jobs, CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5))
     assert brute_force(data, 10)[0] == 4
     for backend in BACKENDS:
-        assert solve(data, "exact", backend=backend).makespan == 4, backend
+        assert solve(data, "exact", backend=backend, relaxation=False).makespan == 4, backend
 
 
 # -- issue 11: the big-M trap, explicit horizons, honest statuses ----------------------
@@ -244,7 +245,7 @@ def instance_b() -> ProblemData:
 def test_issue11_instance_a(backend: str) -> None:
     data = instance_a()
     assert brute_force(data, 8)[0] == 4
-    res = solve(data, "exact", backend=backend)
+    res = solve(data, "exact", backend=backend, relaxation=False)
     assert (res.status, res.makespan, res.lower_bound) == (Status.OPTIMAL, 4, 4)
     assert evaluate(data, res.schedule, strict=True).makespan == 4  # type: ignore[arg-type]
 
@@ -261,7 +262,7 @@ def test_issue11_instance_b_at_every_horizon(backend: str) -> None:
     data = instance_b()
     assert brute_force(data, 14)[0] == 11
     for horizon in (10, 11, 12, 13):
-        res = solve(data, "exact", backend=backend, horizon=horizon)
+        res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=False)
         assert res.lower_bound <= 11, horizon
         assert res.makespan == 11, horizon  # the warm start is optimal here
         assert res.status is Status.OPTIMAL, horizon
@@ -284,33 +285,33 @@ def test_infeasible_model_with_a_feasible_warm_start_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A model that rejects a schedule it must admit is a bug: ModelError, not a time limit."""
-    import sjfbco.solvers.exact as exact
+    from sjfbco.formulations.common import Outcome
+    from sjfbco.formulations.ilp import TimeIndexedILP
 
-    real = exact._run_model
+    def infeasible(self: object, *args: object, **kw: object) -> Outcome:
+        return Outcome(
+            proven=False, has_solution=False, objective=None, bound=None, infeasible=True
+        )
 
-    def broken(*args: object, **kw: object) -> tuple[object, dict[str, object]]:
-        model, out = real(*args, **kw)  # type: ignore[arg-type]
-        out.update(infeasible=True, has_solution=False, proven=False, bound=None)
-        return model, out
-
-    monkeypatch.setattr(exact, "_run_model", broken)
-    with pytest.raises(ModelError, match="infeasible, but the warm start"):
-        solve(instance_b(), "exact", backend="highs", time_limit=5)
+    monkeypatch.setattr(TimeIndexedILP, "solve", infeasible)
+    with pytest.raises(ModelError, match="infeasible, but a schedule"):
+        solve(instance_b(), "exact", backend="highs", time_limit=5, relaxation=False)
 
 
 def test_bound_above_a_feasible_makespan_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sjfbco.solvers.exact as exact
+    from dataclasses import replace
 
-    real = exact._run_model
+    from sjfbco.formulations.nonconvex import NonconvexModel
 
-    def lying(*args: object, **kw: object) -> tuple[object, dict[str, object]]:
-        model, out = real(*args, **kw)  # type: ignore[arg-type]
-        out.update(bound=out["objective"] + 1)
-        return model, out
+    real = NonconvexModel.solve
 
-    monkeypatch.setattr(exact, "_run_model", lying)
+    def lying(self: NonconvexModel, **kw: object) -> object:
+        out = real(self, **kw)  # type: ignore[arg-type]
+        return replace(out, bound=(out.objective or 0) + 1)
+
+    monkeypatch.setattr(NonconvexModel, "solve", lying)
     with pytest.raises(ModelError, match="above the feasible makespan"):
-        solve(instance_b(), "exact", backend="cpsat", horizon=13)
+        solve(instance_b(), "exact", backend="cpsat", horizon=13, relaxation=False)
 
 
 def _check_trap(data: ProblemData, offset: int) -> None:
@@ -322,7 +323,7 @@ def _check_trap(data: ProblemData, offset: int) -> None:
     assert opt is not None
     horizon = max(1, opt + offset)
     for backend in BACKENDS:
-        res = solve(data, "exact", backend=backend, horizon=horizon)
+        res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=False)
         assert res.lower_bound <= opt, (backend, horizon, res.lower_bound, opt)
         assert res.makespan >= opt
         assert res.makespan == evaluate(data, res.schedule).makespan  # type: ignore[arg-type]
@@ -344,3 +345,67 @@ def test_trap_backends_against_brute_force(data: ProblemData, offset: int) -> No
 @given(trap_instances(max_jobs=4), st.sampled_from([0, 1, -1, -2, 3]))
 def test_trap_backends_against_brute_force_many(data: ProblemData, offset: int) -> None:
     _check_trap(data, offset)
+
+
+# -- issue 17: one time limit, size estimates, refusal, the relaxation ------------------
+
+
+def test_model_too_large_is_refused_in_one_line() -> None:
+    from sjfbco.errors import LimitError
+
+    with pytest.raises(LimitError, match=r"about [\d,]+ variables.*--param max_memory_gb=N") as err:
+        solve(instance_a(), "exact", backend="highs", max_memory_gb=0.01, relaxation=False)
+    assert "\n" not in str(err.value)
+
+
+def test_size_estimate_matches_the_built_models() -> None:
+    """The estimate (no model built) within 10% (and 20 variables) of what each backend builds."""
+    from sjfbco.formulations.ilp import TimeIndexedILP
+    from sjfbco.formulations.nonconvex import NonconvexModel
+    from sjfbco.formulations.size import estimate
+
+    for data, horizon in ((instance_a(), 6), (_contention_instance(), 9)):
+        for backend, model in (("highs", TimeIndexedILP), ("cpsat", NonconvexModel)):
+            est = estimate(data, backend, horizon).variables
+            real = model(data, horizon).size()["variables"]
+            assert abs(est - real) <= 0.1 * real + 20, (backend, est, real)
+
+
+def test_build_past_its_deadline_stops() -> None:
+    import time
+
+    from sjfbco.formulations.common import BuildTimeout
+    from sjfbco.formulations.nonconvex import NonconvexModel
+
+    with pytest.raises(BuildTimeout):
+        NonconvexModel(instance_b(), 13, deadline=time.perf_counter() - 1)
+
+
+def test_budget_shares_one_limit() -> None:
+    from sjfbco.solvers.exact import Budget
+
+    b = Budget(10.0)
+    assert b.share(0.15) == pytest.approx(1.5, abs=0.01)
+    left = b.left()
+    assert left is not None and 9.9 < left <= 10.0
+    unlimited = Budget(None)
+    assert unlimited.left() is None and unlimited.share(0.15, 60.0) == 60.0
+
+
+def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:
+    """With the warm start and relaxation using the whole (tiny) budget, no model is built."""
+    data = instance_b()
+    res = solve(data, "exact", backend="highs", time_limit=0.01)
+    assert res.schedule is not None and res.makespan >= 11
+    assert res.lower_bound <= 11
+    assert res.status in (Status.TIME_LIMIT, Status.OPTIMAL)
+    if res.status is Status.OPTIMAL:
+        assert res.lower_bound == res.makespan
+
+
+def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
+    data = _contention_instance()  # relaxation optimum 7 = optimum: proven without a model
+    res = solve(data, "exact", backend="cbc")
+    assert res.status is Status.OPTIMAL and res.makespan == 7
+    assert res.stats["relaxation"]["bound"] == 7
+    assert "model_size" not in res.stats  # the relaxation alone closed the gap

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -58,6 +59,16 @@ def model_bound(bound: float | None, horizon: int, *, infeasible: bool = False) 
     if bound is None or not math.isfinite(bound):
         return None
     return min(math.ceil(bound - BOUND_TOL), horizon + 1)
+
+
+class BuildTimeout(Exception):
+    """A model's construction passed its deadline (the caller reports a time limit)."""
+
+
+def check_deadline(deadline: float | None, what: str) -> None:
+    """Raise :class:`BuildTimeout` once ``time.perf_counter()`` is past ``deadline``."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise BuildTimeout(f"building the {what} ran out of time")
 
 
 def require_slotted(data: ProblemData, what: str) -> None:

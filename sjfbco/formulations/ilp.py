@@ -30,6 +30,7 @@ from sjfbco.formulations.common import (
     Pattern,
     Patterns,
     Plan,
+    check_deadline,
     duration,
     identical_job_groups,
     kept_levels,
@@ -129,6 +130,12 @@ class TimeIndexedILP:
         Write the cumulative sums through continuous step variables
         ``S[t] = S[t-1] + x[t]`` (same LP, far fewer non-zeros; default) instead
         of expanding every sum.
+    lower
+        A known lower bound on the makespan (slots), e.g. the contention-free
+        relaxation's; ``C`` starts at the largest of it and the closed forms.
+    deadline
+        ``time.perf_counter()`` value by which construction must end, else
+        :class:`~sjfbco.formulations.common.BuildTimeout`.
     """
 
     def __init__(
@@ -139,10 +146,14 @@ class TimeIndexedILP:
         patterns: Patterns | None = None,
         relax: bool = False,
         sparse: bool = True,
+        lower: int | None = None,
+        deadline: float | None = None,
     ):
         require_slotted(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
+        self.lower = lower
+        self.deadline = deadline
         self.patterns = model_patterns(data, self.horizon, patterns)
         self.relax = relax
         self.sparse = sparse
@@ -158,13 +169,14 @@ class TimeIndexedILP:
 
     def _build(self) -> None:
         data, H, prob = self.data, self.horizon, self.prob
-        lb = lower_bound(data)
+        lb = max(lower_bound(data), self.lower or 0)
         self.C = prob.add_variable(
             "C", lb, H, cat=pulp.LpContinuous if self.relax else pulp.LpInteger
         )
         prob += self.C
         for j, job in enumerate(data.jobs):
             row: list[_PatVars] = []
+            check_deadline(self.deadline, "time-indexed ILP")
             for i, pat in enumerate(self.patterns[j]):
                 pv = self._pattern_vars(j, i, pat, job.arrival)
                 if pv is not None:
@@ -198,15 +210,10 @@ class TimeIndexedILP:
 
     def _pattern_vars(self, j: int, i: int, pat: Pattern, arrival: int) -> _PatVars | None:
         data, H, prob = self.data, self.horizon, self.prob
-        cap = level_cap(data, j, pat, self.top) if pat.split else 0
-        if pat.split and cap == 0:
+        dims = pattern_dims(data, j, pat, self.top, H)
+        if dims is None:
             return None
-        levels = kept_levels(data, j, pat, cap) if pat.split else [0]
-        fixed = len(levels) == 1 and cap == (self.top if pat.split else 0)
-        dmin = duration(data, j, pat, 1)
-        dmax = duration(data, j, pat, cap) if pat.split else dmin
-        if arrival + dmin > H:
-            return None
+        dmin, dmax, fixed, levels = dims
         pv = _PatVars(j, i, pat, dmin, dmax, fixed, levels=levels)
         tag = f"{j}_{i}"
         for a in range(arrival, H - dmin + 1):
@@ -280,6 +287,7 @@ class TimeIndexedILP:
         """
         caps = self.data.cluster.gpus_per_server
         for s in range(len(caps)):
+            check_deadline(self.deadline, "time-indexed ILP")
             splitters = [
                 pv for row in self.pvars for pv in row if pv.pattern.split and pv.pattern.counts[s]
             ]
@@ -401,6 +409,27 @@ class TimeIndexedILP:
             else:
                 end.append(max(pv.e.items(), key=lambda kv: kv[1].varValue or 0.0)[0])
         return Plan(tuple(counts), tuple(start), tuple(end))
+
+
+def pattern_dims(
+    data: ProblemData, j: int, pat: Pattern, top: int, horizon: int
+) -> tuple[int, int, bool, list[int]] | None:
+    """``(d_min, d_max, fixed, levels)`` of job ``j`` on ``pat`` in the ILP, or ``None``.
+
+    ``None`` when the pattern has no valid level (one iteration exceeds a slot
+    even at contention 1) or cannot end by the horizon. ``fixed``: the rate is
+    the same at every possible contention level, so the duration is ``d_min``.
+    """
+    cap = level_cap(data, j, pat, top) if pat.split else 0
+    if pat.split and cap == 0:
+        return None
+    levels = kept_levels(data, j, pat, cap) if pat.split else [0]
+    fixed = len(levels) == 1 and cap == (top if pat.split else 0)
+    dmin = duration(data, j, pat, 1)
+    if data.jobs[j].arrival + dmin > horizon:
+        return None
+    dmax = duration(data, j, pat, cap) if pat.split else dmin
+    return dmin, dmax, fixed, levels
 
 
 def _cumulative(steps: dict[int, Any], events: dict[int, Any], t: int) -> Expr:

@@ -37,6 +37,7 @@ from sjfbco.formulations.common import (
     Outcome,
     Patterns,
     Plan,
+    check_deadline,
     duration,
     identical_job_groups,
     level_cap,
@@ -81,6 +82,12 @@ class NonconvexModel:
         Add the "not finished before its last slot" half of eq. 9, so ``T[j]``
         is the exact completion of every job (default). Without it ``T[j]`` is
         only an upper bound; the optimal makespan is the same.
+    lower
+        A known lower bound on the makespan (slots); ``C`` starts at the largest
+        of it and the closed forms.
+    deadline
+        ``time.perf_counter()`` value by which construction must end, else
+        :class:`~sjfbco.formulations.common.BuildTimeout`.
     """
 
     def __init__(
@@ -90,6 +97,8 @@ class NonconvexModel:
         *,
         patterns: Patterns | None = None,
         exact_ends: bool = True,
+        lower: int | None = None,
+        deadline: float | None = None,
     ):
         from ortools.sat.python import cp_model
 
@@ -98,6 +107,8 @@ class NonconvexModel:
         self.horizon = int(horizon)
         self.patterns = model_patterns(data, self.horizon, patterns)
         self.exact_ends = exact_ends
+        self.lower = lower
+        self.deadline = deadline
         self.top = max_level(data, self.patterns)
         self.model = cp_model.CpModel()
         self.jobs: list[_JobVars] = []
@@ -109,6 +120,7 @@ class NonconvexModel:
         caps = data.cluster.gpus_per_server
         S = len(caps)
         for j, job in enumerate(data.jobs):
+            check_deadline(self.deadline, "non-convex model")
             pats = self.patterns[j]
             caps_lvl = [level_cap(data, j, q, self.top) if q.split else 0 for q in pats]
             usable = [
@@ -164,7 +176,7 @@ class NonconvexModel:
         for group in identical_job_groups(data):
             for j, k in itertools.pairwise(group):
                 m.add(self.jobs[j].start <= self.jobs[k].start)
-        C = m.new_int_var(int(lower_bound(data)), H, "C")
+        C = m.new_int_var(min(H, max(int(lower_bound(data)), self.lower or 0)), H, "C")
         m.add_max_equality(C, [jv.end for jv in self.jobs])
         m.minimize(C)
         self.C = C
@@ -186,6 +198,7 @@ class NonconvexModel:
                     m.add(b == sum(jv.use[k] for k in pats))
                     on[j, s] = b
         for j in splitters:
+            check_deadline(self.deadline, "non-convex model")
             jv = self.jobs[j]
             lo = data.jobs[j].arrival
             for t in range(lo, H):
@@ -223,6 +236,7 @@ class NonconvexModel:
         S = data.cluster.num_servers
         width = top + 1
         for j in splitters:
+            check_deadline(self.deadline, "non-convex model")
             jv = self.jobs[j]
             job = data.jobs[j]
             pats = self.patterns[j]
