@@ -230,6 +230,7 @@ class TimeIndexedILP:
         need = data.jobs[j].iterations
         progress = []
         for t in range(arrival, H):
+            check_deadline(self.deadline, "time-indexed ILP")
             z = pv.running(t)
             prob += (z >= 0, f"z_{tag}_{t}")
             for c in levels:
@@ -261,6 +262,7 @@ class TimeIndexedILP:
             if sum(pv.pattern.counts[s] for pv in users) <= cap:
                 continue  # never binding
             for t in range(self.horizon):
+                check_deadline(self.deadline, "time-indexed ILP")
                 terms = [pv.pattern.counts[s] * pv.running(t) for pv in users if _active(pv, t)]
                 if terms:
                     self.prob += (pulp.lpSum(terms) <= cap, f"cap_{s}_{t}")
@@ -296,6 +298,7 @@ class TimeIndexedILP:
             if most <= 1:
                 continue  # N[s,t] <= 1 <= every level: the rows are always slack
             for t in range(self.horizon):
+                check_deadline(self.deadline, "time-indexed ILP")
                 active = [o for o in splitters if _active(o, t)]
                 jobs_now = {o.job for o in active}
                 if len(jobs_now) <= 1:

@@ -202,6 +202,7 @@ class NonconvexModel:
             jv = self.jobs[j]
             lo = data.jobs[j].arrival
             for t in range(lo, H):
+                check_deadline(self.deadline, "non-convex model")
                 r = m.new_bool_var(f"r_{j}_{t}")
                 started = m.new_bool_var(f"st_{j}_{t}")  # a <= t
                 m.add(jv.start <= t).only_enforce_if(started)
@@ -217,6 +218,7 @@ class NonconvexModel:
             if len(here) < 2:
                 continue
             for t in range(H):
+                check_deadline(self.deadline, "non-convex model")
                 terms = []
                 for j in here:
                     if t not in self.jobs[j].run:
@@ -262,6 +264,7 @@ class NonconvexModel:
             )
             total, before_last = [], []
             for t, r in jv.run.items():
+                check_deadline(self.deadline, "non-convex model")
                 parts = []
                 for s in range(S):
                     if (j, s) not in on:

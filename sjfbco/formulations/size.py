@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 #: (Python, OR-Tools and the instance): measured peaks over the benchmark's
 #: instances, rounded up (``docs/exact.md``). HiGHS and CBC go through PuLP,
 #: whose Python objects dominate; CP-SAT's presolve and workers copy the model.
-BYTES_PER_VARIABLE = {"highs": 2600, "cbc": 2600, "cpsat": 4000}
-BASE_BYTES = 400 * 1024**2
+BYTES_PER_VARIABLE = {"highs": 3000, "cbc": 3000, "cpsat": 16000}
+BASE_BYTES = 200 * 1024**2
 
 
 @dataclass(frozen=True)
