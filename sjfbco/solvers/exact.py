@@ -48,8 +48,8 @@ EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 WARM_SOLVERS = ("best", "sjf-bco", "ls", "ff", "fifo-gang")
 #: Shares of the time limit: the anytime heuristic ``best``, the relaxation, the LP bound.
 BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.15, 0.1
-#: Seconds for ``best`` and for the relaxation when there is no time limit.
-UNLIMITED_WARM_S, UNLIMITED_RELAXATION_S = 10.0, 60.0
+#: Seconds for the relaxation when there is no time limit.
+UNLIMITED_RELAXATION_S = 60.0
 #: Seconds kept back at the end for turning the model's answer into a schedule.
 FINISH_MARGIN_S = 1.0
 #: Seconds per estimated variable to build a model and hand it to the solver
@@ -137,9 +137,10 @@ def warm_candidates(
     """Schedules of the registered heuristics and the serial one, each evaluated.
 
     ``time_limit`` (seconds) bounds them all together: the anytime solver
-    ``best`` (when registered) gets two thirds of it, the others what is left;
-    without a limit ``best`` gets :data:`UNLIMITED_WARM_S`. The serial schedule
-    is always there (it takes no search).
+    ``best`` (when registered) gets two thirds of it, the others what is left.
+    Without a limit ``best`` is skipped (an anytime search needs a budget; the
+    run stays deterministic). The serial schedule is always there (it takes no
+    search).
     """
     from sjfbco.solvers.api import solve
 
@@ -152,7 +153,9 @@ def warm_candidates(
         if left is not None and left < 0.01:
             break
         if name == "best":
-            left = UNLIMITED_WARM_S if left is None else left * 2 / 3
+            if left is None:
+                continue
+            left *= 2 / 3
         try:
             res = solve(data, name, time_limit=left, seed=seed)
         except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
