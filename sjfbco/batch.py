@@ -11,8 +11,8 @@ for all of them:
 
 - ``local``: a :class:`concurrent.futures.ProcessPoolExecutor` on this machine;
 - ``dask``: a Dask distributed cluster (``address``), or a ``LocalCluster``
-  started and closed for the run. Needs the optional extra
-  ``pip install 'sjfbco[dist]'``. Workers read the instance files themselves,
+  started and closed for the run. Needs the optional extra ``dist``
+  (``pip install -e '.[dist]'`` in a checkout). Workers read the instance files themselves,
   so remote workers must see the same paths (a shared file system).
 
 Crash safety (:func:`run_batch`): every finished row is appended to a JSON-lines
@@ -70,7 +70,10 @@ ENGINES: tuple[str, ...] = ("local", "dask")
 
 JOURNAL_FORMAT = "sjfbco-batch-journal/1"
 
-DASK_MISSING = "the dask engine needs dask.distributed: pip install 'sjfbco[dist]'"
+DASK_MISSING = (
+    "the dask engine needs dask.distributed: run pip install -e '.[dist]' in the sjfbco "
+    "checkout (or pip install 'dask[distributed]')"
+)
 
 Key = tuple[str, str, int]
 Row = dict[str, Any]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import contention_count, slots_to_finish
+from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
 if TYPE_CHECKING:
@@ -270,6 +271,7 @@ def dispatch(
     heapq.heapify(ready)
     sim = Simulator(data)
     done = 0
+    ticker = Ticker("simulating", n, "job")
     while done < n:
         while ready and ready[0][0] <= sim.now + EPS:
             _, (_, _, j) = heapq.heappop(ready)
@@ -281,6 +283,7 @@ def dispatch(
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
         for f in finished:
             done += 1
+            ticker.tick(done)
             for s in succ[f]:
                 n_pred[s] -= 1
                 if n_pred[s] == 0:

@@ -25,9 +25,6 @@ from sjfbco.experiments.reproduce import (
     tasks_for,
 )
 from sjfbco.experiments.sensitivity import VARIANTS, sensitivity_table
-from sjfbco.files import read_instance, read_schedule
-from sjfbco.schedule import Schedule
-from tests.conftest import INSTANCES
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,7 +38,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("reproduce")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["reproduce", "--quick", "--out", str(out), "--jobs", "2", "--no-progress"])
+        code = main(["reproduce", "--quick", "-o", str(out), "--jobs", "2", "--quiet"])
     assert code == 0
     return out, buf.getvalue()
 
@@ -265,77 +262,10 @@ def test_tasks_pass_options_only_to_solvers_that_take_them():
         tasks_for("8", s)
 
 
-# ----------------------------------------------------------------------------- Gantt
-
-
-def test_gantt_one_bar_per_job_gpu_pair_split_jobs_hatched():
-    from sjfbco.evaluate import evaluate
-    from sjfbco.experiments.plots import SPLIT_HATCH, gantt
-
-    data = read_instance(INSTANCES / "small" / "example.json")
-    # by hand: resnet50-0 on server 0 (4 GPUs), alexnet-0 on server 1 (8), vgg16-0 split
-    # 2 + 4, lstm-0 split 1 + 1, googlenet-0 on server 1 alone
-    sched = Schedule.build(
-        [
-            [(0, 0), (0, 1), (0, 2), (0, 3)],
-            [(1, i) for i in range(8)],
-            [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
-            [(0, 2), (1, 4)],
-            [(1, 5)],
-        ]
-    )
-    ev = evaluate(data, sched)
-    ax = gantt(data, sched)
-    bars = [p for p in ax.patches if p.get_gid()]
-    assert len(bars) == 4 + 8 + 6 + 2 + 1  # one per (job, GPU) pair
-    hatched = {b.get_gid() for b in bars if b.get_hatch() == SPLIT_HATCH}
-    assert len(hatched) == 6 + 2
-    assert all(g.split("@")[0] in ("vgg16-0", "lstm-0") for g in hatched)
-    by_gid = {b.get_gid(): b for b in bars}
-    vgg = by_gid["vgg16-0@1:3"]
-    j = data.job_index["vgg16-0"]
-    assert vgg.get_x() == ev.start[j]
-    assert vgg.get_x() + vgg.get_width() == ev.end[j]
-    # rows top to bottom in (server, GPU) order: GPU (0, 0) highest, (1, 7) lowest
-    assert by_gid["resnet50-0@0:0"].get_y() > by_gid["alexnet-0@1:7"].get_y()
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["S0 (4 GPUs)", "S1 (8 GPUs)"]
-    assert ax.get_xlabel() == "time (slots)"
-
-
-def test_plot_command_writes_a_png(tmp_path, capsys):
-    out = tmp_path / "g.png"
-    code = main(
-        [
-            "plot",
-            str(INSTANCES / "small" / "example-schedule.json"),
-            str(INSTANCES / "small" / "example.json"),
-            "-o",
-            str(out),
-        ]
-    )
-    assert code == 0
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    data = read_instance(INSTANCES / "small" / "example.json")
-    read_schedule(INSTANCES / "small" / "example-schedule.json", data)  # the input was valid
-    assert (
-        main(
-            [
-                "plot",
-                str(INSTANCES / "small" / "example-schedule.json"),
-                str(INSTANCES / "small" / "example.json"),
-                "-o",
-                str(tmp_path / "g.pdf"),
-            ]
-        )
-        == 2
-    )
-    assert "must be a .png file" in capsys.readouterr().err
-
-
 def test_reproduce_rejects_bad_arguments(tmp_path, capsys):
-    assert main(["reproduce", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--seeds", "0", "-o", str(tmp_path)]) == 2
     assert "--seeds: must be >= 1" in capsys.readouterr().err
-    assert main(["reproduce", "--preset", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--preset", "nope", "-o", str(tmp_path)]) == 2
     assert "unknown preset 'nope'" in capsys.readouterr().err
 
 
@@ -360,7 +290,7 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
                 "2",
                 "--param",
                 "mode=timestepped",
-                "--out",
+                "--output-dir",
                 str(tmp_path),
             ]
         )
@@ -371,5 +301,5 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
     assert {t.solver: dict(t.params) for t in tasks_for("6", settings)} == {
         s: {"mode": "timestepped"} for s in SOLVERS
     }
-    assert main(["reproduce", "--param", "colour=red", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--param", "colour=red", "-o", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err

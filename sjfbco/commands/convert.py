@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.common import add_output
+
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--out-dir": "--output-dir"}
+
 if TYPE_CHECKING:
     import argparse
 
@@ -18,7 +23,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("kind", choices=["philly", "swf"], help="trace format")
     p.add_argument("source", help="trace file")
-    p.add_argument("-o", "--out-dir", required=True, help="folder for the instance files")
+    add_output(
+        p, required=True, folder=True, help="folder for the instance files (formerly --out-dir)"
+    )
     p.add_argument(
         "--cluster",
         default="8x8",
@@ -153,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         keep_arrivals=args.arrivals,
         name=name,
     )
-    out = Path(args.out_dir)
+    out = Path(args.output)
     for data in instances:
         write_instance(data, out / f"{data.name}.json")
     write_json(

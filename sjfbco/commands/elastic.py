@@ -8,6 +8,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import argparse
 
+#: Values of the policy-specific options when not given.
+OBJECTIVE_DEFAULT = "flow"
+KNEE_DEFAULT = 0.05
+
 
 def add_parser(sub: Any) -> None:
     from sjfbco.elastic.simulator import MODES, OBJECTIVES, POLICIES
@@ -20,12 +24,12 @@ def add_parser(sub: Any) -> None:
         "completion.",
     )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    p.add_argument("--policy", default="hesrpt", choices=POLICIES)
+    p.add_argument("--policy", default="hesrpt", choices=POLICIES, help="allocation policy")
     p.add_argument(
         "--objective",
-        default="flow",
+        default=None,
         choices=OBJECTIVES,
-        help="heSRPT variant: mean flow time or mean slowdown",
+        help="hesrpt only: minimise mean flow time or mean slowdown (default flow)",
     )
     p.add_argument(
         "--speedup",
@@ -42,10 +46,16 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--knee-threshold",
         type=float,
-        default=0.05,
-        help="knee: least fraction of run time one more GPU must save",
+        default=None,
+        metavar="X",
+        help=f"knee only: least fraction of run time one more GPU must save "
+        f"(default {KNEE_DEFAULT})",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (with the instance name and file)",
+    )
     p.set_defaults(run=run)
 
 
@@ -53,17 +63,21 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.elastic import parse_speedup, run_elastic
     from sjfbco.files import read_instance
 
-    data = read_instance(args.instance)
+    if args.objective is not None and args.policy != "hesrpt":
+        raise ValueError(f"--objective applies to --policy hesrpt only, not {args.policy!r}")
+    if args.knee_threshold is not None and args.policy != "knee":
+        raise ValueError(f"--knee-threshold applies to --policy knee only, not {args.policy!r}")
     parse_speedup(args.speedup)  # fail on a bad spec before any work
+    data = read_instance(args.instance)
     result = run_elastic(
         data,
         args.policy,
-        objective=args.objective,
+        objective=args.objective or OBJECTIVE_DEFAULT,
         speedup=args.speedup,
         mode=args.mode,
-        knee_threshold=args.knee_threshold,
+        knee_threshold=KNEE_DEFAULT if args.knee_threshold is None else args.knee_threshold,
     )
-    doc = result.to_dict()
+    doc = {"instance": data.name, "file": args.instance, **result.to_dict()}
     doc["speedup"] = args.speedup
     if args.json:
         print(json.dumps(doc))
@@ -74,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         f"{args.speedup}, p={result.p:.3g}): makespan {doc['makespan']:.2f} slots"
         + (f" (bound {bound:.2f})" if bound is not None else "")
         + f", mean JCT {doc['mean_jct']:.2f}, p95 JCT {doc['p95_jct']:.2f}, mean slowdown "
-        f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%}"
+        f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%} (one slot is "
+        f"{data.cost.slot_seconds:g} s)"
     )
     return 0

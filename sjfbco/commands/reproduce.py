@@ -1,12 +1,17 @@
-"""``sjfbco reproduce [--figure 4|5|6|7|all] [--seeds N] [--quick] [--out DIR] [--jobs J]``."""
+"""``sjfbco reproduce [--figure 4|5|6|7|all] [--seeds N] [--quick] [-o DIR] [--jobs J]``."""
 
 from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.common import add_output, add_progress
+
 if TYPE_CHECKING:
     import argparse
+
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--out": "--output-dir", "--no-progress": "--quiet"}
 
 FIGURE_CHOICES = ("4", "5", "6", "7", "all")
 
@@ -36,12 +41,7 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="a fast check: 3 seeds (well under a minute on 2 cores)",
     )
-    p.add_argument(
-        "--out",
-        default="reproduction",
-        metavar="DIR",
-        help="output folder (default ./reproduction)",
-    )
+    add_output(p, folder=True, default="reproduction", help="output folder (formerly --out)")
     p.add_argument(
         "--jobs",
         type=int,
@@ -65,13 +65,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--replot",
         action="store_true",
-        help="rewrite the tables and plots from the CSVs in --out, without running",
+        help="rewrite the tables and plots from the CSVs in --output-dir, without running",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_progress(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sjfbco.commands.common import progress_enabled
     from sjfbco.experiments.reproduce import (
         FIGURES,
         SOLVERS,
@@ -105,14 +106,14 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     if args.replot:
-        replot(figures, out=args.out, on_figure=show)
+        replot(figures, out=args.output, on_figure=show)
         return 0
     reproduce(
         figures,
         settings,
-        out=args.out,
+        out=args.output,
         jobs=args.jobs or os.cpu_count(),
-        progress=not args.no_progress,
+        progress=progress_enabled(args),
         on_figure=show,
     )
     return 0
