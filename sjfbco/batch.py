@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance
+from sjfbco.plugins import import_plugin
 from sjfbco.problem import InputError
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def run_task(task: Task) -> Row:
     t0 = time.perf_counter()
     try:
         for module in task.plugins:
-            importlib.import_module(module)
+            import_plugin(module)
         data = read_instance(task.instance)
         result = solve(
             data, task.solver, time_limit=task.time_limit, seed=task.seed, **dict(task.params)
@@ -210,10 +211,7 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
     from sjfbco.solvers import SOLVERS
 
     for module in plugins:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise BatchError(f"cannot import plugin {module!r}: {err}") from None
+        import_plugin(module)  # an InputError naming the plugin if it cannot be imported
     unknown = [s for s in solvers if s not in SOLVERS]
     if unknown:
         raise BatchError(

@@ -85,7 +85,16 @@ def bandwidth(p: int, cluster: Cluster, cost: CostParams) -> float:
     if p <= 0:
         return cluster.bandwidth_intra
     k = effective_contention(p, cost)
-    return cluster.bandwidth_inter / DEGRADATIONS[cost.degradation](cost.alpha, k)
+    try:
+        f = float(DEGRADATIONS[cost.degradation](cost.alpha, k))
+    except (OverflowError, ZeroDivisionError):
+        f = math.inf
+    if not 1.0 <= f < math.inf:  # the built-in ones cannot get here (cost.alpha <= 10)
+        raise ConfigurationError(
+            f"degradation {cost.degradation!r} gives f(alpha={cost.alpha:g}, k={k:g}) = {f:g}; "
+            "it must be a finite number >= 1"
+        )
+    return cluster.bandwidth_inter / f
 
 
 def overhead(num_servers: int, cost: CostParams) -> float:
@@ -115,8 +124,10 @@ def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: C
 def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> float:
     """Iterations completed in one slot (eq. 9).
 
-    ``floor(1 / tau)`` in the slotted model, ``1 / tau`` in the continuous one.
-    A slotted ``tau > 1`` slot is a configuration error, never a silent zero.
+    ``floor(1 / tau)`` in the slotted model (a Python ``int``, so that slot
+    arithmetic stays exact), ``1 / tau`` in the continuous one. A slotted
+    ``tau > 1`` slot is a configuration error, never a silent zero. The
+    instance ranges (``docs/formats.md``) keep ``tau`` above 1e-12 slots.
     """
     if cost.time_model == "continuous":
         return 1.0 / tau_slots
@@ -127,7 +138,7 @@ def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> 
             "(lengthen cost.slot_seconds or lower the contention constants)"
         )
     # guard against 1/tau landing a hair under an integer through rounding
-    return float(math.floor(1.0 / tau_slots + 1e-9))
+    return math.floor(1.0 / tau_slots + 1e-9)
 
 
 def rate_at(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostParams) -> float:
@@ -137,10 +148,17 @@ def rate_at(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostPara
 
 
 def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
-    """Slots a job needs for ``iterations`` at a constant ``rate`` (eq. 9)."""
+    """Slots a job needs for ``iterations`` at a constant ``rate`` (eq. 9).
+
+    Slotted model: ``ceil(iterations / rate)``, computed on integers (exact for
+    any size; integral arguments are expected, as :func:`progress_per_slot`
+    returns them), so a job with work left always needs at least one slot.
+    """
     if cost.time_model == "continuous":
         return iterations / rate
-    return float(math.ceil(iterations / rate - 1e-9))
+    if isinstance(iterations, int) and isinstance(rate, int):
+        return -(-iterations // rate)
+    return math.ceil(iterations / rate - 1e-9)
 
 
 def best_servers(job: Job, cluster: Cluster) -> int:

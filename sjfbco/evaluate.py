@@ -10,11 +10,17 @@ drive it directly; :func:`evaluate` drives it with the dispatch semantics of a
 Time is counted in slot boundaries: a job started at boundary ``a`` holds its
 GPUs in slots ``a .. e-1`` and ends at boundary ``e``, when its GPUs become
 free for a job starting at ``e``.
+
+In the slotted model every time, rate and remaining iteration count is a
+Python ``int``, so the arithmetic is exact at any size (ends beyond 2^53
+included) and times are compared without tolerance; the continuous model
+uses floats and treats events closer than :data:`EPS` as simultaneous.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,8 +44,8 @@ class _Run:
     servers: tuple[int, ...]
     split: bool
     p: int
-    rate: float  # iterations per slot at contention p
-    remaining: float  # iterations left at time ``since``
+    rate: float  # iterations per slot at contention p (an int when slotted)
+    remaining: float  # iterations left at time ``since`` (an int when slotted)
     since: float
     version: int = 0
 
@@ -72,6 +78,8 @@ class Simulator:
         self._runs: dict[int, _Run] = {}
         self._heap: list[tuple[float, int, int]] = []
         self._continuous = data.cost.time_model == "continuous"
+        #: Tolerance of time comparisons: :data:`EPS` when continuous, 0 (exact ints) when slotted.
+        self.eps: float = EPS if self._continuous else 0
         self.start_time: dict[int, float] = {}
         self.end_time: dict[int, float] = {}
         self.gpu_ids_of: dict[int, tuple[int, ...]] = {}
@@ -131,7 +139,10 @@ class Simulator:
         self.start_time[job] = self.now
         self.gpu_ids_of[job] = tuple(gpu_ids)
         self.servers_of[job] = servers
-        run = _Run(servers, split, 0, 0.0, float(self.data.jobs[job].iterations), self.now)
+        iterations = self.data.jobs[job].iterations
+        run = _Run(
+            servers, split, 0, 0, float(iterations) if self._continuous else iterations, self.now
+        )
         self._runs[job] = run
         if split:
             for s in servers:
@@ -148,15 +159,18 @@ class Simulator:
         first). With nothing running and no ``until``, returns ``[]`` and keeps
         the clock.
         """
+        if until is not None and not self._continuous:
+            until = math.ceil(until)  # slotted: events fall on slot boundaries (exact ints)
         t = self.next_completion()
-        if t is None or (until is not None and until < t - EPS):
+        eps = self.eps
+        if t is None or (until is not None and until < t - eps):
             if until is not None and until > self.now:
                 self.now = until
             return []
         self.now = t
         finished: list[int] = []
         heap, runs = self._heap, self._runs
-        while heap and heap[0][0] <= t + EPS:
+        while heap and heap[0][0] <= t + eps:
             _, j, v = heapq.heappop(heap)
             run = runs.get(j)
             if run is not None and run.version == v:
@@ -199,14 +213,12 @@ class Simulator:
         if run.rate > 0:
             run.remaining -= (now - run.since) * run.rate
             if run.remaining < 0:
-                run.remaining = 0.0
+                run.remaining = 0
         run.since = now
         run.p = p
         run.rate = self._rates.rate(job, len(run.servers), p)
         run.version += 1
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
-        if not self._continuous:
-            finish = int(finish)
         heapq.heappush(self._heap, (finish, job, run.version))
 
 
@@ -249,7 +261,11 @@ def dispatch(
     checked them already; returns the finished :class:`Simulator`.
     """
     n = data.num_jobs
-    key = [(planned[j], ranks[j], j) for j in range(n)]
+    # one number type per time model: exact ints when slotted, floats when continuous
+    due: Sequence[float] = (
+        [float(p) for p in planned] if data.cost.time_model == "continuous" else planned
+    )
+    key = [(due[j], ranks[j], j) for j in range(n)]
     # immediate predecessors on each GPU in the per-GPU queue order
     last_on_gpu: dict[int, int] = {}
     n_pred = [0] * n
@@ -265,15 +281,16 @@ def dispatch(
             last_on_gpu[g] = j
         n_pred[j] = len(pj)
     arrival = [job.arrival for job in data.jobs]
-    ready: list[tuple[float, tuple[int, int, int]]] = [
-        (max(planned[j], arrival[j]), key[j]) for j in range(n) if n_pred[j] == 0
+    ready: list[tuple[float, tuple[float, int, int]]] = [
+        (max(due[j], arrival[j]), key[j]) for j in range(n) if n_pred[j] == 0
     ]
     heapq.heapify(ready)
     sim = Simulator(data)
+    eps = sim.eps
     done = 0
     ticker = Ticker("simulating", n, "job")
     while done < n:
-        while ready and ready[0][0] <= sim.now + EPS:
+        while ready and ready[0][0] <= sim.now + eps:
             _, (_, _, j) = heapq.heappop(ready)
             if strict and sim.now > planned[j]:
                 _strict_violation(data, j, planned[j], sim, preds[j], gpu_ids)
@@ -287,7 +304,7 @@ def dispatch(
             for s in succ[f]:
                 n_pred[s] -= 1
                 if n_pred[s] == 0:
-                    heapq.heappush(ready, (max(planned[s], arrival[s], sim.now), key[s]))
+                    heapq.heappush(ready, (max(due[s], arrival[s], sim.now), key[s]))
     return sim
 
 

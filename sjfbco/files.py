@@ -14,11 +14,64 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from sjfbco.problem import INSTANCE_FORMAT, InputError, ProblemData
+from sjfbco import limits
+from sjfbco.errors import InputError, one_line
+from sjfbco.problem import INSTANCE_FORMAT, ProblemData
 from sjfbco.schedule import SCHEDULE_FORMAT, Schedule
 
-#: Refuse files larger than this (bytes) rather than exhaust memory.
-MAX_FILE_BYTES = 512 * 1024 * 1024
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    """The content of a regular file, read with the size bound ``limits.FILE_BYTES``.
+
+    Anything but a regular file (a directory, a FIFO, a device such as
+    ``/dev/zero``, also behind a symlink) is refused before reading: a FIFO
+    would block and a device could be read until memory runs out. Every
+    failure is an :class:`InputError` naming the file.
+    """
+    src = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise InputError("no such file", source=src) from None
+    except OSError as err:
+        raise InputError(f"cannot open: {err.strerror or err}", source=src) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise InputError("is a directory, not a file", source=src)
+        if not stat.S_ISREG(info.st_mode):
+            raise InputError(
+                "is not a regular file (a FIFO, device or socket); give a file", source=src
+            )
+        limit = limits.FILE_BYTES.value
+        limits.FILE_BYTES.check(info.st_size, source=src)
+        chunks, total = [], 0
+        while True:  # read to the end, but never past the limit (the file may grow)
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                limits.FILE_BYTES.check(total, source=src)
+        return b"".join(chunks)
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
+    finally:
+        os.close(fd)
+
+
+def read_text(
+    path: str | os.PathLike[str], *, encoding: str = "utf-8", errors: str = "strict"
+) -> str:
+    """:func:`read_bytes` decoded (an :class:`InputError` naming the byte if it cannot be)."""
+    data = read_bytes(path)
+    try:
+        return data.decode(encoding, errors)
+    except UnicodeDecodeError as err:
+        raise InputError(
+            f"not UTF-8 text ({err.reason} at byte {err.start})", source=str(path)
+        ) from None
 
 
 def _reject_constant(name: str) -> Any:
@@ -28,22 +81,7 @@ def _reject_constant(name: str) -> Any:
 def load_json(path: str | os.PathLike[str]) -> Any:
     """Parse a JSON file; any failure becomes an :class:`InputError` naming the file."""
     src = str(path)
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"file is {size} bytes; the limit is {MAX_FILE_BYTES}", source=src)
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except InputError:
-        raise
-    except FileNotFoundError:
-        raise InputError("no such file", source=src) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", source=src) from None
-    except UnicodeDecodeError as err:
-        raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=src) from None
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
+    text = read_text(path)
     try:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
@@ -51,7 +89,7 @@ def load_json(path: str | os.PathLike[str]) -> Any:
             f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}", source=src
         ) from None
     except (ValueError, RecursionError) as err:
-        raise InputError(f"malformed JSON: {err}", source=src) from None
+        raise InputError(f"malformed JSON: {one_line(str(err))}", source=src) from None
 
 
 def read_instance(path: str | os.PathLike[str]) -> ProblemData:

@@ -18,45 +18,53 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
+from sjfbco import limits
+from sjfbco.errors import InputError, check_text, short
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from sjfbco.cost import RateCache
+
+__all__ = ["INSTANCE_FORMAT", "Cluster", "CostParams", "InputError", "Job", "ProblemData"]
 
 INSTANCE_FORMAT = "sjfbco-instance/1"
 
 #: Job attributes whose instance-file field has another name.
 FILE_FIELD = {"num_gpus": "gpus"}
 
-#: Hard limits that keep a hostile or mistyped file from exhausting memory.
+#: Value ranges of the instance fields (``docs/formats.md`` lists them field by field).
+#: They keep every derived figure finite and every slot count exact: with them a
+#: per-iteration time stays below about 1e52 s, a rate below 1e12 iterations per
+#: slot, and times in the slotted model are exact integers.
 MAX_GPUS_PER_SERVER = 4096
-MAX_SERVERS = 100_000
-MAX_JOBS = 1_000_000
 MAX_ITERATIONS = 10**12
+#: Latest arrival, slots (planned starts: ``sjfbco.schedule.MAX_START``).
+MAX_SLOT = 10**12
+#: Bandwidths and the GPU reduction speed, MB/s.
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1e-3, 1e9
+#: Gradient size, MB.
+MAX_GRADIENT_MB = 1e9
+#: Any time per iteration given in the file (compute, forward per sample, backward), s.
+MAX_SECONDS = 1e6
+#: Slot length, s.
+MIN_SLOT_SECONDS, MAX_SLOT_SECONDS = 1e-3, 1e6
+#: Largest ``cost.alpha``: ``f(alpha, k)`` stays finite for every contention ``k <= 4096``.
+MAX_ALPHA = 10.0
+#: Smallest per-iteration time of one worker, ``compute + xi2`` (s): rates stay finite.
+MIN_ITERATION_SECONDS = 1e-6
+MAX_BATCH_SIZE = 10**9
+#: Largest ``rho_hat``, slots.
+MAX_RHO_HAT = 1e15
 
 TimeModel = Literal["slotted", "continuous"]
 TIME_MODELS: tuple[str, ...] = ("slotted", "continuous")
 
 
-class InputError(ValueError):
-    """Bad input: names the file (if any), the field and the problem."""
-
-    def __init__(self, message: str, *, source: str | None = None, where: str | None = None):
-        self.problem = message
-        self.source = source
-        self.where = where
-        parts = [p for p in (source, where) if p]
-        super().__init__(": ".join([*parts, message]))
-
-    def located(self, source: str | None = None, prefix: str | None = None) -> InputError:
-        """The same error with a file name and/or a path prefix added."""
-        where = self.where
-        if prefix:
-            where = f"{prefix}.{where}" if where else prefix
-        return InputError(self.problem, source=source or self.source, where=where)
-
-
-def _finite_positive(value: float, what: str, *, allow_zero: bool = False) -> None:
+def _number(
+    value: float, what: str, lo: float, hi: float, *, lo_open: bool = False, unit: str = ""
+) -> None:
+    """``value`` must be a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(f"must be a number, got {type(value).__name__}", where=what)
     try:
@@ -64,17 +72,20 @@ def _finite_positive(value: float, what: str, *, allow_zero: bool = False) -> No
     except OverflowError:  # an int too large for a float
         finite = False
     if not finite:
-        raise InputError("must be a finite number of sensible size", where=what)
-    if value < 0 or (value == 0 and not allow_zero):
-        cmp = ">= 0" if allow_zero else "> 0"
-        raise InputError(f"must be {cmp}, got {value!r}", where=what)
+        raise InputError(f"must be a finite number in {_range(lo, hi, lo_open)}", where=what)
+    if value < lo or (lo_open and value == lo) or value > hi:
+        raise InputError(f"must be in {_range(lo, hi, lo_open)}{unit}, got {value!r}", where=what)
+
+
+def _range(lo: float, hi: float, lo_open: bool) -> str:
+    return f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
 
 
 def _integer(value: int, what: str, lo: int, hi: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"must be an integer, got {type(value).__name__}", where=what)
     if not lo <= value <= hi:
-        raise InputError(f"must be in [{lo}, {hi}], got {value}", where=what)
+        raise InputError(f"must be in [{lo}, {hi:,}], got {value}", where=what)
 
 
 @dataclass(frozen=True)
@@ -102,16 +113,12 @@ class Cluster:
         object.__setattr__(self, "gpus_per_server", tuple(self.gpus_per_server))
         if not self.gpus_per_server:
             raise InputError("must list at least one server", where="cluster.gpus_per_server")
-        if len(self.gpus_per_server) > MAX_SERVERS:
-            raise InputError(
-                f"at most {MAX_SERVERS} servers, got {len(self.gpus_per_server)}",
-                where="cluster.gpus_per_server",
-            )
+        limits.SERVERS.check(len(self.gpus_per_server), where="cluster.gpus_per_server")
         for s, o in enumerate(self.gpus_per_server):
             _integer(o, f"cluster.gpus_per_server[{s}]", 1, MAX_GPUS_PER_SERVER)
-        _finite_positive(self.bandwidth_intra, "cluster.bandwidth_intra")
-        _finite_positive(self.bandwidth_inter, "cluster.bandwidth_inter")
-        _finite_positive(self.gpu_speed, "cluster.gpu_speed")
+        limits.GPUS.check(sum(self.gpus_per_server), where="cluster.gpus_per_server")
+        for name in ("bandwidth_intra", "bandwidth_inter", "gpu_speed"):
+            _number(getattr(self, name), f"cluster.{name}", MIN_BANDWIDTH, MAX_BANDWIDTH)
         if self.bandwidth_intra < self.bandwidth_inter:
             raise InputError(
                 f"must be >= bandwidth_inter ({self.bandwidth_inter}); the model assumes "
@@ -203,24 +210,22 @@ class CostParams:
     time_model: TimeModel = "slotted"
 
     def __post_init__(self) -> None:
-        _finite_positive(self.xi1, "cost.xi1")
-        if self.xi1 > 1:
-            raise InputError(f"must be in (0, 1], got {self.xi1}", where="cost.xi1")
-        _finite_positive(self.xi2, "cost.xi2", allow_zero=True)
-        if self.xi2 > 1:
-            raise InputError(f"must be in [0, 1], got {self.xi2}", where="cost.xi2")
-        _finite_positive(self.alpha, "cost.alpha", allow_zero=True)
-        _finite_positive(self.slot_seconds, "cost.slot_seconds")
+        _number(self.xi1, "cost.xi1", 0, 1, lo_open=True)
+        _number(self.xi2, "cost.xi2", 0, 1)
+        _number(self.alpha, "cost.alpha", 0, MAX_ALPHA)
+        _number(self.slot_seconds, "cost.slot_seconds", MIN_SLOT_SECONDS, MAX_SLOT_SECONDS)
+        check_text(self.time_model, "cost.time_model")
+        check_text(self.degradation, "cost.degradation")
         if self.time_model not in TIME_MODELS:
             raise InputError(
-                f"must be one of {', '.join(TIME_MODELS)}, got {self.time_model!r}",
+                f"must be one of {', '.join(TIME_MODELS)}, got {short(self.time_model)}",
                 where="cost.time_model",
             )
         from sjfbco.cost import DEGRADATIONS  # late import: cost imports problem
 
         if self.degradation not in DEGRADATIONS:
             raise InputError(
-                f"unknown degradation {self.degradation!r}; known: {', '.join(DEGRADATIONS)}",
+                f"unknown degradation {short(self.degradation)}; known: {', '.join(DEGRADATIONS)}",
                 where="cost.degradation",
             )
 
@@ -267,11 +272,10 @@ class Job:
     arrival: int = 0
 
     def __post_init__(self) -> None:
-        if not isinstance(self.id, str) or not self.id:
-            raise InputError("must be a non-empty string", where="id")
-        _integer(self.num_gpus, "gpus", 1, MAX_GPUS_PER_SERVER * MAX_SERVERS)
+        check_text(self.id, "id")
+        _integer(self.num_gpus, "gpus", 1, limits.GPUS.value)
         _integer(self.iterations, "iterations", 1, MAX_ITERATIONS)
-        _finite_positive(self.gradient_mb, "gradient_mb", allow_zero=True)
+        _number(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
         split = (self.forward_seconds_per_sample, self.batch_size, self.backward_seconds)
         if self.compute_seconds is not None:
             if any(v is not None for v in split):
@@ -280,7 +284,7 @@ class Job:
                     "backward_seconds, not both",
                     where="compute_seconds",
                 )
-            _finite_positive(self.compute_seconds, "compute_seconds", allow_zero=True)
+            _number(self.compute_seconds, "compute_seconds", 0, MAX_SECONDS)
         else:
             names = ("forward_seconds_per_sample", "batch_size", "backward_seconds")
             missing = [n for n, v in zip(names, split, strict=True) if v is None]
@@ -291,14 +295,20 @@ class Job:
                 )
             fwd, batch, bwd = split
             assert fwd is not None and batch is not None and bwd is not None
-            _finite_positive(fwd, "forward_seconds_per_sample", allow_zero=True)
-            _integer(batch, "batch_size", 1, 10**9)
-            _finite_positive(bwd, "backward_seconds", allow_zero=True)
-        if self.model is not None and not isinstance(self.model, str):
-            raise InputError("must be a string", where="model")
+            _number(fwd, "forward_seconds_per_sample", 0, MAX_SECONDS)
+            _integer(batch, "batch_size", 1, MAX_BATCH_SIZE)
+            _number(bwd, "backward_seconds", 0, MAX_SECONDS)
+            if self.compute > MAX_SECONDS:
+                raise InputError(
+                    f"compute time per iteration forward_seconds_per_sample x batch_size + "
+                    f"backward_seconds = {self.compute:.6g} s is above {MAX_SECONDS:g} s",
+                    where="forward_seconds_per_sample",
+                )
+        if self.model is not None:
+            check_text(self.model, "model", empty=True)
         if self.rho_hat is not None:
-            _finite_positive(self.rho_hat, "rho_hat")
-        _integer(self.arrival, "arrival", 0, MAX_ITERATIONS)
+            _number(self.rho_hat, "rho_hat", 0, MAX_RHO_HAT, lo_open=True)
+        _integer(self.arrival, "arrival", 0, MAX_SLOT)
 
     @property
     def compute(self) -> float:
@@ -335,10 +345,9 @@ class ProblemData:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "jobs", tuple(self.jobs))
-        if not isinstance(self.name, str):
-            raise InputError("must be a string", where="name")
-        if len(self.jobs) > MAX_JOBS:
-            raise InputError(f"at most {MAX_JOBS} jobs, got {len(self.jobs)}", where="jobs")
+        check_text(self.name, "name", empty=True)
+        limits.JOBS.check(len(self.jobs), where="jobs")
+        limits.JOB_GPUS.check(sum(job.num_gpus for job in self.jobs), where="jobs")
         seen: dict[str, int] = {}
         n_gpus = self.cluster.num_gpus
         from sjfbco.cost import best_iteration_time  # late import: cost imports problem
@@ -355,6 +364,16 @@ class ProblemData:
                 raise InputError(
                     f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {n_gpus}",
                     where=f"{where}.gpus",
+                )
+            one_worker = job.compute + self.cost.xi2
+            if one_worker < MIN_ITERATION_SECONDS:
+                raise InputError(
+                    f"job {job.id!r}: one iteration of one worker takes {one_worker:.3g} s "
+                    f"(compute + cost.xi2); the floor is {MIN_ITERATION_SECONDS:g} s, so "
+                    "that iteration rates stay finite",
+                    where=f"{where}.compute_seconds"
+                    if job.compute_seconds is not None
+                    else f"{where}.backward_seconds",
                 )
             if self.cost.time_model == "slotted":
                 tau = best_iteration_time(job, self.cluster, self.cost) / self.cost.slot_seconds
@@ -406,7 +425,7 @@ class ProblemData:
         _check_keys(top, None, required={"format", "cluster", "jobs"}, optional={"name", "cost"})
         if top["format"] != INSTANCE_FORMAT:
             raise InputError(
-                f"unsupported format {top['format']!r}; expected {INSTANCE_FORMAT!r}",
+                f"unsupported format {short(top['format'])}; expected {INSTANCE_FORMAT!r}",
                 where="format",
             )
         cdoc = _expect_mapping(top["cluster"], "cluster")
@@ -419,16 +438,18 @@ class ProblemData:
         gps = cdoc["gpus_per_server"]
         if not isinstance(gps, list):
             raise InputError("must be a list of integers", where="cluster.gpus_per_server")
+        limits.SERVERS.check(len(gps), where="cluster.gpus_per_server")
         cluster = Cluster(**{**cdoc, "gpus_per_server": tuple(gps)})
         cost_doc = _expect_mapping(top.get("cost", {}), "cost")
         _check_keys(cost_doc, "cost", required=set(), optional={f.name for f in fields(CostParams)})
         for key in ("degradation", "time_model"):
-            if key in cost_doc and not isinstance(cost_doc[key], str):
-                raise InputError("must be a string", where=f"cost.{key}")
+            if key in cost_doc:
+                check_text(cost_doc[key], f"cost.{key}")
         cost = CostParams(**cost_doc)
         jobs_doc = top["jobs"]
         if not isinstance(jobs_doc, list):
             raise InputError("must be a list of jobs", where="jobs")
+        limits.JOBS.check(len(jobs_doc), where="jobs")  # before building any job
         job_fields = {FILE_FIELD.get(f.name, f.name) for f in fields(Job)}
         attr_of = {v: k for k, v in FILE_FIELD.items()}
         jobs = []
@@ -459,7 +480,7 @@ def _check_keys(
     for key in doc:
         if key not in allowed:
             raise InputError(
-                f"unknown field {key!r}; allowed: {', '.join(sorted(allowed))}", where=where
+                f"unknown field {short(key)}; allowed: {', '.join(sorted(allowed))}", where=where
             )
     for key in sorted(required):
         if key not in doc:

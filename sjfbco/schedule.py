@@ -13,12 +13,21 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.problem import InputError, ProblemData
+from sjfbco.errors import InputError, check_text, short
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sjfbco.problem import ProblemData
+
 SCHEDULE_FORMAT = "sjfbco-schedule/1"
+
+#: Latest planned start, slots (2^62). Slot arithmetic is exact integer arithmetic at
+#: any size; the bound keeps every end (at most this plus the jobs' total run time)
+#: inside a 64-bit integer for tables, plots and data frames.
+MAX_START = 2**62
+#: Largest magnitude of a tie-break rank (``order``).
+MAX_ORDER = 2**62
 
 Gpu = tuple[int, int]
 
@@ -103,15 +112,18 @@ class Schedule:
         for key in doc:
             if key not in allowed:
                 raise ScheduleError(
-                    f"unknown field {key!r}; allowed: " + ", ".join(sorted(allowed))
+                    f"unknown field {short(key)}; allowed: " + ", ".join(sorted(allowed))
                 )
         if doc.get("format") != SCHEDULE_FORMAT:
             raise ScheduleError(
-                f"unsupported format {doc.get('format')!r}; expected {SCHEDULE_FORMAT!r}",
+                f"unsupported format {short(doc.get('format'))}; expected {SCHEDULE_FORMAT!r}",
                 where="format",
             )
-        if "instance" in doc and not isinstance(doc["instance"], str):
-            raise ScheduleError("must be a string", where="instance")
+        if "instance" in doc:
+            try:
+                check_text(doc["instance"], "instance", empty=True)
+            except InputError as err:
+                raise ScheduleError(err.problem, where=err.where) from None
         entries = doc.get("jobs")
         if not isinstance(entries, list):
             raise ScheduleError("missing or not a list", where="jobs")
@@ -126,7 +138,7 @@ class Schedule:
             for key in entry:
                 if key not in {"id", "start", "gpus", "order"}:
                     raise ScheduleError(
-                        f"unknown field {key!r}; allowed: gpus, id, order, start", where=where
+                        f"unknown field {short(key)}; allowed: gpus, id, order, start", where=where
                     )
             jid = entry.get("id")
             if not isinstance(jid, str):
@@ -134,22 +146,28 @@ class Schedule:
             j = data.job_index.get(jid)
             if j is None:
                 raise ScheduleError(
-                    f"unknown job id {jid!r} (not in instance {data.name!r})", where=f"{where}.id"
+                    f"unknown job id {short(jid)} (not in instance {short(data.name)})",
+                    where=f"{where}.id",
                 )
             if gpus[j] is not None:
                 raise ScheduleError(f"job {jid!r} is listed twice", where=f"{where}.id")
             st = entry.get("start", 0)
-            if isinstance(st, bool) or not isinstance(st, int) or st < 0:
+            if isinstance(st, bool) or not isinstance(st, int) or not 0 <= st <= MAX_START:
                 raise ScheduleError(
-                    f"job {jid!r}: must be a non-negative integer slot, got {st!r}",
+                    f"job {jid!r}: must be an integer slot in [0, 2^62], got {short(st)}",
                     where=f"{where}.start",
                 )
             start[j] = st
             if "order" in entry:
                 rank = entry["order"]
-                if isinstance(rank, bool) or not isinstance(rank, int):
+                if (
+                    isinstance(rank, bool)
+                    or not isinstance(rank, int)
+                    or not -MAX_ORDER <= rank <= MAX_ORDER
+                ):
                     raise ScheduleError(
-                        f"job {jid!r}: must be an integer, got {rank!r}", where=f"{where}.order"
+                        f"job {jid!r}: must be an integer in [-2^62, 2^62], got {short(rank)}",
+                        where=f"{where}.order",
                     )
                 if order is None:
                     order = list(range(n))
@@ -160,6 +178,11 @@ class Schedule:
                     f"job {jid!r}: missing or not a list of [server, gpu] pairs",
                     where=f"{where}.gpus",
                 )
+            if len(pairs) != data.jobs[j].num_gpus:
+                raise ScheduleError(
+                    f"job {jid!r} is given {len(pairs)} GPUs; it asks for {data.jobs[j].num_gpus}",
+                    where=f"{where}.gpus",
+                )
             parsed = []
             for k, pair in enumerate(pairs):
                 if (
@@ -168,7 +191,7 @@ class Schedule:
                     or any(isinstance(x, bool) or not isinstance(x, int) for x in pair)
                 ):
                     raise ScheduleError(
-                        f"job {jid!r}: must be a [server, gpu] pair of integers, got {pair!r}",
+                        f"job {jid!r}: must be a [server, gpu] pair of integers, got {short(pair)}",
                         where=f"{where}.gpus[{k}]",
                     )
                 parsed.append((pair[0], pair[1]))
@@ -208,9 +231,10 @@ def check_schedule(data: ProblemData, schedule: Schedule) -> list[list[int]]:
                 f"job {job.id!r} is given {len(pairs)} GPUs; it asks for {job.num_gpus}"
             )
         st = schedule.start[j]
-        if isinstance(st, bool) or not isinstance(st, int) or st < 0:
+        if isinstance(st, bool) or not isinstance(st, int) or not 0 <= st <= MAX_START:
             raise ScheduleError(
-                f"job {job.id!r}: planned start must be a non-negative integer slot, got {st!r}"
+                f"job {job.id!r}: planned start must be an integer slot in [0, 2^62], "
+                f"got {short(st)}"
             )
         glob = []
         for s, i in pairs:

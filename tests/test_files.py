@@ -120,8 +120,8 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         (lambda d: d["jobs"].pop(), "job 'googlenet-0' of the instance has no entry"),
         (
             lambda d: d["jobs"][0].update(start=-1),
-            r"jobs\[0\].start: job 'resnet50-0': must be a "
-            "non-negative integer",
+            r"jobs\[0\].start: job 'resnet50-0': must be an integer slot in \[0, 2\^62\], "
+            "got -1",
         ),
         (lambda d: d["jobs"].append(copy.deepcopy(d["jobs"][0])), "'resnet50-0' is listed twice"),
     ],

@@ -96,7 +96,17 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
                 todo.append(n)
         return seen
 
-    leaf = {"sjfbco.problem", "sjfbco.schedule", "sjfbco.solvers.contract", "sjfbco.cost"}
+    # errors and limits are leaves too: they import nothing of sjfbco but each other
+    leaf = {
+        "sjfbco.problem",
+        "sjfbco.schedule",
+        "sjfbco.solvers.contract",
+        "sjfbco.cost",
+        "sjfbco.errors",
+        "sjfbco.limits",
+    }
+    assert closure("sjfbco.errors") == set()
+    assert closure("sjfbco.limits") == {"sjfbco.errors"}
     assert closure("sjfbco.solvers.contract") <= leaf
     assert closure("sjfbco.cost") <= leaf
     assert not any("sjfbco.commands" in m or m == "sjfbco.cli" for m in closure("sjfbco"))

@@ -110,7 +110,7 @@ def test_philly_selection_by_vc_and_window(philly_csv: Path) -> None:
 
 
 def test_philly_errors_name_the_file(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match=r"missing.csv: cannot read"):
+    with pytest.raises(InputError, match=r"missing.csv: no such file"):
         read_philly(tmp_path / "missing.csv", Limits(max_gpus=8))
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b,c\n1,2,3\n")

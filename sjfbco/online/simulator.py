@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sjfbco.cost import min_run_time
-from sjfbco.evaluate import EPS, Simulator, evaluation_of
+from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
@@ -148,7 +148,7 @@ def run_online(
     idle = 0.0
     while done < n:
         arrived = []
-        while nxt < n and jobs[arrivals[nxt]].arrival <= sim.now + EPS:
+        while nxt < n and jobs[arrivals[nxt]].arrival <= sim.now + sim.eps:
             arrived.append(arrivals[nxt])
             nxt += 1
         waiting += arrived
@@ -167,7 +167,7 @@ def run_online(
         t_next = [
             t
             for t in (jobs[arrivals[nxt]].arrival if nxt < n else None, pol.wakeup())
-            if t is not None and t > sim.now + EPS
+            if t is not None and t > sim.now + sim.eps
         ]
         until = min(t_next, default=None)
         if until is None and not sim.running:

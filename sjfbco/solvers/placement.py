@@ -317,7 +317,8 @@ class TrialRunner:
             gpu_ids[j] = tuple(sorted(int(g) for g in chosen))
             # continuous time: a job starts at the next slot boundary, so that the
             # planned starts replay exactly under the evaluator's dispatch rules
-            start[j] = math.ceil(sim.now - _EPS)
+            now = sim.now
+            start[j] = now if isinstance(now, int) else math.ceil(now - _EPS)
             rank[j] = r
             while sim.now < start[j]:
                 self._release(sim, sim.advance(until=start[j]), idle)

@@ -19,9 +19,11 @@ submit-time window, arrivals kept, to the online workload of ``docs/online.md``.
 from __future__ import annotations
 
 import csv
+import io
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.files import read_text
 from sjfbco.problem import Cluster, CostParams, InputError, ProblemData
 from sjfbco.workloads.traces import (
     DEFAULT_MAX_SLOTS,
@@ -94,11 +96,7 @@ def read_philly(
     src = str(path)
     report = DropReport(src)
     rows: list[tuple[int, datetime, float, int, str]] = []
-    try:
-        fh = open(path, newline="", encoding="utf-8-sig")  # noqa: SIM115 - closed below
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
-    with fh:
+    with io.StringIO(read_text(path, encoding="utf-8-sig"), newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader, None)
         if header is None or [h.strip() for h in header] != list(COLUMNS):

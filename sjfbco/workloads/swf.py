@@ -22,9 +22,11 @@ not used: a cancelled job with a positive run time did hold its processors.
 
 from __future__ import annotations
 
+import io
 import math
 from typing import TYPE_CHECKING, Literal
 
+from sjfbco.files import read_text
 from sjfbco.problem import InputError
 from sjfbco.workloads.traces import DropReport, Limits, TraceJob
 
@@ -56,11 +58,7 @@ def read_swf(
     src = str(path)
     report = DropReport(src)
     jobs: list[TraceJob] = []
-    try:
-        fh = open(path, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed below
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=src) from None
-    with fh:
+    with io.StringIO(read_text(path, errors="replace")) as fh:
         for line_no, line in enumerate(fh, start=1):
             text = line.split(";", 1)[0].strip()
             if not text:

@@ -1,0 +1,88 @@
+"""Size limits: inputs that would exhaust memory or time are refused before any work.
+
+Each limit has a default sized for a machine with a few GB of memory and can be
+raised (or lowered) with an environment variable, e.g.
+``SJFBCO_MAX_JOBS=2000000 sjfbco solve big.json``. A refusal is one
+:class:`~sjfbco.errors.LimitError` line that names the size, the limit and the
+variable. ``docs/formats.md`` lists them with what each one bounds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from sjfbco.errors import InputError, LimitError
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A size limit.
+
+    Parameters
+    ----------
+    env
+        Environment variable that overrides the default (a positive integer).
+    default
+        The limit when ``env`` is not set.
+    what
+        What is counted, as a plural noun phrase ("jobs in one instance").
+    """
+
+    env: str
+    default: int
+    what: str
+
+    @property
+    def value(self) -> int:
+        """The limit in force (``env`` if set, else ``default``)."""
+        text = os.environ.get(self.env)
+        if text is None or not text.strip():
+            return self.default
+        try:
+            value = int(text.strip().replace("_", ""))
+        except ValueError:
+            raise InputError(
+                f"must be a positive integer, got {text!r}", where=f"environment {self.env}"
+            ) from None
+        if value < 1:
+            raise InputError(f"must be >= 1, got {value}", where=f"environment {self.env}")
+        return value
+
+    def check(self, n: int, *, source: str | None = None, where: str | None = None) -> None:
+        """Raise :class:`LimitError` if ``n`` exceeds the limit."""
+        limit = self.value
+        if n > limit:
+            raise LimitError(
+                f"{n:,} {self.what}; the limit is {limit:,} (raise it with the "
+                f"environment variable {self.env}=N)",
+                source=source,
+                where=where,
+            )
+
+
+#: Bytes of an input file (instance, schedule, trace, batch results).
+FILE_BYTES = Limit("SJFBCO_MAX_FILE_BYTES", 256 * 1024 * 1024, "bytes in one input file")
+#: Jobs of one instance (also ``generate --jobs`` and ``convert``).
+JOBS = Limit("SJFBCO_MAX_JOBS", 1_000_000, "jobs in one instance")
+#: Servers of one cluster.
+SERVERS = Limit("SJFBCO_MAX_SERVERS", 100_000, "servers in one cluster")
+#: GPUs of one cluster (the evaluator keeps a few words per GPU).
+GPUS = Limit("SJFBCO_MAX_GPUS", 1_000_000, "GPUs in one cluster")
+#: GPUs asked for by all jobs together, ``sum_j G_j``: a schedule holds one
+#: ``(server, index)`` pair per unit (about 150 bytes each across a solve).
+JOB_GPUS = Limit(
+    "SJFBCO_MAX_JOB_GPUS", 4_000_000, "GPUs asked for by all jobs together (sum of jobs' gpus)"
+)
+#: Tasks of one ``batch`` or ``reproduce`` run (instances x solvers x seeds).
+TASKS = Limit("SJFBCO_MAX_TASKS", 1_000_000, "tasks in one run")
+#: Cells of a time-indexed model: slots of the horizon x (job, pattern) pairs.
+MODEL_CELLS = Limit(
+    "SJFBCO_MAX_MODEL_CELLS",
+    20_000_000,
+    "time-indexed model cells (horizon slots x job placement patterns)",
+)
+#: Bars of a Gantt chart (one per job and GPU).
+PLOT_BARS = Limit("SJFBCO_MAX_PLOT_BARS", 100_000, "bars in one Gantt chart (jobs' GPUs)")
+
+ALL: tuple[Limit, ...] = (FILE_BYTES, JOBS, SERVERS, GPUS, JOB_GPUS, TASKS, MODEL_CELLS, PLOT_BARS)
