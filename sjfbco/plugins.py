@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sjfbco.problem import InputError
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     from types import ModuleType
