@@ -1,40 +1,43 @@
 """Sensitivity of the Fig. 4 / Fig. 6 ratios to each Decision (docs/reproduction.md).
 
-Run: ``PYTHONPATH=. python benchmarks/sensitivity.py [--seeds N] [--jobs J] [--out FILE]``.
-Prints the Markdown table of :func:`sjfbco.experiments.sensitivity.sensitivity_table`
-and writes it (default ``docs/figures/sensitivity.md``) with the tidy rows beside it
-(``sensitivity.csv``, one extra ``variant`` column).
+Run: ``PYTHONPATH=. python benchmarks/sensitivity.py [--seeds N] [--workers J] [--out FILE]``
+(``--quick``: 1 seed). Prints the Markdown table of
+:func:`sjfbco.experiments.sensitivity.sensitivity_table` and writes it
+(default ``docs/figures/sensitivity.md``) with the tidy rows beside it
+(``sensitivity.csv``; the ``reading`` column names the variant). The runs go
+through the batch engine, journaled in ``sensitivity-runs.csv`` beside the
+output, so an interrupted run continues with ``--resume``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 from pathlib import Path
 
-from sjfbco.experiments.reproduce import COLUMNS
+from sjfbco.experiments.reproduce import Engine, csv_text
 from sjfbco.experiments.sensitivity import run_sensitivity, sensitivity_table
 from sjfbco.files import atomic_write_text
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--jobs", type=int, default=None)
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="1 seed")
     ap.add_argument("--out", default="docs/figures/sensitivity.md")
-    args = ap.parse_args()
-    rows = run_sensitivity(args.seeds, jobs=args.jobs, progress=True)
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    rows = run_sensitivity(
+        1 if args.quick else args.seeds,
+        out=out.with_name("sensitivity-runs.csv"),
+        engine=Engine(workers=args.workers, resume=args.resume),
+    )
     table = sensitivity_table(rows)
     print(table)
-    out = Path(args.out)
     atomic_write_text(out, table)
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=["variant", *COLUMNS], lineterminator="\n")
-    w.writeheader()
-    for r in rows:
-        w.writerow({k: r[k] for k in ["variant", *COLUMNS]})
-    atomic_write_text(out.with_suffix(".csv"), buf.getvalue())
+    atomic_write_text(out.with_suffix(".csv"), csv_text(rows))
+    out.with_name("sensitivity-runs.csv").unlink(missing_ok=True)
     print(f"wrote {out} and {out.with_suffix('.csv')}")
 
 

@@ -23,7 +23,7 @@ import statistics
 
 from sjfbco import solve
 from sjfbco.cost import slots_to_finish
-from sjfbco.experiments.reproduce import SOLVERS
+from sjfbco.experiments.paper import PAPER_POLICIES
 from sjfbco.workloads.paper import paper_instance
 
 
@@ -41,7 +41,7 @@ def main() -> None:
         f"{'policy':>8} {'split':>6} {'servers/split':>13} {'slowdown':>8} "
         f"{'contention':>10} {'overhead':>8} {'util':>5} {'makespan':>8}"
     )
-    for solver in SOLVERS:
+    for solver in PAPER_POLICIES:
         cols: dict[str, list[float]] = {
             k: [] for k in ("split", "width", "slow", "cont", "over", "util", "ms")
         }

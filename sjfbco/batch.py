@@ -1,10 +1,13 @@
 """Batch solving: many (instance, solver, seed) tasks, crash-safe results, two engines.
 
-A :class:`Task` names an instance file, a solver, a seed, the solver's
-parameters and a time limit. :func:`run_task` solves one task and returns one
-result row (a dict with the keys :data:`COLUMNS`); it never raises for a bad
-instance file or a failing solver: those become rows with status ``error``
-whose ``error`` names the file and the problem.
+A :class:`Task` names an instance, a solver, a seed, the solver's parameters
+and a time limit. The instance is a file path or an :class:`InstanceSource`:
+an object that generates the instance in the worker, such as
+:class:`sjfbco.workloads.paper.PaperSpec` (draw a paper instance, then solve;
+what ``sjfbco reproduce`` runs). :func:`run_task` solves one task and returns
+one result row (a dict with the keys :data:`COLUMNS`); it never raises for a
+bad instance or a failing solver: those become rows with status ``error``
+whose ``error`` names the instance and the problem.
 
 An engine only maps :func:`run_task` over tasks; the solving code is the same
 for all of them:
@@ -20,8 +23,9 @@ journal beside the output (``<out>.journal.jsonl``), flushed and fsync'ed
 before the next row is taken, so a run killed at any moment loses only the
 tasks in flight. When all tasks are done the output (CSV or Parquet, by
 suffix) is written atomically and the journal removed. ``resume=True`` reads
-the output and the journal, skips the (instance, solver, seed) keys already
-present and never writes a key twice.
+the output and the journal, skips the keys already
+present and never writes a key twice. A key is (instance, solver, seed,
+parameters): the same instance solved with two parameter sets is two tasks.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance
 from sjfbco.plugins import import_plugin
@@ -47,21 +51,41 @@ from sjfbco.problem import InputError
 if TYPE_CHECKING:
     from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 
+    from sjfbco.problem import ProblemData
+
 log = logging.getLogger(__name__)
 
 #: Columns of a result row, in output order. Times in slots, ``runtime_s`` in seconds;
-#: ``gap`` is ``makespan / lower_bound`` (1.0 = provably optimal).
+#: ``gap`` is ``makespan / lower_bound`` (1.0 = provably optimal); ``params`` the
+#: solver parameters as compact JSON (empty when none); ``utilisation`` the busy
+#: share of all GPU-slots up to the makespan.
 COLUMNS: tuple[str, ...] = (
     "instance",
     "solver",
     "seed",
+    "params",
     "status",
     "makespan",
     "mean_jct",
+    "min_jct",
+    "max_jct",
+    "utilisation",
     "lower_bound",
     "gap",
     "runtime_s",
     "error",
+)
+
+#: Columns of floats (``None``/NaN when there is no value).
+NUMERIC: tuple[str, ...] = (
+    "makespan",
+    "mean_jct",
+    "min_jct",
+    "max_jct",
+    "utilisation",
+    "lower_bound",
+    "gap",
+    "runtime_s",
 )
 
 #: Status of a row whose task could not be solved (bad file, solver exception).
@@ -76,8 +100,56 @@ DASK_MISSING = (
     "checkout (or pip install 'dask[distributed]')"
 )
 
-Key = tuple[str, str, int]
+Key = tuple[str, str, int, str]
 Row = dict[str, Any]
+
+
+@runtime_checkable
+class InstanceSource(Protocol):
+    """An instance made in the worker instead of read from a file (picklable).
+
+    ``name`` is the instance's name as it appears in the rows (and in the
+    task's key); ``load()`` builds it, raising ``ValueError`` (or
+    :class:`~sjfbco.problem.InputError`) when it cannot.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    def load(self) -> ProblemData: ...
+
+
+def params_text(
+    params: Iterable[tuple[str, Any]] | Mapping[str, Any], solver: str | None = None
+) -> str:
+    """Solver parameters as compact JSON with sorted keys; ``""`` when there are none.
+
+    The text is part of a task's key and of its row (column ``params``). With
+    ``solver`` (a registered name), values are first converted by the solver's
+    parameter dataclass, so ``"8"`` from the command line and ``8`` from
+    Python give the same text; values it rejects stay as given (the task's
+    row will be the error).
+    """
+    items = dict(params.items() if hasattr(params, "items") else params)
+    if not items:
+        return ""
+    if solver is not None:
+        items = _typed(solver, items)
+    return json.dumps(items, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _typed(solver: str, items: dict[str, Any]) -> dict[str, Any]:
+    from sjfbco.params import make_params
+    from sjfbco.solvers import SOLVERS
+
+    spec = SOLVERS.get(solver)
+    if spec is None or not any(isinstance(v, str) for v in items.values()):
+        return items
+    try:
+        built = make_params(spec.params, items)
+    except (ValueError, TypeError):
+        return items
+    return {k: getattr(built, k) for k in items}
 
 
 class BatchError(ValueError):
@@ -91,7 +163,9 @@ class Task:
     Parameters
     ----------
     instance
-        Path of an ``sjfbco-instance/1`` file, as it will appear in the rows.
+        Path of an ``sjfbco-instance/1`` file, as it will appear in the rows, or
+        an :class:`InstanceSource` that generates the instance (its ``name``
+        appears in the rows).
     solver
         A registered solver name.
     seed
@@ -105,7 +179,7 @@ class Task:
         in the worker process as well as here.
     """
 
-    instance: str
+    instance: str | InstanceSource
     solver: str
     seed: int = 0
     time_limit: float | None = None
@@ -113,8 +187,19 @@ class Task:
     plugins: tuple[str, ...] = ()
 
     @property
+    def name(self) -> str:
+        """The instance as the rows name it: the path, or the source's name."""
+        return self.instance if isinstance(self.instance, str) else self.instance.name
+
+    @property
     def key(self) -> Key:
-        return (self.instance, self.solver, self.seed)
+        return (self.name, self.solver, self.seed, params_text(self.params, self.solver))
+
+    def load(self) -> ProblemData:
+        """Read or generate the instance."""
+        if isinstance(self.instance, str):
+            return read_instance(self.instance)
+        return self.instance.load()
 
 
 def _finite(value: Any) -> float | None:
@@ -129,12 +214,18 @@ def run_task(task: Task) -> Row:
     from sjfbco.solvers import solve
 
     row: Row = dict.fromkeys(COLUMNS)
-    row.update(instance=task.instance, solver=task.solver, seed=task.seed)
+    name = task.name
+    row.update(instance=name, solver=task.solver, seed=task.seed, params=task.key[3])
     t0 = time.perf_counter()
     try:
         for module in task.plugins:
             import_plugin(module)
-        data = read_instance(task.instance)
+        try:
+            data = task.load()
+        except InputError:
+            raise
+        except ValueError as err:  # a generator's own check, e.g. a preset that does not fit
+            raise InputError(str(err), source=name) from None
         result = solve(
             data, task.solver, time_limit=task.time_limit, seed=task.seed, **dict(task.params)
         )
@@ -145,14 +236,18 @@ def run_task(task: Task) -> Row:
         row.update(
             status=ERROR,
             runtime_s=time.perf_counter() - t0,
-            error=f"{task.instance}: solver {task.solver!r} failed: {type(err).__name__}: {err}",
+            error=f"{name}: solver {task.solver!r} failed: {type(err).__name__}: {err}",
         )
         return row
     s = result.summary()
+    ev = result.evaluation
     row.update(
         status=s["status"],
         makespan=_finite(s["makespan"]),
         mean_jct=_finite(s["mean_jct"]),
+        min_jct=None if ev is None else _finite(ev.min_jct),
+        max_jct=None if ev is None else _finite(ev.max_jct),
+        utilisation=None if ev is None else _finite(ev.utilisation),
         lower_bound=_finite(s["lower_bound"]),
         gap=_finite(s["gap"]),
         runtime_s=float(s["runtime_s"]),
@@ -326,6 +421,7 @@ def _clean(row: Mapping[str, Any]) -> Row:
             v = v.item()
         out[c] = v
     out["seed"] = int(out["seed"])
+    out["params"] = str(out["params"] or "")  # absent in files of older versions
     return out
 
 
@@ -390,10 +486,10 @@ def write_results(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str
 
     kind = check_output(path)
     df = pd.DataFrame([_clean(r) for r in rows], columns=list(COLUMNS))
-    for c in ("makespan", "mean_jct", "lower_bound", "gap", "runtime_s"):
+    for c in NUMERIC:
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     df["seed"] = df["seed"].astype("int64")
-    for c in ("instance", "solver", "status", "error"):
+    for c in ("instance", "solver", "params", "status", "error"):
         df[c] = df[c].astype(object)
     if kind == "csv":
         atomic_write_text(path, df.to_csv(index=False))
@@ -507,8 +603,8 @@ def run_batch(
     previous: dict[Key, Row] = {}
     if resume:
         if out.exists() and not journal_is_fresh(jpath):
-            previous.update((_key(r), r) for r in read_results(out))
-        previous.update((_key(r), r) for r in read_journal(jpath))
+            previous.update((row_key(r), r) for r in read_results(out))
+        previous.update((row_key(r), r) for r in read_journal(jpath))
     elif jpath.exists():
         raise BatchError(
             f"{jpath} holds rows of an interrupted run: pass --resume to continue "
@@ -536,7 +632,7 @@ def run_batch(
         with contextlib.closing(mapper):
             for row in mapper:
                 journal.append(row)
-                previous[_key(row)] = _clean(row)
+                previous[row_key(row)] = _clean(row)
                 report.ran += 1
                 report.failed += row["status"] == ERROR
                 if on_row is not None:
@@ -545,14 +641,15 @@ def run_batch(
         journal.close()
     report.elapsed = time.perf_counter() - t0
     order = {t.key: n for n, t in enumerate(unique)}
-    report.rows = sorted(previous.values(), key=lambda r: order.get(_key(r), len(order)))
+    report.rows = sorted(previous.values(), key=lambda r: order.get(row_key(r), len(order)))
     write_results(report.rows, out)
     jpath.unlink(missing_ok=True)
     return report
 
 
-def _key(row: Mapping[str, Any]) -> Key:
-    return (str(row["instance"]), str(row["solver"]), int(row["seed"]))
+def row_key(row: Mapping[str, Any]) -> Key:
+    """The key of a result row: the same as its task's :attr:`Task.key`."""
+    return (str(row["instance"]), str(row["solver"]), int(row["seed"]), row.get("params") or "")
 
 
 # --------------------------------------------------------------------------- summary

@@ -85,8 +85,8 @@ def strip_runtime(rows: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "runtime_s"} for r in rows]
 
 
-def keys(rows: list[dict]) -> list[tuple[str, str, int]]:
-    return [(r["instance"], r["solver"], r["seed"]) for r in rows]
+def keys(rows: list[dict]) -> list[tuple[str, str, int, str]]:
+    return [(r["instance"], r["solver"], r["seed"], r["params"]) for r in rows]
 
 
 def test_local_and_dask_give_the_same_rows(
@@ -137,9 +137,13 @@ def test_parquet_round_trip_and_missing_engine(
             "instance": "a.json",
             "solver": "ls",
             "seed": 0,
+            "params": '{"mode":"timestepped","u":1.5}',
             "status": "feasible",
             "makespan": 12.0,
             "mean_jct": 7.5,
+            "min_jct": 3.0,
+            "max_jct": 12.0,
+            "utilisation": 0.625,
             "lower_bound": 10.0,
             "gap": 1.2,
             "runtime_s": 0.01,
@@ -149,9 +153,13 @@ def test_parquet_round_trip_and_missing_engine(
             "instance": "b.json",
             "solver": "ls",
             "seed": 1,
+            "params": "",
             "status": "error",
             "makespan": None,
             "mean_jct": None,
+            "min_jct": None,
+            "max_jct": None,
+            "utilisation": None,
             "lower_bound": None,
             "gap": None,
             "runtime_s": 0.0,
@@ -240,14 +248,12 @@ def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
 
 def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
     row = {
+        **dict.fromkeys(B.COLUMNS),
         "instance": "a.json",
         "solver": "ls",
         "seed": 0,
+        "params": "",
         "status": "error",
-        "makespan": None,
-        "mean_jct": None,
-        "lower_bound": None,
-        "gap": None,
         "runtime_s": 0.0,
         "error": "x",
     }
@@ -400,16 +406,21 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
     )
     assert f"ran {total - len(before)} tasks" in resumed.stdout
     rows = B.read_results(out)
+    inputs = B.expand_inputs([str(tmp_path / "set")])
     tasks = B.make_tasks(
-        B.expand_inputs([str(tmp_path / "set")]),
-        ["toy-slow"],
-        range(2),
-        params={"toy-slow": {"sleep": 0.0}},
-        plugins=PLUGIN,
+        inputs, ["toy-slow"], range(2), params={"toy-slow": {"sleep": 0.25}}, plugins=PLUGIN
     )
     assert keys(rows) == [t.key for t in tasks]  # every task exactly once
-    reference = B.run_batch(tasks, tmp_path / "ref.csv", workers=2)
-    assert strip_runtime(rows) == strip_runtime(reference.rows)
+    fast = B.make_tasks(
+        inputs, ["toy-slow"], range(2), params={"toy-slow": {"sleep": 0.0}}, plugins=PLUGIN
+    )
+    reference = B.run_batch(fast, tmp_path / "ref.csv", workers=2)
+    assert [r["params"] for r in rows] == ['{"sleep":0.25}'] * total  # the row records it
+
+    def same(rs: list[dict]) -> list[dict]:  # the sleep changes nothing else
+        return [{k: v for k, v in r.items() if k != "params"} for r in strip_runtime(rs)]
+
+    assert same(rows) == same(reference.rows)
     kept = {(r["instance"], r["solver"], r["seed"]): r for r in rows}
     for r in before:  # rows journaled before the kill were not run again
         assert kept[(r["instance"], r["solver"], r["seed"])] == r
@@ -438,3 +449,33 @@ def test_real_solvers_in_a_batch_match_solve_and_honour_time_limits(tmp_path: Pa
     for r in B.run_batch(short, tmp_path / "t.csv", workers=1).rows:
         assert r["status"] == "time limit", r
         assert r["lower_bound"] <= r["makespan"] < math.inf
+
+
+def test_a_task_can_generate_its_instance(tmp_path: Path) -> None:
+    """PaperSpec tasks: draw a paper instance in the worker, then solve; the row names the
+    instance, records the parameters, and equals solving the drawn instance here."""
+    from dataclasses import replace
+
+    from sjfbco.workloads.paper import PRESETS, PaperSpec, paper_instance
+
+    spec = PaperSpec(10, 3, jobs=16)
+    assert spec.name == "paper-s10-seed3-j16" == spec.load().name
+    assert isinstance(spec, B.InstanceSource)
+    bad = PaperSpec(10, 3, 16, replace(PRESETS["paper"], name="short", slot_seconds=0.01))
+    tasks = [
+        B.Task(spec, "ls", 0),
+        B.Task(spec, "ls", 0, params=(("mode", "timestepped"),)),
+        B.Task(bad, "ls", 0),
+    ]
+    assert len({t.key for t in tasks}) == 3  # the parameters tell the first two apart
+    report = B.run_batch(tasks, tmp_path / "gen.csv", workers=1)
+    a, b, c = B.read_results(tmp_path / "gen.csv")
+    ref = solve(paper_instance(10, 3, 16), "ls", seed=0)
+    assert (a["instance"], a["params"], a["makespan"]) == (spec.name, "", ref.makespan)
+    assert a["utilisation"] == pytest.approx(ref.evaluation.utilisation, rel=1e-9)
+    assert a["min_jct"] <= a["mean_jct"] <= a["max_jct"] == a["makespan"]
+    assert b["params"] == '{"mode":"timestepped"}'
+    assert b["makespan"] == solve(paper_instance(10, 3, 16), "ls", mode="timestepped").makespan
+    assert c["status"] == "error" and c["error"].startswith("paper-s10-seed3-j16-short: ")
+    assert report.failed == 1
+    assert [B.row_key(r) for r in (a, b, c)] == [t.key for t in tasks]

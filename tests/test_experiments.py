@@ -13,12 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sjfbco.cli import main
+from sjfbco.experiments.paper import KAPPAS, LAMBDAS, PAPER, PAPER_POLICIES
 from sjfbco.experiments.reproduce import (
     COLUMNS,
-    KAPPAS,
-    LAMBDAS,
-    PAPER,
-    SOLVERS,
     Settings,
     markdown_table,
     read_csv,
@@ -38,7 +35,7 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("reproduce")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["reproduce", "--quick", "-o", str(out), "--jobs", "2", "--quiet"])
+        code = main(["reproduce", "--quick", "-o", str(out), "--workers", "2", "--quiet"])
     assert code == 0
     return out, buf.getvalue()
 
@@ -71,18 +68,24 @@ def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_
     assert tuple(header) == COLUMNS
     assert header == [
         "figure",
+        "reading",
+        "preset",
         "instance",
         "servers",
         "seed",
         "solver",
         "param",
         "value",
+        "params",
+        "status",
         "makespan",
         "mean_jct",
         "min_jct",
         "max_jct",
+        "utilisation",
         "lower_bound",
         "runtime_s",
+        "error",
     ]
     assert len(body) == expected_rows
     for r in read_csv(out / f"fig{figure}.csv"):
@@ -91,6 +94,13 @@ def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_
         # every job arrives at 0, so the last completion is the makespan
         assert r["min_jct"] <= r["mean_jct"] <= r["max_jct"] == r["makespan"]
         assert r["lower_bound"] <= r["makespan"]
+        assert 0 < r["utilisation"] <= 1
+        assert (r["reading"], r["preset"], r["status"], r["error"]) == (
+            "default",
+            "paper",
+            "feasible",
+            "",
+        )
 
 
 def test_pngs_are_valid_images(quick):
@@ -142,7 +152,7 @@ def test_sjf_bco_has_the_lowest_mean_makespan_at_every_server_count(quick):
 
 def test_every_policys_makespan_falls_as_servers_grow(quick):
     means = _means(read_csv(quick[0] / "fig6.csv"))
-    for solver in SOLVERS:
+    for solver in PAPER_POLICIES:
         curve = [means[(n, solver, "")] for n in (10, 15, 20)]
         assert curve[0] > curve[1] > curve[2], (solver, curve)
 
@@ -185,10 +195,15 @@ def test_lambda_experiment_runs_for_every_lambda(quick):
 # ----------------------------------------------------------------------------- tables
 
 
-def _row(figure, solver, seed, makespan, servers=20, value="", jct=None):
+def _row(figure, solver, seed, makespan, servers=20, value="", jct=None, reading="default"):
     j = jct if jct is not None else makespan / 2
     return {
         "figure": figure,
+        "reading": reading,
+        "preset": "paper",
+        "params": "",
+        "status": "feasible",
+        "utilisation": 0.5,
         "instance": f"paper-s{servers}-seed{seed}",
         "servers": servers,
         "seed": seed,
@@ -214,12 +229,20 @@ def test_fig4_table_by_hand():
             _row("4", "rand", seed, 600),
         ]
     t = markdown_table("4", rows)
-    # SJF-BCO: mean (100 + 200) / 2 = 150, sample sd sqrt(2 * 50^2 / 1) = 70.7
-    assert "| SJF-BCO | 535 | 150 ± 71 | 1.00 | 1.00 |" in t
+    # SJF-BCO: mean (100 + 200) / 2 = 150, sample sd sqrt(2 * 50^2 / 1) = 70.7; JCT halves
+    assert (
+        "| SJF-BCO | 535 | 1.00 | 178 | 1.00 | 150 ± 71 | 1.00 | 75 ± 35 | 1.00 | 1 – 150 | 50% |"
+        in t
+    )
     # LS 300 / 150 = 2.00; FF 450 / 150 = 3.00; RAND 600 / 150 = 4.00; JCT halves: same ratios
-    assert "| LS | 595 | 300 ± 0 | 1.11 | 2.00 | 187 | 150 ± 0 | 1.05 | 2.00 |" in t
+    assert "| LS | 595 | 1.11 | 187 | 1.05 | 300 ± 0 | 2.00 | 150 ± 0 | 2.00 |" in t
     assert "| 3.00 |" in t and "| 4.00 |" in t
     assert "2 seeds per point" in t
+    # a second reading gets its own columns: utilisation 0.25 -> 25%
+    other = [{**r, "reading": "other", "utilisation": 0.25} for r in rows]
+    t2 = markdown_table("4", rows + other)
+    assert "| makespan (default) |" in t2 and "| util (other) |" in t2
+    assert "| 1 – 150 | 50% | 150 ± 71 | 1.00 | 75 ± 35 | 1.00 | 1 – 150 | 25% |" in t2
 
 
 def test_curve_table_ratios_to_the_best_point():
@@ -229,9 +252,9 @@ def test_curve_table_ratios_to_the_best_point():
     ]
     t = markdown_table("7", rows)
     # ours: best point 400 -> 500 / 400 = 1.25, 800 / 400 = 2.00; paper: 1043 / 538 = 1.94
-    assert "| 1 | 1043 | 400 | 1.94 | 1.00 |" in t
-    assert "| 2 | 882 | 500 | 1.64 | 1.25 |" in t
-    assert "| 8 | 538 | 800 | 1.00 | 2.00 |" in t
+    assert "| 1 | 1043 | 1.94 | 400 | 1.00 | 50% |" in t
+    assert "| 2 | 882 | 1.64 | 500 | 1.25 | 50% |" in t
+    assert "| 8 | 538 | 1.00 | 800 | 2.00 | 50% |" in t
 
 
 def test_sensitivity_table_by_hand():
@@ -239,10 +262,10 @@ def test_sensitivity_table_by_hand():
     for v, ls in [("defaults", 200), ("timestepped", 120)]:
         for n in (10, 20):
             rows += [
-                {**_row("6", "sjf-bco", 0, 100, n), "variant": v},
-                {**_row("6", "ls", 0, ls, n), "variant": v},
-                {**_row("6", "ff", 0, 150, n), "variant": v},
-                {**_row("6", "rand", 0, 300, n), "variant": v},
+                _row("6", "sjf-bco", 0, 100, n, reading=v),
+                _row("6", "ls", 0, ls, n, reading=v),
+                _row("6", "ff", 0, 150, n, reading=v),
+                _row("6", "rand", 0, 300, n, reading=v),
             ]
     t = sensitivity_table(rows, VARIANTS[:2])
     # defaults: LS 200/100 = 2.00 > FF 150/100 = 1.50, so the paper's order fails
@@ -253,11 +276,15 @@ def test_sensitivity_table_by_hand():
 
 def test_tasks_pass_options_only_to_solvers_that_take_them():
     s = Settings(seeds=1, options={"*": {"mode": "timestepped"}, "sjf-bco": {"ties": "plain"}})
-    tasks = {t.solver: dict(t.params) for t in tasks_for("4", s)}
+    tasks = {t.task.solver: dict(t.task.params) for t in tasks_for("4", s)}
     assert tasks["sjf-bco"] == {"mode": "timestepped", "ties": "plain"}
     assert tasks["ls"] == {"mode": "timestepped"}
     fig7 = tasks_for("7", Settings(seeds=2))
-    assert [dict(t.params) for t in fig7[:4]] == [{"kappa": 1, "lam": lam} for lam in LAMBDAS]
+    assert [dict(t.task.params) for t in fig7[:4]] == [{"kappa": 1, "lam": lam} for lam in LAMBDAS]
+    # Fig. 5 at kappa = 1 is the very task of Fig. 7 at lambda = 1: run once
+    fig5 = tasks_for("5", Settings(seeds=2))
+    assert fig5[0].task.key == fig7[0].task.key
+    assert fig5[0].task.key[:2] == ("paper-s20-seed0", "sjf-bco")
     with pytest.raises(ValueError, match="unknown figure '8'"):
         tasks_for("8", s)
 
@@ -298,8 +325,151 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
     )
     ((figures, settings),) = seen
     assert figures == ("6",) and settings.seeds == 2
-    assert {t.solver: dict(t.params) for t in tasks_for("6", settings)} == {
-        s: {"mode": "timestepped"} for s in SOLVERS
+    assert {t.task.solver: dict(t.task.params) for t in tasks_for("6", settings)} == {
+        s: {"mode": "timestepped"} for s in PAPER_POLICIES
     }
     assert main(["reproduce", "--param", "colour=red", "-o", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- settings, engine
+
+
+def test_reproduce_records_its_settings_everywhere(tmp_path, capsys):
+    """--param, the reading, the preset and the seeds reach the CSV, the Markdown, the
+    plot title and settings.json (Fig. 7: 1 seed x 4 lambdas, offline, cheap)."""
+    import json as _json
+
+    from sjfbco.experiments.plots import plot_figure
+
+    out = tmp_path / "r"
+    args = ["reproduce", "--figure", "7", "--seeds", "1", "-o", str(out), "--quiet"]
+    assert main([*args, "--param", "estimate=spread", "--workers", "1"]) == 0
+    rows = read_csv(out / "fig7.csv")
+    assert len(rows) == 4
+    for r in rows:
+        assert _json.loads(r["params"]) == {"estimate": "spread", "kappa": 1, "lam": r["value"]}
+        assert (r["reading"], r["preset"]) == ("default", "paper")
+    md = (out / "fig7.md").read_text()
+    assert "Settings: reading default (preset paper); 1 seeds; --param estimate=spread." in md
+    doc = _json.loads((out / "settings.json").read_text())
+    assert doc["format"] == "sjfbco-reproduce-settings/1"
+    assert doc["param"] == {"*": {"estimate": "spread"}} and doc["seeds"] == [0]
+    assert doc["readings"][0]["preset"]["bandwidth_inter"] == 23_400.0
+    assert (doc["engine"], doc["figures"]) == ("local", ["7"])
+    fig = plot_figure("7", rows, settings="reading default (preset paper); 1 seeds")
+    assert "reading default (preset paper); 1 seeds" in fig._suptitle.get_text()
+    # --replot rebuilds the caption from settings.json
+    capsys.readouterr()
+    assert main(["reproduce", "--figure", "7", "--replot", "-o", str(out)]) == 0
+    assert "--param estimate=spread" in capsys.readouterr().out
+
+
+def test_reproduce_resumes_from_its_journal(tmp_path):
+    """A run killed after two of its four runs continues with --resume and runs only two."""
+    import json as _json
+
+    from sjfbco import batch
+    from sjfbco.experiments.reproduce import RUNS_FILE, Engine, reproduce
+
+    settings = Settings(seeds=1)
+    full = reproduce(["7"], settings, out=tmp_path / "full", engine=Engine(workers=1))
+    runs = tmp_path / "full" / RUNS_FILE
+    done = batch.read_results(runs)
+    assert len(done) == 4 and not batch.journal_path(runs).exists()
+    part = tmp_path / "part"
+    part.mkdir()
+    journal = batch.Journal(batch.journal_path(part / RUNS_FILE), fresh=True)
+    for row in done[:2]:
+        journal.append(row)
+    journal.close()
+    with pytest.raises(batch.BatchError, match="pass --resume"):
+        reproduce(["7"], settings, out=part, engine=Engine(workers=1))
+    pending = []
+    again = reproduce(
+        ["7"], settings, out=part, engine=Engine(workers=1, resume=True), on_start=pending.append
+    )
+    assert pending == [2]
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "runtime_s"} for r in rs]  # noqa: E731
+    assert strip(again[0].rows) == strip(full[0].rows)
+    assert _json.loads((part / "settings.json").read_text())["figures"] == ["7"]
+
+
+def test_failed_runs_follow_the_batch_error_rules(tmp_path, capsys):
+    """A reading whose preset cannot hold the workload: every run is an error row naming the
+    instance, the tables say so, the CLI exits 1 with a summary line."""
+    from dataclasses import replace
+
+    from sjfbco.experiments import readings
+    from sjfbco.experiments.reproduce import Engine, failures, reproduce
+
+    broken = replace(
+        readings.DEFAULT,
+        name="broken",
+        preset=replace(readings.DEFAULT.preset, name="tiny-slot", slot_seconds=0.01),
+    )
+    res = reproduce(["7"], Settings(seeds=1, readings=(broken,)), tmp_path, Engine(workers=1))
+    rows = res[0].rows
+    assert len(failures(rows)) == 4 and all(r["status"] == "error" for r in rows)
+    assert rows[0]["error"].startswith("paper-s20-seed0-tiny-slot: ")
+    assert "no run produced a schedule" in res[0].table
+    assert not (tmp_path / "fig7.png").exists()
+    readings.READINGS["broken"] = broken
+    try:
+        code = main(
+            [
+                "reproduce",
+                "--figure",
+                "7",
+                "--seeds",
+                "1",
+                "--reading",
+                "broken",
+                "-o",
+                str(tmp_path / "cli"),
+                "--quiet",
+                "--workers",
+                "1",
+            ]
+        )
+    finally:
+        del readings.READINGS["broken"]
+    assert code == 1
+    err = capsys.readouterr().err
+    assert "sjfbco: 4 runs failed" in err and "paper-s20-seed0-tiny-slot" in err
+
+
+@pytest.mark.slow
+def test_dask_engine_gives_the_local_rows(tmp_path):
+    pytest.importorskip("distributed")
+    from sjfbco.experiments.reproduce import Engine, run_tasks
+
+    runs = tasks_for("7", Settings(seeds=1))
+    local = run_tasks(runs, tmp_path / "a.csv", Engine(workers=1))
+    dask = run_tasks(runs, tmp_path / "b.csv", Engine("dask", workers=1))
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "runtime_s"} for r in rs]  # noqa: E731
+    assert strip(local) == strip(dask)
+
+
+def test_extras_and_readings_on_the_command_line(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    rep = importlib.import_module("sjfbco.experiments.reproduce")
+    seen = []
+    monkeypatch.setattr(
+        rep, "reproduce", lambda figures, settings, **kw: seen.append(settings) or []
+    )
+    assert (
+        main(["reproduce", "--extras", "lwf", "--reading", "default", "-o", str(tmp_path)]) == 0
+    )
+    s = seen[-1]
+    assert s.policies == ("sjf-bco", "ls", "ff", "rand", "lwf")
+    assert s.extra_time_limit == 2.0 and [r.name for r in s.readings] == ["default"]
+    fig4 = tasks_for("4", s)
+    assert [t.task.time_limit for t in fig4[:5]] == [None, None, None, None, 2.0]
+    assert main(["reproduce", "--extras", "nope", "-o", str(tmp_path)]) == 2
+    assert "--extras: unknown solver 'nope'" in capsys.readouterr().err
+    assert main(["reproduce", "--reading", "nope", "-o", str(tmp_path)]) == 2
+    assert "--reading: unknown reading 'nope'; known: default" in capsys.readouterr().err
+    assert main(["reproduce", "--address", "tcp://x:1", "-o", str(tmp_path)]) == 2
+    assert "--address needs --engine dask" in capsys.readouterr().err

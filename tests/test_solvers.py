@@ -201,6 +201,25 @@ def test_timestepped_trials_replay_exactly_in_the_evaluator(data: ProblemData) -
     assert evaluate(data, trial.schedule(data.cluster), strict=True).makespan == trial.makespan
 
 
+def test_baselines_theta_option_searches_or_drops_the_load_limit() -> None:
+    data = _tiny()
+    for solver, default in (("ff", "search"), ("ls", "search"), ("rand", "unlimited")):
+        base = solve(data, solver, seed=3)
+        same = solve(data, solver, seed=3, theta=default)
+        assert base.schedule == same.schedule and base.stats == same.stats
+        none = solve(data, solver, seed=3, theta="unlimited")
+        # one trial with theta = T: no load limit
+        assert none.stats["theta_steps"] == 1
+        assert none.stats["theta"] == none.stats["horizon"]
+        search = solve(data, solver, seed=3, theta="search")
+        assert search.stats["theta_steps"] > 1
+        assert search.makespan == evaluate(data, search.schedule).makespan
+    with pytest.raises(ValueError, match="theta: must be one of search, unlimited"):
+        solve(data, "ls", theta="sometimes")
+    with pytest.raises(ValueError, match="unknown parameter 'theta'"):
+        solve(data, "sjf-bco", theta="unlimited")  # SJF-BCO always searches theta
+
+
 def test_infeasible_horizon_reports_a_status_not_an_exception() -> None:
     res = solve(_tiny(), "sjf-bco", horizon=1)
     assert res.status is Status.INFEASIBLE

@@ -14,6 +14,77 @@ if TYPE_CHECKING:
 DEPRECATED = {"--out": "--output", "--no-progress": "--quiet"}
 
 
+def add_engine_arguments(p: Any) -> None:
+    """``--engine``, ``--address``, ``--workers`` and ``--resume`` (batch and reproduce)."""
+    p.add_argument(
+        "--engine",
+        choices=["local", "dask"],
+        default="local",
+        help="local process pool (default) or a Dask cluster",
+    )
+    p.add_argument(
+        "--address",
+        default=None,
+        help="Dask scheduler address (tcp://host:8786); default: start a LocalCluster for this run",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes (default: CPU count)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep rows already in the output and its journal; run only the rest",
+    )
+
+
+def check_engine_arguments(args: argparse.Namespace) -> None:
+    """One-line errors for bad engine options."""
+    from sjfbco.batch import BatchError
+
+    if args.workers is not None and args.workers < 1:
+        raise BatchError(f"--workers must be >= 1, got {args.workers}")
+    if args.address and args.engine != "dask":
+        raise BatchError("--address needs --engine dask")
+
+
+class Progress:
+    """``on_start`` / ``on_row`` callbacks of :func:`sjfbco.batch.run_batch` drawing a tqdm
+    bar on stderr with done, failed and remaining counts (nothing when ``enabled`` is false)."""
+
+    def __init__(self, enabled: bool = True, desc: str | None = None):
+        self.enabled = enabled
+        self.desc = desc
+        self.bar: Any = None
+        self.done = 0
+        self.failed = 0
+
+    def on_start(self, pending: int) -> None:
+        if self.enabled:
+            self.bar = _progress_bar(pending, self.desc)
+
+    def on_row(self, row: dict[str, Any]) -> None:
+        from sjfbco.batch import ERROR
+
+        self.done += 1
+        self.failed += row["status"] == ERROR
+        if self.bar is not None:
+            self.bar.set_postfix(
+                done=self.done,
+                failed=self.failed,
+                remaining=self.bar.total - self.done,
+                refresh=False,
+            )
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "batch",
@@ -49,29 +120,7 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="run seeds 0..N-1 for each instance and solver (default 1)",
     )
-    p.add_argument(
-        "--engine",
-        choices=["local", "dask"],
-        default="local",
-        help="local process pool (default) or a Dask cluster",
-    )
-    p.add_argument(
-        "--address",
-        default=None,
-        help="Dask scheduler address (tcp://host:8786); default: start a LocalCluster for this run",
-    )
-    p.add_argument(
-        "--workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="worker processes (default: CPU count)",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="keep rows already in --output and its journal; run only the rest",
-    )
+    add_engine_arguments(p)
     p.add_argument(
         "--retry-errors",
         action="store_true",
@@ -111,12 +160,9 @@ def run(args: argparse.Namespace) -> int:
         raise batch.BatchError("--solvers lists no solver")
     if args.seeds < 1:
         raise batch.BatchError(f"--seeds must be >= 1, got {args.seeds}")
-    if args.workers is not None and args.workers < 1:
-        raise batch.BatchError(f"--workers must be >= 1, got {args.workers}")
     if args.time_limit is not None and not args.time_limit > 0:
         raise batch.BatchError(f"--time-limit must be > 0, got {args.time_limit}")
-    if args.address and args.engine != "dask":
-        raise batch.BatchError("--address needs --engine dask")
+    check_engine_arguments(args)
     batch.check_solvers(solvers, args.plugin)
     instances = _instances_only(batch.expand_inputs(args.inputs))
     from sjfbco.params import load_config, solver_params
@@ -131,26 +177,7 @@ def run(args: argparse.Namespace) -> int:
         params=params,
         plugins=args.plugin,
     )
-    bar: Any = None
-    counts = {"done": 0, "failed": 0}
-
-    def on_start(pending: int) -> None:
-        nonlocal bar
-        if progress_enabled(args):
-            bar = _progress_bar(pending)
-
-    def on_row(row: dict[str, Any]) -> None:
-        counts["done"] += 1
-        counts["failed"] += row["status"] == batch.ERROR
-        if bar is not None:
-            bar.set_postfix(
-                done=counts["done"],
-                failed=counts["failed"],
-                remaining=bar.total - counts["done"],
-                refresh=False,
-            )
-            bar.update(1)
-
+    progress = Progress(progress_enabled(args))
     try:
         report = batch.run_batch(
             tasks,
@@ -160,12 +187,11 @@ def run(args: argparse.Namespace) -> int:
             address=args.address,
             resume=args.resume,
             retry_errors=args.retry_errors,
-            on_row=on_row,
-            on_start=on_start,
+            on_row=progress.on_row,
+            on_start=progress.on_start,
         )
     finally:
-        if bar is not None:
-            bar.close()
+        progress.close()
     print(batch.format_summary(report.rows, solvers))
     print()
     rate = report.ran / report.elapsed if report.elapsed > 0 else 0.0
@@ -203,9 +229,9 @@ def _instances_only(paths: list[str]) -> list[str]:
     return kept
 
 
-def _progress_bar(total: int) -> Any:
+def _progress_bar(total: int, desc: str | None = None) -> Any:
     try:
         from tqdm import tqdm
     except ImportError:  # the bar is a convenience; the run does not need it
         return None
-    return tqdm(total=total, file=sys.stderr, unit="task", dynamic_ncols=True)
+    return tqdm(total=total, file=sys.stderr, unit="task", desc=desc, dynamic_ncols=True)

@@ -1,19 +1,22 @@
-"""``sjfbco reproduce [--figure 4|5|6|7|all] [--seeds N] [--quick] [-o DIR] [--jobs J]``."""
+"""``sjfbco reproduce [--figure 4|5|6|7|all] [--reading NAME]... [--seeds N] [-o DIR] [...]``."""
 
 from __future__ import annotations
 
-import os
+import sys
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.batch import Progress, add_engine_arguments, check_engine_arguments
 from sjfbco.commands.common import add_output, add_progress
 
 if TYPE_CHECKING:
     import argparse
 
 #: Old option spellings, still accepted with a warning.
-DEPRECATED = {"--out": "--output-dir", "--no-progress": "--quiet"}
+DEPRECATED = {"--out": "--output-dir", "--no-progress": "--quiet", "--jobs": "--workers"}
 
 FIGURE_CHOICES = ("4", "5", "6", "7", "all")
+#: Seconds per instance for a policy not in the paper (e.g. ``best``), unless told.
+EXTRA_TIME_LIMIT = 2.0
 
 
 def add_parser(sub: Any) -> None:
@@ -21,14 +24,24 @@ def add_parser(sub: Any) -> None:
         "reproduce",
         help="rerun the paper's experiments (Figs. 4 to 7) with tables and plots",
         description="Run the paper's experiments (docs/model.md section 7; docs/reproduction.md) "
-        "on generated instances over several seeds, in parallel, and write per figure "
+        "on generated "
+        "instances over several seeds through the batch engine, and write per figure "
         "a tidy CSV, a PNG plot and a Markdown table with the paper's values "
-        "beside ours (also printed). Fig. 4: SJF-BCO, LS, FF, RAND at 20 servers; "
-        "Fig. 5: SJF-BCO against a fixed kappa; Fig. 6: the four policies at 10, "
-        "15, 20 servers; Fig. 7: SJF-BCO with kappa = 1 against lambda.",
+        "beside ours (also printed), plus settings.json and runs.csv. Fig. 4: SJF-BCO, "
+        "LS, FF, RAND at 20 servers; Fig. 5: SJF-BCO against a fixed kappa; Fig. 6: the "
+        "four policies at 10, 15, 20 servers; Fig. 7: SJF-BCO with kappa = 1 against "
+        "lambda. Exit status 1 when some runs failed (their rows stay in the CSVs).",
     )
     p.add_argument(
         "--figure", choices=FIGURE_CHOICES, default="all", help="which figure (default all)"
+    )
+    p.add_argument(
+        "--reading",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="reading of the paper's unstated choices (constants and Decisions), "
+        "repeatable or comma-separated: each gets its own columns (default: default)",
     )
     p.add_argument(
         "--seeds",
@@ -42,17 +55,12 @@ def add_parser(sub: Any) -> None:
         help="a fast check: 3 seeds (well under a minute on 2 cores)",
     )
     add_output(p, folder=True, default="reproduction", help="output folder (formerly --out)")
-    p.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        metavar="J",
-        help="worker processes (default: the number of CPUs)",
-    )
+    add_engine_arguments(p)
     p.add_argument(
         "--preset",
-        default="paper",
-        help="cost-constant preset of the generated instances (default paper)",
+        default=None,
+        help="cost-constant preset of the generated instances, for every reading "
+        "(default: each reading's own; the default reading's is paper)",
     )
     p.add_argument(
         "--param",
@@ -63,6 +71,20 @@ def add_parser(sub: Any) -> None:
         "mode=timestepped); see sjfbco solve --help",
     )
     p.add_argument(
+        "--extras",
+        default=None,
+        metavar="A,B",
+        help="policies not in the paper added to Figs. 4 and 6, labelled so "
+        "(default: best, if registered; 'none' for none)",
+    )
+    p.add_argument(
+        "--extra-time-limit",
+        type=float,
+        default=EXTRA_TIME_LIMIT,
+        metavar="S",
+        help=f"seconds per instance for the extras (default {EXTRA_TIME_LIMIT:g})",
+    )
+    p.add_argument(
         "--replot",
         action="store_true",
         help="rewrite the tables and plots from the CSVs in --output-dir, without running",
@@ -71,33 +93,75 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
+def _readings(args: argparse.Namespace) -> tuple[Any, ...]:
+    from sjfbco.experiments.readings import get_reading
+    from sjfbco.workloads.paper import PRESETS
+
+    names = [n.strip() for item in (args.reading or ["default"]) for n in item.split(",")]
+    names = list(dict.fromkeys(n for n in names if n))
+    try:
+        readings = [get_reading(n) for n in names]
+    except ValueError as err:
+        raise ValueError(f"--reading: {err}") from None
+    if args.preset is not None:
+        if args.preset not in PRESETS:
+            raise ValueError(
+                f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}"
+            )
+        readings = [r.with_preset(PRESETS[args.preset]) for r in readings]
+    return tuple(readings)
+
+
+def _extras(args: argparse.Namespace) -> tuple[str, ...]:
+    from sjfbco.experiments.paper import EXTRA_POLICIES, PAPER_POLICIES
+    from sjfbco.solvers import SOLVERS
+
+    if args.extras is None:
+        return tuple(e for e in EXTRA_POLICIES if e in SOLVERS)
+    names = [n.strip() for n in args.extras.split(",") if n.strip() and n.strip() != "none"]
+    unknown = [n for n in names if n not in SOLVERS]
+    if unknown:
+        raise ValueError(
+            f"--extras: unknown solver {unknown[0]!r}; known: {', '.join(sorted(SOLVERS))}"
+        )
+    return tuple(n for n in names if n not in PAPER_POLICIES)
+
+
 def run(args: argparse.Namespace) -> int:
     from sjfbco.commands.common import progress_enabled
+    from sjfbco.experiments.paper import FIGURES, PAPER_POLICIES
     from sjfbco.experiments.reproduce import (
-        FIGURES,
-        SOLVERS,
+        Engine,
         FigureOutput,
         Settings,
+        failures,
         replot,
         reproduce,
     )
     from sjfbco.params import field_names, parse_kv
-    from sjfbco.solvers import spec_of
-    from sjfbco.workloads.paper import PRESETS
+    from sjfbco.solvers import SOLVERS
 
     if args.seeds is not None and args.seeds < 1:
         raise ValueError(f"--seeds: must be >= 1, got {args.seeds}")
-    if args.jobs is not None and args.jobs < 1:
-        raise ValueError(f"--jobs: must be >= 1, got {args.jobs}")
-    if args.preset not in PRESETS:
-        raise ValueError(f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}")
-    base = Settings.quick(args.seeds) if args.quick else Settings(seeds=args.seeds or 10)
+    check_engine_arguments(args)
+    if not args.extra_time_limit > 0:
+        raise ValueError(f"--extra-time-limit: must be > 0, got {args.extra_time_limit}")
+    readings = _readings(args)
+    extras = _extras(args)
     options = parse_kv(args.param)
-    known = set().union(*(field_names(spec_of(s).params) for s in SOLVERS))
+    policies = [*PAPER_POLICIES, *extras]
+    known = set().union(*(field_names(SOLVERS[s].params) for s in policies if s in SOLVERS))
     for key in options:
         if key not in known:
             raise ValueError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
-    settings = Settings(seeds=base.seeds, preset=args.preset, options={"*": options})
+    seeds = args.seeds or (3 if args.quick else 10)
+    settings = Settings(
+        seeds=seeds,
+        readings=readings,
+        options={"*": options} if options else {},
+        extras=extras,
+        extra_time_limit=args.extra_time_limit if extras else None,
+    )
     figures = FIGURES if args.figure == "all" else (args.figure,)
 
     def show(res: FigureOutput) -> None:
@@ -108,12 +172,26 @@ def run(args: argparse.Namespace) -> int:
     if args.replot:
         replot(figures, out=args.output, on_figure=show)
         return 0
-    reproduce(
-        figures,
-        settings,
-        out=args.output,
-        jobs=args.jobs or os.cpu_count(),
-        progress=progress_enabled(args),
-        on_figure=show,
-    )
+    progress = Progress(progress_enabled(args), desc="reproduce")
+    try:
+        results = reproduce(
+            figures,
+            settings,
+            out=args.output,
+            engine=Engine(args.engine, args.workers, args.address, args.resume),
+            on_start=progress.on_start,
+            on_row=progress.on_row,
+            on_figure=show,
+        )
+    finally:
+        progress.close()
+    bad = failures([r for res in results for r in res.rows])
+    if bad:
+        first = bad[0].get("error") or f"{bad[0]['instance']}: {bad[0]['status']}"
+        print(
+            f"sjfbco: {len(bad)} runs failed (rows without a makespan, left out of the "
+            f"tables); first: {first}",
+            file=sys.stderr,
+        )
+        return 1
     return 0

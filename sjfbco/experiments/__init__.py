@@ -1,21 +1,26 @@
-"""The paper's experiments (docs/model.md section 7): tasks, runs, tidy tables, plots.
+"""The paper's experiments: constants, readings, runs, tidy tables, plots, the fit.
 
+- :mod:`sjfbco.experiments.paper`: the paper as data (a leaf module): figures,
+  policies, labels, its values, aggregation over seeds, residuals and claims.
+- :mod:`sjfbco.experiments.readings`: readings of the unstated choices
+  (constants and Decisions) that a reproduction runs under.
 - :mod:`sjfbco.experiments.reproduce`: the four experiments (Figs. 4 to 7) as
-  data, run in parallel, written as tidy CSV and Markdown tables beside the
-  paper's values.
+  batch tasks, run by the batch engine, written as tidy CSV and Markdown
+  tables beside the paper's values.
 - :mod:`sjfbco.experiments.plots`: the figures in the paper's style and a
   Gantt chart of any schedule (imports matplotlib; import it explicitly).
 - :mod:`sjfbco.experiments.sensitivity`: the Decisions' alternatives and their
   effect on the ratios of Figs. 4 and 6.
+- :mod:`sjfbco.experiments.fit`: the joint search over the readings (Optuna).
 """
 
+from sjfbco.experiments.paper import FIGURES, PAPER, PAPER_POLICIES
+from sjfbco.experiments.readings import READINGS, Reading
 from sjfbco.experiments.reproduce import (
-    FIGURES,
-    PAPER,
+    Engine,
+    FigureRun,
     Settings,
-    Task,
     reproduce,
-    run_task,
     run_tasks,
     tasks_for,
 )
@@ -23,10 +28,13 @@ from sjfbco.experiments.reproduce import (
 __all__ = [
     "FIGURES",
     "PAPER",
+    "PAPER_POLICIES",
+    "READINGS",
+    "Engine",
+    "FigureRun",
+    "Reading",
     "Settings",
-    "Task",
     "reproduce",
-    "run_task",
     "run_tasks",
     "tasks_for",
 ]

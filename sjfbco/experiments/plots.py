@@ -32,7 +32,15 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from sjfbco.evaluate import evaluate
-from sjfbco.experiments.reproduce import LABELS, PAPER, SOLVERS, TITLES, Stat, aggregate
+from sjfbco.experiments.paper import (
+    LABELS,
+    PAPER,
+    PAPER_POLICIES,
+    TITLES,
+    Stat,
+    aggregate,
+    label,
+)
 from sjfbco.files import atomic_write_bytes
 
 if TYPE_CHECKING:
@@ -51,11 +59,14 @@ COLOURS: dict[str, str] = {
     "ff": "#009E73",
     "rand": "#CC79A7",
 }
+#: Colour of a policy not in the paper.
+EXTRA_COLOUR = "#555555"
+#: Bar hatches and line styles of the readings, in order (first reading plain).
+HATCHES: tuple[str | None, ...] = (None, "//", "..")
+LINES: tuple[str, ...] = ("o-", "s:", "^-.")
 #: Hatch of split jobs in Gantt charts.
 SPLIT_HATCH = "////"
 DPI = 150
-#: Fig. 4 switches to a log axis when the highest whisker exceeds the lowest value this much.
-LOG_SPREAD = 10.0
 
 
 #: Image formats :func:`save` writes, by file extension.
@@ -106,68 +117,115 @@ def _n_seeds(rows: Sequence[Mapping[str, Any]]) -> int:
     return len({int(r["seed"]) for r in rows})
 
 
+def _readings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(str(r.get("reading", "ours")) for r in rows))
+
+
+def _of(rows: Sequence[Mapping[str, Any]], reading: str) -> list[Mapping[str, Any]]:
+    return [r for r in rows if str(r.get("reading", "ours")) == reading]
+
+
+def _policies(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The paper's policies in its order, then any extra one."""
+    found = list(dict.fromkeys(str(r["solver"]) for r in rows))
+    return [p for p in PAPER_POLICIES if p in found] + [p for p in found if p not in LABELS]
+
+
+def _colour(policy: str) -> str:
+    return COLOURS.get(policy, EXTRA_COLOUR)
+
+
 def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
-    """Makespan bars per policy, and the JCT (min, mean, max) per policy."""
+    """Makespan bars per policy (one bar per reading), and the JCT (min, mean, max) per policy.
+
+    Both panels show the same kind of whisker: the range over seeds of the
+    plotted quantity (makespan on the left; on the right the mean JCT's seed
+    range, with the mean over seeds of each run's shortest and longest JCT as
+    open markers). Linear axes: bars start at zero.
+    """
     s = int(rows[0]["servers"])
-    ms, jct = aggregate(rows), aggregate(rows, "mean_jct")
-    lo, hi = aggregate(rows, "min_jct"), aggregate(rows, "max_jct")
+    names, policies = _readings(rows), _policies(rows)
     ax1, ax2 = fig.subplots(1, 2)
-    x = list(range(len(SOLVERS)))
-    names = [LABELS[p] for p in SOLVERS]
-    colours = [COLOURS[p] for p in SOLVERS]
-    mst = [ms[(s, p, "")] for p in SOLVERS]
-    ax1.bar(
-        x,
-        [m.mean for m in mst],
-        yerr=_err(mst),
-        color=colours,
-        capsize=4,
-        label="ours (mean, seed range)",
-    )
+    x = list(range(len(policies)))
+    width = 0.8 / len(names)
+    for k, name in enumerate(names):
+        mine = _of(rows, name)
+        ms, jct = aggregate(mine), aggregate(mine, "mean_jct")
+        lo, hi = aggregate(mine, "min_jct"), aggregate(mine, "max_jct")
+        xs = [i - 0.4 + width * (k + 0.5) for i in x]
+        hatch = HATCHES[k % len(HATCHES)]
+        mst = [ms[(s, p, "")] for p in policies]
+        ax1.bar(
+            xs,
+            [m.mean for m in mst],
+            width=width,
+            yerr=_err(mst),
+            color=[_colour(p) for p in policies],
+            hatch=hatch,
+            edgecolor="black" if hatch else None,
+            linewidth=0.4,
+            capsize=3,
+            label=f"{name} (mean, seed range)",
+        )
+        jst = [jct[(s, p, "")] for p in policies]
+        ax2.bar(
+            xs,
+            [m.mean for m in jst],
+            width=width,
+            yerr=_err(jst),
+            color=[_colour(p) for p in policies],
+            hatch=hatch,
+            edgecolor="black" if hatch else None,
+            linewidth=0.4,
+            alpha=0.85,
+            capsize=3,
+            label=f"{name}: mean JCT (seed range)",
+        )
+        ax2.scatter(
+            xs,
+            [lo[(s, p, "")].mean for p in policies],
+            marker="v",
+            facecolor="white",
+            edgecolor="black",
+            s=18,
+            zorder=3,
+            label="shortest / longest JCT (mean over seeds)" if k == 0 else None,
+        )
+        ax2.scatter(
+            xs,
+            [hi[(s, p, "")].mean for p in policies],
+            marker="^",
+            facecolor="white",
+            edgecolor="black",
+            s=18,
+            zorder=3,
+        )
+    px = [i for i, p in enumerate(policies) if p in PAPER["4"]["makespan"]]
     ax1.scatter(
-        x,
-        [PAPER["4"]["makespan"][p] for p in SOLVERS],
+        px,
+        [PAPER["4"]["makespan"][policies[i]] for i in px],
         marker="D",
         color="black",
-        zorder=3,
+        zorder=4,
         label="paper",
+    )
+    ax2.scatter(
+        px,
+        [PAPER["4"]["mean_jct"][policies[i]] for i in px],
+        marker="D",
+        color="black",
+        zorder=4,
+        label="paper: mean JCT",
     )
     ax1.set_title(f"Makespan, {s} servers")
     ax1.set_ylabel("makespan (slots)")
-    jst = [jct[(s, p, "")] for p in SOLVERS]
-    ax2.bar(x, [m.mean for m in jst], color=colours, alpha=0.85, label="ours: mean JCT")
-    ax2.vlines(
-        x,
-        [lo[(s, p, "")].mean for p in SOLVERS],
-        [hi[(s, p, "")].mean for p in SOLVERS],
-        color="black",
-        lw=1.5,
-        label="ours: min to max JCT",
-    )
-    ax2.scatter(x, [lo[(s, p, "")].mean for p in SOLVERS], marker="_", s=120, color="black")
-    ax2.scatter(x, [hi[(s, p, "")].mean for p in SOLVERS], marker="_", s=120, color="black")
-    ax2.scatter(
-        x,
-        [PAPER["4"]["mean_jct"][p] for p in SOLVERS],
-        marker="D",
-        color="black",
-        zorder=3,
-        label="paper: mean JCT",
-    )
     ax2.set_title("Job completion time (JCT)")
     ax2.set_ylabel("JCT (slots)")
-    for ax, lows, highs in (
-        (ax1, [m.lo for m in mst], [m.hi for m in mst]),
-        (ax2, [lo[(s, p, "")].mean for p in SOLVERS], [hi[(s, p, "")].mean for p in SOLVERS]),
-    ):
-        ax.set_xticks(x, names)
+    for ax in (ax1, ax2):
+        ax.set_xticks(x, [label(p).replace(" (", "\n(") for p in policies])
         ax.set_xlabel("policy")
-        if max(highs) > LOG_SPREAD * max(min(lows), 1.0):
-            _log_axis(ax, 0.7 * max(min(lows), 1.0))  # one outlier would flatten the rest
-            ax.set_ylabel(ax.get_ylabel().replace("slots)", "slots, log scale)"))
-        else:
-            ax.set_ylim(bottom=0)
-        ax.legend(fontsize="small", loc="upper left")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize="x-small", loc="upper left")
         ax.grid(axis="y", alpha=0.3, which="both")
 
 
@@ -183,20 +241,27 @@ def _log_axis(ax: Axes, bottom: float) -> None:
 def _curve(rows: Sequence[Mapping[str, Any]], fig: Figure, figure: str, xlabel: str) -> None:
     """Fig. 5 or 7: SJF-BCO makespan against a swept parameter, paper dashed."""
     s = int(rows[0]["servers"])
-    ms = aggregate(rows)
     values = sorted({r["value"] for r in rows})
-    st = [ms[(s, "sjf-bco", v)] for v in values]
     ax = fig.subplots()
     x = list(range(len(values)))  # evenly spaced, as in the paper's plots
-    ax.fill_between(
-        x,
-        [m.lo for m in st],
-        [m.hi for m in st],
-        color=COLOURS["sjf-bco"],
-        alpha=0.2,
-        label="ours: seed range (min to max)",
-    )
-    ax.plot(x, [m.mean for m in st], "o-", color=COLOURS["sjf-bco"], label="ours: mean")
+    for k, name in enumerate(_readings(rows)):
+        ms = aggregate(_of(rows, name))
+        st = [ms[(s, "sjf-bco", v)] for v in values]
+        ax.fill_between(
+            x,
+            [m.lo for m in st],
+            [m.hi for m in st],
+            color=COLOURS["sjf-bco"],
+            alpha=0.2 / (k + 1),
+            label=f"{name}: seed range (min to max)",
+        )
+        ax.plot(
+            x,
+            [m.mean for m in st],
+            LINES[k % len(LINES)],
+            color=COLOURS["sjf-bco"],
+            label=f"{name}: mean",
+        )
     paper = PAPER[figure]
     px = [i for i, v in enumerate(values) if v in paper]
     ax.plot(px, [paper[values[i]] for i in px], "D--", color="black", label="paper")
@@ -211,52 +276,64 @@ def _curve(rows: Sequence[Mapping[str, Any]], fig: Figure, figure: str, xlabel: 
 
 def figure_6(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
     """Makespan against servers per policy; log scale so that RAND does not flatten the rest."""
-    ms = aggregate(rows)
     servers = sorted({int(r["servers"]) for r in rows})
+    policies, names = _policies(rows), _readings(rows)
     ax = fig.subplots()
-    for k, p in enumerate(SOLVERS):
-        st = [ms[(n, p, "")] for n in servers]
-        shift = [n + (k - 1.5) * 0.15 for n in servers]  # keep error bars apart
-        ax.errorbar(
-            shift,
-            [m.mean for m in st],
-            yerr=_err(st),
-            fmt="o-",
-            color=COLOURS[p],
-            capsize=3,
-            label=f"{LABELS[p]} (ours)",
-        )
-        paper = PAPER["6"][p]
+    lows = []
+    for r, name in enumerate(names):
+        ms = aggregate(_of(rows, name))
+        for k, p in enumerate(policies):
+            st = [ms[(n, p, "")] for n in servers]
+            lows += [m.lo for m in st]
+            off = (k - (len(policies) - 1) / 2) * 0.12 + r * 0.05
+            ax.errorbar(
+                [n + off for n in servers],  # keep error bars apart
+                [m.mean for m in st],
+                yerr=_err(st),
+                fmt=LINES[r % len(LINES)],
+                color=_colour(p),
+                capsize=3,
+                label=f"{label(p)} ({name})",
+            )
+    for p in policies:
+        paper = PAPER["6"].get(p, {})
         pn = [n for n in servers if n in paper]
-        ax.plot(
-            pn,
-            [paper[n] for n in pn],
-            "D--",
-            color=COLOURS[p],
-            alpha=0.7,
-            mfc="white",
-            label=f"{LABELS[p]} (paper)",
-        )
-    _log_axis(ax, 0.8 * min(ms[(n, p, "")].lo for n in servers for p in SOLVERS))
+        if pn:
+            ax.plot(
+                pn,
+                [paper[n] for n in pn],
+                "D--",
+                color=_colour(p),
+                alpha=0.7,
+                mfc="white",
+                label=f"{label(p)} (paper)",
+            )
+    _log_axis(ax, 0.8 * min(lows))
     ax.set_xticks(servers, [str(n) for n in servers])
     ax.set_xlabel("number of servers")
     ax.set_ylabel("makespan (slots, log scale)")
     ax.set_title(TITLES["6"])
-    ax.legend(fontsize="small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    ax.legend(fontsize="x-small", ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.14))
     ax.grid(alpha=0.3, which="both")
 
 
 def plot_figure(
-    figure: str, rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str] | None = None
+    figure: str,
+    rows: Sequence[Mapping[str, Any]],
+    path: str | os.PathLike[str] | None = None,
+    settings: str = "",
 ) -> Figure:
-    """Draw Fig. ``figure`` from its tidy rows; save as PNG when ``path`` is given."""
+    """Draw Fig. ``figure`` from its tidy rows; save when ``path`` is given.
+
+    ``settings`` (the run's readings, seeds and parameters) is printed under
+    the title, so a plot says what produced it.
+    """
     rows = [r for r in rows if str(r["figure"]) == figure]
     if not rows:
         raise ValueError(f"no rows for figure {figure}")
-    fig = Figure(figsize=(10, 4.2) if figure == "4" else (6.4, 4.4), layout="constrained")
+    fig = Figure(figsize=(10, 4.6) if figure == "4" else (6.6, 4.8), layout="constrained")
     if figure == "4":
         figure_4(rows, fig)
-        fig.suptitle(f"{TITLES['4']} (ours: {_n_seeds(rows)} seeds)")
     elif figure == "5":
         _curve(rows, fig, "5", "kappa (GPUs; FA-FFP up to kappa, LBSGF above)")
     elif figure == "6":
@@ -265,6 +342,9 @@ def plot_figure(
         _curve(rows, fig, "7", "lambda (LBSGF capacity factor)")
     else:
         raise ValueError(f"unknown figure {figure!r}")
+    line = settings or f"{_n_seeds(rows)} seeds"
+    head = f"{TITLES['4']}\n" if figure == "4" else ""
+    fig.suptitle(f"{head}{line}", fontsize="small")
     if path is not None:
         save(fig, path)
     return fig

@@ -1,103 +1,101 @@
-"""The paper's four experiments as data (docs/model.md s. 7): tasks, runs, tidy tables.
+"""The paper's four experiments, run through the batch engine, as tidy tables and plots.
 
-Each figure is a list of :class:`Task` s, one per (figure, servers, seed,
-solver, parameter value). A task generates its instance with
-:func:`sjfbco.workloads.paper.paper_instance` (160 jobs, the paper's size mix,
-seed = the task's seed), runs :func:`sjfbco.solve` and returns one tidy row
-(:data:`COLUMNS`). Rows become a CSV per figure, a Markdown table that puts
-the paper's values (:data:`PAPER`) beside the mean over seeds, and a PNG
-(:mod:`sjfbco.experiments.plots`).
-
-The experiments:
-
-- Fig. 4: SJF-BCO, LS, FF, RAND at 20 servers; makespan and mean/min/max JCT.
-- Fig. 5: SJF-BCO with a fixed ``kappa`` in 1, 2, 4, 8, 10, 16, 32 (20 servers).
-- Fig. 6: the four solvers at 10, 15 and 20 servers.
-- Fig. 7: SJF-BCO with ``kappa = 1`` and ``lambda`` in 1, 2, 4, 8 (20 servers).
+Each figure is a list of :class:`FigureRun` s, one per (reading, servers,
+seed, policy, parameter value). A run's solving is a
+:class:`sjfbco.batch.Task` whose instance is a
+:class:`~sjfbco.workloads.paper.PaperSpec` (draw the paper's 160-job
+instance for these servers, seed and preset, then solve): the batch engine
+runs them (``local`` process pool or ``dask``), journals every finished row
+beside ``runs.csv`` so that an interrupted run resumes (``resume=True``), runs
+identical tasks once (Fig. 4 is Fig. 6 at 20 servers; Fig. 5 at ``kappa = 1``
+is Fig. 7 at ``lambda = 1``), and turns a failing run into an error row
+instead of an exception. The runs' rows become one tidy CSV per figure
+(:data:`COLUMNS`), a Markdown table that puts the paper's values
+(:mod:`sjfbco.experiments.paper`) beside the mean over seeds, and a plot
+(:mod:`sjfbco.experiments.plots`). ``settings.json`` records what was run.
 
 Horizon. The paper bisects ``theta`` over ``[1, T]`` with ``T = 1200`` (Fig. 6:
-1500) slots, values tied to its unstated constants. Every solver here keeps
-its default ``T = ceil(sum_j rho_hat_j / u)``: an upper bound that no GPU's
+1500) slots, values tied to its unstated constants. The default reading keeps
+every solver's ``T = ceil(sum_j rho_hat_j / u)``: an upper bound that no GPU's
 load can exceed, so no trial is ever infeasible for lack of horizon whatever
-the preset, and the bisection still converges in ``log2 T`` steps (about 15).
-``docs/reproduction.md`` shows the effect of the paper's ``T = 1500`` instead
-(:mod:`sjfbco.experiments.sensitivity`).
-
-Identical runs are done once: Fig. 4 is Fig. 6 at 20 servers, and Fig. 5 at
-``kappa = 1`` is Fig. 7 at ``lambda = 1``; :func:`run_tasks` runs each
-distinct (instance, solver, parameters) once and copies the row.
+the preset; a reading can take the paper's instead
+(:class:`~sjfbco.experiments.readings.Reading`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import logging
 import math
-import os
-import statistics
-import sys
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sjfbco.files import atomic_write_text
+from sjfbco import batch
+from sjfbco.experiments.paper import (
+    EXTRA_POLICIES,
+    FIGURES,
+    KAPPAS,
+    LAMBDAS,
+    PAPER,
+    PAPER_POLICIES,
+    SERVER_COUNTS,
+    SERVERS,
+    TITLES,
+    Stat,
+    aggregate,
+    label,
+    ok,
+)
+from sjfbco.experiments.readings import DEFAULT, Reading
+from sjfbco.files import atomic_write_text, json_text
 from sjfbco.params import field_names
-from sjfbco.solvers import SOLVERS as REGISTRY
-from sjfbco.solvers import solve
-from sjfbco.workloads.paper import Preset, paper_instance
+from sjfbco.workloads.paper import PaperSpec
+
+if TYPE_CHECKING:
+    import os
 
 log = logging.getLogger(__name__)
 
-FIGURES: tuple[str, ...] = ("4", "5", "6", "7")
-#: The paper's policies, in its order (the first is the reference for ratios).
-SOLVERS: tuple[str, ...] = ("sjf-bco", "ls", "ff", "rand")
-LABELS: dict[str, str] = {"sjf-bco": "SJF-BCO", "ls": "LS", "ff": "FF", "rand": "RAND"}
-KAPPAS: tuple[int, ...] = (1, 2, 4, 8, 10, 16, 32)
-LAMBDAS: tuple[int, ...] = (1, 2, 4, 8)
-SERVER_COUNTS: tuple[int, ...] = (10, 15, 20)
-
-#: Tidy CSV columns, in order. Times in slots, ``runtime_s`` in seconds.
+#: Tidy CSV columns, in order. Times in slots, ``runtime_s`` in seconds, ``utilisation``
+#: the busy share of all GPU-slots up to the makespan; ``params`` every parameter the
+#: solver got (JSON), ``reading`` and ``preset`` the constants and Decisions.
 COLUMNS: tuple[str, ...] = (
     "figure",
+    "reading",
+    "preset",
     "instance",
     "servers",
     "seed",
     "solver",
     "param",
     "value",
+    "params",
+    "status",
     "makespan",
     "mean_jct",
     "min_jct",
     "max_jct",
+    "utilisation",
     "lower_bound",
     "runtime_s",
+    "error",
 )
 
-#: The paper's values (slots), read from its plots (docs/model.md section 7), one run each.
-PAPER: dict[str, Any] = {
-    "4": {
-        "makespan": {"sjf-bco": 535, "ls": 595, "ff": 719, "rand": 1128},
-        "mean_jct": {"sjf-bco": 178, "ls": 187, "ff": 452, "rand": 261},
-    },
-    "5": {1: 626, 2: 564, 4: 541, 8: 535, 10: 700, 16: 749, 32: 736},
-    "6": {
-        "sjf-bco": {10: 939, 15: 715, 20: 535},
-        "ls": {10: 1160, 15: 870, 20: 595},
-        "ff": {10: 1404, 15: 963, 20: 719},
-        "rand": {10: 1488, 15: 1260, 20: 1128},
-    },
-    "7": {1: 1043, 2: 882, 4: 730, 8: 538},
-}
+#: The batch output inside the output folder (its journal sits beside it).
+RUNS_FILE = "runs.csv"
+SETTINGS_FILE = "settings.json"
+SETTINGS_FORMAT = "sjfbco-reproduce-settings/1"
 
-TITLES: dict[str, str] = {
-    "4": "Fig. 4: makespan and JCT per policy",
-    "5": "Fig. 5: SJF-BCO makespan against a fixed kappa",
-    "6": "Fig. 6: makespan against the number of servers",
-    "7": "Fig. 7: SJF-BCO makespan against lambda (kappa = 1)",
-}
+
+def _known_params(solver: str) -> set[str]:
+    from sjfbco.solvers import SOLVERS
+
+    spec = SOLVERS.get(solver)
+    return field_names(spec.params) if spec is not None else set()
 
 
 @dataclass(frozen=True)
@@ -114,203 +112,250 @@ class Settings:
         Servers for Figs. 4, 5 and 7.
     server_counts
         Servers for Fig. 6.
-    preset
-        Cost constants (:data:`sjfbco.workloads.paper.PRESETS` name or a Preset).
+    readings
+        The readings to run, side by side (the first is the main one).
     options
-        Extra solver parameters by solver name, e.g.
-        ``{"sjf-bco": {"ties": "plain"}}``; ``"*"`` applies to every solver
-        that has the parameter (used by the sensitivity study).
+        Extra solver parameters on top of every reading's (``--param``), by
+        policy name; ``"*"`` applies to every policy that has the parameter.
+    extras
+        Policies beyond the paper's shown in Figs. 4 and 6 (e.g. ``best``),
+        labelled "not in the paper".
+    extra_time_limit
+        Seconds per instance for the extras (``None``: their default).
     """
 
     seeds: int = 10
     jobs: int = 160
-    servers: int = 20
+    servers: int = SERVERS
     server_counts: tuple[int, ...] = SERVER_COUNTS
-    preset: str | Preset = "paper"
+    readings: tuple[Reading, ...] = (DEFAULT,)
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    extras: tuple[str, ...] = ()
+    extra_time_limit: float | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 1:
             raise ValueError(f"seeds must be an integer >= 1, got {self.seeds!r}")
         if not self.server_counts:
             raise ValueError("server_counts must not be empty")
+        if not self.readings:
+            raise ValueError("readings must not be empty")
+        names = [r.name for r in self.readings]
+        if len(set(names)) != len(names):
+            raise ValueError(f"readings named twice: {', '.join(names)}")
 
     @classmethod
-    def quick(cls, seeds: int | None = None) -> Settings:
+    def quick(cls, seeds: int | None = None, **kwargs: Any) -> Settings:
         """Settings for a fast check (``--quick``): 3 seeds, full-size instances.
 
         Full-size instances keep the paper's shapes (a smaller job mix changes
         the contention pattern); the run takes a few seconds of CPU per seed.
         """
-        return cls(seeds=seeds or 3)
+        return cls(seeds=seeds or 3, **kwargs)
 
-    def solver_options(self, solver: str) -> dict[str, Any]:
-        """The extra parameters ``solver`` receives (``"*"`` options it knows, then its own)."""
-        known = _param_names(solver)
-        out = {k: v for k, v in self.options.get("*", {}).items() if k in known}
-        out.update(self.options.get(solver, {}))
+    @property
+    def policies(self) -> tuple[str, ...]:
+        """Policies of Figs. 4 and 6: the paper's, then the extras."""
+        return PAPER_POLICIES + tuple(e for e in self.extras if e not in PAPER_POLICIES)
+
+    def params(self, reading: Reading, policy: str, figure: str) -> dict[str, Any]:
+        """Every parameter ``policy`` gets in ``figure`` under ``reading`` (before the sweep)."""
+        known = _known_params(policy)
+        out = reading.params(policy, figure, known)
+        out.update({k: v for k, v in self.options.get("*", {}).items() if k in known})
+        out.update(self.options.get(policy, {}))
         return out
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready record of the settings (``settings.json``)."""
+        return {
+            "seeds": list(range(self.seeds)),
+            "jobs": self.jobs,
+            "servers": self.servers,
+            "server_counts": list(self.server_counts),
+            "readings": [r.to_dict() for r in self.readings],
+            "param": {k: dict(v) for k, v in self.options.items()},
+            "extras": list(self.extras),
+            "extra_time_limit": self.extra_time_limit,
+        }
 
-def _param_names(solver: str) -> set[str]:
-    spec = REGISTRY.get(solver)
-    return field_names(spec.params) if spec is not None else set()
+    def describe(self) -> str:
+        """One line for captions and plot titles: readings, seeds, extra parameters."""
+        parts = [
+            "reading " + ", ".join(f"{r.name} (preset {r.preset.name})" for r in self.readings),
+            f"{self.seeds} seeds",
+        ]
+        extra = [
+            f"{'' if p == '*' else p + '.'}{k}={v}"
+            for p, kv in sorted(self.options.items())
+            for k, v in sorted(kv.items())
+        ]
+        if extra:
+            parts.append("--param " + " ".join(extra))
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True)
-class Task:
-    """One run: an instance (servers, seed, jobs, preset), a solver and its parameters.
+class FigureRun:
+    """One point of one figure: the batch task that solves it and where it goes.
 
-    ``param``/``value`` name the swept parameter (``""`` when none); ``params``
-    holds every parameter passed to the solver (the swept one included).
+    ``param``/``value`` name the swept parameter (``""`` when none).
     """
 
     figure: str
+    reading: str
+    preset: str
     servers: int
     seed: int
-    solver: str
-    param: str = ""
-    value: float | int | str = ""
-    jobs: int = 160
-    preset: str | Preset = "paper"
-    params: tuple[tuple[str, Any], ...] = ()
-
-    def key(self) -> tuple[Any, ...]:
-        """Identifies the run regardless of the figure it belongs to."""
-        return (
-            self.servers,
-            self.seed,
-            self.jobs,
-            self.preset,
-            self.solver,
-            tuple(sorted(self.params)),
-        )
+    param: str
+    value: float | int | str
+    task: batch.Task
 
 
-def _task(
+def _run(
     figure: str,
     settings: Settings,
+    reading: Reading,
     servers: int,
     seed: int,
-    solver: str,
+    policy: str,
     param: str = "",
     value: Any = "",
     **fixed: Any,
-) -> Task:
-    params = settings.solver_options(solver)
+) -> FigureRun:
+    params = settings.params(reading, policy, figure)
     params.update(fixed)
     if param:
         params[param] = value
-    return Task(
-        figure,
-        servers,
-        seed,
-        solver,
-        param,
-        value,
-        settings.jobs,
-        settings.preset,
-        tuple(sorted(params.items())),
-    )
+    spec = PaperSpec(servers, seed, settings.jobs, reading.preset)
+    limit = settings.extra_time_limit if policy in settings.extras else None
+    task = batch.Task(spec, policy, seed, limit, tuple(sorted(params.items())))
+    return FigureRun(figure, reading.name, reading.preset.name, servers, seed, param, value, task)
 
 
-def tasks_for(figure: str, settings: Settings) -> list[Task]:
-    """The tasks of one figure (``"4"``, ``"5"``, ``"6"`` or ``"7"``)."""
+def tasks_for(figure: str, settings: Settings) -> list[FigureRun]:
+    """The runs of one figure (``"4"``, ``"5"``, ``"6"`` or ``"7"``), every reading."""
     seeds = range(settings.seeds)
     s = settings.servers
-    if figure == "4":
-        return [_task("4", settings, s, seed, solver) for seed in seeds for solver in SOLVERS]
-    if figure == "5":
-        return [
-            _task("5", settings, s, seed, "sjf-bco", "kappa", k) for seed in seeds for k in KAPPAS
-        ]
-    if figure == "6":
-        return [
-            _task("6", settings, n, seed, solver)
-            for n in settings.server_counts
-            for seed in seeds
-            for solver in SOLVERS
-        ]
-    if figure == "7":
-        return [
-            _task("7", settings, s, seed, "sjf-bco", "lam", lam, kappa=1)
-            for seed in seeds
-            for lam in LAMBDAS
-        ]
-    raise ValueError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
+    out: list[FigureRun] = []
+    for rd in settings.readings:
+        if figure == "4":
+            out += [
+                _run("4", settings, rd, s, seed, p) for seed in seeds for p in settings.policies
+            ]
+        elif figure == "5":
+            out += [
+                # lam = 1 (the paper's for Fig. 5) spelled out: kappa = 1 is then the same
+                # task as Fig. 7's lambda = 1, run once
+                _run("5", settings, rd, s, seed, "sjf-bco", "kappa", k, lam=1)
+                for seed in seeds
+                for k in KAPPAS
+            ]
+        elif figure == "6":
+            out += [
+                _run("6", settings, rd, n, seed, p)
+                for n in settings.server_counts
+                for seed in seeds
+                for p in settings.policies
+            ]
+        elif figure == "7":
+            out += [
+                _run("7", settings, rd, s, seed, "sjf-bco", "lam", lam, kappa=1)
+                for seed in seeds
+                for lam in LAMBDAS
+            ]
+        else:
+            raise ValueError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
+    return out
 
 
-def run_task(task: Task) -> dict[str, Any]:
-    """Generate the task's instance, solve it, return one tidy row (:data:`COLUMNS`)."""
-    data = paper_instance(task.servers, task.seed, task.jobs, task.preset)
-    res = solve(data, task.solver, seed=task.seed, **dict(task.params))
-    ev = res.evaluation
-    if ev is None:
-        raise RuntimeError(
-            f"{task.solver} found no schedule for {data.name} "
-            f"(status {res.status.value}); parameters {dict(task.params)}"
-        )
+def figure_row(run: FigureRun, row: Mapping[str, Any]) -> dict[str, Any]:
+    """The tidy row (:data:`COLUMNS`) of ``run`` from its batch row."""
     return {
-        "figure": task.figure,
-        "instance": data.name,
-        "servers": task.servers,
-        "seed": task.seed,
-        "solver": task.solver,
-        "param": task.param,
-        "value": task.value,
-        "makespan": ev.makespan,
-        "mean_jct": ev.mean_jct,
-        "min_jct": ev.min_jct,
-        "max_jct": ev.max_jct,
-        "lower_bound": res.lower_bound,
-        "runtime_s": res.runtime,
+        "figure": run.figure,
+        "reading": run.reading,
+        "preset": run.preset,
+        "instance": row["instance"],
+        "servers": run.servers,
+        "seed": run.seed,
+        "solver": run.task.solver,
+        "param": run.param,
+        "value": run.value,
+        "params": row["params"],
+        "status": row["status"],
+        **{c: row.get(c) for c in COLUMNS[COLUMNS.index("makespan") :] if c != "error"},
+        "error": row.get("error"),
     }
 
 
-def run_tasks(
-    tasks: Sequence[Task], jobs: int | None = None, progress: bool = False
-) -> list[dict[str, Any]]:
-    """Run ``tasks`` on ``jobs`` processes (default ``os.cpu_count()``); rows in task order.
+@dataclass(frozen=True)
+class Engine:
+    """How the runs are executed (the batch engine's options).
 
-    Each distinct run (:meth:`Task.key`) is done once. ``jobs=1`` runs in this
-    process. ``progress`` shows a tqdm bar on stderr (the CLI's; the library
-    itself only logs).
+    Parameters
+    ----------
+    name
+        ``local`` (process pool) or ``dask``.
+    workers
+        Worker processes (default: the number of CPUs).
+    address
+        Dask scheduler address; ``None`` starts a local cluster.
+    resume
+        Keep the rows already journaled or written in ``runs.csv`` and run the rest.
     """
-    unique: dict[tuple[Any, ...], Task] = {}
-    for t in tasks:
-        unique.setdefault(t.key(), t)
-    todo = list(unique.values())
-    workers = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
-    log.info("%d tasks, %d distinct runs, %d processes", len(tasks), len(todo), workers)
-    bar = _progress_bar(len(todo)) if progress else None
-    done: dict[tuple[Any, ...], dict[str, Any]] = {}
-    try:
-        if workers == 1:
-            for t in todo:
-                done[t.key()] = run_task(t)
-                if bar is not None:
-                    bar.update()
-        else:
-            from concurrent.futures import ProcessPoolExecutor, as_completed
 
-            with ProcessPoolExecutor(max_workers=workers) as pool:
-                futures = {pool.submit(run_task, t): t for t in todo}
-                for fut in as_completed(futures):
-                    done[futures[fut].key()] = fut.result()
-                    if bar is not None:
-                        bar.update()
-    finally:
-        if bar is not None:
-            bar.close()
-    return [
-        {**done[t.key()], "figure": t.figure, "param": t.param, "value": t.value} for t in tasks
-    ]
+    name: str = "local"
+    workers: int | None = None
+    address: str | None = None
+    resume: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.name, "workers": self.workers, "address": self.address}
 
 
-def _progress_bar(total: int) -> Any:
-    from tqdm import tqdm
+def run_tasks(
+    runs: Sequence[FigureRun],
+    out: str | os.PathLike[str] | None = None,
+    engine: Engine | None = None,
+    on_start: Callable[[int], Any] | None = None,
+    on_row: Callable[[batch.Row], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``runs`` through :func:`sjfbco.batch.run_batch` into the file ``out``; tidy rows.
 
-    return tqdm(total=total, file=sys.stderr, unit="run", desc="reproduce")
+    ``out`` is the batch output (CSV); its journal makes the run resumable.
+    ``None`` runs into a temporary folder (nothing to resume). Rows come back
+    in the order of ``runs``; failed runs are rows with status ``error`` (or
+    ``infeasible``) and no makespan.
+    """
+    if out is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="sjfbco-reproduce-") as tmp:
+            return run_tasks(runs, Path(tmp) / RUNS_FILE, engine, on_start, on_row)
+    engine = engine or Engine()
+    report = batch.run_batch(
+        [r.task for r in runs],
+        out,
+        engine=engine.name,
+        workers=engine.workers,
+        address=engine.address,
+        resume=engine.resume,
+        on_start=on_start,
+        on_row=on_row,
+    )
+    by_key = {batch.row_key(r): r for r in report.rows}
+    return [figure_row(r, by_key[r.task.key]) for r in runs]
+
+
+def failures(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Rows without a makespan (error rows, infeasible runs), each distinct run once."""
+    seen, out = set(), []
+    for r in rows:
+        key = (r["instance"], r["solver"], r["params"])
+        if not ok(r) and key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out
 
 
 # ----------------------------------------------------------------------------- tables
@@ -322,68 +367,47 @@ def csv_text(rows: Iterable[Mapping[str, Any]]) -> str:
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({c: _csv_cell(row[c]) for c in COLUMNS})
+        writer.writerow({c: _csv_cell(row.get(c)) for c in COLUMNS})
     return buf.getvalue()
 
 
 def _csv_cell(value: Any) -> Any:
+    if value is None:
+        return ""
     if isinstance(value, float):
+        if not math.isfinite(value):
+            return ""
         return int(value) if value.is_integer() else float(f"{value:.6g}")
     return value
 
 
+_FLOATS = ("makespan", "mean_jct", "min_jct", "max_jct", "utilisation", "lower_bound", "runtime_s")
+
+
 def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a CSV written by :func:`csv_text`, numbers parsed back."""
+    """Rows of a CSV written by :func:`csv_text`, numbers parsed back (empty cells as None)."""
     with open(path, encoding="utf-8", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    ints = {"servers", "seed"}
-    floats = {"makespan", "mean_jct", "min_jct", "max_jct", "lower_bound", "runtime_s"}
     for row in rows:
-        for k in ints:
+        for k in ("servers", "seed"):
             row[k] = int(row[k])
-        for k in floats:
-            row[k] = float(row[k])
+        for k in _FLOATS:
+            row[k] = float(row[k]) if row.get(k) not in (None, "") else None
         if row["value"] != "":
             v = float(row["value"])
             row["value"] = int(v) if v.is_integer() else v
     return rows
 
 
-@dataclass(frozen=True)
-class Stat:
-    """Mean, sample standard deviation, min and max of one figure over seeds."""
-
-    mean: float
-    sd: float
-    lo: float
-    hi: float
-    n: int
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Stat:
-        vals = [float(v) for v in values]
-        sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
-        return cls(statistics.fmean(vals), sd, min(vals), max(vals), len(vals))
-
-    def text(self) -> str:
-        return f"{self.mean:.0f} ± {self.sd:.0f}" if self.n > 1 else f"{self.mean:.0f}"
-
-
-def aggregate(
-    rows: Iterable[Mapping[str, Any]], metric: str = "makespan"
-) -> dict[tuple[int, str, Any], Stat]:
-    """``(servers, solver, value) -> Stat`` of ``metric`` over seeds."""
-    groups: dict[tuple[int, str, Any], list[float]] = defaultdict(list)
-    for row in rows:
-        groups[(int(row["servers"]), str(row["solver"]), row["value"])].append(float(row[metric]))
-    return {k: Stat.of(v) for k, v in groups.items()}
-
-
 def _ratio(x: float, ref: float) -> str:
     return f"{x / ref:.2f}" if ref > 0 and math.isfinite(x) else "-"
 
 
-def _md(header: Sequence[str], body: Sequence[Sequence[str]], left: int = 1) -> str:
+def _pct(st: Stat | None) -> str:
+    return "-" if st is None else f"{100 * st.mean:.0f}%"
+
+
+def md_table(header: Sequence[str], body: Sequence[Sequence[str]], left: int = 1) -> str:
     """A Markdown table; the first ``left`` columns left-aligned, the rest right-aligned."""
     right = ["---:" if i >= left else "---" for i in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(right) + " |"]
@@ -391,117 +415,180 @@ def _md(header: Sequence[str], body: Sequence[Sequence[str]], left: int = 1) -> 
     return "\n".join(lines)
 
 
-def _caption(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
+def readings_of(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Reading names in the order the rows first mention them."""
+    return list(dict.fromkeys(str(r["reading"]) for r in rows))
+
+
+def _caption(figure: str, rows: Sequence[Mapping[str, Any]], settings: str) -> str:
     seeds = sorted({int(r["seed"]) for r in rows})
     servers = sorted({int(r["servers"]) for r in rows})
     inst = sorted({str(r["instance"]) for r in rows})
-    where = (
-        f"{servers[0]} servers" if len(servers) == 1 else f"{', '.join(map(str, servers))} servers"
-    )
+    where = f"{', '.join(map(str, servers))} servers"
     return (
         f"**{TITLES[figure]}** ({where}; {len(seeds)} seeds per point, e.g. instance "
-        f"`{inst[0]}`). Ours: mean ± sample standard deviation over seeds, in slots. "
-        f"Paper: one run, read from its plot."
+        f"`{inst[0]}`). Ours: mean ± sample standard deviation over seeds, in slots; "
+        f"util = mean GPU utilisation. Paper: one run, read from its plot. "
+        f"Settings: {settings}."
     )
 
 
-def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]]) -> str:
-    """The figure's table: the paper's values beside ours, and the ratios in both.
+def _fig4(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[list, list]:
+    s = int(rows[0]["servers"])
+    paper = PAPER["4"]
+    p_m, p_j = paper["makespan"], paper["mean_jct"]
+    stats = {
+        n: {
+            m: aggregate([r for r in rows if r["reading"] == n], m)
+            for m in ("makespan", "mean_jct", "min_jct", "max_jct", "utilisation")
+        }
+        for n in names
+    }
+    policies = list(dict.fromkeys(str(r["solver"]) for r in rows))
+    header = [
+        "policy",
+        "makespan (paper)",
+        "ratio (paper)",
+        "mean JCT (paper)",
+        "JCT ratio (paper)",
+    ]
+    for n in names:
+        header += [
+            f"makespan ({n})",
+            f"ratio ({n})",
+            f"mean JCT ({n})",
+            f"JCT ratio ({n})",
+            f"JCT min – max ({n})",
+            f"util ({n})",
+        ]
+    body = []
+    for p in policies:
+        k = (s, p, "")
+        line = [
+            label(p),
+            str(p_m.get(p, "-")),
+            _ratio(p_m[p], p_m["sjf-bco"]) if p in p_m else "-",
+            str(p_j.get(p, "-")),
+            _ratio(p_j[p], p_j["sjf-bco"]) if p in p_j else "-",
+        ]
+        for n in names:
+            st = stats[n]
+            ms, jct = st["makespan"].get(k), st["mean_jct"].get(k)
+            ref_m = st["makespan"].get((s, "sjf-bco", ""))
+            ref_j = st["mean_jct"].get((s, "sjf-bco", ""))
+            lo, hi = st["min_jct"].get(k), st["max_jct"].get(k)
+            line += [
+                "-" if ms is None else ms.text(),
+                "-" if ms is None or ref_m is None else _ratio(ms.mean, ref_m.mean),
+                "-" if jct is None else jct.text(),
+                "-" if jct is None or ref_j is None else _ratio(jct.mean, ref_j.mean),
+                "-" if lo is None or hi is None else f"{lo.mean:.0f} – {hi.mean:.0f}",
+                _pct(st["utilisation"].get(k)),
+            ]
+        body.append(line)
+    return header, body
 
-    Figs. 4 and 6: ratio of each policy to SJF-BCO (ratio of the means).
-    Figs. 5 and 7: ratio of each point to the curve's best point.
+
+def _fig6(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[list, list]:
+    paper = PAPER["6"]
+    ms = {n: aggregate([r for r in rows if r["reading"] == n]) for n in names}
+    ut = {n: aggregate([r for r in rows if r["reading"] == n], "utilisation") for n in names}
+    policies = list(dict.fromkeys(str(r["solver"]) for r in rows))
+    header = ["servers", "policy", "makespan (paper)", "ratio to SJF-BCO (paper)"]
+    for n in names:
+        header += [f"makespan ({n})", f"ratio to SJF-BCO ({n})", f"util ({n})"]
+    body = []
+    for srv in sorted({int(r["servers"]) for r in rows}):
+        for p in policies:
+            pv, pref = paper.get(p, {}).get(srv), paper["sjf-bco"].get(srv)
+            line = [
+                str(srv),
+                label(p),
+                "-" if pv is None else str(pv),
+                "-" if pv is None or pref is None else _ratio(pv, pref),
+            ]
+            for n in names:
+                st, ref = ms[n].get((srv, p, "")), ms[n].get((srv, "sjf-bco", ""))
+                line += [
+                    "-" if st is None else st.text(),
+                    "-" if st is None or ref is None else _ratio(st.mean, ref.mean),
+                    _pct(ut[n].get((srv, p, ""))),
+                ]
+            body.append(line)
+    return header, body
+
+
+def _curve(
+    figure: str, rows: Sequence[Mapping[str, Any]], names: Sequence[str]
+) -> tuple[list, list]:
+    paper = PAPER[figure]
+    s = int(rows[0]["servers"])
+    values = sorted({r["value"] for r in rows})
+    best_paper = min(paper.values())
+    header = [
+        "kappa" if figure == "5" else "lambda",
+        "makespan (paper)",
+        "to best point (paper)",
+    ]
+    cols = {}
+    for n in names:
+        mine = [r for r in rows if r["reading"] == n]
+        ms, ut = aggregate(mine), aggregate(mine, "utilisation")
+        ours = {v: ms.get((s, "sjf-bco", v)) for v in values}
+        best = min((st.mean for st in ours.values() if st is not None), default=math.nan)
+        cols[n] = (ours, best, ut)
+        header += [f"makespan ({n})", f"to best point ({n})", f"util ({n})"]
+    body = []
+    for v in values:
+        line = [
+            str(v),
+            str(paper.get(v, "-")),
+            "-" if v not in paper else _ratio(paper[v], best_paper),
+        ]
+        for n in names:
+            ours, best, ut = cols[n]
+            st = ours[v]
+            line += [
+                "-" if st is None else st.text(),
+                "-" if st is None else _ratio(st.mean, best),
+                _pct(ut.get((s, "sjf-bco", v))),
+            ]
+        body.append(line)
+    return header, body
+
+
+def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]], settings: str = "") -> str:
+    """The figure's table: the paper's values beside ours (one set of columns per reading).
+
+    Figs. 4 and 6: ratio of each policy to SJF-BCO (ratio of the means), and
+    each policy's GPU utilisation. Figs. 5 and 7: ratio of each point to the
+    curve's best point. ``settings`` (:meth:`Settings.describe`) goes into the
+    caption.
     """
     rows = [r for r in rows if str(r["figure"]) == figure]
     if not rows:
         raise ValueError(f"no rows for figure {figure}")
-    ms = aggregate(rows)
-    paper = PAPER[figure]
+    names = readings_of(rows)
     if figure == "4":
-        jct, lo, hi = (aggregate(rows, m) for m in ("mean_jct", "min_jct", "max_jct"))
-        s = int(rows[0]["servers"])
-        ref_m, ref_j = ms[(s, "sjf-bco", "")].mean, jct[(s, "sjf-bco", "")].mean
-        p_m, p_j = paper["makespan"], paper["mean_jct"]
-        body = []
-        for solver in SOLVERS:
-            k = (s, solver, "")
-            body.append(
-                [
-                    LABELS[solver],
-                    str(p_m[solver]),
-                    ms[k].text(),
-                    _ratio(p_m[solver], p_m["sjf-bco"]),
-                    _ratio(ms[k].mean, ref_m),
-                    str(p_j[solver]),
-                    jct[k].text(),
-                    _ratio(p_j[solver], p_j["sjf-bco"]),
-                    _ratio(jct[k].mean, ref_j),
-                    f"{lo[k].mean:.0f} – {hi[k].mean:.0f}",
-                ]
-            )
-        header = [
-            "policy",
-            "makespan (paper)",
-            "makespan (ours)",
-            "ratio (paper)",
-            "ratio (ours)",
-            "mean JCT (paper)",
-            "mean JCT (ours)",
-            "JCT ratio (paper)",
-            "JCT ratio (ours)",
-            "JCT min – max (ours)",
-        ]
+        header, body = _fig4(rows, names)
+        left = 1
     elif figure == "6":
-        body = []
-        for n in sorted({int(r["servers"]) for r in rows}):
-            ref = ms[(n, "sjf-bco", "")].mean
-            for solver in SOLVERS:
-                p = paper[solver].get(n)
-                pref = paper["sjf-bco"].get(n)
-                st = ms[(n, solver, "")]
-                body.append(
-                    [
-                        str(n),
-                        LABELS[solver],
-                        "-" if p is None else str(p),
-                        st.text(),
-                        "-" if p is None or pref is None else _ratio(p, pref),
-                        _ratio(st.mean, ref),
-                    ]
-                )
-        header = [
-            "servers",
-            "policy",
-            "makespan (paper)",
-            "makespan (ours)",
-            "ratio to SJF-BCO (paper)",
-            "ratio to SJF-BCO (ours)",
-        ]
-        return _caption(figure, rows) + "\n\n" + _md(header, body, left=2) + "\n"
+        header, body = _fig6(rows, names)
+        left = 2
     else:
-        name = "kappa" if figure == "5" else "lambda"
-        s = int(rows[0]["servers"])
-        values = sorted({r["value"] for r in rows})
-        ours = {v: ms[(s, "sjf-bco", v)] for v in values}
-        best_ours = min(st.mean for st in ours.values())
-        best_paper = min(paper.values())
-        body = [
-            [
-                str(v),
-                str(paper.get(v, "-")),
-                ours[v].text(),
-                "-" if v not in paper else _ratio(paper[v], best_paper),
-                _ratio(ours[v].mean, best_ours),
-            ]
-            for v in values
-        ]
-        header = [
-            name,
-            "makespan (paper)",
-            "makespan (ours)",
-            "to best point (paper)",
-            "to best point (ours)",
-        ]
-    return _caption(figure, rows) + "\n\n" + _md(header, body) + "\n"
+        header, body = _curve(figure, rows, names)
+        left = 1
+    text = _caption(figure, rows, settings or _settings_from_rows(rows))
+    return text + "\n\n" + md_table(header, body, left=left) + "\n"
+
+
+def _settings_from_rows(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A settings line rebuilt from the rows (``--replot`` without ``settings.json``)."""
+    readings = ", ".join(
+        f"{n} (preset {next(r['preset'] for r in rows if r['reading'] == n)})"
+        for n in readings_of(rows)
+    )
+    return f"reading {readings}; {len({int(r['seed']) for r in rows})} seeds"
 
 
 # ----------------------------------------------------------------------------- driver
@@ -519,29 +606,71 @@ class FigureOutput:
     rows: list[dict[str, Any]]
 
 
+def write_settings(
+    settings: Settings, engine: Engine, figures: Sequence[str], out: str | os.PathLike[str]
+) -> Path:
+    """Write ``settings.json`` (what was run: readings in full, seeds, parameters, engine)."""
+    from sjfbco import __version__
+
+    doc = {
+        "format": SETTINGS_FORMAT,
+        "sjfbco": __version__,
+        "figures": list(figures),
+        **settings.to_dict(),
+        **engine.to_dict(),
+    }
+    path = Path(out) / SETTINGS_FILE
+    atomic_write_text(path, json_text(doc))
+    return path
+
+
+def read_settings_line(out: str | os.PathLike[str]) -> str | None:
+    """The settings line of a previous run's ``settings.json`` in ``out`` (``None`` if absent)."""
+    path = Path(out) / SETTINGS_FILE
+    if not path.exists():
+        return None
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    readings = ", ".join(f"{r['name']} (preset {r['preset']['name']})" for r in doc["readings"])
+    line = f"reading {readings}; {len(doc['seeds'])} seeds"
+    extra = [
+        f"{'' if p == '*' else p + '.'}{k}={v}"
+        for p, kv in sorted(doc.get("param", {}).items())
+        for k, v in sorted(kv.items())
+    ]
+    return line + ("; --param " + " ".join(extra) if extra else "")
+
+
 def reproduce(
     figures: Sequence[str] = FIGURES,
     settings: Settings | None = None,
     out: str | os.PathLike[str] = "reproduction",
-    jobs: int | None = None,
-    progress: bool = False,
+    engine: Engine | None = None,
+    on_start: Callable[[int], Any] | None = None,
+    on_row: Callable[[batch.Row], None] | None = None,
     on_figure: Callable[[FigureOutput], None] | None = None,
 ) -> list[FigureOutput]:
-    """Run the figures' tasks together (one process pool) and write each figure's files.
+    """Run the figures' runs together (one batch) and write each figure's files.
 
-    Writes ``fig<N>.csv``, ``fig<N>.png`` and ``fig<N>.md`` into ``out``
+    Writes ``settings.json``, ``runs.csv`` (the batch output: every distinct
+    run), and ``fig<N>.csv``, ``fig<N>.png`` and ``fig<N>.md`` into ``out``
     (atomically) and returns what was written. ``on_figure`` is called as each
-    figure's files are done (the CLI prints the table).
+    figure's files are done (the CLI prints the table). Failed runs stay in
+    the CSVs as rows without a makespan; the tables leave them out
+    (:func:`failures` lists them).
     """
     settings = settings or Settings()
+    engine = engine or Engine()
     for f in figures:
         if f not in FIGURES:
             raise ValueError(f"unknown figure {f!r}; known: {', '.join(FIGURES)}")
-    tasks = [t for f in figures for t in tasks_for(f, settings)]
-    rows = run_tasks(tasks, jobs=jobs, progress=progress)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    write_settings(settings, engine, figures, out)
+    runs = [t for f in figures for t in tasks_for(f, settings)]
+    rows = run_tasks(runs, Path(out) / RUNS_FILE, engine, on_start=on_start, on_row=on_row)
     results = []
+    line = settings.describe()
     for f in figures:
-        res = write_figure(f, [r for r in rows if r["figure"] == f], out, write_csv=True)
+        res = write_figure(f, [r for r in rows if r["figure"] == f], out, settings=line)
         results.append(res)
         if on_figure is not None:
             on_figure(res)
@@ -549,7 +678,11 @@ def reproduce(
 
 
 def write_figure(
-    figure: str, rows: list[dict[str, Any]], out: str | os.PathLike[str], write_csv: bool = True
+    figure: str,
+    rows: list[dict[str, Any]],
+    out: str | os.PathLike[str],
+    write_csv: bool = True,
+    settings: str = "",
 ) -> FigureOutput:
     """Write ``fig<N>.csv`` (unless ``write_csv`` is false), ``.md`` and ``.png`` into ``out``."""
     from sjfbco.experiments.plots import plot_figure
@@ -557,9 +690,14 @@ def write_figure(
     base = Path(out) / f"fig{figure}"
     if write_csv:
         atomic_write_text(base.with_suffix(".csv"), csv_text(rows))
-    table = markdown_table(figure, rows)
+    good = [r for r in rows if ok(r)]
+    if good:
+        table = markdown_table(figure, good, settings)
+        plot_figure(figure, good, base.with_suffix(".png"), settings=settings)
+    else:  # nothing to tabulate or draw: say so, and leave no stale plot
+        table = f"**{TITLES[figure]}**: no run produced a schedule ({len(rows)} failed).\n"
+        base.with_suffix(".png").unlink(missing_ok=True)
     atomic_write_text(base.with_suffix(".md"), table)
-    plot_figure(figure, rows, base.with_suffix(".png"))
     return FigureOutput(
         figure,
         base.with_suffix(".csv"),
@@ -577,12 +715,31 @@ def replot(
 ) -> list[FigureOutput]:
     """Rewrite the tables and plots from the CSVs already in ``out`` (no solver runs)."""
     results = []
+    line = read_settings_line(out) or ""
     for f in figures:
         path = Path(out) / f"fig{f}.csv"
         if not path.exists():
             raise ValueError(f"--replot: no {path}; run the figure first")
-        res = write_figure(f, read_csv(path), out, write_csv=False)
+        res = write_figure(f, read_csv(path), out, write_csv=False, settings=line)
         results.append(res)
         if on_figure is not None:
             on_figure(res)
     return results
+
+
+__all__ = [
+    "COLUMNS",
+    "EXTRA_POLICIES",
+    "Engine",
+    "FigureOutput",
+    "FigureRun",
+    "Settings",
+    "csv_text",
+    "failures",
+    "markdown_table",
+    "read_csv",
+    "replot",
+    "reproduce",
+    "run_tasks",
+    "tasks_for",
+]

@@ -15,17 +15,26 @@ evaluator:
   first fit: the ``timestepped`` mode with ``theta = T`` and the FF rule.
 
 Job order for baselines is not given by the paper: **Decision** input order,
-with ``order=sjf`` as an option.
+with ``order=sjf`` as an option. How the baselines use ``theta`` is not given
+either: **Decision** FF and LS search it as SJF-BCO does, RAND places with
+``theta = T`` (no limit); ``theta=search|unlimited`` overrides it per baseline
+(:class:`BaselineParams`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.solvers.common import ListParams, check_count, prepare, run_list_scheduler
+from sjfbco.solvers.common import (
+    ListParams,
+    check_choice,
+    check_count,
+    prepare,
+    run_list_scheduler,
+)
 from sjfbco.solvers.contract import SolverOutput, register
 from sjfbco.solvers.placement import AssignmentMode
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
@@ -34,6 +43,34 @@ if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.loads import Chosen, LoadState
     from sjfbco.solvers.placement import Rule
+
+
+ThetaUse = Literal["search", "unlimited"]
+
+
+@dataclass(frozen=True)
+class BaselineParams(ListParams):
+    """Options of FF, LS and RAND (see :class:`~sjfbco.solvers.common.ListParams`).
+
+    Parameters
+    ----------
+    theta
+        ``search``: bisect the load limit ``theta`` over ``[1, T]`` and keep the
+        best trial (as SJF-BCO does); ``unlimited``: one trial with ``theta = T``,
+        i.e. no load limit. ``None`` (default): the baseline's own, ``search`` for
+        FF and LS, ``unlimited`` for RAND (the paper's).
+    """
+
+    theta: ThetaUse | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.theta is not None:
+            check_choice("theta", self.theta, ThetaUse)
+
+
+def _bisect(params: BaselineParams, default: ThetaUse) -> bool:
+    return (params.theta or default) == "search"
 
 
 def _sizes(data: ProblemData) -> list[int]:
@@ -50,22 +87,26 @@ def _first_fit_rule(data: ProblemData) -> Rule:
     return rule
 
 
-@register("ff", ListParams)
+@register("ff", BaselineParams)
 def ff(
-    data: ProblemData, params: ListParams, *, time_limit: float | None, seed: int
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
 ) -> SolverOutput:
-    """FF: first fit, server by server, within theta; theta bisected."""
+    """FF: first fit, server by server, within theta; theta bisected (by default)."""
     prep = prepare(data, params)
     return run_list_scheduler(
-        prep, [(None, _first_fit_rule(data))], bisect=True, time_limit=time_limit
+        prep,
+        [(None, _first_fit_rule(data))],
+        bisect=_bisect(params, "search"),
+        time_limit=time_limit,
     )
 
 
-@register("ls", ListParams)
+@register("ls", BaselineParams)
 def ls(
-    data: ProblemData, params: ListParams, *, time_limit: float | None, seed: int
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
 ) -> SolverOutput:
-    """LS: the least-loaded GPUs within theta, whatever their servers; theta bisected."""
+    """LS: the least-loaded GPUs within theta, whatever their servers; theta bisected
+    (by default)."""
     prep = prepare(data, params, indexed=True)
     sizes = _sizes(data)
 
@@ -73,15 +114,19 @@ def ls(
         return state.least_loaded(sizes[j], limit, "plain")
 
     return run_list_scheduler(
-        prep, [(None, rule)], bisect=True, time_limit=time_limit, limit_free=True
+        prep,
+        [(None, rule)],
+        bisect=_bisect(params, "search"),
+        time_limit=time_limit,
+        limit_free=True,
     )
 
 
-@register("rand", ListParams)
+@register("rand", BaselineParams)
 def rand(
-    data: ProblemData, params: ListParams, *, time_limit: float | None, seed: int
+    data: ProblemData, params: BaselineParams, *, time_limit: float | None, seed: int
 ) -> SolverOutput:
-    """RAND: random GPUs (seeded), no theta limit."""
+    """RAND: random GPUs (seeded), no theta limit (by default)."""
     prep = prepare(data, params)
     sizes = _sizes(data)
     rng = np.random.default_rng(seed)
@@ -89,7 +134,9 @@ def rand(
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:
         return state.random(sizes[j], limit, rng)
 
-    return run_list_scheduler(prep, [(None, rule)], bisect=False, time_limit=time_limit)
+    return run_list_scheduler(
+        prep, [(None, rule)], bisect=_bisect(params, "unlimited"), time_limit=time_limit
+    )
 
 
 @dataclass(frozen=True)

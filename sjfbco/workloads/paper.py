@@ -59,6 +59,8 @@ class Preset:
         ``b_inter``, ``b_intra``, ``C`` in MB/s.
     alpha, xi1, xi2
         Degradation parameter, contention scale, overhead per server (s).
+    degradation
+        Degradation function ``f(alpha, k)`` by name (``sjfbco.cost.DEGRADATIONS``).
     time_model
         ``slotted`` (the paper's) or ``continuous``.
     """
@@ -72,6 +74,7 @@ class Preset:
     xi1: float = 1.0
     xi2: float = 0.005
     time_model: TimeModel = "slotted"
+    degradation: str = "linear"
 
     def with_changes(
         self, *, slot_seconds: float | None = None, time_model: TimeModel | None = None
@@ -100,11 +103,12 @@ class Preset:
         )
 
     def cost(self) -> CostParams:
-        """The preset's cost parameters (linear degradation)."""
+        """The preset's cost parameters."""
         return CostParams(
             xi1=self.xi1,
             xi2=self.xi2,
             alpha=self.alpha,
+            degradation=self.degradation,
             slot_seconds=self.slot_seconds,
             time_model=self.time_model,
         )
@@ -257,6 +261,37 @@ def paper_instance(
         return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
     except InputError as err:
         raise ValueError(f"preset {p.name!r} does not fit this workload: {err}") from None
+
+
+@dataclass(frozen=True)
+class PaperSpec:
+    """A paper instance described by its draw instead of stored in a file.
+
+    What a batch task (:class:`sjfbco.batch.Task`) carries to generate the
+    instance in the worker: :meth:`load` is :func:`paper_instance` of these
+    fields, :attr:`name` the instance's name. Picklable, so it travels to
+    process-pool and Dask workers.
+
+    Parameters
+    ----------
+    servers, seed, jobs, preset
+        As in :func:`paper_instance`.
+    """
+
+    servers: int
+    seed: int
+    jobs: int = 160
+    preset: str | Preset = "paper"
+
+    @property
+    def name(self) -> str:
+        """The instance name, :func:`instance_name` (the preset's name in it)."""
+        preset = self.preset if isinstance(self.preset, str) else self.preset.name
+        return instance_name(self.servers, self.seed, self.jobs, preset)
+
+    def load(self) -> ProblemData:
+        """Draw the instance (:func:`paper_instance`)."""
+        return paper_instance(self.servers, self.seed, self.jobs, self.preset)
 
 
 def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> float:
