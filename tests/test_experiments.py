@@ -459,9 +459,7 @@ def test_extras_and_readings_on_the_command_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         rep, "reproduce", lambda figures, settings, **kw: seen.append(settings) or []
     )
-    assert (
-        main(["reproduce", "--extras", "lwf", "--reading", "default", "-o", str(tmp_path)]) == 0
-    )
+    assert main(["reproduce", "--extras", "lwf", "--reading", "default", "-o", str(tmp_path)]) == 0
     s = seen[-1]
     assert s.policies == ("sjf-bco", "ls", "ff", "rand", "lwf")
     assert s.extra_time_limit == 2.0 and [r.name for r in s.readings] == ["default"]
