@@ -152,7 +152,7 @@ def _typed(solver: str, items: dict[str, Any]) -> dict[str, Any]:
     return {k: getattr(built, k) for k in items}
 
 
-class BatchError(ValueError):
+class BatchError(InputError):
     """A batch cannot run (bad options, missing engine, lost worker): one clear line."""
 
 
@@ -229,8 +229,9 @@ def run_task(task: Task) -> Row:
         result = solve(
             data, task.solver, time_limit=task.time_limit, seed=task.seed, **dict(task.params)
         )
-    except InputError as err:  # names the file and the field
-        row.update(status=ERROR, error=str(err), runtime_s=time.perf_counter() - t0)
+    except InputError as err:  # names the file (added here if missing) and the field
+        located = err if err.source else err.located(source=name)
+        row.update(status=ERROR, error=str(located), runtime_s=time.perf_counter() - t0)
         return row
     except Exception as err:
         row.update(

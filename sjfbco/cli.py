@@ -2,25 +2,41 @@
 
 A command module defines ``add_parser(subparsers)`` that registers its parser
 and sets ``run=<function(args) -> int>``; it imports heavy libraries inside
-``run`` so that ``sjfbco --help`` stays fast. Errors in the user's input end
-in one line on stderr and a non-zero exit, never a traceback (set
-``SJFBCO_DEBUG=1`` to see one).
+``run`` so that ``sjfbco --help`` stays fast.
+
+Exit status and stderr (``docs/formats.md``, "Errors"):
+
+- 0: done. Warnings, if any, are one line each (``sjfbco: warning: ...``).
+- 2: bad input or options (an :class:`~sjfbco.errors.InputError`, a file that
+  cannot be read or written, a size limit): one line naming the file, the
+  field or option and the problem.
+- 1: an internal error, i.e. a bug in sjfbco: one line with the exception and
+  a hint to rerun with ``--debug`` (or ``SJFBCO_DEBUG=1``), which shows the
+  traceback instead.
+- 130: interrupted (Ctrl-C).
+
+With ``--json``, stdout carries only JSON; on an error it carries nothing
+more than the objects printed before the error.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+import warnings
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from sjfbco.commands import COMMANDS
-from sjfbco.cost import ConfigurationError
-from sjfbco.problem import InputError
+from sjfbco.errors import InputError, one_line
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
+
+#: The hint every internal error ends with.
+DEBUG_HINT = "rerun with --debug for the traceback, and please report it"
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -39,11 +55,15 @@ class HelpFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser class of ``sjfbco`` and its subcommands (defaults shown in help)."""
+    """The parser of ``sjfbco`` and its subcommands: defaults shown in help, usage errors in
+    one line (exit 2) like every other error."""
 
     def __init__(self, *args: Any, **kwargs: Any):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,9 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="sjfbco",
         description="Schedule ring-all-reduce training jobs on GPU clusters (SJF-BCO and friends).",
-        epilog="Conventions shared by every command (output flags, progress, JSON): docs/cli.md.",
+        epilog="Conventions shared by every command (output flags, progress, JSON, exit "
+        "statuses): docs/cli.md.",
     )
     parser.add_argument("-V", "--version", action="version", version=f"sjfbco {__version__}")
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="on an internal error, show the traceback (also SJFBCO_DEBUG=1); may follow "
+        "the command too",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"sjfbco.commands.{name}").add_parser(sub)
@@ -87,29 +114,74 @@ def rewrite_deprecated(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``sjfbco`` command line; returns the exit status (see the module docstring)."""
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    cut = args_in.index("--") if "--" in args_in else len(args_in)
+    debug = "--debug" in args_in[:cut] or bool(os.environ.get("SJFBCO_DEBUG"))
+    args_in = [a for k, a in enumerate(args_in) if not (a == "--debug" and k < cut)]
     parser = build_parser()
-    args = parser.parse_args(rewrite_deprecated(sys.argv[1:] if argv is None else argv))
     try:
-        return int(args.run(args) or 0)
-    except BrokenPipeError:  # e.g. `sjfbco ... | head`: the reader left, not an error of ours
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
-    except (InputError, ConfigurationError) as err:
-        return _fail(str(err))
-    except (ValueError, OSError) as err:
-        if os.environ.get("SJFBCO_DEBUG"):
-            raise
-        return _fail(str(err))
-    except KeyboardInterrupt:
-        return _fail("interrupted", code=130)
+        args = parser.parse_args(rewrite_deprecated(args_in))
+    except SystemExit as stop:  # --help, or a usage error already printed as one line
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+    args.debug = debug  # commands that go on after a failure re-raise with it
+    with _one_line_warnings():
+        try:
+            return int(args.run(args) or 0)
+        except BrokenPipeError:  # e.g. `sjfbco ... | head`: the reader left, not an error of ours
+            with contextlib.suppress(OSError, ValueError):
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+            return 0
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            return _fail("interrupted", code=130)
+        except InputError as err:  # bad input, options or a size limit: the user can fix it
+            if debug:
+                raise
+            return _fail(str(err))
+        except OSError as err:  # a file we cannot read or write (permissions, disk full)
+            if debug:
+                raise
+            where = f"{err.filename}: " if err.filename else ""
+            return _fail(f"{where}{err.strerror or err}")
+        except MemoryError:
+            if debug:
+                raise
+            return _fail(
+                "out of memory; the input is too large for this machine (see the size "
+                "limits in docs/formats.md)",
+                code=1,
+            )
+        except Exception as err:  # a bug in sjfbco: say so, never dress it as bad input
+            if debug:
+                raise
+            text = str(err)
+            return _fail(
+                f"internal error: {type(err).__name__}{': ' + text if text else ''} ({DEBUG_HINT})",
+                code=1,
+            )
 
 
 def _fail(message: str, code: int = 2) -> int:
-    if os.environ.get("SJFBCO_DEBUG"):
-        raise
-    print(f"sjfbco: error: {message}", file=sys.stderr)
+    print(f"sjfbco: error: {one_line(message)}", file=sys.stderr, flush=True)
     return code
+
+
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """Show Python warnings as one line each, without the source line Python adds."""
+
+    def show(message: Any, category: Any, *_: Any, **__: Any) -> None:
+        print(f"sjfbco: warning: {one_line(str(message))}", file=sys.stderr, flush=True)
+
+    saved = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = saved
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -14,6 +14,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from sjfbco.errors import InputError
+
 if TYPE_CHECKING:
     from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
@@ -38,7 +40,7 @@ DEGRADATIONS: dict[str, Degradation] = {
 }
 
 
-class ConfigurationError(ValueError):
+class ConfigurationError(InputError):
     """The cost constants make the model meaningless (e.g. ``tau`` > 1 slot)."""
 
 

@@ -7,6 +7,7 @@ Formats are documented in ``docs/formats.md``: ``sjfbco-instance/1`` and
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -136,7 +137,23 @@ def atomic_write_bytes(path: str | os.PathLike[str], payload: bytes) -> None:
 
 
 def _atomic_write(path: str | os.PathLike[str], payload: str | bytes) -> None:
+    """Write via a temporary file; a failure is an :class:`InputError` naming ``path``."""
     target = Path(path)
+    try:
+        _atomic_write_to(target, payload)
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", source=str(target)) from None
+
+
+def _atomic_write_to(target: Path, payload: str | bytes) -> None:
+    try:
+        info = os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    else:  # never replace a directory, a device (/dev/full) or a FIFO with a file
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise InputError(f"exists and is {kind}; give a file path", source=str(target))
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -157,6 +174,27 @@ def _atomic_write(path: str | os.PathLike[str], payload: str | bytes) -> None:
 def json_text(doc: Any) -> str:
     """``doc`` as the indented JSON text of every file sjfbco writes (no NaN, final newline)."""
     return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+def json_safe(doc: Any) -> Any:
+    """``doc`` with every non-finite float (NaN, infinity) replaced by ``None`` (JSON ``null``).
+
+    NumPy scalars become Python numbers; tuples become lists.
+    """
+    if type(doc).__module__ == "numpy" and hasattr(doc, "item"):
+        doc = doc.item()
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, dict):
+        return {k: json_safe(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [json_safe(v) for v in doc]
+    return doc
+
+
+def json_line(doc: Any) -> str:
+    """``doc`` as one line of valid JSON (``--json`` output): non-finite numbers become null."""
+    return json.dumps(json_safe(doc), allow_nan=False, default=str)
 
 
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:

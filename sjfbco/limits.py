@@ -76,6 +76,8 @@ JOB_GPUS = Limit(
 )
 #: Tasks of one ``batch`` or ``reproduce`` run (instances x solvers x seeds).
 TASKS = Limit("SJFBCO_MAX_TASKS", 1_000_000, "tasks in one run")
+#: Jobs written by one ``convert`` run (jobs per instance x instances).
+OUTPUT_JOBS = Limit("SJFBCO_MAX_OUTPUT_JOBS", 10_000_000, "jobs written by one conversion")
 #: Cells of a time-indexed model: slots of the horizon x (job, pattern) pairs.
 MODEL_CELLS = Limit(
     "SJFBCO_MAX_MODEL_CELLS",
@@ -85,4 +87,14 @@ MODEL_CELLS = Limit(
 #: Bars of a Gantt chart (one per job and GPU).
 PLOT_BARS = Limit("SJFBCO_MAX_PLOT_BARS", 100_000, "bars in one Gantt chart (jobs' GPUs)")
 
-ALL: tuple[Limit, ...] = (FILE_BYTES, JOBS, SERVERS, GPUS, JOB_GPUS, TASKS, MODEL_CELLS, PLOT_BARS)
+ALL: tuple[Limit, ...] = (
+    FILE_BYTES,
+    JOBS,
+    SERVERS,
+    GPUS,
+    JOB_GPUS,
+    TASKS,
+    OUTPUT_JOBS,
+    MODEL_CELLS,
+    PLOT_BARS,
+)

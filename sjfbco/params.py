@@ -28,6 +28,8 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from sjfbco.errors import InputError, one_line
+
 if typing.TYPE_CHECKING:
     import os
 
@@ -45,7 +47,7 @@ def parse_kv(items: Sequence[str] | None) -> dict[str, str]:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key or key.endswith("."):
-            raise ValueError(f"--param {item!r}: expected KEY=VALUE or SOLVER.KEY=VALUE")
+            raise InputError(f"--param {item!r}: expected KEY=VALUE or SOLVER.KEY=VALUE")
         prefix, dot, name = key.rpartition(".")
         out[f"{prefix}{dot}{name.replace('-', '_')}"] = value.strip()
     return out
@@ -53,15 +55,14 @@ def parse_kv(items: Sequence[str] | None) -> dict[str, str]:
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a TOML parameter file; errors name the file (and the line, for bad TOML)."""
-    from sjfbco.problem import InputError
+    from sjfbco.files import read_text  # a regular file, size-bounded
 
     try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", source=str(path)) from None
+        doc = tomllib.loads(read_text(path))
     except tomllib.TOMLDecodeError as err:
-        raise InputError(f"not valid TOML ({err})", source=str(path)) from None
+        raise InputError(f"not valid TOML ({one_line(str(err))})", source=str(path)) from None
+    except RecursionError:
+        raise InputError("not valid TOML (nested too deeply)", source=str(path)) from None
     return doc
 
 
@@ -88,12 +89,12 @@ def solver_params(
         prefix, dot, name = key.rpartition(".")
         if dot:
             if prefix not in specs:
-                raise ValueError(
+                raise InputError(
                     f"{where} {key!r}: {prefix!r} is not a selected solver ({', '.join(solvers)})"
                 )
             targets = [prefix]
             if name not in known[prefix]:
-                raise ValueError(
+                raise InputError(
                     f"{where} {key!r}: solver {prefix!r} has no parameter {name!r}; known: "
                     f"{', '.join(sorted(known[prefix])) or '(none)'}"
                 )
@@ -101,7 +102,7 @@ def solver_params(
             targets = [s for s in solvers if name in known[s]]
             if not targets:
                 every = sorted(set().union(*known.values()))
-                raise ValueError(
+                raise InputError(
                     f"{where} {key!r}: no selected solver has a parameter {name!r}; known: "
                     f"{', '.join(every) or '(none)'}"
                 )
@@ -115,7 +116,7 @@ def solver_params(
             for k, v in value.items():
                 put(f"{key}.{k.replace('-', '_')}", v, "config")
         elif isinstance(value, dict) and not any(key in known[s] for s in solvers):
-            raise ValueError(
+            raise InputError(
                 f"config table [{key}]: no solver is named {key!r}; known: "
                 f"{', '.join(sorted(SOLVERS))}"
             )
@@ -127,7 +128,7 @@ def solver_params(
         try:
             make_params(specs[name].params, values)
         except ValueError as err:
-            raise ValueError(f"solver {name!r}: {err}") from None
+            raise InputError(f"solver {name!r}: {err}") from None
     return out
 
 
@@ -150,11 +151,11 @@ def _convert(name: str, text: str, tp: Any) -> Any:
                 return _convert(name, text, arg)
             except ValueError as err:
                 errors.append(str(err))
-        raise ValueError(errors[0] if errors else f"parameter {name}: cannot parse {text!r}")
+        raise InputError(errors[0] if errors else f"parameter {name}: cannot parse {text!r}")
     if origin is typing.Literal:
         if text in args:
             return text
-        raise ValueError(
+        raise InputError(
             f"parameter {name}: must be one of {', '.join(map(str, args))}, got {text!r}"
         )
     if tp is bool:
@@ -162,26 +163,26 @@ def _convert(name: str, text: str, tp: Any) -> Any:
             return True
         if text.lower() in ("0", "false", "no", "off"):
             return False
-        raise ValueError(f"parameter {name}: must be true or false, got {text!r}")
+        raise InputError(f"parameter {name}: must be true or false, got {text!r}")
     if tp is int:
         try:
             return int(text)
         except ValueError:
-            raise ValueError(f"parameter {name}: must be an integer, got {text!r}") from None
+            raise InputError(f"parameter {name}: must be an integer, got {text!r}") from None
     if tp is float:
         try:
             return float(text)
         except ValueError:
-            raise ValueError(f"parameter {name}: must be a number, got {text!r}") from None
+            raise InputError(f"parameter {name}: must be a number, got {text!r}") from None
     if tp is str:
         return text
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         try:
             value = json.loads(text)
         except json.JSONDecodeError:
-            raise ValueError(f"parameter {name}: must be a JSON object, got {text!r}") from None
+            raise InputError(f"parameter {name}: must be a JSON object, got {text!r}") from None
         if not isinstance(value, dict):
-            raise ValueError(f"parameter {name}: must be a JSON object, got {text!r}")
+            raise InputError(f"parameter {name}: must be a JSON object, got {text!r}")
         return value
     return text
 
@@ -197,7 +198,7 @@ def make_params(cls: type[P], values: Mapping[str, Any] | None = None) -> P:
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
-            raise ValueError(
+            raise InputError(
                 f"unknown parameter {key!r} for {cls.__name__}; known: {', '.join(sorted(known))}"
             )
         kwargs[key] = _convert(key, value, hints[key]) if isinstance(value, str) else value

@@ -291,7 +291,7 @@ def test_tasks_pass_options_only_to_solvers_that_take_them():
 
 def test_reproduce_rejects_bad_arguments(tmp_path, capsys):
     assert main(["reproduce", "--seeds", "0", "-o", str(tmp_path)]) == 2
-    assert "--seeds: must be >= 1" in capsys.readouterr().err
+    assert "argument --seeds: must be an integer >= 1" in capsys.readouterr().err
     assert main(["reproduce", "--preset", "nope", "-o", str(tmp_path)]) == 2
     assert "unknown preset 'nope'" in capsys.readouterr().err
 

@@ -388,9 +388,9 @@ def test_generate_overrides_and_warns(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--jobs", "0"], "jobs must be a positive integer, got 0"),
-        (["--servers", "0"], "servers must be a positive integer, got 0"),
-        (["--slot-seconds", "-1"], "--slot-seconds must be > 0"),
+        (["--jobs", "0"], "argument --jobs: must be an integer >= 1, got '0'"),
+        (["--servers", "0"], "argument --servers: must be an integer >= 1, got '0'"),
+        (["--slot-seconds", "-1"], "argument --slot-seconds: must be a finite number >= 0.001"),
     ],
 )
 def test_generate_bad_input(
@@ -398,5 +398,5 @@ def test_generate_bad_input(
 ) -> None:
     assert main(["generate", "paper", *args]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("sjfbco: error: ") and message in err
+    assert err.startswith("sjfbco generate: error: ") and message in err
     assert len(err.strip().splitlines()) == 1

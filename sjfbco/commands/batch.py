@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import limits
+from sjfbco.commands import options
 from sjfbco.commands.common import add_output, add_progress
 
 if TYPE_CHECKING:
@@ -29,7 +31,7 @@ def add_engine_arguments(p: Any) -> None:
     )
     p.add_argument(
         "--workers",
-        type=int,
+        type=options.workers,
         default=None,
         metavar="N",
         help="worker processes (default: CPU count)",
@@ -45,8 +47,6 @@ def check_engine_arguments(args: argparse.Namespace) -> None:
     """One-line errors for bad engine options."""
     from sjfbco.batch import BatchError
 
-    if args.workers is not None and args.workers < 1:
-        raise BatchError(f"--workers must be >= 1, got {args.workers}")
     if args.address and args.engine != "dask":
         raise BatchError("--address needs --engine dask")
 
@@ -108,14 +108,14 @@ def add_parser(sub: Any) -> None:
     add_output(p, required=True, help="result file: .csv or .parquet (formerly --out)")
     p.add_argument(
         "--time-limit",
-        type=float,
+        type=options.seconds,
         default=None,
         metavar="S",
         help="seconds per solver run (a solver out of time returns its incumbent)",
     )
     p.add_argument(
         "--seeds",
-        type=int,
+        type=options.integer(1, limit=limits.TASKS),
         default=1,
         metavar="N",
         help="run seeds 0..N-1 for each instance and solver (default 1)",
@@ -158,10 +158,6 @@ def run(args: argparse.Namespace) -> int:
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
         raise batch.BatchError("--solvers lists no solver")
-    if args.seeds < 1:
-        raise batch.BatchError(f"--seeds must be >= 1, got {args.seeds}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise batch.BatchError(f"--time-limit must be > 0, got {args.time_limit}")
     check_engine_arguments(args)
     batch.check_solvers(solvers, args.plugin)
     instances = _instances_only(batch.expand_inputs(args.inputs))
@@ -169,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
 
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
+    limits.TASKS.check(
+        len(instances) * len(solvers) * args.seeds, where="instances x solvers x seeds"
+    )
     tasks = batch.make_tasks(
         instances,
         solvers,

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import limits
+from sjfbco.commands import options
 from sjfbco.commands.common import add_output
+from sjfbco.errors import InputError, check_text
 
+#: Most instances one conversion writes.
+MAX_INSTANCES = 10_000
 #: Old option spellings, still accepted with a warning.
 DEPRECATED = {"--out-dir": "--output-dir"}
 
@@ -33,19 +38,21 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--n-jobs",
-        type=int,
+        type=options.integer(1, limit=limits.JOBS),
         default=None,
         metavar="N",
         help="jobs per instance, sampled (default: every selected job)",
     )
     p.add_argument(
         "--instances",
-        type=int,
+        type=options.integer(1, MAX_INSTANCES),
         default=1,
         metavar="K",
         help="instances to write, each an independent sample (default 1)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the samples and model draws")
+    p.add_argument(
+        "--seed", type=options.seed, default=0, help="seed of the samples and model draws"
+    )
     p.add_argument(
         "--vc",
         default=None,
@@ -63,7 +70,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--time-scale",
-        type=float,
+        type=options.number(0.0),
         default=None,
         metavar="X",
         help="trace seconds per model second (default: per instance, so that "
@@ -71,19 +78,19 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--max-slots",
-        type=float,
+        type=options.number(1.0, lo_open=False),
         default=1200.0,
-        help="longest job's run time in slots when the scale is automatic",
+        help="longest job's run time in slots when the scale is automatic (>= 1; default 1200)",
     )
     p.add_argument(
         "--max-duration-days",
-        type=float,
+        type=options.number(0.0, lo_open=False),
         default=30.0,
         help="drop jobs longer than this (days; 0 = no limit; default 30)",
     )
     p.add_argument(
         "--min-duration",
-        type=float,
+        type=options.number(0.0, lo_open=False),
         default=0.0,
         metavar="S",
         help="drop jobs shorter than S seconds (default: keep any positive)",
@@ -103,9 +110,17 @@ def add_parser(sub: Any) -> None:
         help="swf: processor field used as the GPU count (default allocated)",
     )
     p.add_argument(
-        "--procs-per-gpu", type=int, default=1, help="swf: processors per GPU (default 1)"
+        "--procs-per-gpu",
+        type=options.integer(1),
+        default=1,
+        help="swf: processors per GPU (default 1)",
     )
-    p.add_argument("--name", default=None, help="instance name prefix (default: the kind)")
+    p.add_argument(
+        "--name",
+        default=None,
+        help="instance name prefix, also the file names in -o (default: the kind); a plain "
+        "name, no folders",
+    )
     p.set_defaults(run=run)
 
 
@@ -113,14 +128,14 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from sjfbco.files import write_instance, write_json
-    from sjfbco.problem import InputError
     from sjfbco.tables import format_table
     from sjfbco.workloads.philly import parse_time, read_philly
     from sjfbco.workloads.swf import read_swf
     from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
 
+    name = plain_name(args.name or args.kind, "--name")
     cluster = parse_cluster(args.cluster)
-    limits = Limits(
+    drop_rules = Limits(
         max_gpus=cluster.num_gpus,
         max_duration=args.max_duration_days * 86400 or None,
         min_duration=args.min_duration,
@@ -129,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if args.kind == "philly":
         start = parse_time(args.start, "--start") if args.start else None
         end = parse_time(args.end, "--end") if args.end else None
-        jobs, report = read_philly(args.source, limits, vc=args.vc, start=start, end=end)
+        jobs, report = read_philly(args.source, drop_rules, vc=args.vc, start=start, end=end)
     else:
         if args.vc:
             raise InputError("--vc applies to philly traces only")
@@ -140,13 +155,15 @@ def run(args: argparse.Namespace) -> int:
             raise InputError("swf --start/--end are seconds (numbers)") from None
         jobs, report = read_swf(
             args.source,
-            limits,
+            drop_rules,
             processors=args.processors,
             procs_per_gpu=args.procs_per_gpu,
             start=lo,
             end=hi,
         )
-    name = args.name or args.kind
+    limits.OUTPUT_JOBS.check(
+        (args.n_jobs or len(jobs)) * args.instances, where="--n-jobs x --instances"
+    )
     instances, report, settings = build_instances(
         jobs,
         report,
@@ -160,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         keep_arrivals=args.arrivals,
         name=name,
     )
-    out = Path(args.output)
+    out = Path(args.output)  # everything is checked: from here on only writes
     for data in instances:
         write_instance(data, out / f"{data.name}.json")
     write_json(
@@ -189,3 +206,23 @@ def run(args: argparse.Namespace) -> int:
         f"(time scale {min(scales):.4g}..{max(scales):.4g} trace s per model s)"
     )
     return 0
+
+
+def plain_name(name: str, option: str) -> str:
+    """``name`` if it can only name a file inside the output folder, else an ``InputError``.
+
+    Refused: folders (``/`` or ``\\``), ``.`` and ``..``, names starting with a dot
+    (hidden, and ``..`` tricks), ``conversion`` (the settings file's name), text
+    that is not printable Unicode, and names too long for a file system.
+    """
+    check_text(name, option)
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise InputError(
+            f"{option} {name!r}: must be a plain name (no folder, not starting with a dot); "
+            "the files go into the -o folder"
+        )
+    if name == "conversion":
+        raise InputError(f"{option} {name!r}: the settings file is conversion.json; pick another")
+    if len(name.encode("utf-8")) > 200:
+        raise InputError(f"{option}: at most 200 bytes, got {len(name.encode('utf-8'))}")
+    return name

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
+
+from sjfbco.commands import options
 
 if TYPE_CHECKING:
     import argparse
@@ -45,10 +46,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--knee-threshold",
-        type=float,
+        type=options.number(0.0, 1.0, lo_open=False),
         default=None,
         metavar="X",
-        help=f"knee only: least fraction of run time one more GPU must save "
+        help=f"knee only: least fraction of run time one more GPU must save, in [0, 1] "
         f"(default {KNEE_DEFAULT})",
     )
     p.add_argument(
@@ -61,12 +62,13 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.elastic import parse_speedup, run_elastic
-    from sjfbco.files import read_instance
+    from sjfbco.errors import InputError
+    from sjfbco.files import json_line, read_instance
 
     if args.objective is not None and args.policy != "hesrpt":
-        raise ValueError(f"--objective applies to --policy hesrpt only, not {args.policy!r}")
+        raise InputError(f"--objective applies to --policy hesrpt only, not {args.policy!r}")
     if args.knee_threshold is not None and args.policy != "knee":
-        raise ValueError(f"--knee-threshold applies to --policy knee only, not {args.policy!r}")
+        raise InputError(f"--knee-threshold applies to --policy knee only, not {args.policy!r}")
     parse_speedup(args.speedup)  # fail on a bad spec before any work
     data = read_instance(args.instance)
     result = run_elastic(
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     doc = {"instance": data.name, "file": args.instance, **result.to_dict()}
     doc["speedup"] = args.speedup
     if args.json:
-        print(json.dumps(doc))
+        print(json_line(doc))
         return 0
     bound = doc["makespan_bound"]
     print(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -35,13 +34,14 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from sjfbco.commands.common import read_instance_and_schedule
     from sjfbco.evaluate import evaluate
+    from sjfbco.files import json_line
     from sjfbco.tables import format_table
 
     data, schedule = read_instance_and_schedule(args.instance, args.schedule, "evaluate")
     ev = evaluate(data, schedule, strict=args.strict)
     doc = {"instance": data.name, **ev.to_dict()}
     if args.json:
-        print(json.dumps(doc))
+        print(json_line(doc))
         return 0
     rows = [
         {"job": j["id"], "start": j["start"], "end": j["end"], "gpus": data.jobs[k].num_gpus}

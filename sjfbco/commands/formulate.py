@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands import options
 from sjfbco.commands.common import add_output
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     import argparse
@@ -34,7 +35,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--horizon",
-        type=int,
+        type=options.integer(1),
         default=None,
         metavar="H",
         help="horizon in slots (default: the best heuristic's makespan)",
@@ -49,17 +50,15 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.files import read_instance
+    from sjfbco.files import json_line, read_instance
     from sjfbco.formulations.common import require_slotted
 
     data = read_instance(args.instance)
     out = str(args.output)
     if args.kind in ("ilp", "paper-ilp") and not out.lower().endswith((".lp", ".mps")):
-        raise ValueError(f"--output {out}: the {args.kind} model is written as .lp or .mps")
+        raise InputError(f"--output {out}: the {args.kind} model is written as .lp or .mps")
     if args.kind == "nonconvex" and out.lower().endswith((".lp", ".mps")):
-        raise ValueError(f"--output {out}: the nonconvex model is written as .txt or .pb.txt")
-    if args.horizon is not None and args.horizon < 1:
-        raise ValueError(f"--horizon must be a positive number of slots, got {args.horizon}")
+        raise InputError(f"--output {out}: the nonconvex model is written as .txt or .pb.txt")
     info: dict[str, Any] = {"instance": data.name, "kind": args.kind, "out": out}
     if args.kind == "paper-ilp":
         size = _paper(data, out, info)
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         size = model.size()
     info["size"] = size
     if args.json:
-        print(json.dumps(info))
+        print(json_line(info))
     else:
         parts = ", ".join(f"{k} {v}" for k, v in size.items())
         print(f"{args.kind} model of {data.name} written to {out}: {parts}")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.problem import TIME_MODELS
+from sjfbco import limits
+from sjfbco.commands import options
+from sjfbco.problem import MAX_SLOT_SECONDS, MIN_SLOT_SECONDS, TIME_MODELS
 
 if TYPE_CHECKING:
     import argparse
@@ -25,11 +27,16 @@ def add_parser(sub: Any) -> None:
         "table. The same arguments always give the same file.",
     )
     p.add_argument("workload", choices=WORKLOADS, help="workload family")
-    p.add_argument("--servers", type=int, default=20, help="number of servers (default 20)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--servers",
+        type=options.integer(1, limit=limits.SERVERS),
+        default=20,
+        help="number of servers (default 20)",
+    )
+    p.add_argument("--seed", type=options.seed, default=0, help="random seed (default 0)")
     p.add_argument(
         "--jobs",
-        type=int,
+        type=options.integer(1, limit=limits.JOBS),
         default=160,
         help="number of jobs; the size mix is scaled by largest remainder "
         "(default 160, the paper's exact mix)",
@@ -44,9 +51,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--slot-seconds",
-        type=float,
+        type=options.number(MIN_SLOT_SECONDS, MAX_SLOT_SECONDS, lo_open=False),
         default=None,
-        help="override the preset's slot length, seconds",
+        help=f"override the preset's slot length, seconds (in [{MIN_SLOT_SECONDS:g}, "
+        f"{MAX_SLOT_SECONDS:g}])",
     )
     p.add_argument(
         "--time-model", choices=TIME_MODELS, default=None, help="override the preset's time model"
@@ -65,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.files import json_text, write_instance
     from sjfbco.workloads.paper import PRESETS, min_safe_slot, paper_instance
 
-    if args.slot_seconds is not None and not args.slot_seconds > 0:
-        raise ValueError(f"--slot-seconds must be > 0, got {args.slot_seconds}")
     preset = PRESETS[args.preset].with_changes(
         slot_seconds=args.slot_seconds, time_model=args.time_model
     )

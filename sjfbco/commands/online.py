@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands.common import add_plugin
@@ -58,13 +57,14 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.commands.common import load_plugins
-    from sjfbco.files import read_instance
+    from sjfbco.errors import InputError
+    from sjfbco.files import json_line, read_instance
     from sjfbco.online import make_policy, run_online
     from sjfbco.tables import format_table
 
     load_plugins(args.plugin)
     if args.replan is not None and args.policy != "sjf-bco-online":
-        raise ValueError(f"--replan applies to --policy sjf-bco-online only, not {args.policy!r}")
+        raise InputError(f"--replan applies to --policy sjf-bco-online only, not {args.policy!r}")
     policy: Any = args.policy
     if policy == "sjf-bco-online":
         from sjfbco.online.replan import SjfBcoOnline
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     result = run_online(data, policy, admission=args.admission)
     doc = {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}
     if args.json:
-        print(json.dumps(doc))
+        print(json_line(doc))
         return 0
     if args.jobs:
         print(format_table(doc["jobs"], ["id", "arrival", "start", "end"]))

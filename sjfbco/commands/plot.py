@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sjfbco import limits
 from sjfbco.commands.common import add_output, read_instance_and_schedule
+from sjfbco.errors import check_text
 
 
 def add_parser(sub: Any) -> None:
@@ -36,7 +38,10 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.experiments.plots import gantt, image_format, save
 
     image_format(args.output)  # refuse a bad extension before any work
+    if args.title is not None:
+        check_text(args.title, "--title", empty=True)
     data, schedule = read_instance_and_schedule(args.instance, args.schedule, "plot")
+    limits.PLOT_BARS.check(sum(job.num_gpus for job in data.jobs), source=args.instance)
     ax = gantt(data, schedule, labels=not args.no_labels, title=args.title, waits=args.waits)
     fig = ax.get_figure()
     assert fig is not None

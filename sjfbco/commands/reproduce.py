@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import limits
+from sjfbco.commands import options
 from sjfbco.commands.batch import Progress, add_engine_arguments, check_engine_arguments
 from sjfbco.commands.common import add_output, add_progress
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     import argparse
@@ -45,7 +49,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--seeds",
-        type=int,
+        type=options.integer(1, limit=limits.TASKS),
         default=None,
         help="seeds per point, 0..N-1 (default 10; 3 with --quick)",
     )
@@ -79,7 +83,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--extra-time-limit",
-        type=float,
+        type=options.seconds,
         default=EXTRA_TIME_LIMIT,
         metavar="S",
         help=f"seconds per instance for the extras (default {EXTRA_TIME_LIMIT:g})",
@@ -102,10 +106,10 @@ def _readings(args: argparse.Namespace) -> tuple[Any, ...]:
     try:
         readings = [get_reading(n) for n in names]
     except ValueError as err:
-        raise ValueError(f"--reading: {err}") from None
+        raise InputError(f"--reading: {err}") from None
     if args.preset is not None:
         if args.preset not in PRESETS:
-            raise ValueError(
+            raise InputError(
                 f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}"
             )
         readings = [r.with_preset(PRESETS[args.preset]) for r in readings]
@@ -121,7 +125,7 @@ def _extras(args: argparse.Namespace) -> tuple[str, ...]:
     names = [n.strip() for n in args.extras.split(",") if n.strip() and n.strip() != "none"]
     unknown = [n for n in names if n not in SOLVERS]
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"--extras: unknown solver {unknown[0]!r}; known: {', '.join(sorted(SOLVERS))}"
         )
     return tuple(n for n in names if n not in PAPER_POLICIES)
@@ -137,32 +141,32 @@ def run(args: argparse.Namespace) -> int:
         failures,
         replot,
         reproduce,
+        tasks_for,
     )
     from sjfbco.params import field_names, parse_kv
     from sjfbco.solvers import SOLVERS
 
-    if args.seeds is not None and args.seeds < 1:
-        raise ValueError(f"--seeds: must be >= 1, got {args.seeds}")
     check_engine_arguments(args)
-    if not args.extra_time_limit > 0:
-        raise ValueError(f"--extra-time-limit: must be > 0, got {args.extra_time_limit}")
     readings = _readings(args)
     extras = _extras(args)
-    options = parse_kv(args.param)
+    values = parse_kv(args.param)
     policies = [*PAPER_POLICIES, *extras]
     known = set().union(*(field_names(SOLVERS[s].params) for s in policies if s in SOLVERS))
-    for key in options:
+    for key in values:
         if key not in known:
-            raise ValueError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
+            raise InputError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
     seeds = args.seeds or (3 if args.quick else 10)
     settings = Settings(
         seeds=seeds,
         readings=readings,
-        options={"*": options} if options else {},
+        options={"*": values} if values else {},
         extras=extras,
         extra_time_limit=args.extra_time_limit if extras else None,
     )
     figures = FIGURES if args.figure == "all" else (args.figure,)
+    one_seed = dataclasses.replace(settings, seeds=1)  # count before building the task lists
+    per_seed = sum(len(tasks_for(f, one_seed)) for f in figures)
+    limits.TASKS.check(per_seed * settings.seeds, where="--seeds")
 
     def show(res: FigureOutput) -> None:
         print(res.table)

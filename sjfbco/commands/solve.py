@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import json
+import string
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands import options
 from sjfbco.commands.common import add_output, add_plugin, add_progress
+from sjfbco.errors import InputError, one_line
 
 if TYPE_CHECKING:
     import argparse
@@ -45,9 +47,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
     p.add_argument("--solver", default="sjf-bco", help="solver name or 'all'")
     p.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="seconds per solver run"
+        "--time-limit",
+        type=options.seconds,
+        default=None,
+        metavar="S",
+        help="seconds per solver run (a finite number > 0)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed for random choices")
+    p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
     p.add_argument(
         "--param",
         action="append",
@@ -90,18 +96,16 @@ def run(args: argparse.Namespace) -> int:
     solvers = heuristics() if run_all else [args.solver]
     for name in solvers:
         if name not in SOLVERS:
-            raise ValueError(
+            raise InputError(
                 f"--solver: unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}, all"
             )
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
     n_runs = len(solvers) * len(args.instances)
-    if (
-        args.output
-        and n_runs > 1
-        and not ("{instance}" in args.output and (len(solvers) == 1 or "{solver}" in args.output))
-    ):
-        raise ValueError("--output: several runs need {instance} and {solver} in the file name")
+    if args.output:
+        used = check_template(args.output, "--output", ("instance", "solver"))
+        if n_runs > 1 and not ("instance" in used and (len(solvers) == 1 or "solver" in used)):
+            raise InputError("--output: several runs need {instance} and {solver} in the file name")
     rows: list[dict[str, Any]] = []
     codes: list[int] = []
     with ProgressBar(progress_enabled(args)) as bar:
@@ -133,9 +137,7 @@ def _run_one(
     write_schedule: Any,
 ) -> tuple[dict[str, Any], int]:
     """One (instance, solver) run: its row and exit code (0 ok, 2 bad input, 1 other)."""
-    from sjfbco.commands.common import debugging
-    from sjfbco.cost import ConfigurationError
-    from sjfbco.problem import InputError
+    from sjfbco.files import json_line
     from sjfbco.solvers import solve
     from sjfbco.stdio import stdout_to_stderr
 
@@ -144,20 +146,48 @@ def _run_one(
         with ctx:
             res = solve(data, name, time_limit=args.time_limit, seed=args.seed, params=params)
     except Exception as err:
-        if debugging(args):
+        if getattr(args, "debug", False):
             raise
-        bad_input = isinstance(err, InputError | ConfigurationError)
+        bad_input = isinstance(err, InputError)  # a ConfigurationError too
         kind = "" if bad_input else f"{type(err).__name__}: "
-        message = f"{path}: solver {name!r}: {kind}{err}"
-        print(f"sjfbco: error: {message}", file=sys.stderr, flush=True)
+        message = f"{path}: solver {name!r}: {kind}{one_line(str(err))}"
+        hint = "" if bad_input else " (rerun with --debug for the traceback)"
+        print(f"sjfbco: error: {message}{hint}", file=sys.stderr, flush=True)
         row = {"instance": data.name, "solver": name, "status": "error", "error": message}
         if args.json:
-            print(json.dumps({**row, "file": str(path)}), flush=True)
+            print(json_line({**row, "file": str(path)}), flush=True)
         return row, 2 if bad_input else 1
     row = {"instance": data.name, **res.summary()}
     if args.json:
-        print(json.dumps({**row, "file": str(path), "stats": res.stats}), flush=True)
+        print(json_line({**row, "file": str(path), "stats": res.stats}), flush=True)
     if args.output and res.schedule is not None:
-        out = args.output.replace("{instance}", Path(path).stem).replace("{solver}", name)
+        out = args.output.format(instance=Path(path).stem, solver=name)
         write_schedule(res.schedule, data, out)
     return row, 0
+
+
+def check_template(template: str, option: str, names: tuple[str, ...]) -> set[str]:
+    """The placeholders a file-name template uses; any other placeholder is an error.
+
+    Checked before any work, so that a typo such as ``x{foo}.json`` or
+    ``x{0}.json`` fails at once instead of after solving. Literal braces are
+    written ``{{`` and ``}}``.
+    """
+    allowed = ", ".join("{" + n + "}" for n in names)
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as err:
+        raise InputError(
+            f"{option} {template!r}: {err} (write {{{{ and }}}} for literal braces)"
+        ) from None
+    for f in fields:
+        if f not in names:
+            raise InputError(
+                f"{option} {template!r}: unknown placeholder {{{f}}}; the name may use "
+                f"{allowed} (write {{{{ and }}}} for literal braces)"
+            )
+    try:
+        template.format(**dict.fromkeys(names, "x"))
+    except (ValueError, TypeError, KeyError, IndexError) as err:
+        raise InputError(f"{option} {template!r}: {err}") from None
+    return set(fields)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.policies import ALLOCATORS, Active, largest_remainder
 from sjfbco.elastic.speedup import PowerLaw, Speedup, curves_for, elastic_sizes
+from sjfbco.errors import InputError
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 
 if TYPE_CHECKING:
@@ -95,9 +96,9 @@ def simulate_elastic(
         ("objective", objective, OBJECTIVES),
     ):
         if val not in ok:
-            raise ValueError(f"unknown elastic {name} {val!r}; known: {', '.join(ok)}")
+            raise InputError(f"unknown elastic {name} {val!r}; known: {', '.join(ok)}")
     if n < 1 or any(x <= 0 for x in sizes) or len(curves) != m or len(arr) != m:
-        raise ValueError("elastic run needs n >= 1, positive sizes, one curve and arrival per job")
+        raise InputError("elastic run needs n >= 1, positive sizes, one curve and arrival per job")
     p = math.fsum(c.exponent(n) for c in curves) / m if m else 1.0
     alloc_fn = ALLOCATORS[policy]
     rem = [float(x) for x in sizes]

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sjfbco.cost import best_iteration_time
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -64,7 +65,7 @@ class PowerLaw(Speedup):
 
     def __post_init__(self) -> None:
         if not 0 < self.p <= 1:
-            raise ValueError(f"power-law speedup: p must be in (0, 1], got {self.p}")
+            raise InputError(f"power-law speedup: p must be in (0, 1], got {self.p}")
 
     def __call__(self, k: float) -> float:
         return float(k**self.p) if k > 0 else 0.0
@@ -83,12 +84,12 @@ class TableSpeedup(Speedup):
         vals = tuple(float(v) for v in self.values)
         object.__setattr__(self, "values", vals)
         if not vals:
-            raise ValueError("table speedup: give at least s(1)")
+            raise InputError("table speedup: give at least s(1)")
         if any(not math.isfinite(v) or v <= 0 for v in vals):
-            raise ValueError("table speedup: every s(k) must be a positive number")
+            raise InputError("table speedup: every s(k) must be a positive number")
         for k in range(1, len(vals)):
             if vals[k] < vals[k - 1]:
-                raise ValueError(
+                raise InputError(
                     f"table speedup: s({k + 1}) = {vals[k]} < s({k}) = "
                     f"{vals[k - 1]}; the curve must not decrease"
                 )
@@ -142,10 +143,10 @@ def parse_speedup(text: str) -> str | Speedup:
         if kind == "table":
             return TableSpeedup(tuple(float(v) for v in arg.split(",")))
     except ValueError as err:
-        raise ValueError(f"--speedup {text!r}: {err}") from None
+        raise InputError(f"--speedup {text!r}: {err}") from None
     if kind == "model" and not arg:
         return "model"
-    raise ValueError(f"--speedup {text!r}: expected power:P, table:S1,S2,... or model")
+    raise InputError(f"--speedup {text!r}: expected power:P, table:S1,S2,... or model")
 
 
 def curves_for(data: ProblemData, speedup: str | Speedup) -> Sequence[Speedup]:

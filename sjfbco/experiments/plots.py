@@ -31,6 +31,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.experiments.paper import (
     LABELS,
@@ -74,10 +75,10 @@ FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
 
 
 def image_format(path: str | os.PathLike[str]) -> str:
-    """The format of ``path`` by its extension (:data:`FORMATS`), else ``ValueError``."""
+    """The format of ``path`` by its extension (:data:`FORMATS`), else an ``InputError``."""
     suffix = Path(path).suffix.lower().lstrip(".")
     if suffix not in FORMATS:
-        raise ValueError(
+        raise InputError(
             f"{path}: cannot tell the image format from the extension {Path(path).suffix!r}; "
             f"use .png, .pdf or .svg"
         )
@@ -597,6 +598,7 @@ def gantt(
         loc="left",
         fontsize="medium",
         pad=22,
+        parse_math=False,  # ids and titles are shown as written, "$x$" included
     )
     show_waits = waits if waits is not None else any(j.arrival > 0 for j in data.jobs)
     handles: list[Any] = [
@@ -717,5 +719,6 @@ def _label_bars(ax: Axes, data: ProblemData, drawn: Sequence[tuple[Rectangle, Bl
             fontsize=JOB_LABEL_PT,
             clip_on=True,
             zorder=5,
+            parse_math=False,
             bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6},
         )

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco import batch
+from sjfbco.errors import InputError
 from sjfbco.experiments.paper import (
     EXTRA_POLICIES,
     FIGURES,
@@ -135,14 +136,14 @@ class Settings:
 
     def __post_init__(self) -> None:
         if isinstance(self.seeds, bool) or not isinstance(self.seeds, int) or self.seeds < 1:
-            raise ValueError(f"seeds must be an integer >= 1, got {self.seeds!r}")
+            raise InputError(f"seeds must be an integer >= 1, got {self.seeds!r}")
         if not self.server_counts:
-            raise ValueError("server_counts must not be empty")
+            raise InputError("server_counts must not be empty")
         if not self.readings:
-            raise ValueError("readings must not be empty")
+            raise InputError("readings must not be empty")
         names = [r.name for r in self.readings]
         if len(set(names)) != len(names):
-            raise ValueError(f"readings named twice: {', '.join(names)}")
+            raise InputError(f"readings named twice: {', '.join(names)}")
 
     @classmethod
     def quick(cls, seeds: int | None = None, **kwargs: Any) -> Settings:
@@ -265,7 +266,7 @@ def tasks_for(figure: str, settings: Settings) -> list[FigureRun]:
                 for lam in LAMBDAS
             ]
         else:
-            raise ValueError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
+            raise InputError(f"unknown figure {figure!r}; known: {', '.join(FIGURES)}")
     return out
 
 
@@ -662,7 +663,7 @@ def reproduce(
     engine = engine or Engine()
     for f in figures:
         if f not in FIGURES:
-            raise ValueError(f"unknown figure {f!r}; known: {', '.join(FIGURES)}")
+            raise InputError(f"unknown figure {f!r}; known: {', '.join(FIGURES)}")
     Path(out).mkdir(parents=True, exist_ok=True)
     write_settings(settings, engine, figures, out)
     runs = [t for f in figures for t in tasks_for(f, settings)]
@@ -719,7 +720,7 @@ def replot(
     for f in figures:
         path = Path(out) / f"fig{f}.csv"
         if not path.exists():
-            raise ValueError(f"--replot: no {path}; run the figure first")
+            raise InputError(f"--replot: no {path}; run the figure first")
         res = write_figure(f, read_csv(path), out, write_csv=False, settings=line)
         results.append(res)
         if on_figure is not None:

@@ -26,6 +26,7 @@ from typing import Any
 
 import pulp
 
+from sjfbco.errors import InputError
 from sjfbco.formulations.common import Outcome as MipOutcome
 from sjfbco.stdio import stdout_to_stderr
 
@@ -107,7 +108,7 @@ def solve_mip(
         Solve the LP relaxation instead (``proven`` then means the LP optimum).
     """
     if backend not in MILP_BACKENDS:
-        raise ValueError(f"unknown MILP backend {backend!r}; known: {', '.join(MILP_BACKENDS)}")
+        raise InputError(f"unknown MILP backend {backend!r}; known: {', '.join(MILP_BACKENDS)}")
     with stdout_to_stderr():
         if backend == "highs":
             return _solve_highs(prob, time_limit, threads, warm, relax)

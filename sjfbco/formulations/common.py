@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from sjfbco import limits
 from sjfbco.cost import ConfigurationError, slots_to_finish
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError
 
@@ -29,12 +31,15 @@ if TYPE_CHECKING:
 
 #: Most patterns one job may have before the exact models refuse the instance.
 MAX_PATTERNS = 5000
+#: Most servers the exact models enumerate patterns over (a pattern holds one count per
+#: server, so pattern enumeration costs servers x patterns).
+MAX_SERVERS = 200
 
 
 def require_slotted(data: ProblemData, what: str) -> None:
     """Raise ``ValueError`` unless ``data`` uses the slotted time model."""
     if data.cost.time_model != "slotted":
-        raise ValueError(
+        raise InputError(
             f"{what} is time-indexed and needs cost.time_model = 'slotted'; "
             f"instance {data.name!r} uses {data.cost.time_model!r}"
         )
@@ -64,6 +69,22 @@ class Pattern:
         return "-".join(map(str, self.counts))
 
 
+def model_patterns(data: ProblemData, horizon: int, patterns: Patterns | None) -> Patterns:
+    """The patterns of a time-indexed model with this horizon, refused if the model is too big.
+
+    A time-indexed model has about ``horizon x patterns`` cells (start and run
+    variables per slot and job pattern); ``limits.MODEL_CELLS`` bounds it. The
+    cheap bound ``horizon x jobs`` (every job has a pattern) is checked before
+    any pattern is enumerated, the exact count after.
+    """
+    where = f"model of {data.name!r} (horizon {horizon:,} slots)"
+    limits.MODEL_CELLS.check(horizon * max(1, data.num_jobs), where=where)
+    if patterns is None:
+        patterns = Patterns(data)
+    limits.MODEL_CELLS.check(horizon * patterns.total(), where=where)
+    return patterns
+
+
 def identical_server_groups(data: ProblemData) -> list[list[int]]:
     """Servers grouped by capacity; servers in one group are interchangeable."""
     groups: dict[int, list[int]] = {}
@@ -72,22 +93,41 @@ def identical_server_groups(data: ProblemData) -> list[list[int]]:
     return [g for g in groups.values()]
 
 
-def _compositions(total: int, caps: Sequence[int]) -> list[tuple[int, ...]]:
-    """All tuples ``c`` with ``0 <= c[s] <= caps[s]`` summing to ``total``."""
+class _TooMany(Exception):
+    """Raised inside :func:`_compositions` once it has more than ``limit`` tuples."""
+
+
+def _compositions(
+    total: int, caps: Sequence[int], limit: int | None = None
+) -> list[tuple[int, ...]] | None:
+    """All tuples ``c`` with ``0 <= c[s] <= caps[s]`` summing to ``total``.
+
+    With ``limit``, ``None`` as soon as there are more than ``limit`` of them
+    (the enumeration stops there, so its cost stays near ``servers x limit``).
+    """
+    n = len(caps)
+    room = [0] * (n + 1)  # room[s]: GPUs of servers s..n-1
+    for s in range(n - 1, -1, -1):
+        room[s] = room[s + 1] + caps[s]
     out: list[tuple[int, ...]] = []
 
     def rec(s: int, left: int, acc: list[int]) -> None:
-        if s == len(caps):
-            if left == 0:
-                out.append(tuple(acc))
+        if left == 0:  # the remaining servers all get 0
+            out.append((*acc, *([0] * (n - s))))
+            if limit is not None and len(out) > limit:
+                raise _TooMany
             return
-        room = sum(caps[s + 1 :])
-        for c in range(max(0, left - room), min(caps[s], left) + 1):
+        if s == n:
+            return
+        for c in range(max(0, left - room[s + 1]), min(caps[s], left) + 1):
             acc.append(c)
             rec(s + 1, left - c, acc)
             acc.pop()
 
-    rec(0, total, [])
+    try:
+        rec(0, total, [])
+    except _TooMany:
+        return None
     return out
 
 
@@ -111,19 +151,27 @@ class Patterns:
     def __init__(self, data: ProblemData, *, break_symmetry: bool = True):
         self.data = data
         caps = data.cluster.gpus_per_server
+        if len(caps) > MAX_SERVERS:
+            raise InputError(
+                f"the exact models enumerate placement patterns over at most {MAX_SERVERS} "
+                f"servers; instance {data.name!r} has {len(caps)}"
+            )
         self.groups = identical_server_groups(data)
         self.by_job: list[list[Pattern]] = []
+        by_size: dict[int, list[Pattern]] = {}  # jobs of one GPU count share their patterns
         for job in data.jobs:
-            comps = _compositions(job.num_gpus, caps)
-            if len(comps) > MAX_PATTERNS:
-                raise ValueError(
-                    f"job {job.id!r} has {len(comps)} placement patterns (more "
-                    f"than {MAX_PATTERNS}); the exact models are for small "
-                    "instances"
-                )
-            if not comps:  # pragma: no cover - ProblemData checks that every job fits
+            if job.num_gpus not in by_size:
+                comps = _compositions(job.num_gpus, caps, MAX_PATTERNS)
+                if comps is None:
+                    raise InputError(
+                        f"job {job.id!r} has more than {MAX_PATTERNS} placement patterns; "
+                        "the exact models are for small instances"
+                    )
+                by_size[job.num_gpus] = [Pattern(c) for c in comps]
+            pats = by_size[job.num_gpus]
+            if not pats:  # pragma: no cover - ProblemData checks that every job fits
                 raise ValueError(f"job {job.id!r} fits on no server combination")
-            self.by_job.append([Pattern(c) for c in comps])
+            self.by_job.append(list(pats))
         self.canonical_job: int | None = None
         if break_symmetry and any(len(g) > 1 for g in self.groups) and data.num_jobs:
             k = max(range(data.num_jobs), key=lambda j: (len(self.by_job[j]), -j))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pulp
 
 from sjfbco.bounds import lower_bound
+from sjfbco.errors import InputError
 from sjfbco.formulations.backends import MipOutcome, solve_mip
 from sjfbco.formulations.common import (
     Pattern,
@@ -33,6 +34,7 @@ from sjfbco.formulations.common import (
     kept_levels,
     level_cap,
     max_level,
+    model_patterns,
     rate,
     require_slotted,
     slot_levels,
@@ -135,7 +137,7 @@ class TimeIndexedILP:
         require_slotted(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
-        self.patterns = patterns or Patterns(data)
+        self.patterns = model_patterns(data, self.horizon, patterns)
         self.relax = relax
         self.sparse = sparse
         self.top = max_level(data, self.patterns)
@@ -162,7 +164,7 @@ class TimeIndexedILP:
                 if pv is not None:
                     row.append(pv)
             if not row:
-                raise ValueError(
+                raise InputError(
                     f"job {job.id!r} cannot finish by the horizon {H} on any "
                     "placement; raise the horizon"
                 )
@@ -389,7 +391,7 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
     target = os.fspath(path)
     suffix = os.path.splitext(target)[1].lower()
     if suffix not in (".lp", ".mps"):
-        raise ValueError(f"{target}: model files end in .lp or .mps")
+        raise InputError(f"{target}: model files end in .lp or .mps")
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="sjfbco-model-") as tmp:

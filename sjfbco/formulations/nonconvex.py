@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
+from sjfbco.errors import InputError
 from sjfbco.formulations.common import (
     Outcome,
     Patterns,
@@ -38,6 +39,7 @@ from sjfbco.formulations.common import (
     duration,
     level_cap,
     max_level,
+    model_patterns,
     rate,
     require_slotted,
 )
@@ -92,7 +94,7 @@ class NonconvexModel:
         require_slotted(data, "the non-convex model")
         self.data = data
         self.horizon = int(horizon)
-        self.patterns = patterns or Patterns(data)
+        self.patterns = model_patterns(data, self.horizon, patterns)
         self.exact_ends = exact_ends
         self.top = max_level(data, self.patterns)
         self.model = cp_model.CpModel()
@@ -113,7 +115,7 @@ class NonconvexModel:
                 if (not q.split or caps_lvl[k] > 0) and job.arrival + duration(data, j, q, 1) <= H
             ]
             if not usable:
-                raise ValueError(
+                raise InputError(
                     f"job {job.id!r} cannot finish by the horizon {H} on any "
                     "placement; raise the horizon"
                 )

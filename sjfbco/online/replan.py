@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.errors import InputError
 from sjfbco.online.policies import Policy, Start, View
 from sjfbco.problem import ProblemData
 
@@ -80,7 +81,7 @@ class SjfBcoOnline(Policy):
 
     def __init__(self, replan: str = "arrivals", **params: Any):
         if replan not in ("arrivals", "events"):
-            raise ValueError(f"replan must be 'arrivals' or 'events', got {replan!r}")
+            raise InputError(f"replan must be 'arrivals' or 'events', got {replan!r}")
         self.replan = replan
         self.params = params
         self.plan: dict[int, tuple[tuple[int, ...], int, int]] = {}

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sjfbco.cost import min_run_time
+from sjfbco.errors import InputError
 from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
@@ -102,7 +103,7 @@ def make_policy(policy: str | Policy) -> Policy:
         return SjfBcoOnline()
     cls = POLICY_CLASSES.get(policy)
     if cls is None:
-        raise ValueError(f"unknown online policy {policy!r}; known: {', '.join(policy_names())}")
+        raise InputError(f"unknown online policy {policy!r}; known: {', '.join(policy_names())}")
     return cls()
 
 
@@ -132,9 +133,9 @@ def run_online(
     """
     pol = make_policy(policy)
     if admission not in ADMISSIONS:
-        raise ValueError(f"unknown admission {admission!r}; known: {', '.join(ADMISSIONS)}")
+        raise InputError(f"unknown admission {admission!r}; known: {', '.join(ADMISSIONS)}")
     if admission == "partial" and not pol.partial_ok:
-        raise ValueError(
+        raise InputError(
             f"partial admission needs a priority-order policy; {pol.name!r} "
             "has none (use fcfs-gang or smallest-need-first)"
         )

@@ -7,6 +7,7 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, cast
 
 from sjfbco.bounds import lower_bound as cheap_lower_bound
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
@@ -101,9 +102,9 @@ def check_time_limit(time_limit: float | None) -> None:
     if time_limit is None:
         return
     if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
-        raise ValueError(f"time limit: must be a number of seconds, got {time_limit!r}")
+        raise InputError(f"time limit: must be a number of seconds, got {time_limit!r}")
     if not (time_limit > 0 and time_limit < float("inf")):
-        raise ValueError(f"time limit: must be a finite number of seconds > 0, got {time_limit!r}")
+        raise InputError(f"time limit: must be a finite number of seconds > 0, got {time_limit!r}")
 
 
 def _as_output(solver: str, out: Any) -> SolverOutput:

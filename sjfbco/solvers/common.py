@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
+from sjfbco.errors import InputError
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.placement import (
     AssignmentMode,
@@ -31,13 +32,13 @@ def check_choice(name: str, value: object, literal: Any) -> None:
     """Raise ``ValueError`` unless ``value`` is one of the ``Literal`` type's options."""
     options = get_args(literal)
     if value not in options:
-        raise ValueError(f"parameter {name}: must be one of {', '.join(options)}, got {value!r}")
+        raise InputError(f"parameter {name}: must be one of {', '.join(options)}, got {value!r}")
 
 
 def check_count(name: str, value: object) -> None:
     """Raise ``ValueError`` unless ``value`` is ``None`` or an integer ``>= 1``."""
     if value is not None and not (isinstance(value, int) and value >= 1):
-        raise ValueError(f"parameter {name}: must be an integer >= 1, got {value!r}")
+        raise InputError(f"parameter {name}: must be an integer >= 1, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class ListParams:
         check_choice("order", self.order, JobOrder)
         check_choice("estimate", self.estimate, Estimate)
         if not (isinstance(self.u, int | float) and self.u > 0):
-            raise ValueError(f"parameter u: must be > 0, got {self.u!r}")
+            raise InputError(f"parameter u: must be > 0, got {self.u!r}")
         check_count("horizon", self.horizon)
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from sjfbco.errors import InputError
 from sjfbco.schedule import Evaluation, Schedule
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def register(
 
     def deco(fn: SolverFn[Any]) -> SolverFn[Any]:
         if name in SOLVERS:
-            raise ValueError(f"solver {name!r} is registered twice")
+            raise InputError(f"solver {name!r} is registered twice")
         doc = (getattr(fn, "__doc__", None) or "").strip().split("\n")[0]
         SOLVERS[name] = SolverSpec(name, fn, params or NoParams, heuristic, doc)
         return fn
@@ -142,7 +143,7 @@ def spec_of(name: str) -> SolverSpec[Any]:
     """The registered solver ``name``, or ``ValueError`` listing the known names."""
     spec = SOLVERS.get(name)
     if spec is None:
-        raise ValueError(f"unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}")
+        raise InputError(f"unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}")
     return spec
 
 

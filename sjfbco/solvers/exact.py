@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from sjfbco import progress
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import best_servers, min_run_time
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers.common import check_choice
@@ -78,9 +79,9 @@ class ExactParams:
         if self.horizon is not None and (
             isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1
         ):
-            raise ValueError(f"horizon: must be a positive integer, got {self.horizon!r}")
+            raise InputError(f"horizon: must be a positive integer, got {self.horizon!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise ValueError(f"threads: must be a positive integer, got {self.threads!r}")
+            raise InputError(f"threads: must be a positive integer, got {self.threads!r}")
 
 
 def serial_schedule(data: ProblemData) -> Schedule:
@@ -124,8 +125,8 @@ def warm_candidates(
         progress.report(f"exact: warm start ({name})", k, len(WARM_SOLVERS), "heuristic")
         try:
             res = solve(data, name, time_limit=time_limit, seed=seed)
-        except Exception as err:
-            log.warning("warm start %s failed: %s", name, err)
+        except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
+            log.info("warm start %s failed: %s", name, err)
             continue
         if res.schedule is not None and res.evaluation is not None:
             out.append((name, res.schedule, res.evaluation))

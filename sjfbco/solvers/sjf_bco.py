@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from sjfbco.errors import InputError
 from sjfbco.solvers.common import (
     ListParams,
     check_choice,
@@ -68,7 +69,7 @@ class SJFBCOParams(ListParams):
         check_count("kappa", self.kappa)
         for name, lam in [("lam", self.lam), *self.lam_per_job.items()]:
             if not (isinstance(lam, int | float) and lam >= 1):
-                raise ValueError(f"parameter lam ({name}): must be >= 1, got {lam!r}")
+                raise InputError(f"parameter lam ({name}): must be >= 1, got {lam!r}")
 
 
 def kappa_candidates(data: ProblemData, params: SJFBCOParams) -> list[int]:
@@ -92,7 +93,7 @@ def sjf_bco_rule(data: ProblemData, kappa: int, params: SJFBCOParams) -> Rule:
     lams = [float(params.lam_per_job.get(job.id, params.lam)) for job in data.jobs]
     unknown = set(params.lam_per_job) - set(data.job_index)
     if unknown:
-        raise ValueError(f"parameter lam_per_job: unknown job id {sorted(unknown)[0]!r}")
+        raise InputError(f"parameter lam_per_job: unknown job id {sorted(unknown)[0]!r}")
     ties = params.ties
 
     def rule(j: int, state: LoadState, limit: float) -> Chosen | None:

@@ -139,7 +139,7 @@ def size_mix(jobs: int) -> dict[int, int]:
     (value 0).
     """
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs must be a positive integer, got {jobs!r}")
+        raise InputError(f"jobs must be a positive integer, got {jobs!r}")
     total = sum(SIZE_MIX_160.values())
     # integer arithmetic: quota = jobs * c / total = floor + rem / total
     floors = {g: jobs * c // total for g, c in SIZE_MIX_160.items()}
@@ -172,16 +172,16 @@ def draw_servers(servers: int, rng: random.Random, needs: int) -> tuple[int, ...
     (8 servers hold at least 32 GPUs).
     """
     if isinstance(servers, bool) or not isinstance(servers, int) or servers < 1:
-        raise ValueError(f"servers must be a positive integer, got {servers!r}")
+        raise InputError(f"servers must be a positive integer, got {servers!r}")
     if servers * max(SERVER_SIZES) < needs:
-        raise ValueError(
+        raise InputError(
             f"{servers} servers of at most {max(SERVER_SIZES)} GPUs cannot hold a {needs}-GPU job"
         )
     for _ in range(MAX_CLUSTER_DRAWS):
         caps = tuple(SERVER_SIZES[_randint(rng, 0, len(SERVER_SIZES) - 1)] for _ in range(servers))
         if sum(caps) >= needs:
             return caps
-    raise ValueError(
+    raise InputError(
         f"no draw of {servers} servers held a {needs}-GPU job in {MAX_CLUSTER_DRAWS} attempts"
     )
 
@@ -192,7 +192,7 @@ def _preset(preset: str | Preset) -> Preset:
     try:
         return PRESETS[preset]
     except KeyError:
-        raise ValueError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}") from None
+        raise InputError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}") from None
 
 
 def instance_name(servers: int, seed: int, jobs: int = 160, preset: str = "paper") -> str:
@@ -241,9 +241,9 @@ def paper_instance(
     """
     p = _preset(preset)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+        raise InputError(f"seed must be an integer, got {seed!r}")
     if not models:
-        raise ValueError("models must not be empty")
+        raise InputError("models must not be empty")
     mix = size_mix(jobs)
     rng = random.Random(seed)
     largest = max(g for g, c in mix.items() if c > 0)
@@ -260,7 +260,7 @@ def paper_instance(
     try:
         return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
     except InputError as err:
-        raise ValueError(f"preset {p.name!r} does not fit this workload: {err}") from None
+        raise InputError(f"preset {p.name!r} does not fit this workload: {err}") from None
 
 
 @dataclass(frozen=True)

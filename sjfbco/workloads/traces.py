@@ -267,6 +267,10 @@ def build_instances(
     """
     if instances < 1:
         raise InputError(f"instances must be >= 1, got {instances}")
+    if not (math.isfinite(max_slots) and max_slots >= 1):
+        raise InputError(f"max_slots must be a finite number >= 1, got {max_slots!r}")
+    if time_scale is not None and not (math.isfinite(time_scale) and time_scale > 0):
+        raise InputError(f"time_scale must be a finite number > 0, got {time_scale!r}")
     if n_jobs is None and instances > 1:
         raise InputError("several instances need a sample size (--n-jobs)")
     if n_jobs is not None and n_jobs < 1:

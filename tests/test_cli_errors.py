@@ -1,0 +1,247 @@
+"""The CLI's error contract: exit 2 and one line for bad input, exit 1 and one line for a bug.
+
+Run in-process through :func:`sjfbco.cli.main` (fast); ``docs/formats.md`` and the
+``sjfbco.cli`` docstring state the contract.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sjfbco.cli import main
+from sjfbco.files import json_line
+from tests.conftest import INSTANCES
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+EXAMPLE = INSTANCES / "small" / "example.json"
+SCHEDULE = INSTANCES / "small" / "example-schedule.json"
+PHILLY = INSTANCES.parent.parent / "shared" / "data" / "philly" / "philly.csv"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_error(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def test_internal_error_is_exit_1_with_a_debug_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sjfbco.commands.evaluate as cmd
+
+    def broken(args: Any) -> int:
+        [].remove(1)  # the kind of bug the issue saw dressed as bad input
+        return 0
+
+    monkeypatch.setattr(cmd, "run", broken)
+    code, out, err = _run(capsys, "evaluate", EXAMPLE, SCHEDULE)
+    assert code == 1 and out == ""
+    line = _one_line_error(err)
+    assert line.startswith("sjfbco: error: internal error: ValueError: list.remove(x)")
+    assert "rerun with --debug" in line
+    # --debug (before or after the command) and SJFBCO_DEBUG=1 show the traceback instead
+    for argv in (
+        ["--debug", "evaluate", EXAMPLE, SCHEDULE],
+        ["evaluate", EXAMPLE, SCHEDULE, "--debug"],
+    ):
+        with pytest.raises(ValueError, match=r"list\.remove"):
+            main([str(a) for a in argv])
+    monkeypatch.setenv("SJFBCO_DEBUG", "1")
+    with pytest.raises(ValueError, match=r"list\.remove"):
+        main(["evaluate", str(EXAMPLE), str(SCHEDULE)])
+
+
+def test_bad_input_is_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = _run(capsys, "evaluate", tmp_path / "nope.json", SCHEDULE, "--json")
+    assert (code, out) == (2, "")
+    assert _one_line_error(err) == f"sjfbco: error: {tmp_path / 'nope.json'}: no such file"
+
+
+def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "solve", EXAMPLE, "--bogus")
+    assert code == 2
+    assert _one_line_error(err) == (
+        "sjfbco: error: unrecognized arguments: --bogus (see sjfbco --help)"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["solve", EXAMPLE, "--time-limit", "nan"], "--time-limit: must be a finite number > 0"),
+        (["solve", EXAMPLE, "--time-limit", "-1"], "--time-limit: must be a finite number > 0"),
+        (["solve", EXAMPLE, "--time-limit", "0"], "--time-limit: must be a finite number > 0"),
+        (["solve", EXAMPLE, "--seed", "-1"], "--seed: must be an integer >= 0"),
+        (["batch", EXAMPLE, "--solvers", "ls", "-o", "x.csv", "--time-limit", "inf"], "finite"),
+        (["batch", EXAMPLE, "--solvers", "ls", "-o", "x.csv", "--workers", "100000"], "<= 256"),
+        (
+            ["batch", EXAMPLE, "--solvers", "ls", "-o", "x.csv", "--seeds", "1e12"],
+            "SJFBCO_MAX_TASKS=N",
+        ),
+        (["elastic", EXAMPLE, "--knee-threshold", "nan"], "--knee-threshold: must be a finite"),
+        (["elastic", EXAMPLE, "--knee-threshold", "2"], "<= 1"),
+        (["generate", "paper", "--jobs", "1e9"], "SJFBCO_MAX_JOBS=N"),
+        (["generate", "paper", "--servers", "1e9"], "SJFBCO_MAX_SERVERS=N"),
+        (["generate", "paper", "--slot-seconds", "1e10"], "--slot-seconds: must be a finite"),
+        (["formulate", EXAMPLE, "--kind", "ilp", "-o", "x.lp", "--horizon", "0"], "--horizon"),
+        (["reproduce", "--seeds", "1e12"], "SJFBCO_MAX_TASKS=N"),
+        (["reproduce", "--workers", "0"], "--workers: must be an integer >= 1"),
+        (["convert", "philly", PHILLY, "-o", "x", "--max-slots", "0"], "--max-slots: must be"),
+        (["convert", "philly", PHILLY, "-o", "x", "--max-slots", "nan"], "--max-slots: must be"),
+        (["convert", "philly", PHILLY, "-o", "x", "--time-scale", "-2"], "--time-scale: must"),
+    ],
+)
+def test_numeric_options_are_validated_everywhere(
+    capsys: pytest.CaptureFixture[str], argv: list[Any], message: str
+) -> None:
+    code, out, err = _run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert message in _one_line_error(err)
+
+
+def test_limit_refusal_names_the_variable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SJFBCO_MAX_TASKS", "2")
+    code, _, err = _run(
+        capsys, "batch", EXAMPLE, "--solvers", "ls,ff", "-o", "x.csv", "--seeds", "2"
+    )
+    assert code == 2
+    assert _one_line_error(err) == (
+        "sjfbco: error: instances x solvers x seeds: 4 tasks in one run; the limit is 2 "
+        "(raise it with the environment variable SJFBCO_MAX_TASKS=N)"
+    )
+
+
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("x{foo}.json", "unknown placeholder {foo}"),
+        ("x{0}.json", "unknown placeholder {0}"),
+        ("x{}.json", "unknown placeholder {}"),
+        ("x{instance.real}.json", "unknown placeholder {instance.real}"),
+        ("x{.json", "expected '}' before end of string"),
+        ("x}.json", "Single '}' encountered"),
+        ("x{instance!z}.json", "Unknown conversion specifier z"),
+    ],
+)
+def test_schedule_out_placeholders_checked_before_solving(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    template: str,
+    message: str,
+) -> None:
+    import sjfbco.solvers
+
+    def no_solving(*a: Any, **k: Any) -> Any:
+        raise AssertionError("solved before checking --output")
+
+    monkeypatch.setattr(sjfbco.solvers, "solve", no_solving)
+    code, _, err = _run(capsys, "solve", EXAMPLE, "-o", tmp_path / template)
+    assert code == 2
+    assert message in _one_line_error(err)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_schedule_out_literal_braces(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, _ = _run(capsys, "solve", EXAMPLE, "-o", tmp_path / "{{x}}-{solver}.json")
+    assert code == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["{x}-sjf-bco.json"]
+
+
+def test_write_errors_name_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _, err = _run(capsys, "generate", "paper", "-o", blocker / "x.json")
+    assert code == 2
+    assert _one_line_error(err).startswith(f"sjfbco: error: {blocker / 'x.json'}: cannot write")
+    # an existing directory or device is never replaced by a file
+    code, _, err = _run(capsys, "generate", "paper", "-o", tmp_path)
+    assert code == 2
+    assert _one_line_error(err).endswith("exists and is a directory; give a file path")
+
+
+def test_warnings_are_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sjfbco.commands.evaluate as cmd
+
+    def noisy(args: Any) -> int:
+        warnings.warn("first line\nsecond line", RuntimeWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(cmd, "run", noisy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        code, _, err = _run(capsys, "evaluate", EXAMPLE, SCHEDULE)
+    assert code == 0
+    assert err == "sjfbco: warning: first line\\nsecond line\n"
+
+
+def test_json_lines_never_hold_nan() -> None:
+    line = json_line({"gap": float("inf"), "x": [float("nan"), 1.5], "n": 2})
+    assert json.loads(line) == {"gap": None, "x": [None, 1.5], "n": 2}
+
+
+def test_convert_name_stays_in_the_output_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    for name in ("../x", str(tmp_path / "abs"), ".hidden", "a/b", "conversion"):
+        code, _, err = _run(capsys, "convert", "philly", PHILLY, "-o", out, "--name", name)
+        assert code == 2, name
+        assert "--name" in _one_line_error(err)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_formulate_paper_ilp_error_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # with 0.5 s slots, some heuristics' placements push tau above one slot: their warm
+    # starts are skipped quietly and the one error is the evaluator's
+    doc = json.loads(EXAMPLE.read_text())
+    doc["cost"]["slot_seconds"] = 0.5
+    inst = tmp_path / "tight.json"
+    inst.write_text(json.dumps(doc))
+    code, out, err = _run(
+        capsys, "formulate", inst, "--kind", "paper-ilp", "-o", tmp_path / "m.lp", "--json"
+    )
+    assert (code, out) == (2, "")
+    assert "one iteration takes" in _one_line_error(err)
+
+
+def test_plot_shows_dollar_signs_literally(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    doc = json.loads(EXAMPLE.read_text())
+    sdoc = json.loads(SCHEDULE.read_text())
+    doc["jobs"][0]["id"] = sdoc["jobs"][0]["id"] = r"$\frac{a$"
+    (tmp_path / "i.json").write_text(json.dumps(doc))
+    (tmp_path / "s.json").write_text(json.dumps(sdoc))
+    code, _, err = _run(
+        capsys,
+        "plot",
+        tmp_path / "i.json",
+        tmp_path / "s.json",
+        "-o",
+        tmp_path / "g.png",
+        "--title",
+        "$x",
+    )
+    assert (code, err) == (0, "")
+    assert (tmp_path / "g.png").read_bytes().startswith(b"\x89PNG")
