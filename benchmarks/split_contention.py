@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+from collections import Counter
 
 from sjfbco import solve
-from sjfbco.cost import slots_to_finish
+from sjfbco.cost import shape_of, slots_to_finish
 from sjfbco.experiments.paper import PAPER_POLICIES
 from sjfbco.workloads.paper import paper_instance
 
@@ -53,14 +54,14 @@ def main() -> None:
             multi = split = 0
             widths, slow = [], []
             for j, gpus in enumerate(res.schedule.gpus):
-                n = len({s for s, _ in gpus})
+                n, g = shape_of(Counter(s for s, _ in gpus).values())
                 if data.jobs[j].num_gpus > 1:
                     multi += 1
                 if n > 1:
                     split += 1
                     widths.append(n)
                     alone = slots_to_finish(
-                        data.jobs[j].iterations, data.rates.alone(j, n), data.cost
+                        data.jobs[j].iterations, data.rates.alone(j, n, g), data.cost
                     )
                     slow.append((ev.end[j] - ev.start[j]) / alone)
             cols["split"].append(split / multi)

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+
+import numpy as np
 
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     from sjfbco.problem import Cluster, CostParams, Job, ProblemData
+
+#: A float, or a numpy array of them (the array-capable functions work elementwise).
+Num: TypeAlias = Any
 
 #: ``f(alpha, k)``: bandwidth degradation under effective contention ``k >= 1``.
 #: Must satisfy ``f(alpha, 1) == 1`` and increase in ``k``.
@@ -82,45 +87,190 @@ def effective_contention(p: int, cost: CostParams) -> float:
     return max(1.0, cost.xi1 * p)
 
 
-def bandwidth(p: int, cluster: Cluster, cost: CostParams) -> float:
-    """Bandwidth ``B_j`` in MB/s at contention count ``p`` (0: job inside one server)."""
+class Shape(NamedTuple):
+    """Where a job's GPUs lie, as far as the cost model cares.
+
+    ``num_servers``: servers the job holds GPUs on; ``max_per_server``: the
+    most GPUs it holds on one of them (``G_j`` for a job inside one server).
+    """
+
+    num_servers: int
+    max_per_server: int
+
+
+def shape_of(counts: Iterable[int]) -> Shape:
+    """The :class:`Shape` of per-server GPU counts (zeros ignored)."""
+    used = [c for c in counts if c > 0]
+    return Shape(len(used), max(used, default=0))
+
+
+def sharing_factor(num_servers: Num, max_per_server: Num, cost: CostParams) -> Num:
+    """Link-sharing factor ``h >= 1`` of a split job (extended form; 1 in the paper's model).
+
+    ``h = (1 + sigma (g - 1)) * (1 + rho [n == 2])`` with ``sigma =
+    cost.node_sharing``, ``g`` the job's GPUs on its fullest server (they share
+    that server's link), ``rho = cost.two_server_sharing`` and ``n`` the
+    servers used (a ring over two servers runs both of its directions between
+    the same pair of servers). Elementwise on numpy arrays.
+    """
+    node = 1.0 + cost.node_sharing * (max_per_server - 1)
+    return node * (1.0 + cost.two_server_sharing * (num_servers == 2))
+
+
+def bandwidth(
+    p: int,
+    cluster: Cluster,
+    cost: CostParams,
+    *,
+    num_servers: int = 2,
+    max_per_server: int = 1,
+) -> float:
+    """Bandwidth ``B_j`` in MB/s at contention count ``p`` (0: job inside one server).
+
+    ``b_intra`` inside one server, else ``b_inter / (f(alpha, k) h)`` with
+    :func:`sharing_factor` ``h`` of the job's shape (1 in the paper's model).
+    """
     if p <= 0:
         return cluster.bandwidth_intra
+    return cluster.bandwidth_inter / (
+        degradation_factor(p, cost) * sharing_factor(num_servers, max_per_server, cost)
+    )
+
+
+def degradation_factor(p: int, cost: CostParams) -> float:
+    """``f(alpha, k_j)`` at contention count ``p >= 1`` (eq. 7 and the degradation).
+
+    A :class:`ConfigurationError` unless it is a finite number >= 1 (a
+    registered function may overflow; the built-in ones cannot, with
+    ``cost.alpha <= 10``).
+    """
     k = effective_contention(p, cost)
     try:
         f = float(DEGRADATIONS[cost.degradation](cost.alpha, k))
     except (OverflowError, ZeroDivisionError):
         f = math.inf
-    if not 1.0 <= f < math.inf:  # the built-in ones cannot get here (cost.alpha <= 10)
+    if not 1.0 <= f < math.inf:
         raise ConfigurationError(
             f"degradation {cost.degradation!r} gives f(alpha={cost.alpha:g}, k={k:g}) = {f:g}; "
             "it must be a finite number >= 1"
         )
-    return cluster.bandwidth_inter / f
+    return f
 
 
-def overhead(num_servers: int, cost: CostParams) -> float:
+def overhead(num_servers: Num, cost: CostParams) -> Num:
     """Overhead ``gamma_j = xi2 * (servers used)``, seconds per iteration."""
     return cost.xi2 * num_servers
 
 
-def iteration_time(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostParams) -> float:
-    """Per-iteration time ``tau_j`` in seconds (eq. 8).
+def combine(compute: Num, comm: Num, exponent: float) -> Num:
+    """Per-iteration time from compute and communication (seconds), elementwise.
+
+    ``exponent == 1``: the sum (the paper's eq. 8, no overlap). Otherwise the
+    power mean ``(compute^q + comm^q)^(1/q)`` with ``q = exponent > 1``: compute
+    and communication overlap, fully as ``q -> inf`` (the larger of the two).
+    """
+    if exponent == 1.0:
+        return compute + comm
+    return (compute**exponent + comm**exponent) ** (1.0 / exponent)
+
+
+def iteration_seconds(
+    compute: Num,
+    gradient_mb: Num,
+    workers: Num,
+    num_servers: Num,
+    max_per_server: Num,
+    contention: Num,
+    *,
+    bandwidth_intra: float,
+    bandwidth_inter: float,
+    gpu_speed: float,
+    cost: CostParams,
+) -> Num:
+    """Eq. 8 with the extensions: the one formula, on floats or numpy arrays (broadcast).
+
+    ``comm = 2 m (w-1)/w / B + m (w-1)/w / C + xi2 n`` with ``B = b_intra``
+    for ``n == 1`` and ``b_inter / (f h)`` otherwise (``f = contention``, the
+    degradation ``f(alpha, k)``, 1 without contention; ``h`` from
+    :func:`sharing_factor`), and ``tau = combine(compute, comm, q)``
+    (:func:`combine`). Units: s, MB, MB/s. Callers with a :class:`Job` use
+    :func:`iteration_time`; this form serves vectorised fits
+    (:mod:`sjfbco.calibration`).
+    """
+    share = gradient_mb * (workers - 1) / workers
+    inter = contention * sharing_factor(num_servers, max_per_server, cost) / bandwidth_inter
+    inv_b = _select(num_servers > 1, inter, 1.0 / bandwidth_intra)
+    comm = 2.0 * share * inv_b + share / gpu_speed + overhead(num_servers, cost)
+    return combine(compute, comm, cost.overlap_exponent)
+
+
+def _select(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b``, elementwise when ``cond`` is a numpy array."""
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, a, b)
+    return a if cond else b
+
+
+def check_shape(job: Job, num_servers: int, max_per_server: int) -> None:
+    """Raise ``ValueError`` unless some placement of ``job`` has this shape."""
+    w = job.num_gpus
+    lo = -(-w // num_servers) if num_servers >= 1 else 0
+    if not (1 <= num_servers <= w and lo <= max_per_server <= w - num_servers + 1):
+        raise ValueError(
+            f"job {job.id!r} of {w} GPUs cannot lie on {num_servers} servers with at most "
+            f"{max_per_server} on one"
+        )
+
+
+def iteration_time(
+    job: Job,
+    num_servers: int,
+    p: int,
+    cluster: Cluster,
+    cost: CostParams,
+    *,
+    max_per_server: int | None = None,
+) -> float:
+    """Per-iteration time ``tau_j`` in seconds (eq. 8; extended form if ``cost`` asks).
 
     ``tau = 2 m (w-1)/w / B + m (w-1)/w / C + gamma + compute``, with ``w = G_j``
-    workers, ``B`` from :func:`bandwidth` and ``gamma`` from :func:`overhead`.
-    ``p`` is the contention count (0 when ``num_servers == 1``).
+    workers, ``B`` from :func:`bandwidth` and ``gamma`` from :func:`overhead`;
+    with ``cost.overlap_exponent > 1`` compute and communication overlap
+    (:func:`combine`). ``p`` is the contention count (0 when ``num_servers ==
+    1``). ``max_per_server``: the job's GPUs on its fullest server; needed for
+    a split job only when ``cost.node_sharing > 0`` (a :class:`ValueError`
+    otherwise: the time depends on it).
     """
     if num_servers == 1:
         p = 0
-    elif p < 1:
-        raise ValueError(f"job {job.id!r} is split over {num_servers} servers; p must be >= 1")
-    w = job.num_gpus
-    comm = 0.0
-    if w > 1:
-        share = job.gradient_mb * (w - 1) / w
-        comm = 2.0 * share / bandwidth(p, cluster, cost) + share / cluster.gpu_speed
-    return comm + overhead(num_servers, cost) + job.compute
+        g = job.num_gpus
+    else:
+        if p < 1:
+            raise ValueError(f"job {job.id!r} is split over {num_servers} servers; p must be >= 1")
+        if max_per_server is None:
+            if cost.node_sharing > 0:
+                raise ValueError(
+                    f"job {job.id!r}: with cost.node_sharing > 0 the time of a split job "
+                    "depends on its GPUs per server; pass max_per_server"
+                )
+            max_per_server = -(-job.num_gpus // num_servers)
+        g = max_per_server
+    check_shape(job, num_servers, g)
+    f = degradation_factor(p, cost) if p > 0 else 1.0
+    return float(
+        iteration_seconds(
+            job.compute,
+            job.gradient_mb,
+            job.num_gpus,
+            num_servers,
+            g,
+            f,
+            bandwidth_intra=cluster.bandwidth_intra,
+            bandwidth_inter=cluster.bandwidth_inter,
+            gpu_speed=cluster.gpu_speed,
+            cost=cost,
+        )
+    )
 
 
 def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> float:
@@ -143,10 +293,21 @@ def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> 
     return math.floor(1.0 / tau_slots + 1e-9)
 
 
-def rate_at(job: Job, num_servers: int, p: int, cluster: Cluster, cost: CostParams) -> float:
-    """Iterations per slot of ``job`` on ``num_servers`` servers at contention ``p``."""
-    tau = iteration_time(job, num_servers, p, cluster, cost) / cost.slot_seconds
-    return progress_per_slot(tau, cost, job.id)
+def rate_at(
+    job: Job,
+    num_servers: int,
+    p: int,
+    cluster: Cluster,
+    cost: CostParams,
+    *,
+    max_per_server: int | None = None,
+) -> float:
+    """Iterations per slot of ``job`` on ``num_servers`` servers at contention ``p``.
+
+    ``max_per_server`` as in :func:`iteration_time`.
+    """
+    tau = iteration_time(job, num_servers, p, cluster, cost, max_per_server=max_per_server)
+    return progress_per_slot(tau / cost.slot_seconds, cost, job.id)
 
 
 def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
@@ -163,57 +324,145 @@ def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
     return math.ceil(iterations / rate - 1e-9)
 
 
-def best_servers(job: Job, cluster: Cluster) -> int:
-    """Servers used by the job's best contention-free placement: the fewest possible.
+def _fewest_at_most(caps_desc: Sequence[int], workers: int) -> int:
+    """Smallest ``g`` with ``sum(min(c, g) for c in caps_desc) >= workers`` (caps all used)."""
+    lo, hi = -(-workers // len(caps_desc)), caps_desc[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sum(min(c, mid) for c in caps_desc) >= workers:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
-    Fewer servers never cost more: one server avoids ``b_inter`` altogether, and
-    once split, ``tau`` grows with the overhead ``xi2 * servers``.
+
+def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
+    """Shape of the job's best contention-free placement (the smallest ``tau``).
+
+    For each server count ``n`` the least ``max_per_server`` possible is
+    ``g(n)``, the smallest ``g`` with ``sum_i min(O_i, g) >= G_j`` over the
+    ``n`` largest servers (:func:`fill_shape` builds such a placement). The
+    answer is the ``n`` (fewest on ties) with the smallest
+    ``tau(n, g(n))``.
+
+    Proof that nothing beats it: a placement on ``n`` servers with at most
+    ``g`` GPUs on each exists only if ``sum_i min(O_i, g) >= G_j`` over some
+    ``n`` servers, hence over the ``n`` largest, so its ``g >= g(n)``; ``tau``
+    does not decrease in ``g`` at fixed ``n`` (only the sharing factor
+    ``1 + sigma (g - 1)``, ``sigma >= 0``, depends on ``g``) and
+    :func:`combine` increases in communication; so every placement costs at
+    least ``tau(n, g(n))`` for its ``n``. In the paper's model (no sharing
+    terms) the fewest servers win outright: one server avoids ``b_inter``
+    altogether, and once split, ``tau`` grows only with ``xi2 * servers``; so
+    only that ``n`` is tried. ``tests/test_cost.py`` checks the claim against
+    every placement of small clusters.
     """
-    n = cluster.min_servers_for(job.num_gpus)
-    if n == 0:
-        raise ValueError(
-            f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {cluster.num_gpus}"
-        )
-    return n
+    w = job.num_gpus
+    n_min = cluster.min_servers_for(w)
+    if n_min == 0:
+        raise ValueError(f"job {job.id!r} asks for {w} GPUs; the cluster has {cluster.num_gpus}")
+    caps = cluster.capacities_desc
+    last = n_min
+    if n_min > 1 and (cost.node_sharing > 0 or cost.two_server_sharing > 0):
+        last = min(w, cluster.num_servers)
+    best: Shape | None = None
+    best_tau = math.inf
+    for n in range(n_min, last + 1):
+        shape = Shape(n, w if n == 1 else _fewest_at_most(caps[:n], w))
+        tau = iteration_time(job, n, 1 if n > 1 else 0, cluster, cost, max_per_server=shape[1])
+        if best is None or tau < best_tau:  # the first always counts (tau may be inf)
+            best, best_tau = shape, tau
+    assert best is not None
+    return best
+
+
+def fill_shape(job: Job, cluster: Cluster, shape: Shape) -> tuple[int, ...]:
+    """Per-server GPU counts of a placement of ``job`` with this shape, or ``ValueError``.
+
+    Uses the ``shape.num_servers`` largest servers (lower index first on
+    ties): one GPU each, then each filled up to ``shape.max_per_server`` in
+    that order.
+    """
+    n, g = shape
+    order = sorted(range(cluster.num_servers), key=lambda s: (-cluster.gpus_per_server[s], s))[:n]
+    counts = [0] * cluster.num_servers
+    left = job.num_gpus - n
+    for s in order:
+        extra = max(0, min(cluster.gpus_per_server[s], g) - 1)
+        counts[s] = 1 + min(extra, left)
+        left -= counts[s] - 1
+    if n < 1 or len(order) < n or left > 0 or max(counts) != g:
+        raise ValueError(f"job {job.id!r} cannot take shape {tuple(shape)} on this cluster")
+    return tuple(counts)
+
+
+def best_servers(job: Job, cluster: Cluster, cost: CostParams | None = None) -> int:
+    """Servers used by the job's best contention-free placement (:func:`best_shape`).
+
+    Without ``cost``: the fewest servers that hold the job, which is the best
+    placement in the paper's model.
+    """
+    if cost is None:
+        n = cluster.min_servers_for(job.num_gpus)
+        if n == 0:
+            raise ValueError(
+                f"job {job.id!r} asks for {job.num_gpus} GPUs; the cluster has {cluster.num_gpus}"
+            )
+        return n
+    return best_shape(job, cluster, cost).num_servers
 
 
 def best_iteration_time(job: Job, cluster: Cluster, cost: CostParams) -> float:
     """``tau_j`` in seconds on the best placement, without contention (``p = 1`` if split)."""
-    n = best_servers(job, cluster)
-    return iteration_time(job, n, 1 if n > 1 else 0, cluster, cost)
+    n, g = best_shape(job, cluster, cost)
+    return iteration_time(job, n, 1 if n > 1 else 0, cluster, cost, max_per_server=g)
 
 
 def best_rate(job: Job, cluster: Cluster, cost: CostParams) -> float:
     """Iterations per slot on the best placement, without contention (``p = 1`` if split)."""
-    n = best_servers(job, cluster)
-    return rate_at(job, n, 1 if n > 1 else 0, cluster, cost)
+    n, g = best_shape(job, cluster, cost)
+    return rate_at(job, n, 1 if n > 1 else 0, cluster, cost, max_per_server=g)
 
 
 def min_run_time(job: Job, data: ProblemData) -> float:
-    """``rho_j^min``: slots the job needs alone on its best placement."""
+    """``rho_j^min``: slots the job needs alone on its best placement (:func:`best_shape`)."""
     return slots_to_finish(job.iterations, best_rate(job, data.cluster, data.cost), data.cost)
 
 
 class RateCache:
-    """Memoised :func:`rate_at` for the jobs of one instance, keyed by ``(job, servers, p)``.
+    """Memoised :func:`rate_at` for the jobs of one instance.
 
-    The evaluator and every solver share one per instance (``data.rates``) so
-    that repeated trials never recompute eq. 8.
+    Keyed by ``(job, servers, p, max_per_server)``; ``p`` and
+    ``max_per_server`` are dropped from the key where the model ignores them
+    (a job inside one server; no per-node sharing), so the paper's model keeps
+    one entry per ``(job, servers, p)``. The evaluator and every solver share
+    one per instance (``data.rates``) so that repeated trials never recompute
+    eq. 8.
     """
 
     def __init__(self, data: ProblemData):
         self._data = data
-        self._table: dict[tuple[int, int, int], float] = {}
+        self._by_node = data.cost.node_sharing > 0
+        self._table: dict[tuple[int, int, int, int], float] = {}
 
-    def rate(self, job: int, num_servers: int, p: int) -> float:
-        """Iterations per slot of job ``job`` on ``num_servers`` servers at contention ``p``."""
-        key = (job, num_servers, p if num_servers > 1 else 0)
+    def rate(self, job: int, num_servers: int, p: int, max_per_server: int | None = None) -> float:
+        """Iterations per slot of job ``job`` on ``num_servers`` servers at contention ``p``.
+
+        ``max_per_server``: the job's GPUs on its fullest server; required for a
+        split job when ``cost.node_sharing > 0`` (see :func:`iteration_time`).
+        """
+        if num_servers == 1:
+            key = (job, 1, 0, 0)
+        else:
+            key = (job, num_servers, p, (max_per_server or 0) if self._by_node else 0)
         r = self._table.get(key)
         if r is None:
             d = self._data
-            r = self._table[key] = rate_at(d.jobs[job], num_servers, key[2], d.cluster, d.cost)
+            g = max_per_server if self._by_node else None
+            r = rate_at(d.jobs[job], num_servers, key[2], d.cluster, d.cost, max_per_server=g)
+            self._table[key] = r
         return r
 
-    def alone(self, job: int, num_servers: int) -> float:
+    def alone(self, job: int, num_servers: int, max_per_server: int | None = None) -> float:
         """Rate without contention from other jobs (``p = 1`` if split)."""
-        return self.rate(job, num_servers, 1)
+        return self.rate(job, num_servers, 1, max_per_server)

@@ -42,6 +42,7 @@ class _Run:
     """State of one running job."""
 
     servers: tuple[int, ...]
+    max_per_server: int  # the job's GPUs on its fullest server (cost.shape_of)
     split: bool
     p: int
     rate: float  # iterations per slot at contention p (an int when slotted)
@@ -84,6 +85,7 @@ class Simulator:
         self.end_time: dict[int, float] = {}
         self.gpu_ids_of: dict[int, tuple[int, ...]] = {}
         self.servers_of: dict[int, tuple[int, ...]] = {}
+        self.max_per_server_of: dict[int, int] = {}
 
     # -- queries -----------------------------------------------------------------
     @property
@@ -132,17 +134,22 @@ class Simulator:
                     f"job {self.data.jobs[job].id!r} cannot start at slot {self.now} on GPU "
                     f"({s}, {i}): job {self.data.jobs[owner[g]].id!r} holds it"
                 )
+        per_server: dict[int, int] = {}
+        server_of = self._server_of
         for g in gpu_ids:
             owner[g] = job
-        servers = tuple(sorted({self._server_of[g] for g in gpu_ids}))
+            s = server_of[g]
+            per_server[s] = per_server.get(s, 0) + 1
+        servers = tuple(sorted(per_server))
         split = len(servers) > 1
+        g_max = max(per_server.values())
         self.start_time[job] = self.now
         self.gpu_ids_of[job] = tuple(gpu_ids)
         self.servers_of[job] = servers
+        self.max_per_server_of[job] = g_max
         iterations = self.data.jobs[job].iterations
-        run = _Run(
-            servers, split, 0, 0, float(iterations) if self._continuous else iterations, self.now
-        )
+        remaining = float(iterations) if self._continuous else iterations
+        run = _Run(servers, g_max, split, 0, 0, remaining, self.now)
         self._runs[job] = run
         if split:
             for s in servers:
@@ -216,7 +223,7 @@ class Simulator:
                 run.remaining = 0
         run.since = now
         run.p = p
-        run.rate = self._rates.rate(job, len(run.servers), p)
+        run.rate = self._rates.rate(job, len(run.servers), p, run.max_per_server)
         run.version += 1
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
         heapq.heappush(self._heap, (finish, job, run.version))
@@ -352,7 +359,7 @@ def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
         run = end[j] - start[j]
         busy += job.num_gpus * run
         run_total += run
-        alone_rate = rates.alone(j, len(sim.servers_of[j]))
+        alone_rate = rates.alone(j, len(sim.servers_of[j]), sim.max_per_server_of[j])
         alone_total += slots_to_finish(job.iterations, alone_rate, data.cost)
         compute_total += job.iterations * job.compute / slot
     capacity = data.cluster.num_gpus * makespan

@@ -56,6 +56,8 @@ MIN_ITERATION_SECONDS = 1e-6
 MAX_BATCH_SIZE = 10**9
 #: Largest ``rho_hat``, slots.
 MAX_RHO_HAT = 1e15
+#: Largest overlap exponent: (c^q + m^q)^(1/q) is within 1.4% of max(c, m) at q = 50.
+MAX_OVERLAP_EXPONENT = 50.0
 
 TimeModel = Literal["slotted", "continuous"]
 TIME_MODELS: tuple[str, ...] = ("slotted", "continuous")
@@ -158,10 +160,15 @@ class Cluster:
         return s, gpu - self.offsets[s]
 
     @cached_property
+    def capacities_desc(self) -> tuple[int, ...]:
+        """GPUs per server, largest first."""
+        return tuple(sorted(self.gpus_per_server, reverse=True))
+
+    @cached_property
     def _capacity_prefix(self) -> tuple[int, ...]:
         """GPUs in the ``n`` largest servers, for ``n = 1 .. S``."""
         out, acc = [], 0
-        for o in sorted(self.gpus_per_server, reverse=True):
+        for o in self.capacities_desc:
             acc += o
             out.append(acc)
         return tuple(out)
@@ -200,6 +207,21 @@ class CostParams:
     time_model
         ``"slotted"`` (the paper's: ``floor(1/tau)`` iterations per slot) or
         ``"continuous"`` (rate ``1/tau``, exact event times).
+    overlap_exponent
+        Extended form: ``q`` in [1, 50]; ``tau = (compute^q + comm^q)^(1/q)``.
+        1 (default, the paper's): no overlap, ``tau = compute + comm``.
+    node_sharing
+        Extended form: ``sigma`` in [0, 1]; a split job's GPUs on one server
+        share its link: ``b_inter`` is divided by ``1 + sigma (g - 1)``, ``g``
+        the job's GPUs on its fullest server. 0 (default): no sharing.
+    two_server_sharing
+        Extended form: ``rho`` in [0, 1]; a ring over exactly two servers runs
+        both directions between one pair of servers: ``b_inter`` is divided by
+        ``1 + rho``. 0 (default): no such term.
+
+    The three extension fields are written to JSON only when set (not at the
+    paper's values), so instance files of the paper's model do not change;
+    ``docs/formats.md`` gives the equations.
     """
 
     xi1: float = 1.0
@@ -208,6 +230,9 @@ class CostParams:
     degradation: str = "linear"
     slot_seconds: float = 4.0
     time_model: TimeModel = "slotted"
+    overlap_exponent: float = 1.0
+    node_sharing: float = 0.0
+    two_server_sharing: float = 0.0
 
     def __post_init__(self) -> None:
         _number(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -228,9 +253,30 @@ class CostParams:
                 f"unknown degradation {short(self.degradation)}; known: {', '.join(DEGRADATIONS)}",
                 where="cost.degradation",
             )
+        _number(self.overlap_exponent, "cost.overlap_exponent", 1, MAX_OVERLAP_EXPONENT)
+        _number(self.node_sharing, "cost.node_sharing", 0, 1)
+        _number(self.two_server_sharing, "cost.two_server_sharing", 0, 1)
+
+    @property
+    def extended(self) -> bool:
+        """Whether any term of the extended form is on (else: the paper's eq. 8)."""
+        return any(getattr(self, name) != value for name, value in EXTENSION_DEFAULTS.items())
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """JSON fields; the extension fields only when set (see the class docstring)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in EXTENSION_DEFAULTS.items():
+            if out[name] == value:
+                del out[name]
+        return out
+
+
+#: The extended form's fields of :class:`CostParams` at their paper values (terms off).
+EXTENSION_DEFAULTS: dict[str, float] = {
+    "overlap_exponent": 1.0,
+    "node_sharing": 0.0,
+    "two_server_sharing": 0.0,
+}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule
+from tests.tiny import extensions
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
@@ -35,8 +36,13 @@ def instances(
     max_jobs: int = 6,
     time_model: str | None = None,
     max_iterations: int = 40,
+    extended: bool = False,
 ) -> ProblemData:
-    """Tiny random instances whose tau stays <= 1 slot under any contention."""
+    """Tiny random instances whose tau stays <= 1 slot under any contention.
+
+    ``extended``: the cost model's extended form (``tests.tiny.extensions``) with
+    gradients of at most 25 MB, so that tau still stays within one slot.
+    """
     caps = draw(st.lists(st.integers(1, max_gpus), min_size=1, max_size=max_servers))
     n_gpus = sum(caps)
     cost = CostParams(
@@ -45,7 +51,9 @@ def instances(
         alpha=draw(st.sampled_from([0.0, 0.275, 1.0])),
         slot_seconds=2.5,
         time_model=time_model or draw(st.sampled_from(["slotted", "continuous"])),
+        **(draw(extensions()) if extended else {}),
     )
+    gradients = [0.0, 10.0, 25.0] if extended else [0.0, 10.0, 50.0, 100.0]
     cluster = Cluster(
         tuple(caps), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0
     )
@@ -55,7 +63,7 @@ def instances(
             id=f"j{k}",
             num_gpus=draw(st.integers(1, n_gpus)),
             iterations=draw(st.integers(1, max_iterations)),
-            gradient_mb=draw(st.sampled_from([0.0, 10.0, 50.0, 100.0])),
+            gradient_mb=draw(st.sampled_from(gradients)),
             compute_seconds=draw(st.sampled_from([0.05, 0.2, 0.5])),
             arrival=draw(st.sampled_from([0, 0, 0, 1, 3])),
         )

@@ -8,6 +8,7 @@ machinery: no heaps, no caches, no incremental contention.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import effective_contention, iteration_time
@@ -34,6 +35,7 @@ def _tau_slots(
     servers: set[int],
     running: list[int],
     servers_of: dict[int, set[int]],
+    max_per_server: int,
 ) -> float:
     """tau of job j from scratch: eq. 6 by counting split jobs per server."""
     p = 0
@@ -44,7 +46,9 @@ def _tau_slots(
         )
         assert effective_contention(p, data.cost) >= 1
     return (
-        iteration_time(data.jobs[j], len(servers), p, data.cluster, data.cost)
+        iteration_time(
+            data.jobs[j], len(servers), p, data.cluster, data.cost, max_per_server=max_per_server
+        )
         / data.cost.slot_seconds
     )
 
@@ -75,6 +79,9 @@ def slotted_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[int], li
     n = data.num_jobs
     gpus, queue = _queues(data, schedule)
     servers_of = {j: {data.cluster.server_of_gpu[g] for g in gpus[j]} for j in range(n)}
+    fullest = {
+        j: max(Counter(data.cluster.server_of_gpu[g] for g in gpus[j]).values()) for j in range(n)
+    }
     start: dict[int, int] = {}
     ended: dict[int, float] = {}
     done = [0] * n
@@ -88,7 +95,7 @@ def slotted_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[int], li
                 start[j] = t
         running = [j for j in start if j not in ended]
         for j in running:
-            tau = _tau_slots(data, j, servers_of[j], running, servers_of)
+            tau = _tau_slots(data, j, servers_of[j], running, servers_of, fullest[j])
             assert tau <= 1
             done[j] += math.floor(1 / tau + 1e-9)
         t += 1
@@ -102,6 +109,9 @@ def continuous_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[float
     eps = 1e-9
     gpus, queue = _queues(data, schedule)
     servers_of = {j: {data.cluster.server_of_gpu[g] for g in gpus[j]} for j in range(n)}
+    fullest = {
+        j: max(Counter(data.cluster.server_of_gpu[g] for g in gpus[j]).values()) for j in range(n)
+    }
     start: dict[int, float] = {}
     ended: dict[int, float] = {}
     left = [float(job.iterations) for job in data.jobs]
@@ -114,7 +124,10 @@ def continuous_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[float
             if j not in start and _may_start(j, t, data, schedule, gpus, queue, ended, eps):
                 start[j] = t
         running = [j for j in start if j not in ended]
-        rates = {j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of) for j in running}
+        rates = {
+            j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of, fullest[j])
+            for j in running
+        }
         nxt = [t + left[j] / rates[j] for j in running]
         nxt += [
             float(max(schedule.start[j], data.jobs[j].arrival))

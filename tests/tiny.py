@@ -7,15 +7,30 @@ from hypothesis import strategies as st
 from sjfbco import Cluster, CostParams, Job, ProblemData
 
 
+def extensions() -> st.SearchStrategy[dict[str, float]]:
+    """Extended-form fields of ``CostParams``: overlap, and sharing terms with ``h <= 4``."""
+    sharing = st.sampled_from([(0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.5)])
+    return st.builds(
+        lambda q, sr: {"overlap_exponent": q, "node_sharing": sr[0], "two_server_sharing": sr[1]},
+        st.sampled_from([1.0, 1.0, 2.0, 8.0]),
+        sharing,
+    )
+
+
 @st.composite
 def tiny_instances(
-    draw: st.DrawFn, min_jobs: int = 2, max_jobs: int = 4, max_servers: int = 3
+    draw: st.DrawFn,
+    min_jobs: int = 2,
+    max_jobs: int = 4,
+    max_servers: int = 3,
+    extended: bool = False,
 ) -> ProblemData:
     """2 to 4 jobs on 2 to 3 servers of 1 to 3 GPUs; every job runs 1 to about 4 slots.
 
     Gradients are large enough that contention slows split jobs (rates fall
     from about 10 to 3 iterations per slot with the level), so the optimum
-    often depends on contention and on splitting.
+    often depends on contention and on splitting. ``extended``: the cost
+    model's extended form (:func:`extensions`), gradients up to 50 MB.
     """
     caps = tuple(draw(st.lists(st.integers(1, 3), min_size=2, max_size=max_servers)))
     cost = CostParams(
@@ -23,7 +38,9 @@ def tiny_instances(
         xi2=0.01,
         alpha=draw(st.sampled_from([0.0, 0.275, 1.0])),
         slot_seconds=2.5,
+        **(draw(extensions()) if extended else {}),
     )
+    gradients = [0.0, 25.0, 50.0] if extended else [0.0, 50.0, 100.0, 200.0]
     cluster = Cluster(caps, bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
     n = draw(st.integers(min_jobs, max_jobs))
     jobs = tuple(
@@ -31,7 +48,7 @@ def tiny_instances(
             id=f"j{k}",
             num_gpus=draw(st.integers(1, min(4, sum(caps)))),
             iterations=draw(st.integers(1, 24)),
-            gradient_mb=draw(st.sampled_from([0.0, 50.0, 100.0, 200.0])),
+            gradient_mb=draw(st.sampled_from(gradients)),
             compute_seconds=draw(st.sampled_from([0.2, 0.3])),
             arrival=draw(st.sampled_from([0, 0, 0, 1])),
         )

@@ -11,4 +11,5 @@ COMMANDS: list[str] = [
     "convert",
     "online",
     "elastic",
+    "calibrate",
 ]

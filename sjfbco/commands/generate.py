@@ -16,8 +16,6 @@ WORKLOADS = ("paper",)
 
 
 def add_parser(sub: Any) -> None:
-    from sjfbco.workloads.paper import PRESETS
-
     p = sub.add_parser(
         "generate",
         help="write a generated instance (the paper's workload)",
@@ -43,11 +41,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--preset",
-        choices=sorted(PRESETS),
         default="paper",
-        help="cost constants (default paper: calibrated, 200 Gb/s-class links, "
-        "3.5 s slots; prototype: docs/model.md section 7's starting point, 100 Gb/s, "
-        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots)",
+        metavar="NAME|FILE.json",
+        help="cost constants and model table (default paper: calibrated, 200 Gb/s-class "
+        "links, 3.5 s slots; prototype: docs/model.md section 7's starting point, 100 Gb/s, "
+        "4 s; 10gbe: Wang et al.'s 10 GbE, 36 s slots; measured: fitted to the Pollux "
+        "step times, extended form, docs/calibration.md), or a preset file written by "
+        "'sjfbco calibrate -o'",
     )
     p.add_argument(
         "--slot-seconds",
@@ -70,12 +70,15 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sjfbco.errors import InputError
     from sjfbco.files import json_text, write_instance
-    from sjfbco.workloads.paper import PRESETS, min_safe_slot, paper_instance
+    from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
 
-    preset = PRESETS[args.preset].with_changes(
-        slot_seconds=args.slot_seconds, time_model=args.time_model
-    )
+    try:
+        base = get_preset(args.preset)
+    except InputError as err:
+        raise err.located(prefix="--preset") if err.source is None else err from None
+    preset = base.with_changes(slot_seconds=args.slot_seconds, time_model=args.time_model)
     data = paper_instance(args.servers, args.seed, args.jobs, preset, name=args.name)
     safe = min_safe_slot(preset)
     if preset.time_model == "slotted" and preset.slot_seconds < safe:

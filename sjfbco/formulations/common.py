@@ -215,7 +215,9 @@ def max_level(data: ProblemData, patterns: Patterns) -> int:
 
 def rate(data: ProblemData, j: int, pattern: Pattern, level: int) -> float:
     """Iterations per slot of job ``j`` on ``pattern`` at contention ``level`` (eqs. 6-9)."""
-    return data.rates.rate(j, pattern.num_servers, level if pattern.split else 0)
+    return data.rates.rate(
+        j, pattern.num_servers, level if pattern.split else 0, max(pattern.counts)
+    )
 
 
 def duration(data: ProblemData, j: int, pattern: Pattern, level: int = 1) -> int:

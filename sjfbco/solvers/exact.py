@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sjfbco import progress
 from sjfbco.bounds import lower_bound
-from sjfbco.cost import best_servers, min_run_time
+from sjfbco.cost import best_shape, fill_shape, min_run_time
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.schedule import Evaluation, Schedule
@@ -87,24 +87,19 @@ class ExactParams:
 def serial_schedule(data: ProblemData) -> Schedule:
     """Every job alone on its best placement, one after another in input order.
 
-    The best placement fills the largest servers first (fewest servers, see
-    :func:`sjfbco.cost.best_servers`); planned starts are the running sums of
-    the jobs' alone run times, so no two jobs ever overlap (respecting arrivals).
+    The best placement has the shape of :func:`sjfbco.cost.best_shape` on the
+    largest servers (:func:`sjfbco.cost.fill_shape`; in the paper's model: the
+    fewest servers, largest first); planned starts are the running sums of the
+    jobs' alone run times on it, so no two jobs ever overlap (respecting
+    arrivals).
     """
     cl = data.cluster
-    by_size = sorted(range(cl.num_servers), key=lambda s: (-cl.gpus_per_server[s], s))
     gpus: list[list[tuple[int, int]]] = []
     start: list[int] = []
     t = 0
     for job in data.jobs:
-        best_servers(job, cl)  # raises if the job does not fit
-        need, pairs = job.num_gpus, list[tuple[int, int]]()
-        for s in by_size:
-            take = min(need, cl.gpus_per_server[s])
-            pairs.extend((s, i) for i in range(take))
-            need -= take
-            if need == 0:
-                break
+        counts = fill_shape(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
+        pairs = [(s, i) for s, c in enumerate(counts) for i in range(c)]
         t = max(t, job.arrival)
         gpus.append(pairs)
         start.append(t)

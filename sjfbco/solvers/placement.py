@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.cost import best_servers, slots_to_finish
+from sjfbco.cost import best_shape, slots_to_finish
 from sjfbco.evaluate import Simulator, makespan_of
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Schedule
@@ -137,9 +137,10 @@ class Placer:
 def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
     """``rho_hat_j`` in slots for every job; a job's own ``rho_hat`` field wins.
 
-    ``alone``: the job alone on its best contention-free placement (fewest
-    servers). ``spread``: alone, but spread one GPU per server as far as the
-    cluster allows (a pessimistic estimate for jobs that will be split).
+    ``alone``: the job alone on its best contention-free placement
+    (:func:`sjfbco.cost.best_shape`). ``spread``: alone, but spread as evenly
+    as the cluster's server count allows, one GPU per server if it can (a
+    pessimistic estimate for jobs that will be split).
     """
     out = np.empty(data.num_jobs)
     rates = data.rates
@@ -147,10 +148,11 @@ def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
         if job.rho_hat is not None:
             out[j] = job.rho_hat
             continue
-        n = best_servers(job, data.cluster)
-        if method == "spread":
-            n = max(n, min(job.num_gpus, data.cluster.num_servers))
-        out[j] = slots_to_finish(job.iterations, rates.alone(j, n), data.cost)
+        n, g = best_shape(job, data.cluster, data.cost)
+        if method == "spread" and n < min(job.num_gpus, data.cluster.num_servers):
+            n = min(job.num_gpus, data.cluster.num_servers)
+            g = -(-job.num_gpus // n)
+        out[j] = slots_to_finish(job.iterations, rates.alone(j, n, g), data.cost)
     return out
 
 

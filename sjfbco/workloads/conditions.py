@@ -13,8 +13,8 @@ constants to measured step times is :mod:`sjfbco.calibration`
 
 Placements measured (contention-free means ``p = 1`` for a split job):
 
-- ``best``: the job's best placement (:func:`sjfbco.cost.best_servers`: the
-  fewest servers; one server whenever the job fits in one).
+- ``best``: the job's best placement (:func:`sjfbco.cost.best_shape`; in
+  the paper's model the fewest servers; one server whenever the job fits).
 - ``split``: the job split over two servers, the smallest split (a job of one
   GPU cannot split; its figure is ``nan``).
 - ``spread``: the job over ``min(G_j, S)`` servers, the widest split a
@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from sjfbco.cost import best_iteration_time, best_servers, iteration_time, min_run_time, overhead
 
 if TYPE_CHECKING:
-    from sjfbco.problem import ProblemData
+    from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 
 #: Ranges of the paper (slots).
 TAU_RANGE: tuple[float, float] = (0.01, 0.05)
@@ -94,16 +94,25 @@ def worst_contention(data: ProblemData) -> int:
     return max(1, min(max(data.cluster.gpus_per_server), splittable))
 
 
+def _even_split_time(job: Job, n: int, p: int, cluster: Cluster, cost: CostParams) -> float:
+    """``tau`` in seconds of ``job`` spread as evenly as possible over ``n`` servers."""
+    return iteration_time(job, n, p, cluster, cost, max_per_server=-(-job.num_gpus // n))
+
+
 def job_figures(data: ProblemData, levels: tuple[int, ...] = LEVELS) -> list[JobFigures]:
-    """:class:`JobFigures` of every job of ``data`` (see the module docstring)."""
+    """:class:`JobFigures` of every job of ``data`` (see the module docstring).
+
+    Split placements are even (``ceil(G_j / n)`` GPUs on the fullest server),
+    which only matters with per-node sharing (``cost.node_sharing > 0``).
+    """
     cl, cost = data.cluster, data.cost
     slot = cost.slot_seconds
     p_worst = worst_contention(data)
 
     out = []
     for job in data.jobs:
-        tau = partial(iteration_time, job, cluster=cl, cost=cost)
-        n_best = best_servers(job, cl)
+        tau = partial(_even_split_time, job, cluster=cl, cost=cost)
+        n_best = best_servers(job, cl, cost)
         best = best_iteration_time(job, cl, cost)
         can_split = job.num_gpus >= 2 and cl.num_servers >= 2
         n_wide = min(job.num_gpus, cl.num_servers)

@@ -26,13 +26,24 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.cost import iteration_time
-from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData, TimeModel
+from sjfbco.files import load_json, write_json
+from sjfbco.problem import (
+    INSTANCE_FORMAT,
+    Cluster,
+    CostParams,
+    InputError,
+    Job,
+    ProblemData,
+    TimeModel,
+)
 from sjfbco.workloads.models import MODELS, Model
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Sequence
 
 #: The 160-job size mix of the paper (GPUs -> number of jobs).
@@ -63,6 +74,12 @@ class Preset:
         Degradation function ``f(alpha, k)`` by name (``sjfbco.cost.DEGRADATIONS``).
     time_model
         ``slotted`` (the paper's) or ``continuous``.
+    overlap_exponent, node_sharing, two_server_sharing
+        The cost model's extended form (``docs/formats.md``); the defaults
+        turn it off.
+    models
+        The model table jobs are drawn from (default: Wang et al.'s,
+        :data:`sjfbco.workloads.models.MODELS`).
     """
 
     name: str
@@ -75,6 +92,10 @@ class Preset:
     xi2: float = 0.005
     time_model: TimeModel = "slotted"
     degradation: str = "linear"
+    overlap_exponent: float = 1.0
+    node_sharing: float = 0.0
+    two_server_sharing: float = 0.0
+    models: tuple[Model, ...] = MODELS
 
     def with_changes(
         self, *, slot_seconds: float | None = None, time_model: TimeModel | None = None
@@ -111,7 +132,128 @@ class Preset:
             degradation=self.degradation,
             slot_seconds=self.slot_seconds,
             time_model=self.time_model,
+            overlap_exponent=self.overlap_exponent,
+            node_sharing=self.node_sharing,
+            two_server_sharing=self.two_server_sharing,
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The preset as an ``sjfbco-preset/1`` document (:func:`read_preset` reads it).
+
+        ``cluster`` and ``cost`` are blocks of the instance format
+        (``docs/formats.md``), ready to paste into an instance file.
+        """
+        cluster = self.cluster((1,)).to_dict()
+        del cluster["gpus_per_server"]
+        return {
+            "format": PRESET_FORMAT,
+            "name": self.name,
+            "cluster": cluster,
+            "cost": self.cost().to_dict(),
+            "models": [
+                {
+                    "name": m.name,
+                    "gradient_mb": m.gradient_mb,
+                    "forward_seconds": m.forward_seconds,
+                    "backward_seconds": m.backward_seconds,
+                    "batch_size": m.batch_size,
+                }
+                for m in self.models
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Any, extra: set[str] | None = None) -> Preset:
+        """Build from an ``sjfbco-preset/1`` document; :class:`InputError` naming the field.
+
+        ``extra``: further top-level fields to accept and ignore (e.g. a fit report).
+        """
+        if not isinstance(doc, dict):
+            raise InputError("must be a JSON object")
+        allowed = {"format", "name", "cluster", "cost", "models", *(extra or set())}
+        for key in doc:
+            if key not in allowed:
+                raise InputError(f"unknown field {key!r}; allowed: {', '.join(sorted(allowed))}")
+        for key in ("format", "name", "cluster", "cost", "models"):
+            if key not in doc:
+                raise InputError("missing required field", where=key)
+        if doc["format"] != PRESET_FORMAT:
+            raise InputError(
+                f"unsupported format {doc['format']!r}; expected {PRESET_FORMAT!r}", where="format"
+            )
+        if not isinstance(doc["name"], str) or not doc["name"]:
+            raise InputError("must be a non-empty string", where="name")
+        # the instance reader validates the cluster and cost blocks and names their fields
+        probe = ProblemData.from_dict(
+            {
+                "format": INSTANCE_FORMAT,
+                "cluster": {**_mapping(doc["cluster"], "cluster"), "gpus_per_server": [1]},
+                "cost": doc["cost"],
+                "jobs": [],
+            }
+        )
+        models_doc = doc["models"]
+        if not isinstance(models_doc, list) or not models_doc:
+            raise InputError("must be a non-empty list of models", where="models")
+        models = []
+        for i, md in enumerate(models_doc):
+            md = _mapping(md, f"models[{i}]")
+            try:
+                models.append(Model(**md))
+            except TypeError:
+                names = "name, gradient_mb, forward_seconds, backward_seconds, batch_size"
+                raise InputError(
+                    f"must have exactly the fields {names}", where=f"models[{i}]"
+                ) from None
+            try:
+                Job(id="probe", num_gpus=1, iterations=1, **models[-1].job_fields())
+            except InputError as err:
+                raise err.located(prefix=f"models[{i}]") from None
+        c, k = probe.cluster, probe.cost
+        return cls(
+            name=doc["name"],
+            slot_seconds=k.slot_seconds,
+            bandwidth_inter=c.bandwidth_inter,
+            bandwidth_intra=c.bandwidth_intra,
+            gpu_speed=c.gpu_speed,
+            alpha=k.alpha,
+            xi1=k.xi1,
+            xi2=k.xi2,
+            degradation=k.degradation,
+            time_model=k.time_model,
+            overlap_exponent=k.overlap_exponent,
+            node_sharing=k.node_sharing,
+            two_server_sharing=k.two_server_sharing,
+            models=tuple(models),
+        )
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise InputError(f"must be a JSON object, got {type(value).__name__}", where=where)
+    return value
+
+
+def read_preset(path: str | os.PathLike[str]) -> Preset:
+    """Read an ``sjfbco-preset/1`` file (as ``sjfbco calibrate -o`` writes it)."""
+    doc = load_json(path)
+    try:
+        return Preset.from_dict(doc, extra=PRESET_REPORT_FIELDS)
+    except InputError as err:
+        raise err.located(source=str(path)) from None
+
+
+def write_preset(preset: Preset, path: str | os.PathLike[str], **report: Any) -> None:
+    """Write ``preset`` atomically; ``report`` adds informative top-level fields."""
+    unknown = set(report) - PRESET_REPORT_FIELDS
+    if unknown:
+        raise ValueError(f"unknown report fields {sorted(unknown)}")
+    write_json(path, {**preset.to_dict(), **report})
+
+
+PRESET_FORMAT = "sjfbco-preset/1"
+#: Informative fields a preset file may carry besides the preset (ignored when read).
+PRESET_REPORT_FIELDS: set[str] = {"form", "sources", "fit", "note"}
 
 
 #: Named presets; see ``docs/workload.md`` for the calibration behind each.
@@ -126,6 +268,8 @@ PRESETS: dict[str, Preset] = {
     # tau <= 1 slot at any contention (min_safe_slot).
     "10gbe": Preset("10gbe", slot_seconds=36.0, bandwidth_inter=1_170.0, xi2=0.005),
 }
+#: Presets written by ``sjfbco calibrate``, bundled beside this module (docs/calibration.md).
+BUNDLED_PRESETS: tuple[str, ...] = ("measured",)
 
 
 def size_mix(jobs: int) -> dict[int, int]:
@@ -186,13 +330,27 @@ def draw_servers(servers: int, rng: random.Random, needs: int) -> tuple[int, ...
     )
 
 
+def preset_names() -> tuple[str, ...]:
+    """Names :func:`get_preset` knows: :data:`PRESETS` and the bundled files."""
+    return (*PRESETS, *BUNDLED_PRESETS)
+
+
+def get_preset(name: str) -> Preset:
+    """A named preset, or one read from an ``sjfbco-preset/1`` file if ``name`` ends in .json."""
+    if name in PRESETS:
+        return PRESETS[name]
+    if name in BUNDLED_PRESETS:
+        return read_preset(Path(__file__).with_name(f"{name}.json"))
+    if name.endswith(".json"):
+        return read_preset(name)
+    raise InputError(
+        f"unknown preset {name!r}; known: {', '.join(preset_names())}, or a preset file "
+        "(.json, from 'sjfbco calibrate -o')"
+    )
+
+
 def _preset(preset: str | Preset) -> Preset:
-    if isinstance(preset, Preset):
-        return preset
-    try:
-        return PRESETS[preset]
-    except KeyError:
-        raise InputError(f"unknown preset {preset!r}; known: {', '.join(PRESETS)}") from None
+    return preset if isinstance(preset, Preset) else get_preset(preset)
 
 
 def instance_name(servers: int, seed: int, jobs: int = 160, preset: str = "paper") -> str:
@@ -212,7 +370,7 @@ def paper_instance(
     preset: str | Preset = "paper",
     *,
     name: str | None = None,
-    models: Sequence[Model] = MODELS,
+    models: Sequence[Model] | None = None,
 ) -> ProblemData:
     """One instance of the paper's workload (docs/model.md section 7).
 
@@ -230,7 +388,8 @@ def paper_instance(
     name
         Instance name; default :func:`instance_name`.
     models
-        Table the jobs' models are drawn from, uniformly.
+        Table the jobs' models are drawn from, uniformly (default: the
+        preset's).
 
     Returns
     -------
@@ -240,6 +399,8 @@ def paper_instance(
         without ``rho_hat`` (SJF-BCO estimates it from the cost model).
     """
     p = _preset(preset)
+    if models is None:
+        models = p.models
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"seed must be an integer, got {seed!r}")
     if not models:
@@ -294,22 +455,32 @@ class PaperSpec:
         return paper_instance(self.servers, self.seed, self.jobs, self.preset)
 
 
-def min_safe_slot(preset: str | Preset, models: Sequence[Model] = MODELS) -> float:
+def min_safe_slot(preset: str | Preset, models: Sequence[Model] | None = None) -> float:
     """Shortest slot (seconds) with ``tau <= 1`` slot for every job in every schedule.
 
-    A job of ``G`` GPUs uses at most ``G`` servers, and its contention count
-    is at most the GPUs of one server (each split job on a server holds one
-    of its GPUs), so ``tau`` is largest for the largest job of the mix, on
-    ``G`` servers, at ``p = max(SERVER_SIZES)``. With a slot at least this
+    A job of ``G`` GPUs lies on ``n <= G`` servers with at most ``g`` GPUs on
+    one (``ceil(G/n) <= g <= G - n + 1``, and ``g`` within a server's
+    size), and its contention count is at most the GPUs of one server (each
+    split job on a server holds one of its GPUs). ``tau`` grows with the
+    contention count, so the worst ``tau`` of the mix is the largest over
+    jobs and split shapes at ``p = max(SERVER_SIZES)`` (in the paper's model:
+    the largest job on ``G`` servers, one GPU each). With a slot at least this
     long the slotted model can never raise
     :class:`sjfbco.cost.ConfigurationError` on a generated instance.
     """
     p = _preset(preset)
-    cluster, cost = p.cluster((max(SERVER_SIZES),)), p.cost()
+    top = max(SERVER_SIZES)
+    models = p.models if models is None else models
+    cluster, cost = p.cluster((top,)), p.cost()
     worst = 0.0
     for model in models:
         for g in SIZE_MIX_160:
             job = Job(id="probe", num_gpus=g, iterations=1, **model.job_fields())
-            contention = max(SERVER_SIZES) if g > 1 else 0  # on g servers, one GPU each
-            worst = max(worst, iteration_time(job, g, contention, cluster, cost))
+            if g == 1:
+                worst = max(worst, iteration_time(job, 1, 0, cluster, cost))
+                continue
+            for n in range(2, g + 1):
+                for per in range(-(-g // n), min(top, g - n + 1) + 1):
+                    tau = iteration_time(job, n, top, cluster, cost, max_per_server=per)
+                    worst = max(worst, tau)
     return worst

@@ -1,0 +1,1 @@
+"""Fitting the cost model to measurements: ``sjfbco calibrate`` (``docs/calibration.md``)."""

@@ -1,0 +1,318 @@
+"""Fitting the cost model's constants to measured step times (``docs/calibration.md``).
+
+One DL model at a time: its measured step times (one job alone, ``p = 1``)
+against :func:`sjfbco.cost.iteration_seconds`, the cost model's own formula,
+so a fit can never drift from what the evaluator computes.
+
+Only ratios of size to speed are measurable from step times: every
+communication term is ``m / b`` for some bandwidth ``b``. The fit therefore
+pins ``b_intra`` and ``C`` at the presets' :data:`BANDWIDTH_INTRA` and
+:data:`GPU_SPEED` and fits an *effective* gradient size ``gradient_mb`` with
+the inter-server bandwidth as ``b_intra / inter_intra_ratio``. Compute is
+``compute_fixed + compute_per_sample * local_bsz`` (the instance format's
+``backward_seconds`` and ``forward_seconds_per_sample``).
+
+Parameters (``params`` of a :class:`FitReport`), with the bounds that keep
+them physical:
+
+=====================  =======  ==========  ==========================================
+name                   unit     bounds      meaning
+=====================  =======  ==========  ==========================================
+gradient_mb            MB       (0, inf)    effective ``m`` at the pinned bandwidths
+inter_intra_ratio               [1, inf)    ``b_intra / b_inter`` (inter never faster)
+xi2                    s        [0, 1]      overhead per server and iteration
+compute_fixed          s        [0, inf)    compute per iteration at batch 0
+compute_per_sample     s        [0, inf)    compute per sample of the local batch
+overlap_exponent                [1, 50]     extended form: overlap ``q``
+node_sharing                    [0, 1]      extended form: per-node sharing ``sigma``
+two_server_sharing              [0, 1]      extended form: two-server term ``rho``
+=====================  =======  ==========  ==========================================
+
+``params`` also reports the derived ``bandwidth_inter`` (MB/s) and the pinned
+``bandwidth_intra`` and ``gpu_speed``.
+
+The loss is the soft-L1 of relative residuals ``(predicted - measured) /
+measured`` with a 5% scale: every row counts by its relative error (the
+scheduler cares about ratios of run times), and the few wild rows (e.g. the
+largest batches of ``ncf``) cannot drag the fit. Held-out figures come from
+``K``-fold cross-validation grouped by placement: each fold's placements are
+fitted without any of their rows, so the figures say how well the model
+predicts a placement it has never seen.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from scipy.optimize import least_squares
+from threadpoolctl import threadpool_limits
+
+from sjfbco.calibration.measurements import StepTimes
+from sjfbco.cost import iteration_seconds
+from sjfbco.errors import InputError
+from sjfbco.problem import MAX_OVERLAP_EXPONENT, CostParams
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+
+Form = Literal["paper", "extended"]
+FORMS: tuple[str, ...] = ("paper", "extended")
+#: Pinned ``b_intra`` and ``C`` (MB/s), the values every preset uses.
+BANDWIDTH_INTRA = 50_000.0
+GPU_SPEED = 20_000.0
+#: Scale of the soft-L1 loss on relative residuals.
+LOSS_SCALE = 0.05
+#: Default folds of the held-out figures.
+DEFAULT_FOLDS = 5
+
+PAPER_PARAMS: tuple[str, ...] = (
+    "gradient_mb",
+    "inter_intra_ratio",
+    "xi2",
+    "compute_fixed",
+    "compute_per_sample",
+)
+EXTENSION_PARAMS: tuple[str, ...] = ("overlap_exponent", "node_sharing", "two_server_sharing")
+#: Bounds of every fitted parameter (see the module docstring).
+BOUNDS: dict[str, tuple[float, float]] = {
+    "gradient_mb": (1e-9, math.inf),
+    "inter_intra_ratio": (1.0, math.inf),
+    "xi2": (0.0, 1.0),
+    "compute_fixed": (0.0, math.inf),
+    "compute_per_sample": (0.0, math.inf),
+    "overlap_exponent": (1.0, MAX_OVERLAP_EXPONENT),
+    "node_sharing": (0.0, 1.0),
+    "two_server_sharing": (0.0, 1.0),
+}
+
+
+def param_names(form: str) -> tuple[str, ...]:
+    """Fitted parameters of ``form`` (``paper`` or ``extended``), in vector order."""
+    if form == "paper":
+        return PAPER_PARAMS
+    if form == "extended":
+        return PAPER_PARAMS + EXTENSION_PARAMS
+    raise InputError(f"unknown form {form!r}; known: {', '.join(FORMS)}")
+
+
+def cost_of(params: dict[str, float]) -> CostParams:
+    """The :class:`~sjfbco.problem.CostParams` of fitted ``params`` (contention terms default)."""
+    off = {"overlap_exponent": 1.0, "node_sharing": 0.0, "two_server_sharing": 0.0}
+    ext = {k: params.get(k, v) for k, v in off.items()}
+    return CostParams(
+        xi2=params["xi2"],
+        overlap_exponent=ext["overlap_exponent"],
+        node_sharing=ext["node_sharing"],
+        two_server_sharing=ext["two_server_sharing"],
+    )
+
+
+def predict(params: dict[str, float], rows: StepTimes) -> np.ndarray:
+    """Step times (s) the cost model gives for ``rows`` under ``params`` (``p = 1``)."""
+    compute = params["compute_fixed"] + params["compute_per_sample"] * rows.batch
+    return np.asarray(
+        iteration_seconds(
+            compute,
+            params["gradient_mb"],
+            rows.workers,
+            rows.servers,
+            rows.max_per_server,
+            1.0,
+            bandwidth_intra=BANDWIDTH_INTRA,
+            bandwidth_inter=BANDWIDTH_INTRA / params["inter_intra_ratio"],
+            gpu_speed=GPU_SPEED,
+            cost=cost_of(params),
+        ),
+        dtype=float,
+    )
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Goodness of fit: ``r2`` (on seconds), median and max relative error (fractions)."""
+
+    r2: float
+    median_rel_error: float
+    max_rel_error: float
+
+    @classmethod
+    def of(cls, predicted: np.ndarray, measured: np.ndarray) -> Scores:
+        rel = np.abs(predicted - measured) / measured
+        ss_tot = float(np.sum((measured - measured.mean()) ** 2))
+        ss_res = float(np.sum((predicted - measured) ** 2))
+        r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else math.nan
+        return cls(r2, float(np.median(rel)), float(rel.max()))
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """One DL model's fit: parameters, in-sample and held-out scores, predictions.
+
+    ``predicted`` and ``heldout`` are per row of ``rows`` (seconds); ``heldout``
+    row ``i`` comes from the fit without row ``i``'s placement.
+    """
+
+    model: str
+    form: str
+    params: dict[str, float]
+    scores: Scores
+    heldout_scores: Scores
+    folds: int
+    rows: StepTimes = field(repr=False)
+    predicted: np.ndarray = field(repr=False)
+    heldout: np.ndarray = field(repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` object (errors as fractions; see ``docs/calibration.md``)."""
+        return {
+            "model": self.model,
+            "form": self.form,
+            "file": self.rows.source,
+            "rows": len(self.rows),
+            "placements": self.rows.num_placements,
+            "folds": self.folds,
+            "params": self.params,
+            "r2": self.scores.r2,
+            "median_rel_error": self.scores.median_rel_error,
+            "max_rel_error": self.scores.max_rel_error,
+            "heldout_r2": self.heldout_scores.r2,
+            "heldout_median_rel_error": self.heldout_scores.median_rel_error,
+            "heldout_max_rel_error": self.heldout_scores.max_rel_error,
+        }
+
+
+def _reported(values: dict[str, float]) -> dict[str, float]:
+    """Fitted values plus the pinned and derived bandwidths."""
+    out = dict(values)
+    out["bandwidth_intra"] = BANDWIDTH_INTRA
+    out["bandwidth_inter"] = BANDWIDTH_INTRA / values["inter_intra_ratio"]
+    out["gpu_speed"] = GPU_SPEED
+    return out
+
+
+def initial_guess(rows: StepTimes, form: str) -> dict[str, float]:
+    """A data-driven start: compute from one-GPU rows, ``m`` from one-server rows."""
+    y = rows.step
+    one = rows.workers == 1
+    c0, c1 = float(np.min(y)) / 2, 0.0
+    if one.sum() >= 2 and len(np.unique(rows.batch[one])) >= 2:
+        c1, c0 = (float(v) for v in np.polyfit(rows.batch[one], y[one], 1))
+        c0, c1 = max(c0, 1e-6), max(c1, 0.0)
+    compute = c0 + c1 * rows.batch
+    frac = (rows.workers - 1) / rows.workers
+    local = (rows.servers == 1) & (rows.workers > 1)
+    per_mb_intra = frac * (2 / BANDWIDTH_INTRA + 1 / GPU_SPEED)
+    m = 1.0
+    if local.any():
+        m = float(np.median(np.maximum(y[local] - compute[local], 1e-6) / per_mb_intra[local]))
+    split = rows.servers > 1
+    ratio = 5.0
+    if split.any():
+        excess = np.maximum(y[split] - compute[split], 1e-6) / frac[split] / m
+        ratio = float(np.median(np.maximum(excess - 1 / GPU_SPEED, 1e-12) / 2 * BANDWIDTH_INTRA))
+    guess = {
+        "gradient_mb": max(m, 1e-3),
+        "inter_intra_ratio": min(max(ratio, 1.5), 1e4),
+        "xi2": 1e-4,
+        "compute_fixed": c0,
+        "compute_per_sample": c1 if c1 > 0 else 1e-9,
+    }
+    if form == "extended":
+        guess.update(overlap_exponent=2.0, node_sharing=0.2, two_server_sharing=0.5)
+    return guess
+
+
+def solve_bounded(
+    names: Sequence[str],
+    x0: np.ndarray,
+    residuals: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """``least_squares`` within :data:`BOUNDS` of ``names``, soft-L1 loss; returns the solution."""
+    lo = np.array([BOUNDS[n][0] for n in names])
+    hi = np.array([BOUNDS[n][1] for n in names])
+    x0 = np.clip(x0, lo + 1e-12 * (1 + np.abs(lo)), np.where(np.isinf(hi), np.inf, hi - 1e-9))
+    res = least_squares(
+        residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=LOSS_SCALE, x_scale="jac"
+    )
+    return np.asarray(res.x, dtype=float)
+
+
+def fit_params(
+    rows: StepTimes, form: str, start: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Least-squares parameters of ``form`` for ``rows`` (see the module docstring)."""
+    names = param_names(form)
+    if len(rows) < len(names):
+        raise InputError(
+            f"{rows.source}: model {rows.model!r} has {len(rows)} rows; the {form} form "
+            f"fits {len(names)} parameters"
+        )
+    guess = start or initial_guess(rows, form)
+    y = rows.step
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return (predict(dict(zip(names, x, strict=True)), rows) - y) / y
+
+    x = solve_bounded(names, np.array([guess[n] for n in names]), residuals)
+    return {n: float(v) for n, v in zip(names, x, strict=True)}
+
+
+def placement_folds(rows: StepTimes, folds: int, seed: int = 0) -> np.ndarray:
+    """Fold of every row: placements shuffled with ``seed``, dealt round-robin to ``folds``."""
+    groups = np.unique(rows.placement)
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise InputError(f"--folds must be an integer >= 2, got {folds!r}")
+    if folds > len(groups):
+        raise InputError(
+            f"{rows.source}: model {rows.model!r} has {len(groups)} placements; "
+            f"--folds {folds} needs at least as many"
+        )
+    order = np.random.default_rng(seed).permutation(len(groups))
+    fold_of = {groups[i]: k % folds for k, i in enumerate(order)}
+    return np.array([fold_of[p] for p in rows.placement])
+
+
+def fit_model(
+    rows: StepTimes, form: str = "extended", folds: int = DEFAULT_FOLDS, seed: int = 0
+) -> FitReport:
+    """Fit one DL model, score it in sample and held out by placement.
+
+    BLAS runs on one thread here: the problems are small (a Jacobian of about
+    1,000 x 8), and on a loaded machine a threaded SVD took 25 ms against
+    0.6 ms on one thread.
+    """
+    with threadpool_limits(limits=1):
+        return _fit_model(rows, form, folds, seed)
+
+
+def _fit_model(rows: StepTimes, form: str, folds: int, seed: int) -> FitReport:
+    names = param_names(form)
+    values = fit_params(rows, form)
+    predicted = predict(values, rows)
+    fold = placement_folds(rows, folds, seed)
+    heldout = np.empty(len(rows))
+    for k in range(folds):
+        test = fold == k
+        train = rows.subset(~test)
+        if len(train) < len(names):
+            raise InputError(
+                f"{rows.source}: model {rows.model!r}: fold {k} leaves {len(train)} rows to "
+                f"fit {len(names)} parameters; use fewer --folds"
+            )
+        start = {n: values[n] for n in names}
+        heldout[test] = predict(fit_params(train, form, start), rows.subset(test))
+    return FitReport(
+        model=rows.model,
+        form=form,
+        params=_reported(values),
+        scores=Scores.of(predicted, rows.step),
+        heldout_scores=Scores.of(heldout, rows.step),
+        folds=folds,
+        rows=rows,
+        predicted=predicted,
+        heldout=heldout,
+    )

@@ -1,0 +1,293 @@
+"""Measurement files for ``sjfbco calibrate``: reading and validation (``docs/calibration.md``).
+
+Two CSV layouts, told apart by their header:
+
+- **Step times** (one job running alone): ``placement``, ``local_bsz``,
+  ``step_time`` and optionally ``sync_time`` and ``model``. A placement is
+  the job's GPUs per server, one digit a server (``1122``: four servers with
+  1, 1, 2 and 2 GPUs), or counts joined by ``-`` for servers of ten or more
+  GPUs (``16-16``). Without a ``model`` column the file's stem names the DL
+  model (``bert.csv`` -> ``bert``).
+- **Contention** (``k`` jobs sharing one link at once): ``jobs``,
+  ``message_mb``, ``seconds`` and optionally ``model`` (here: the name of
+  the link or setup measured).
+
+Every problem is one :class:`sjfbco.problem.InputError` naming the file, the
+line (1 is the header) and the column.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sjfbco.files import read_text
+from sjfbco.problem import InputError
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterator, Sequence
+
+STEP_COLUMNS: tuple[str, ...] = ("placement", "local_bsz", "step_time")
+STEP_OPTIONAL: tuple[str, ...] = ("sync_time", "model")
+CONTENTION_COLUMNS: tuple[str, ...] = ("jobs", "message_mb", "seconds")
+CONTENTION_OPTIONAL: tuple[str, ...] = ("model",)
+#: Most GPUs one server may hold in a placement (as in the instance format).
+MAX_GPUS_PER_SERVER = 4096
+#: Most servers one placement may span.
+MAX_PLACEMENT_SERVERS = 4096
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    """Measured per-iteration times of one DL model running alone, as arrays (one per row).
+
+    ``workers`` GPUs in total, on ``servers`` servers with at most
+    ``max_per_server`` on one; ``batch`` is the per-GPU (local) batch size;
+    ``step`` and ``sync`` are seconds per iteration (``sync`` ``nan`` where
+    not measured); ``placement`` is the placement as written (the group for
+    held-out folds); ``line`` the file line of each row.
+    """
+
+    model: str
+    source: str
+    placement: np.ndarray
+    workers: np.ndarray
+    servers: np.ndarray
+    max_per_server: np.ndarray
+    batch: np.ndarray
+    step: np.ndarray
+    sync: np.ndarray
+    line: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def subset(self, mask: np.ndarray) -> StepTimes:
+        """The rows where ``mask`` holds."""
+        return StepTimes(
+            self.model,
+            self.source,
+            *(a[mask] for a in self._arrays()),
+        )
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return (
+            self.placement,
+            self.workers,
+            self.servers,
+            self.max_per_server,
+            self.batch,
+            self.step,
+            self.sync,
+            self.line,
+        )
+
+    @property
+    def num_placements(self) -> int:
+        return len(np.unique(self.placement))
+
+
+@dataclass(frozen=True)
+class ContentionTimes:
+    """Measured transfer times of ``jobs`` concurrent jobs on one link (one per row).
+
+    ``message_mb`` MB sent per job, ``seconds`` the time one job needs for it.
+    """
+
+    model: str
+    source: str
+    jobs: np.ndarray
+    message_mb: np.ndarray
+    seconds: np.ndarray
+    line: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.seconds)
+
+    def subset(self, mask: np.ndarray) -> ContentionTimes:
+        """The rows where ``mask`` holds."""
+        return ContentionTimes(
+            self.model,
+            self.source,
+            self.jobs[mask],
+            self.message_mb[mask],
+            self.seconds[mask],
+            self.line[mask],
+        )
+
+
+def parse_placement(text: str) -> tuple[int, ...]:
+    """GPUs per server of a placement string (``"1122"`` or ``"16-16"``); ``ValueError`` if bad."""
+    t = text.strip()
+    if not t:
+        raise ValueError("is empty")
+    parts = t.split("-") if "-" in t else list(t)
+    if len(parts) > MAX_PLACEMENT_SERVERS:
+        raise ValueError(f"spans {len(parts)} servers; at most {MAX_PLACEMENT_SERVERS}")
+    counts = []
+    for part in parts:
+        if not part.isdigit() or not part.isascii():
+            raise ValueError(
+                f"{text!r} is not a placement: digits, one a server (e.g. 1122), "
+                "or counts joined by '-' (e.g. 16-16)"
+            )
+        c = int(part)
+        if not 1 <= c <= MAX_GPUS_PER_SERVER:
+            raise ValueError(f"{text!r}: each server holds 1 to {MAX_GPUS_PER_SERVER} GPUs")
+        counts.append(c)
+    return tuple(counts)
+
+
+def _rows(path: str | os.PathLike[str]) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """Header and ``(line, cells)`` rows of a CSV file; file problems as ``InputError``."""
+    src = str(path)
+    text = read_text(path)  # regular files only, within the size limit; errors name the file
+    lines = text.splitlines()
+    try:
+        parsed = list(csv.reader(lines))
+    except csv.Error as err:
+        raise InputError(f"malformed CSV: {err}", source=src) from None
+    if not parsed or not any(c.strip() for c in parsed[0]):
+        raise InputError("line 1: empty; expected a header row", source=src)
+    header = [c.strip() for c in parsed[0]]
+    body = ((k + 2, cells) for k, cells in enumerate(parsed[1:]) if any(c.strip() for c in cells))
+    return header, body
+
+
+def _layout(header: list[str], src: str) -> str:
+    """``"step"`` or ``"contention"`` from the header, else an ``InputError``."""
+    seen: set[str] = set()
+    for col in header:
+        if col in seen:
+            raise InputError(f"line 1: column {col!r} appears twice", source=src)
+        seen.add(col)
+    for kind, required, optional in (
+        ("step", STEP_COLUMNS, STEP_OPTIONAL),
+        ("contention", CONTENTION_COLUMNS, CONTENTION_OPTIONAL),
+    ):
+        if set(required) <= seen:
+            unknown = sorted(seen - set(required) - set(optional))
+            if unknown:
+                allowed = ", ".join((*required, *optional))
+                raise InputError(
+                    f"line 1: unknown column {unknown[0]!r}; a {kind}-time file has {allowed}",
+                    source=src,
+                )
+            return kind
+    raise InputError(
+        "line 1: not a measurement file: step times need columns "
+        f"{', '.join(STEP_COLUMNS)} (optional {', '.join(STEP_OPTIONAL)}); contention "
+        f"times need {', '.join(CONTENTION_COLUMNS)} (optional model); "
+        f"got {', '.join(header)}",
+        source=src,
+    )
+
+
+def _number(cell: str, where: str, src: str, *, integer: bool = False) -> float:
+    text = cell.strip()
+    try:
+        value = float(int(text)) if integer else float(text)
+    except ValueError:
+        kind = "an integer" if integer else "a number"
+        raise InputError(f"must be {kind}, got {text!r}", source=src, where=where) from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(f"must be a finite number > 0, got {text!r}", source=src, where=where)
+    return value
+
+
+def read_measurements(
+    path: str | os.PathLike[str],
+) -> tuple[list[StepTimes], list[ContentionTimes]]:
+    """Read one measurement file: its step-time or contention data, one entry per model."""
+    src = str(path)
+    header, body = _rows(path)
+    kind = _layout(header, src)
+    col = {name: i for i, name in enumerate(header)}
+    default_model = Path(path).stem
+    records: dict[str, list[tuple[float, ...]]] = {}
+    placements: dict[str, list[str]] = {}
+    for line, cells in body:
+        if len(cells) != len(header):
+            raise InputError(
+                f"line {line}: {len(cells)} fields, the header has {len(header)}", source=src
+            )
+
+        def cell(name: str, line: int = line, cells: list[str] = cells) -> tuple[str, str]:
+            return cells[col[name]], f"line {line}, column {name}"
+
+        model = default_model
+        if "model" in col:
+            model = cells[col["model"]].strip()
+            if not model:
+                raise InputError("is empty", source=src, where=f"line {line}, column model")
+        if kind == "step":
+            text, where = cell("placement")
+            try:
+                counts = parse_placement(text)
+            except ValueError as err:
+                raise InputError(str(err), source=src, where=where) from None
+            bsz = _number(*cell("local_bsz"), src, integer=True)
+            step = _number(*cell("step_time"), src)
+            sync = _number(*cell("sync_time"), src) if "sync_time" in col else math.nan
+            row: tuple[float, ...] = (sum(counts), len(counts), max(counts), bsz, step, sync, line)
+            placements.setdefault(model, []).append("-".join(map(str, counts)))
+        else:
+            k = _number(*cell("jobs"), src, integer=True)
+            size = _number(*cell("message_mb"), src)
+            secs = _number(*cell("seconds"), src)
+            row = (k, size, secs, line)
+        records.setdefault(model, []).append(row)
+    if not records:
+        raise InputError("no measurements after the header", source=src)
+    steps, contention = [], []
+    for model, rows in records.items():
+        a = np.array(rows, dtype=float)
+        if kind == "step":
+            steps.append(
+                StepTimes(
+                    model,
+                    src,
+                    np.array(placements[model]),
+                    a[:, 0].astype(int),
+                    a[:, 1].astype(int),
+                    a[:, 2].astype(int),
+                    a[:, 3],
+                    a[:, 4],
+                    a[:, 5],
+                    a[:, 6].astype(int),
+                )
+            )
+        else:
+            contention.append(
+                ContentionTimes(model, src, a[:, 0].astype(int), a[:, 1], a[:, 2], a[:, 3])
+            )
+    return steps, contention
+
+
+def read_all(
+    paths: Sequence[str | os.PathLike[str]],
+) -> tuple[list[StepTimes], list[ContentionTimes]]:
+    """Read several files; a model named in two files is an error naming both."""
+    steps: list[StepTimes] = []
+    contention: list[ContentionTimes] = []
+    where: dict[tuple[str, str], str] = {}
+    for path in paths:
+        s, c = read_measurements(path)
+        for kind, items in (("step", s), ("contention", c)):
+            for item in items:
+                first = where.setdefault((kind, item.model), item.source)
+                if first != item.source:
+                    raise InputError(
+                        f"model {item.model!r} already has {kind} times in {first}; "
+                        "give each model's measurements in one file",
+                        source=item.source,
+                    )
+        steps += s
+        contention += c
+    return steps, contention

@@ -1,0 +1,178 @@
+"""``sjfbco calibrate MEASUREMENTS.csv... [--form F] [--folds K] [-o OUT] [--json]``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from sjfbco.calibration.contention import ContentionReport
+    from sjfbco.calibration.fit import FitReport, Scores
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "calibrate",
+        help="fit the cost model's constants to measured step (or contention) times",
+        description="Fit the cost model to measurements (docs/calibration.md). Step-time CSVs "
+        "(placement, local_bsz, step_time[, sync_time][, model]) are fitted per DL model; "
+        "contention CSVs (jobs, message_mb, seconds[, model]) fit alpha for the linear and "
+        "power degradations. Prints parameters, R^2 and median/max relative error in "
+        "sample and held out (K folds grouped by placement, or by contention level). With "
+        "-o, also fits one cluster to all models and writes it as a preset that "
+        "'sjfbco generate --preset FILE' uses, and a predicted-against-measured plot.",
+    )
+    p.add_argument("measurements", nargs="+", metavar="MEASUREMENTS.csv", help="CSV files")
+    p.add_argument(
+        "--form",
+        choices=("paper", "extended"),
+        default="extended",
+        help="cost model form to fit: paper (eq. 8) or extended (overlap, per-node and "
+        "two-server sharing; default)",
+    )
+    p.add_argument("--folds", type=int, default=5, metavar="K", help="held-out folds (default 5)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="OUT.json",
+        help="write the fitted preset (sjfbco-preset/1: cluster and cost blocks of the "
+        "instance format and a model table) here, atomically",
+    )
+    p.add_argument("--name", default="measured", help="name of the written preset")
+    p.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE.png",
+        help="write the predicted-against-measured plot (default with -o: OUT with .png)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per fitted model (one per line) and nothing else",
+    )
+    p.set_defaults(run=run)
+
+
+_PARAM_COLUMNS = (
+    "gradient_mb",
+    "bandwidth_inter",
+    "inter_intra_ratio",
+    "xi2",
+    "compute_fixed",
+    "compute_per_sample",
+    "overlap_exponent",
+    "node_sharing",
+    "two_server_sharing",
+)
+
+
+def _score_row(r: FitReport | ContentionReport) -> dict[str, Any]:
+    s, h = r.scores, r.heldout_scores
+    return {
+        "model": r.model,
+        "form": r.form,
+        "rows": len(r.rows),
+        "r2": round(s.r2, 3),
+        "median": f"{100 * s.median_rel_error:.1f}%",
+        "max": f"{100 * s.max_rel_error:.0f}%",
+        "heldout_r2": round(h.r2, 3),
+        "heldout_median": f"{100 * h.median_rel_error:.1f}%",
+        "heldout_max": f"{100 * h.max_rel_error:.0f}%",
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from sjfbco.calibration.contention import DEGRADATION_FORMS, fit_contention
+    from sjfbco.calibration.fit import fit_model
+    from sjfbco.calibration.measurements import read_all
+    from sjfbco.tables import format_table
+
+    if args.output is not None and not args.output.endswith(".json"):
+        raise InputError(f"-o: the preset file must end in .json, got {args.output!r}")
+    if args.plot is not None and not args.plot.lower().endswith(".png"):
+        raise InputError(f"--plot: must be a .png file, got {args.plot!r}")
+    if args.folds < 2:
+        raise InputError(f"--folds: must be >= 2, got {args.folds}")
+    steps, contention = read_all(args.measurements)  # every file checked before any fit
+    if args.output is not None and not steps:
+        raise InputError("-o: a preset needs step-time measurements; only contention was given")
+    reports = [fit_model(rows, args.form, args.folds, args.seed) for rows in steps]
+    cont = [
+        fit_contention(rows, deg, args.folds, args.seed)
+        for rows in contention
+        for deg in DEGRADATION_FORMS
+    ]
+    fitted = None
+    if args.output is not None:
+        from sjfbco.calibration.preset import fit_preset
+        from sjfbco.workloads.paper import write_preset
+
+        linear = next((c for c in cont if c.degradation == "linear"), None)
+        fitted = fit_preset(reports, name=args.name, contention=linear)
+        write_preset(
+            fitted.preset,
+            args.output,
+            form=args.form,
+            sources=[str(p) for p in args.measurements],
+            fit=fitted.report(),
+            note="gradient_mb are effective sizes at the pinned bandwidth_intra and gpu_speed; "
+            "alpha " + ("from the contention fit" if linear else "not measured (0.275)"),
+        )
+    plot = args.plot or (str(Path(args.output).with_suffix(".png")) if args.output else None)
+    if plot is not None:
+        from sjfbco.calibration.plot import plot_fits
+
+        plot_fits(reports, cont, plot)
+    if args.json:
+        for doc in [r.to_json() for r in reports] + [c.to_json() for c in cont]:
+            print(json.dumps(doc), flush=True)
+        return 0
+    rows = [_score_row(r) for r in reports] + [_score_row(c) for c in cont]
+    cols = ["model", "form", "rows", "r2", "median", "max"]
+    cols += ["heldout_r2", "heldout_median", "heldout_max"]
+    print(format_table(rows, cols))
+    if reports:
+        print()
+        params = [{"model": r.model, **r.params} for r in reports]
+        print(format_table(params, ["model", *[c for c in _PARAM_COLUMNS if c in params[0]]]))
+    if cont:
+        print()
+        print(
+            format_table(
+                [{"model": c.model, "form": c.form, **c.params} for c in cont],
+                ["model", "form", "alpha", "bandwidth_inter", "latency_seconds"],
+            )
+        )
+    if fitted is not None:
+        print()
+        print(
+            f"preset {fitted.preset.name!r} (one cluster for all models) written to "
+            f"{args.output}; its in-sample fit:"
+        )
+        print(
+            format_table(
+                [_preset_row(m, s) for m, s in fitted.scores.items()],
+                ["model", "r2", "median", "max"],
+            )
+        )
+    if plot is not None:
+        print(f"wrote {plot}")
+    sys.stdout.flush()
+    return 0
+
+
+def _preset_row(model: str, s: Scores) -> dict[str, Any]:
+    return {
+        "model": model,
+        "r2": round(s.r2, 3),
+        "median": f"{100 * s.median_rel_error:.1f}%",
+        "max": f"{100 * s.max_rel_error:.0f}%",
+    }

@@ -1,0 +1,258 @@
+"""``sjfbco calibrate``: measurement files, fits that recover known constants, the preset, the CLI.
+
+Synthetic step times come from the cost model itself (:func:`sjfbco.cost.iteration_time`,
+the scalar path), so a fit that recovers the constants they were made with checks the
+fitting code, the reader and the array form of the model together.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+from sjfbco import Cluster, CostParams, Job, read_instance
+from sjfbco.calibration.contention import fit_contention
+from sjfbco.calibration.fit import (
+    BANDWIDTH_INTRA,
+    GPU_SPEED,
+    fit_model,
+    param_names,
+    placement_folds,
+)
+from sjfbco.calibration.measurements import parse_placement, read_all, read_measurements
+from sjfbco.cli import main
+from sjfbco.cost import iteration_time
+from sjfbco.problem import InputError
+from sjfbco.workloads.paper import get_preset, paper_instance, read_preset
+from tests.conftest import ROOT, SHARED_DATA
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+POLLUX = SHARED_DATA / "pollux_placements"
+CONTENTION = ROOT / "tests" / "data" / "contention_synthetic.csv"
+PLACEMENTS = ("1", "2", "4", "11", "12", "22", "13", "44", "111", "112", "222", "114")
+PLACEMENTS += ("444", "1111", "1112", "1122", "2222", "1234", "3333", "4444", "1124", "1344")
+BATCHES = (8, 16, 32, 64)
+TRUE = {
+    "gradient_mb": 400.0,
+    "inter_intra_ratio": 5.0,
+    "xi2": 0.002,
+    "compute_fixed": 0.05,
+    "compute_per_sample": 0.002,
+    "overlap_exponent": 2.5,
+    "node_sharing": 0.2,
+    "two_server_sharing": 0.6,
+}
+
+
+def pollux(name: str) -> Path:
+    """A Pollux measurement file of ``../shared/data``; a clear failure when it is absent."""
+    path = POLLUX / f"{name}.csv"
+    if not path.is_file():
+        pytest.fail(f"{path} is absent: the tests read ../shared/data from the repository root")
+    return path
+
+
+def synthetic_csv(tmp_path: Path, form: str, name: str = "synthetic") -> Path:
+    """Step times from the cost model with :data:`TRUE` (extension terms off for paper)."""
+    ext = {k: TRUE[k] for k in param_names(form) if k in CostParams.__dataclass_fields__}
+    cost = CostParams(**ext)
+    cl = Cluster(
+        (4,) * 4,
+        bandwidth_intra=BANDWIDTH_INTRA,
+        bandwidth_inter=BANDWIDTH_INTRA / TRUE["inter_intra_ratio"],
+        gpu_speed=GPU_SPEED,
+    )
+    lines = ["placement,local_bsz,step_time"]
+    for pl in PLACEMENTS:
+        counts = parse_placement(pl)
+        for b in BATCHES:
+            job = Job(
+                "j",
+                num_gpus=sum(counts),
+                iterations=1,
+                gradient_mb=TRUE["gradient_mb"],
+                compute_seconds=TRUE["compute_fixed"] + TRUE["compute_per_sample"] * b,
+            )
+            n = len(counts)
+            t = iteration_time(job, n, 1 if n > 1 else 0, cl, cost, max_per_server=max(counts))
+            lines.append(f"{pl},{b},{t!r}")
+    path = tmp_path / f"{name}.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("form", ["paper", "extended"])
+def test_fit_recovers_the_constants_the_data_were_made_with(tmp_path: Path, form: str) -> None:
+    (rows,), _ = read_measurements(synthetic_csv(tmp_path, form))
+    rep = fit_model(rows, form, folds=3)
+    for name in param_names(form):
+        assert rep.params[name] == pytest.approx(TRUE[name], rel=2e-3, abs=1e-6), name
+    assert rep.params["bandwidth_inter"] == pytest.approx(10_000.0, rel=2e-3)
+    assert rep.scores.median_rel_error < 1e-4
+    assert rep.heldout_scores.median_rel_error < 1e-3
+    assert rep.scores.r2 > 0.999999
+
+
+def test_paper_form_cannot_fit_sharing(tmp_path: Path) -> None:
+    """Data made with the sharing terms: the paper form misses what the extended one fits."""
+    (rows,), _ = read_measurements(synthetic_csv(tmp_path, "extended"))
+    paper = fit_model(rows, "paper", folds=3)
+    assert paper.heldout_scores.median_rel_error > 0.01
+
+
+def test_placement_folds_are_grouped_and_seeded(tmp_path: Path) -> None:
+    (rows,), _ = read_measurements(synthetic_csv(tmp_path, "paper"))
+    folds = placement_folds(rows, 5, seed=3)
+    for pl in np.unique(rows.placement):
+        assert len(set(folds[rows.placement == pl])) == 1  # a placement is never split
+    assert sorted(set(folds)) == [0, 1, 2, 3, 4]
+    assert (placement_folds(rows, 5, seed=3) == folds).all()
+    with pytest.raises(ValueError, match="22 placements; --folds 23 needs"):
+        placement_folds(rows, 23)
+
+
+def test_contention_fit_recovers_alpha(tmp_path: Path) -> None:
+    # noise-free: latency 2 ms + m (k + 0.4 (k - 1)) / 2000 MB/s
+    lines = ["jobs,message_mb,seconds,model"]
+    for k in (1, 2, 3, 5):
+        for m in (10.0, 100.0):
+            lines.append(f"{k},{m},{0.002 + m * (k + 0.4 * (k - 1)) / 2000.0!r},link")
+    path = tmp_path / "c.csv"
+    path.write_text("\n".join(lines) + "\n")
+    _, (rows,) = read_measurements(path)
+    rep = fit_contention(rows, "linear", folds=4)
+    assert rep.params["alpha"] == pytest.approx(0.4, rel=1e-4)
+    assert rep.params["bandwidth_inter"] == pytest.approx(2000.0, rel=1e-4)
+    assert rep.params["latency_seconds"] == pytest.approx(0.002, rel=1e-3)
+    assert rep.model == "link" and rep.form == "contention-linear"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("placement,local_bsz\n1,4\n", "line 1: not a measurement file"),
+        ("placement,local_bsz,step_time,speed\n1,4,0.5,1\n", "line 1: unknown column 'speed'"),
+        ("placement,local_bsz,step_time\n", "no measurements after the header"),
+        ("placement,local_bsz,step_time\n1,4,0.5\n1x,4,0.5\n", "line 3, column placement: '1x'"),
+        ("placement,local_bsz,step_time\n10,4,0.5\n", "line 2, column placement: '10'"),
+        ("placement,local_bsz,step_time\n1,4.5,0.5\n", "line 2, column local_bsz: must be an"),
+        ("placement,local_bsz,step_time\n1,4,-1\n", "line 2, column step_time: must be a fin"),
+        ("placement,local_bsz,step_time\n1,4,nan\n", "line 2, column step_time: must be a fin"),
+        ("placement,local_bsz,step_time\n1,4\n", "line 2: 2 fields, the header has 3"),
+        ("jobs,message_mb,seconds\n0,1,1\n", "line 2, column jobs: must be a finite"),
+        ("", "line 1: empty; expected a header row"),
+    ],
+)
+def test_bad_csv_names_file_line_and_column(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match=message) as err:
+        read_measurements(path)
+    assert str(err.value).startswith(str(path))
+    assert "\n" not in str(err.value)
+
+
+def test_cli_bad_csv_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("placement,local_bsz,step_time\n1,4,0.5\n12,x,0.5\n")
+    assert main(["calibrate", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"sjfbco: error: {path}: line 3, column local_bsz: must be an integer, got 'x'"
+
+
+def test_a_model_in_two_files_is_an_error(tmp_path: Path) -> None:
+    a = synthetic_csv(tmp_path, "paper", "a")
+    b = tmp_path / "b.csv"
+    b.write_text("model,placement,local_bsz,step_time\na,1,4,0.5\n")
+    with pytest.raises(InputError, match=r"model 'a' already has step times in .*a\.csv"):
+        read_all([a, b])
+
+
+def test_cli_json_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = synthetic_csv(tmp_path, "extended")
+    assert main(["calibrate", str(path), str(CONTENTION), "--folds", "3", "--json"]) == 0
+    docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [d["model"] for d in docs] == ["synthetic"] + ["contention_synthetic"] * 2
+    keys = {
+        "model",
+        "form",
+        "params",
+        "r2",
+        "median_rel_error",
+        "max_rel_error",
+        "heldout_r2",
+        "heldout_median_rel_error",
+    }
+    for d in docs:
+        assert keys <= set(d)
+        assert 0 <= d["median_rel_error"] <= d["max_rel_error"] < 1  # fractions
+    step = docs[0]
+    assert step["form"] == "extended"
+    assert step["params"]["xi2"] == pytest.approx(0.002, rel=1e-2)  # seconds per server
+    assert step["rows"] == len(PLACEMENTS) * len(BATCHES)
+    assert [d["form"] for d in docs[1:]] == ["contention-linear", "contention-power"]
+    # the synthetic contention file was made with alpha 0.3 and 2% noise
+    assert docs[1]["params"]["alpha"] == pytest.approx(0.3, abs=0.05)
+
+
+def test_cli_preset_feeds_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = synthetic_csv(tmp_path, "extended", "alpha-model")
+    out = tmp_path / "preset.json"
+    assert main(["calibrate", str(a), str(CONTENTION), "--folds", "3", "-o", str(out)]) == 0
+    assert "preset 'measured'" in capsys.readouterr().out
+    assert (tmp_path / "preset.png").stat().st_size > 0
+    preset = read_preset(out)
+    assert [m.name for m in preset.models] == ["alpha-model"]
+    assert preset.node_sharing == pytest.approx(0.2, rel=1e-2)
+    assert preset.alpha == pytest.approx(0.3, abs=0.05)  # from the contention fit
+    model = preset.models[0]
+    assert model.batch_size == 16  # median of 8, 16, 32, 64 (the lower one)
+    assert model.backward_seconds == pytest.approx(0.05, rel=1e-2)
+    assert model.forward_seconds == pytest.approx(0.002 * 16, rel=1e-2)
+    inst = tmp_path / "inst.json"
+    assert main(["generate", "paper", "--jobs", "16", "--preset", str(out), "-o", str(inst)]) == 0
+    data = read_instance(inst)
+    assert data.cost.node_sharing == preset.node_sharing
+    assert {j.model for j in data.jobs} == {"alpha-model"}
+
+
+def test_bad_preset_file_names_the_field(tmp_path: Path) -> None:
+    doc = get_preset("measured").to_dict()
+    doc["cost"]["node_sharing"] = 3
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"p\.json: cost\.node_sharing: must be in \[0, 1\]"):
+        read_preset(path)
+
+
+def test_bundled_measured_preset() -> None:
+    preset = get_preset("measured")
+    names = ["bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3"]
+    assert [m.name for m in preset.models] == names
+    assert preset.time_model == "continuous" and preset.alpha == 0.275
+    assert preset.overlap_exponent > 1 and preset.two_server_sharing > 0
+    data = paper_instance(10, 0, 40, "measured")
+    assert data.cost.extended and {j.model for j in data.jobs} <= set(names)
+
+
+def test_one_real_model(tmp_path: Path) -> None:
+    """bert, extended form: the figures docs/calibration.md quotes."""
+    (rows,), _ = read_measurements(pollux("bert"))
+    rep = fit_model(rows, "extended")
+    assert rep.heldout_scores.r2 == pytest.approx(0.938, abs=0.005)
+    assert rep.heldout_scores.median_rel_error == pytest.approx(0.025, abs=0.002)
+    assert rep.params["two_server_sharing"] == pytest.approx(1.0, abs=1e-3)  # at its bound
+
+
+@pytest.mark.slow
+def test_bundled_preset_is_what_calibrate_writes(tmp_path: Path) -> None:
+    files = [str(pollux(n)) for n in ("bert", "cifar10", "deepspeech2")]
+    files += [str(pollux(n)) for n in ("imagenet", "ncf", "yolov3")]
+    out = tmp_path / "measured.json"
+    assert main(["calibrate", *files, "-o", str(out), "--plot", str(tmp_path / "p.png")]) == 0
+    assert read_preset(out) == get_preset("measured")
