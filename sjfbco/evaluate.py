@@ -346,10 +346,17 @@ def _strict_violation(
     )
 
 
+def alone_slots(data: ProblemData, job: int, num_servers: int, max_per_server: int) -> float:
+    """Slots job ``job`` takes on ``num_servers`` servers (at most ``max_per_server`` of its
+    GPUs on one) with no contention from other jobs (``p = 1`` if split): the reference
+    for the contention share (:class:`~sjfbco.schedule.Evaluation`)."""
+    rate = data.rates.alone(job, num_servers, max_per_server)
+    return slots_to_finish(data.jobs[job].iterations, rate, data.cost)
+
+
 def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
     """Build the :class:`Evaluation` of a simulation in which every job has ended."""
     n = data.num_jobs
-    rates = data.rates
     slot = data.cost.slot_seconds
     start = tuple(sim.start_time[j] for j in range(n))
     end = tuple(sim.end_time[j] for j in range(n))
@@ -359,8 +366,7 @@ def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
         run = end[j] - start[j]
         busy += job.num_gpus * run
         run_total += run
-        alone_rate = rates.alone(j, len(sim.servers_of[j]), sim.max_per_server_of[j])
-        alone_total += slots_to_finish(job.iterations, alone_rate, data.cost)
+        alone_total += alone_slots(data, j, len(sim.servers_of[j]), sim.max_per_server_of[j])
         compute_total += job.iterations * job.compute / slot
     capacity = data.cluster.num_gpus * makespan
     return Evaluation(

@@ -72,6 +72,7 @@ def test_one_output_flag_convention() -> None:
         "plot": ["--output", "-o"],
         "batch": ["--output", "-o"],
         "convert": ["--output-dir", "-o"],
+        "calibrate": ["--output", "-o"],
     }
 
 

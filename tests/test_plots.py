@@ -214,3 +214,31 @@ def test_plot_command_refuses_a_jpeg(tmp_path: Path, capsys) -> None:
     assert main(["plot", str(EXAMPLE), str(EXAMPLE_SCHEDULE), "-o", str(out)]) == 2
     assert "use .png, .pdf or .svg" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_fig4_linear_axes_and_whiskers_that_mean_the_seed_range_in_both_panels() -> None:
+    """Two seeds: SJF-BCO makespans 100 and 200 (JCT 40 and 90); the whiskers run from the
+    lowest to the highest seed in both panels, and the caption says so."""
+    from sjfbco.experiments.plots import CAPTIONS, plot_figure
+
+    def row(solver: str, seed: int, makespan: float, jct: float) -> dict:
+        return {
+            "figure": "4", "reading": "default", "preset": "paper", "params": "",
+            "status": "feasible", "utilisation": 0.5, "instance": f"paper-s20-seed{seed}",
+            "servers": 20, "seed": seed, "solver": solver, "param": "", "value": "",
+            "makespan": makespan, "mean_jct": jct, "min_jct": 1.0, "max_jct": makespan,
+            "lower_bound": 1.0, "runtime_s": 0.1,
+        }  # fmt: skip
+
+    rows = [row("sjf-bco", 0, 100, 40), row("sjf-bco", 1, 200, 90)]
+    rows += [row(p, s, 300 + 10 * s, 150) for p in ("ls", "ff", "rand") for s in (0, 1)]
+    fig = plot_figure("4", rows)
+    ax1, ax2 = fig.axes
+    assert ax1.get_yscale() == ax2.get_yscale() == "linear"
+    for ax, (lo, hi) in ((ax1, (100, 200)), (ax2, (40, 90))):
+        (bars,) = [c for c in ax.containers if getattr(c, "errorbar", None) is not None]
+        segments = bars.errorbar.lines[2][0].get_segments()
+        assert (segments[0][0][1], segments[0][1][1]) == (lo, hi)  # SJF-BCO's whisker
+        assert ax.get_ylim()[0] == 0
+    assert fig._supxlabel.get_text().replace("\n", " ") == CAPTIONS["4"]
+    assert "Whiskers, in both panels: lowest to highest over the seeds" in CAPTIONS["4"]

@@ -19,6 +19,7 @@ import colorsys
 import io
 import itertools
 import math
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,6 +135,15 @@ def _policies(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _colour(policy: str) -> str:
     return COLOURS.get(policy, EXTRA_COLOUR)
+
+
+#: Captions drawn under a figure: what its marks mean.
+CAPTIONS: dict[str, str] = {
+    "4": "Bars: mean over the seeds. Whiskers, in both panels: lowest to highest over the "
+    "seeds of the quantity the bar shows (makespan on the left, mean JCT on the right). "
+    "Triangles: each run's shortest and longest JCT, mean over the seeds. Diamonds: the "
+    "paper's values (one run each). Linear axes from 0; times in slots.",
+}
 
 
 def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
@@ -343,6 +353,8 @@ def plot_figure(
         _curve(rows, fig, "7", "lambda (LBSGF capacity factor)")
     else:
         raise ValueError(f"unknown figure {figure!r}")
+    if figure in CAPTIONS:
+        fig.supxlabel(textwrap.fill(CAPTIONS[figure], 150), fontsize="x-small", ha="center")
     line = settings or f"{_n_seeds(rows)} seeds"
     head = f"{TITLES['4']}\n" if figure == "4" else ""
     fig.suptitle(f"{head}{line}", fontsize="small")
