@@ -362,3 +362,27 @@ def test_every_command_module_is_listed() -> None:
     folder = ROOT / "sjfbco" / "commands"
     names = {p.stem for p in folder.glob("*.py") if "def add_parser(" in p.read_text()}
     assert names == set(COMMANDS)
+
+
+def test_the_library_reports_progress_and_prints_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The exact solver's phases in order, each placement pass and simulation; no output."""
+    from sjfbco import progress
+
+    seen: list[progress.Progress] = []
+    with progress.listen(seen.append):
+        res = sjfbco.solve(EXAMPLE, "exact", backend="cpsat", time_limit=20)
+    assert res.status == "optimal"
+    tasks = list(dict.fromkeys(p.task for p in seen))
+    phases = [t for t in tasks if t.startswith("exact: ")]
+    assert phases[0] == "exact: warm start (sjf-bco)"
+    assert phases[-2] == "exact: building the cpsat model (horizon 91 slots)"
+    assert phases[-1].startswith("exact: solving with cpsat (limit ")  # what is left of 20 s
+    assert any(t.endswith("placing jobs") for t in tasks) and "simulating" in tasks
+    jobs = [p for p in seen if p.task == "simulating"]
+    assert jobs[-1].done == jobs[-1].total == 5  # every job of the instance, counted
+    assert capsys.readouterr() == ("", "")
+    seen.clear()
+    sjfbco.solve(EXAMPLE, "ls")  # nobody listens: nothing is reported
+    assert seen == []
