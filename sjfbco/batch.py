@@ -26,11 +26,23 @@ suffix) is written atomically and the journal removed. ``resume=True`` reads
 the output and the journal, skips the keys already
 present and never writes a key twice. A key is (instance, solver, seed,
 parameters): the same instance solved with two parameter sets is two tasks.
+A row that is torn or damaged (a file cut mid-line, a value that is not a
+row's) is dropped with a warning and its task runs again. A lock file beside
+the output (``<out>.lock``, ``fcntl.flock``) keeps two runs off one output.
+
+A task that kills its worker process (a crash in native code, a plugin
+calling ``os._exit``, the out-of-memory killer) becomes an error row and the
+batch goes on, on both engines: the local engine re-runs the tasks that were
+in flight in a broken pool one at a time, so that the culprit is found and
+the others get their real rows; on Dask the scheduler reports the task's
+``KilledWorker`` after one retry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
+import fcntl
 import glob
 import importlib
 import importlib.util
@@ -44,7 +56,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance
+from sjfbco.errors import one_line
+from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance, read_text
 from sjfbco.plugins import import_plugin
 from sjfbco.problem import InputError
 
@@ -233,7 +246,7 @@ def run_task(task: Task) -> Row:
         located = err if err.source else err.located(source=name)
         row.update(status=ERROR, error=str(located), runtime_s=time.perf_counter() - t0)
         return row
-    except Exception as err:
+    except (Exception, SystemExit) as err:  # a plugin calling sys.exit() must not end the batch
         row.update(
             status=ERROR,
             runtime_s=time.perf_counter() - t0,
@@ -319,25 +332,93 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
 # --------------------------------------------------------------------------- engines
 
 
+def error_row(task: Task, message: str) -> Row:
+    """The error row of ``task`` with ``message`` (for failures outside :func:`run_task`)."""
+    row: Row = dict.fromkeys(COLUMNS)
+    row.update(
+        instance=task.name,
+        solver=task.solver,
+        seed=task.seed,
+        params=task.key[3],
+        status=ERROR,
+        error=f"{task.name}: solver {task.solver!r}: {message}",
+    )
+    return row
+
+
+#: What an error row says when its task killed the worker process.
+WORKER_DIED = (
+    "the worker process died while solving (a crash in native code, os._exit or the "
+    "out-of-memory killer); the other tasks went on"
+)
+
+
 def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Row, None, None]:
-    """Rows of ``tasks`` in completion order, from a local process pool of ``workers``."""
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    """Rows of ``tasks`` in completion order, from a local process pool of ``workers``.
+
+    At most ``2 x workers`` tasks are in the pool at a time. When a worker
+    process dies, the pool breaks and fails every task in it; those tasks are
+    then run one at a time, each in a fresh one-worker pool: the task that
+    kills its worker again gets an error row (:data:`WORKER_DIED`), the others
+    their real rows, and the remaining tasks go on in a new pool.
+    """
+    from collections import deque
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
-    if not tasks:
-        return
-    pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1)
-    try:
-        futures = [pool.submit(run_task, t) for t in tasks]
-        for fut in as_completed(futures):
-            try:
-                yield fut.result()
-            except BrokenProcessPool as err:
-                raise BatchError(
-                    f"a worker process died ({err}); finished rows are kept: rerun with --resume"
-                ) from None
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+    n = workers or os.cpu_count() or 1
+    todo = deque(tasks)
+    suspects: list[Task] = []
+    while todo or suspects:
+        if suspects:
+            yield _run_alone(suspects.pop(0))
+            continue
+        pool = ProcessPoolExecutor(max_workers=n)
+        running: dict[Future[Row], Task] = {}
+        try:
+            while todo or running:
+                while todo and len(running) < 2 * n:
+                    task = todo.popleft()
+                    running[pool.submit(run_task, task)] = task
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                broken = False
+                for fut in done:
+                    task = running.pop(fut)
+                    try:
+                        row = fut.result()
+                    except BrokenProcessPool:
+                        suspects.append(task)
+                        broken = True
+                        continue
+                    except Exception as err:  # e.g. a task or row that cannot be pickled
+                        row = error_row(task, f"could not run in a worker: {_describe(err)}")
+                    yield row
+                if broken:  # every task still in the pool fails too: all are suspects
+                    suspects.extend(running.values())
+                    running.clear()
+                    break
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _run_alone(task: Task) -> Row:
+    """``task`` in a fresh one-worker pool; an error row if it kills the worker."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    with ProcessPoolExecutor(max_workers=1) as pool:
+        fut = pool.submit(run_task, task)
+        try:
+            return fut.result()
+        except BrokenProcessPool:
+            return error_row(task, WORKER_DIED)
+        except Exception as err:
+            return error_row(task, f"could not run in a worker: {_describe(err)}")
+
+
+def _describe(err: BaseException) -> str:
+    text = str(err)
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
 def map_dask(
@@ -350,44 +431,124 @@ def map_dask(
 
     With ``address`` the tasks go to that scheduler (which this run does not
     close); otherwise a ``LocalCluster`` of ``workers`` single-threaded workers
-    (processes, or threads with ``processes=False``) is started and closed.
+    (processes, or threads with ``processes=False``) is started and closed,
+    with its logs silenced and one retry for a task whose worker dies. A task
+    the scheduler gives up on (``KilledWorker``) becomes an error row
+    (:data:`WORKER_DIED`); losing the cluster itself stops the run (finished
+    rows are kept for ``--resume``).
     """
     try:
+        import dask
         from dask.distributed import Client, LocalCluster, as_completed
+        from distributed import KilledWorker
     except ImportError:
         raise BatchError(DASK_MISSING) from None
     if not tasks:
         return
     cluster = None
-    if address:
-        client = Client(address)
-    else:
-        # no dashboard; the scheduler's small HTTP server on a free port, not 8787
-        cluster = LocalCluster(
-            n_workers=workers or os.cpu_count() or 1,
-            threads_per_worker=1,
-            processes=processes,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard_address": ":0"},
-        )
-        client = Client(cluster)
+    # one task per worker thread, so that a dying worker takes only the task it runs: the
+    # scheduler blames every task in "processing" on a dead worker, and gives up on a task
+    # after allowed-failures + 1 deaths (KilledWorker)
+    config = {
+        "distributed.scheduler.allowed-failures": 1,
+        "distributed.scheduler.worker-saturation": 1.0,
+    }
+    with _quiet_dask_logs(), dask.config.set(config):
+        if address:
+            client = Client(address)
+        else:
+            # no dashboard; the scheduler's small HTTP server on a free port, not 8787
+            cluster = LocalCluster(
+                n_workers=workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                processes=processes,
+                dashboard_address=None,
+                scheduler_kwargs={"dashboard_address": ":0"},
+                silence_logs=logging.CRITICAL,
+            )
+            client = Client(cluster)
+        try:
+            futures = client.map(run_task, list(tasks), pure=False)
+            task_of = {fut.key: task for fut, task in zip(futures, tasks, strict=True)}
+            for fut in as_completed(futures):
+                try:
+                    row = fut.result()
+                except KilledWorker:
+                    row = error_row(task_of[fut.key], WORKER_DIED)
+                except Exception as err:  # the cluster itself is gone
+                    raise BatchError(
+                        f"the Dask cluster lost a task ({_describe(err)}); finished rows are "
+                        "kept: rerun with --resume"
+                    ) from None
+                yield row
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+@contextlib.contextmanager
+def _quiet_dask_logs() -> Generator[None, None, None]:
+    """Only critical records from ``distributed`` in this process (a dying worker's nanny
+    would print a dozen lines); the previous levels are restored afterwards."""
+    loggers = [logging.getLogger(n) for n in ("distributed", "dask", "tornado", "asyncio")]
+    saved = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
     try:
-        futures = client.map(run_task, list(tasks), pure=False)
-        for fut in as_completed(futures):
-            try:
-                yield fut.result()
-            except Exception as err:  # KilledWorker, lost connection
-                raise BatchError(
-                    f"the Dask cluster lost a task ({type(err).__name__}: {err}); "
-                    "finished rows are kept: rerun with --resume"
-                ) from None
+        yield
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        for lg, level in zip(loggers, saved, strict=True):
+            lg.setLevel(level)
 
 
 # --------------------------------------------------------------------------- files
+
+
+def lock_path(out: str | os.PathLike[str]) -> Path:
+    """The lock file that keeps two runs off the output ``out``."""
+    p = Path(out)
+    return p.with_name(p.name + ".lock")
+
+
+@contextlib.contextmanager
+def output_lock(out: str | os.PathLike[str]) -> Generator[Path, None, None]:
+    """Hold an exclusive ``fcntl.flock`` on ``<out>.lock`` for the block, or fail at once.
+
+    A second run on the same output (on this machine, or any machine whose
+    file system honours ``flock``) gets a :class:`BatchError` naming the
+    process that holds the lock instead of running the same tasks again. The
+    lock file is removed when the run ends; a process that opened it just
+    before (and then locks a removed file) notices and takes the new one.
+    """
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode("ascii", "replace").strip() or "another process"
+            os.close(fd)
+            raise BatchError(
+                f"{out}: another batch run ({holder}) is writing this output; wait for it "
+                f"to end (the lock is {path})"
+            ) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the previous holder removed the file after we opened it: retry
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"process {os.getpid()}\n".encode())
+        yield path
+    finally:
+        path.unlink(missing_ok=True)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
 
 
 def journal_path(out: str | os.PathLike[str]) -> Path:
@@ -412,7 +573,8 @@ def check_output(out: str | os.PathLike[str]) -> str:
 
 
 def _clean(row: Mapping[str, Any]) -> Row:
-    """A row with exactly :data:`COLUMNS`, NaN as ``None``, ``seed`` an int."""
+    """A row (from :func:`run_task`) with exactly :data:`COLUMNS`, NaN as ``None``, ``seed``
+    an int."""
     out: Row = {}
     for c in COLUMNS:
         v = row.get(c)
@@ -427,26 +589,90 @@ def _clean(row: Mapping[str, Any]) -> Row:
 
 
 def read_journal(path: str | os.PathLike[str]) -> list[Row]:
-    """Rows of a journal; a torn last line (a crash mid-write) is ignored."""
+    """Rows of a journal. A torn line (a crash mid-write, a file cut short) or a line that
+    is not a valid row is skipped with a warning: its task runs again."""
     p = Path(path)
     if not p.exists():
         return []
-    rows = []
-    lines = p.read_text(encoding="utf-8").split("\n")
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            doc = json.loads(line)
-            if isinstance(doc, dict) and "journal" in doc:
-                continue  # the header
-            rows.append(_clean(doc))
-        except (ValueError, TypeError, KeyError, AttributeError) as err:
-            if n == len(lines):  # last line without newline: torn write
-                log.warning("%s: ignoring torn last line", p)
+    if not p.is_file():
+        raise BatchError(f"{p}: the journal is not a regular file")
+    rows, bad = [], []
+    with open(p, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
                 continue
-            raise BatchError(f"{p}: line {n} is not a result row ({err})") from None
+            try:
+                doc = json.loads(line)
+            except (ValueError, RecursionError):
+                doc = None
+            if isinstance(doc, dict) and "journal" in doc and n == 1:
+                continue  # the header
+            row = valid_row(doc)
+            if row is None:
+                bad.append(n)
+            else:
+                rows.append(row)
+    if bad:
+        log.warning(
+            "%s: skipped %d torn or invalid line(s) (first: line %d); their tasks run again",
+            p,
+            len(bad),
+            bad[0],
+        )
     return rows
+
+
+#: Statuses a result row may have.
+STATUSES: frozenset[str] = frozenset({"optimal", "feasible", "infeasible", "time limit", ERROR})
+
+
+def valid_row(doc: Any) -> Row | None:
+    """``doc`` as a clean row (:data:`COLUMNS`), or ``None`` if it is not a complete row.
+
+    A row needs a non-empty instance and solver, an integer seed >= 0, a known
+    status, numbers (or nothing) in the numeric columns, and a makespan when
+    its status says a schedule was found (``optimal``, ``feasible``). A row cut
+    short by a crash or a truncated file fails one of these.
+    """
+    if not isinstance(doc, dict):
+        return None
+    row: Row = {}
+    for c in COLUMNS:
+        v = doc.get(c)
+        if isinstance(v, float) and math.isnan(v):
+            v = None
+        if v is not None and hasattr(v, "item"):  # numpy scalar
+            v = v.item()
+        row[c] = v
+    inst, solver, seed, status = row["instance"], row["solver"], row["seed"], row["status"]
+    if not (isinstance(inst, str) and inst and isinstance(solver, str) and solver):
+        return None
+    if isinstance(seed, float) and seed.is_integer():
+        seed = int(seed)
+    if isinstance(seed, str) and seed.strip().isdigit():
+        seed = int(seed)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        return None
+    row["seed"] = seed
+    if status not in STATUSES:
+        return None
+    for c in NUMERIC:
+        v = row[c]
+        if isinstance(v, str):
+            try:
+                v = float(v) if v.strip() else None
+            except ValueError:
+                return None
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int | float)):
+            return None
+        row[c] = None if v is None or not math.isfinite(v) else float(v)
+    if status in ("optimal", "feasible") and row["makespan"] is None:
+        return None
+    params = row["params"]
+    row["params"] = "" if params is None else str(params)  # absent in files of older versions
+    error = row["error"]
+    row["error"] = None if error in (None, "") else str(error)
+    return row
 
 
 def journal_is_fresh(path: str | os.PathLike[str]) -> bool:
@@ -466,19 +692,62 @@ def journal_is_fresh(path: str | os.PathLike[str]) -> bool:
 
 
 def read_results(path: str | os.PathLike[str]) -> list[Row]:
-    """Rows of a CSV or Parquet result file written by :func:`write_results`."""
-    import pandas as pd
+    """Rows of a CSV or Parquet result file written by :func:`write_results`.
 
+    CSV files are read line by line: a torn last line (the file cut short) and
+    rows that are not valid (:func:`valid_row`) are skipped with a warning, so
+    that ``--resume`` runs their tasks again. A file without the key columns is
+    not a result file and is an error (it is never overwritten).
+    """
     kind = check_output(path)
-    try:
-        df = pd.read_csv(path) if kind == "csv" else pd.read_parquet(path)
-    except (OSError, ValueError) as err:
-        raise BatchError(f"{path}: cannot read results ({err})") from None
-    missing = [c for c in ("instance", "solver", "seed") if c not in df.columns]
-    if missing:
-        raise BatchError(f"{path}: not a batch result file (no column {missing[0]!r})")
-    df = df.astype(object).where(df.notna(), None)
-    return [_clean(r) for r in df.to_dict(orient="records")]
+    if kind == "parquet":
+        import pandas as pd
+
+        if not Path(path).is_file():
+            raise BatchError(f"{path}: not a regular file")
+        try:
+            df = pd.read_parquet(path)
+        except (OSError, ValueError) as err:
+            raise BatchError(
+                f"{path}: cannot read results ({one_line(str(err))}); move it away to start over"
+            ) from None
+        missing = [c for c in ("instance", "solver", "seed") if c not in df.columns]
+        if missing:
+            raise BatchError(f"{path}: not a batch result file (no column {missing[0]!r})")
+        records = df.astype(object).where(df.notna(), None).to_dict(orient="records")
+        torn = 0
+    else:
+        text = read_text(path, errors="replace")
+        torn = 0
+        if text and not text.endswith("\n"):  # cut mid-line: drop the partial row
+            text, torn = text[: text.rfind("\n") + 1], 1
+        reader = csv.DictReader(io.StringIO(text, newline=""))
+        fields = reader.fieldnames or []
+        missing = [c for c in ("instance", "solver", "seed") if c not in fields]
+        if missing:
+            if not text.strip():
+                return []
+            raise BatchError(f"{path}: not a batch result file (no column {missing[0]!r})")
+        records = []
+        for rec in reader:
+            if None in rec or any(v is None for v in rec.values()):  # wrong field count
+                torn += 1
+                continue
+            records.append(rec)
+    rows = []
+    for rec in records:
+        row = valid_row(rec)
+        if row is None:
+            torn += 1
+        else:
+            rows.append(row)
+    if torn:
+        log.warning(
+            "%s: skipped %d torn or invalid row(s); their tasks run again with --resume",
+            path,
+            torn,
+        )
+    return rows
 
 
 def write_results(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
@@ -601,6 +870,40 @@ def run_batch(
     out = Path(out)
     check_output(out)
     jpath = journal_path(out)
+    for p in (out, jpath):
+        if p.exists() and not p.is_file():
+            raise BatchError(f"{p}: exists and is not a regular file")
+    with output_lock(out):
+        return _run_locked(
+            tasks,
+            out,
+            jpath,
+            engine=engine,
+            workers=workers,
+            address=address,
+            resume=resume,
+            retry_errors=retry_errors,
+            processes=processes,
+            on_start=on_start,
+            on_row=on_row,
+        )
+
+
+def _run_locked(
+    tasks: Sequence[Task],
+    out: Path,
+    jpath: Path,
+    *,
+    engine: str,
+    workers: int | None,
+    address: str | None,
+    resume: bool,
+    retry_errors: bool,
+    processes: bool,
+    on_start: Callable[[int], Any] | None,
+    on_row: Callable[[Row], None] | None,
+) -> BatchReport:
+    """:func:`run_batch` once the output's lock is held."""
     previous: dict[Key, Row] = {}
     if resume:
         if out.exists() and not journal_is_fresh(jpath):

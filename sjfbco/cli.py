@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import logging
 import os
 import sys
 import warnings
@@ -171,17 +172,25 @@ def _fail(message: str, code: int = 2) -> int:
 
 @contextlib.contextmanager
 def _one_line_warnings() -> Iterator[None]:
-    """Show Python warnings as one line each, without the source line Python adds."""
+    """Show Python warnings and the library's logged warnings as one line each."""
 
     def show(message: Any, category: Any, *_: Any, **__: Any) -> None:
         print(f"sjfbco: warning: {one_line(str(message))}", file=sys.stderr, flush=True)
 
+    class OneLine(logging.Handler):  # the library's logged warnings, the same way
+        def emit(self, record: logging.LogRecord) -> None:
+            show(record.getMessage(), None)
+
+    handler = OneLine(logging.WARNING)
+    logger = logging.getLogger("sjfbco")
     saved = warnings.showwarning
     warnings.showwarning = show
+    logger.addHandler(handler)
     try:
         yield
     finally:
         warnings.showwarning = saved
+        logger.removeHandler(handler)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,11 +6,16 @@
 - ``toy-slow``: the same after sleeping ``sleep`` seconds (param, default 0.2),
   so that a test can kill a batch part way through.
 - ``toy-crash``: raises, to check that a failing solver becomes an error row.
+- ``toy-exit``: kills its worker process with ``os._exit(3)`` when the seed is odd
+  (solves like ``toy-greedy`` otherwise), to check that the batch goes on.
+- ``toy-sysexit``: calls ``sys.exit(4)``, which must not end the batch either.
 """
 
 from __future__ import annotations
 
+import os
 import random
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,10 +72,26 @@ def toy_crash(
     raise RuntimeError("boom")
 
 
+def toy_exit(
+    data: ProblemData, params: NoParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    if seed % 2:
+        os._exit(3)
+    return _greedy(data, seed)
+
+
+def toy_sysexit(
+    data: ProblemData, params: NoParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    sys.exit(4)
+
+
 _TOYS: dict[str, tuple[Any, type]] = {
     "toy-greedy": (toy_greedy, NoParams),
     "toy-slow": (toy_slow, SlowParams),
     "toy-crash": (toy_crash, NoParams),
+    "toy-exit": (toy_exit, NoParams),
+    "toy-sysexit": (toy_sysexit, NoParams),
 }
 NAMES = tuple(_TOYS)
 for _name, (_fn, _params) in _TOYS.items():

@@ -246,7 +246,9 @@ def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
     assert keys(replaced.rows) == [t.key for t in tasks]
 
 
-def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
+def test_torn_journal_is_repaired_before_appending(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     row = {
         **dict.fromkeys(B.COLUMNS),
         "instance": "a.json",
@@ -266,9 +268,10 @@ def test_torn_journal_is_repaired_before_appending(tmp_path: Path) -> None:
     assert path.read_text().splitlines()[1] == json.dumps({**row, "seed": 1})
     assert [r["seed"] for r in B.read_journal(path)] == [0, 1]
     assert not B.journal_is_fresh(path)  # no header: an old run's journal, not fresh
-    path.write_text('{"oops": 1}\n' + json.dumps(row) + "\n")
-    with pytest.raises(B.BatchError, match="line 1 is not a result row"):
-        B.read_journal(path)
+    # a damaged line anywhere is skipped (its task runs again), never a traceback
+    path.write_text('{"oops": 1}\n' + json.dumps(row) + "\n" + json.dumps({**row, "seed": "x"}))
+    assert B.read_journal(path) == [row]
+    assert "skipped 2 torn or invalid line(s) (first: line 1)" in caplog.text
 
 
 def test_expand_inputs(tmp_path: Path) -> None:

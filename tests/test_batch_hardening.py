@@ -1,0 +1,173 @@
+"""Batch under abuse: workers that die, torn result files, two runs on one output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+
+from sjfbco import batch as B
+from sjfbco.solvers import SOLVERS
+from tests.conftest import INSTANCES
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+PLUGIN = ("tests.batch_plugin",)
+EXAMPLE = str(INSTANCES / "small" / "example.json")
+MUST_SPLIT = str(INSTANCES / "small" / "must-split.json")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def toy_solvers() -> Iterator[None]:
+    """Register the toy solvers for this module only (other tests iterate over SOLVERS)."""
+    from tests import batch_plugin
+
+    yield
+    for name in batch_plugin.NAMES:
+        SOLVERS.pop(name, None)
+    sys.modules.pop("tests.batch_plugin", None)
+
+
+def _tasks(seeds: int = 4) -> list[B.Task]:
+    return B.make_tasks([EXAMPLE], ["toy-greedy", "toy-exit"], range(seeds), plugins=PLUGIN)
+
+
+def _check_rows(rows: list[B.Row]) -> None:
+    """toy-exit kills its worker on odd seeds: those rows are errors, every other row is
+    the row run_task gives in this process (the batch went on, and nothing else was lost)."""
+    by_key = {B.row_key(r): r for r in rows}
+    assert len(by_key) == len(rows) == 8
+    for task in _tasks():
+        row = by_key[task.key]
+        if task.solver == "toy-exit" and task.seed % 2:
+            assert row["status"] == "error"
+            assert row["error"] == f"{EXAMPLE}: solver 'toy-exit': {B.WORKER_DIED}"
+        else:
+            expect = B.run_task(task)
+            assert (row["status"], row["makespan"]) == (expect["status"], expect["makespan"])
+
+
+def test_a_task_that_kills_its_worker_is_an_error_row_local(tmp_path: Path) -> None:
+    report = B.run_batch(_tasks(), tmp_path / "r.csv", workers=2)
+    assert (report.ran, report.failed) == (8, 2)
+    _check_rows(B.read_results(tmp_path / "r.csv"))
+    # resuming retries the two error rows and finds the same, without stopping there
+    again = B.run_batch(_tasks(), tmp_path / "r.csv", workers=2, resume=True, retry_errors=True)
+    assert (again.ran, again.failed, again.skipped) == (2, 2, 6)
+
+
+@pytest.mark.slow
+def test_a_task_that_kills_its_worker_is_an_error_row_dask(tmp_path: Path) -> None:
+    pytest.importorskip("distributed")
+    report = B.run_batch(_tasks(), tmp_path / "r.csv", workers=2, engine="dask")
+    assert (report.ran, report.failed) == (8, 2)
+    _check_rows(B.read_results(tmp_path / "r.csv"))
+
+
+def test_sys_exit_in_a_solver_is_an_error_row() -> None:
+    row = B.run_task(B.Task(EXAMPLE, "toy-sysexit", 0, plugins=PLUGIN))
+    assert row["status"] == "error"
+    assert row["error"] == f"{EXAMPLE}: solver 'toy-sysexit' failed: SystemExit: 4"
+
+
+def test_a_fifo_instance_is_an_error_row_not_a_hang(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    row = B.run_task(B.Task(str(fifo), "ls", 0))
+    assert row["error"] == f"{fifo}: is not a regular file (a FIFO, device or socket); give a file"
+
+
+def _timeless(rows: list[B.Row]) -> list[B.Row]:
+    """Rows without their run time (a task run again takes another time)."""
+    return [{**r, "runtime_s": None} for r in rows]
+
+
+def _full_run(tmp_path: Path) -> tuple[Path, list[B.Row], list[B.Task]]:
+    tasks = B.make_tasks([EXAMPLE, MUST_SPLIT], ["toy-greedy"], range(3), plugins=PLUGIN)
+    out = tmp_path / "r.csv"
+    B.run_batch(tasks, out, workers=1)
+    return out, B.read_results(out), tasks
+
+
+def test_resume_reruns_rows_of_a_csv_cut_anywhere(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    out, rows, tasks = _full_run(tmp_path)
+    text = out.read_bytes()
+    lines = text.splitlines(keepends=True)
+    header = len(lines[0])
+    # every cut inside the data: rows wholly before the cut are kept, the rest re-run
+    for cut in range(header, len(text), 7):
+        out.write_bytes(text[:cut])
+        kept = B.read_results(out)
+        whole = text[:cut].count(b"\n") - 1  # complete data lines before the cut
+        assert kept == rows[:whole], cut
+    # cut inside the last row, e.g. its status: "fea" is not a status, the row is re-run
+    status_at = text.rindex(b",feasible,")
+    out.write_bytes(text[: status_at + 4])
+    assert B.read_results(out) == rows[:-1]
+    report = B.run_batch(tasks, out, workers=1, resume=True)
+    assert (report.ran, report.skipped) == (1, 5)
+    assert _timeless(B.read_results(out)) == _timeless(rows)
+    assert "skipped 1 torn or invalid row(s)" in caplog.text
+
+
+def test_resume_repairs_torn_journal_lines(tmp_path: Path) -> None:
+    out, rows, tasks = _full_run(tmp_path)
+    journal = B.journal_path(out)
+    header = json.dumps({"journal": B.JOURNAL_FORMAT, "fresh": False})
+    torn = json.dumps(rows[2])[:40]
+    journal.write_text("\n".join([header, json.dumps(rows[0]), torn, json.dumps(rows[1])]) + "\n")
+    out.unlink()
+    report = B.run_batch(tasks, out, workers=1, resume=True)
+    assert (report.skipped, report.ran) == (2, 4)
+    assert _timeless(B.read_results(out)) == _timeless(rows)
+    assert not journal.exists()
+
+
+def test_a_file_that_is_not_a_result_file_is_never_overwritten(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    out.write_text("name,value\na,1\n")
+    with pytest.raises(B.BatchError, match="not a batch result file"):
+        B.run_batch(_tasks(1), out, workers=1, resume=True)
+    assert out.read_text() == "name,value\na,1\n"
+
+
+def test_a_second_run_on_one_output_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    with B.output_lock(out) as lock:
+        assert lock.read_text() == f"process {os.getpid()}\n"
+        with pytest.raises(B.BatchError, match=rf"another batch run \(process {os.getpid()}\)"):
+            B.run_batch(_tasks(1), out, workers=1, resume=True)
+        assert not out.exists() and not B.journal_path(out).exists()
+    assert not lock.exists()  # released and removed
+    B.run_batch(_tasks(1), out, workers=1)
+    assert len(B.read_results(out)) == 2
+
+
+def test_the_lock_is_held_across_processes(tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    held_r, held_w = os.pipe()
+    done_r, done_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child holds the lock until the parent has tried
+        try:
+            with B.output_lock(out):
+                os.write(held_w, b"x")
+                os.read(done_r, 1)
+        finally:
+            os._exit(0)
+    assert os.read(held_r, 1) == b"x"
+    try:
+        with pytest.raises(B.BatchError, match=rf"\(process {pid}\) is writing this output"):
+            B.run_batch(_tasks(1), out, workers=1)
+    finally:
+        os.write(done_w, b"y")
+        os.waitpid(pid, 0)
+    for fd in (held_r, held_w, done_r, done_w):
+        os.close(fd)
