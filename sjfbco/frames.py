@@ -15,6 +15,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.evaluate import alone_slots, evaluate
+from sjfbco.solvers.contract import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -28,13 +29,7 @@ if TYPE_CHECKING:
 #: Columns of :func:`results_frame`, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
     "instance",
-    "solver",
-    "status",
-    "makespan",
-    "mean_jct",
-    "lower_bound",
-    "gap",
-    "runtime_s",
+    *SUMMARY_COLUMNS,
     "utilisation",
     "contention_share",
     "overhead_share",

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import sjfbco
-from sjfbco import Schedule, Status, evaluate, read_instance, solve
+from sjfbco import Status, evaluate, read_instance, solve
 from sjfbco.frames import JOB_COLUMNS, RESULT_COLUMNS
 from sjfbco.solvers import Result
-from tests.conftest import INSTANCES, ROOT
+from tests.conftest import INSTANCES, ROOT, example_split_schedule
 
 EXAMPLE = INSTANCES / "small" / "example.json"
 SPLIT = INSTANCES / "small" / "two-split-contention.json"
@@ -47,15 +47,7 @@ def test_an_unsolved_result_is_a_row_of_missing_figures() -> None:
 
 def test_jobs_frame_by_hand() -> None:
     data = read_instance(EXAMPLE)
-    sched = Schedule.build(
-        [
-            [(0, 0), (0, 1), (0, 2), (0, 3)],
-            [(1, i) for i in range(8)],
-            [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
-            [(0, 2), (1, 4)],
-            [(1, 5)],
-        ]
-    )
+    sched = example_split_schedule()
     ev = evaluate(data, sched)
     frame = sjfbco.jobs_frame(data, sched)
     assert list(frame.columns) == list(JOB_COLUMNS)

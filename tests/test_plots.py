@@ -26,7 +26,7 @@ from sjfbco.experiments.plots import (
     touching_jobs,
 )
 from sjfbco.workloads.paper import PRESETS, paper_instance
-from tests.conftest import INSTANCES
+from tests.conftest import INSTANCES, example_split_schedule
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,19 +38,8 @@ EXAMPLE_SCHEDULE = INSTANCES / "small" / "example-schedule.json"
 
 
 def _example_chart() -> tuple[Axes, Schedule]:
-    data = read_instance(EXAMPLE)
-    # by hand: resnet50-0 on server 0 (4 GPUs), alexnet-0 on server 1 (8), vgg16-0 split
-    # 2 + 4, lstm-0 split 1 + 1 (GPUs 0:2 and 1:4), googlenet-0 on server 1 alone
-    sched = Schedule.build(
-        [
-            [(0, 0), (0, 1), (0, 2), (0, 3)],
-            [(1, i) for i in range(8)],
-            [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
-            [(0, 2), (1, 4)],
-            [(1, 5)],
-        ]
-    )
-    return gantt(data, sched), sched
+    sched = example_split_schedule()
+    return gantt(read_instance(EXAMPLE), sched), sched
 
 
 def test_gantt_one_bar_per_contiguous_block_split_jobs_hatched() -> None:

@@ -20,17 +20,6 @@ if TYPE_CHECKING:
 #: Old option spellings, still accepted with a warning.
 DEPRECATED = {"--schedule-out": "--output"}
 
-#: Table columns; times in slots, runtime in seconds.
-COLUMNS = [
-    "instance",
-    "solver",
-    "status",
-    "makespan",
-    "mean_jct",
-    "lower_bound",
-    "gap",
-    "runtime_s",
-]
 
 
 def add_parser(sub: Any) -> None:
@@ -89,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.params import load_config, solver_params
     from sjfbco.progress import report
     from sjfbco.solvers import SOLVERS, heuristics
+    from sjfbco.solvers.contract import SUMMARY_COLUMNS
     from sjfbco.tables import format_table
 
     load_plugins(args.plugin)
@@ -120,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(row)
                 codes.append(code)
     if not args.json:
-        print(format_table(rows, COLUMNS))
+        print(format_table(rows, ["instance", *SUMMARY_COLUMNS]))
         print(
             f"makespan, mean_jct, lower_bound in slots ({slot_note(data_all)}); "
             "gap = makespan / lower_bound; runtime_s in seconds"

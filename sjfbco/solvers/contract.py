@@ -149,6 +149,18 @@ def spec_of(name: str) -> SolverSpec[Any]:
     return spec
 
 
+#: The keys of :meth:`Result.summary`, in order (times in slots, ``runtime_s`` in seconds).
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "solver",
+    "status",
+    "makespan",
+    "mean_jct",
+    "lower_bound",
+    "gap",
+    "runtime_s",
+)
+
+
 @dataclass(frozen=True)
 class Result:
     """Uniform result of ``solve``. Makespan and JCT come from the evaluator.
@@ -201,7 +213,7 @@ class Result:
         return self.makespan / self.lower_bound
 
     def summary(self) -> dict[str, Any]:
-        """Flat, JSON-ready figures."""
+        """Flat, JSON-ready figures (:data:`SUMMARY_COLUMNS`)."""
         return {
             "solver": self.solver,
             "status": self.status.value,
