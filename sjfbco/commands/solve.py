@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 DEPRECATED = {"--schedule-out": "--output"}
 
 
-
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "solve",
