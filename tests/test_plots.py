@@ -117,7 +117,7 @@ def test_gantt_scales_and_stays_legible_at_60_servers_and_300_jobs(large) -> Non
     w_small, h_small, row_small = gantt_size(small)
     w, h, row = gantt_size(data)
     assert w > w_small and h > 4 * h_small  # grows with jobs and GPUs
-    assert 1.2 <= row <= row_small  # thinner rows, never below 1.2 pt
+    assert 2.0 <= row <= row_small  # thinner rows, never below 2 pt
     ax = gantt(data, sched)
     labels = [t for t in ax.get_yticklabels() if t.get_text()]
     # room for every server's label, none overlapping its neighbour

@@ -370,7 +370,7 @@ def plot_figure(
 GANTT_WIDTH = (10.0, 24.0)
 GANTT_JOBS_PER_INCH = 40
 #: Height of one GPU row (points): tall enough for the smallest server's label, within bounds.
-GANTT_ROW_PT = (1.2, 14.0)
+GANTT_ROW_PT = (2.0, 14.0)
 #: Tallest Gantt axes (inches); beyond it rows get thinner and server labels thin out.
 GANTT_MAX_AXES_IN = 60.0
 #: Font sizes (points): server labels at most / at least, and job labels on bars.
@@ -507,13 +507,13 @@ def gantt_size(data: ProblemData) -> tuple[float, float, float]:
     """``(width, height, row)``: figure inches and GPU row height (points) for ``data``.
 
     The row height lets the smallest server's band hold a label
-    (:data:`SERVER_LABEL_PT`), the axes at least 2.5 inches tall, within
+    (:data:`SERVER_LABEL_PT`), the axes at least 3 inches tall, within
     :data:`GANTT_ROW_PT` and :data:`GANTT_MAX_AXES_IN`; the width grows with
     the number of jobs (:data:`GANTT_WIDTH`).
     """
     c = data.cluster
     want = 1.2 * 7.0 / min(c.gpus_per_server)  # a 7 pt label in the smallest band
-    row = max(want, 2.5 * 72 / c.num_gpus)
+    row = max(want, 3.0 * 72 / c.num_gpus)
     row = min(max(row, GANTT_ROW_PT[0]), GANTT_ROW_PT[1], GANTT_MAX_AXES_IN * 72 / c.num_gpus)
     lo, hi = GANTT_WIDTH
     width = min(hi, lo + max(0, data.num_jobs - 160) / GANTT_JOBS_PER_INCH)
