@@ -98,6 +98,12 @@ class Simulator:
         """Job holding each global GPU now (-1 if idle). A live view: do not modify."""
         return self._owner
 
+    @property
+    def split_counts(self) -> list[int]:
+        """Running split jobs holding a GPU on each server (eq. 6's count). A live view: do
+        not modify."""
+        return self._n_split
+
     def owner(self, gpu: int) -> int:
         """Job holding global GPU ``gpu`` now, or -1."""
         return self._owner[gpu]

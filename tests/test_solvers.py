@@ -31,7 +31,10 @@ from tests.conftest import INSTANCES, ROOT, instances
 if TYPE_CHECKING:
     from pathlib import Path
 
-BUNDLED = sorted(p for p in INSTANCES.rglob("*.json") if "schedule" not in p.name)
+# the benchmark set (instances/bench) has tests of its own (tests/test_benchset.py)
+BUNDLED = sorted(
+    p for p in INSTANCES.rglob("*.json") if "schedule" not in p.name and "bench" not in p.parts
+)
 
 
 def test_registry_has_the_paper_solvers() -> None:
