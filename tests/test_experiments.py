@@ -486,3 +486,39 @@ def test_extras_and_readings_on_the_command_line(tmp_path, capsys, monkeypatch):
     assert "--reading: unknown reading 'nope'; known: default" in capsys.readouterr().err
     assert main(["reproduce", "--address", "tcp://x:1", "-o", str(tmp_path)]) == 2
     assert "--address needs --engine dask" in capsys.readouterr().err
+
+
+def test_a_registered_best_solver_joins_figs_4_and_6_labelled_not_in_the_paper(
+    tmp_path, monkeypatch
+):
+    """The hook for the anytime solver ``best``: once registered it is a default extra of
+    Figs. 4 and 6 (with the extra time limit), labelled as not in the paper, with no paper
+    value; Figs. 5 and 7 stay SJF-BCO only."""
+    import importlib
+
+    from sjfbco.experiments.paper import label
+    from sjfbco.solvers import SOLVERS, spec_of
+
+    rep = importlib.import_module("sjfbco.experiments.reproduce")
+    seen = []
+    monkeypatch.setattr(
+        rep, "reproduce", lambda figures, settings, **kw: seen.append(settings) or []
+    )
+    monkeypatch.setitem(SOLVERS, "best", spec_of("ls"))  # stands in for the real one
+    assert main(["reproduce", "--extra-time-limit", "0.5", "--out", str(tmp_path)]) == 0
+    s = seen[-1]
+    assert s.extras == ("best",) and s.extra_time_limit == 0.5
+    assert [t.task.solver for t in tasks_for("4", Settings(seeds=1, extras=s.extras))] == [
+        "sjf-bco",
+        "ls",
+        "ff",
+        "rand",
+        "best",
+    ]
+    assert {t.task.solver for t in tasks_for("5", s)} == {"sjf-bco"}
+    assert label("best") == "best (not in the paper)"
+    rows = [
+        _row("4", p, 0, m)
+        for p, m in (("sjf-bco", 100), ("ls", 150), ("ff", 200), ("rand", 300), ("best", 80))
+    ]
+    assert "| best (not in the paper) | - | - | - | - | 80 | 0.80 |" in markdown_table("4", rows)
