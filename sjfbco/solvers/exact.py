@@ -30,6 +30,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
+from sjfbco import progress
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import ConfigurationError, best_shape, fill_shape, min_run_time
 from sjfbco.errors import InputError, LimitError
@@ -146,7 +147,7 @@ def warm_candidates(
 
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     out: list[tuple[str, Schedule, Evaluation]] = []
-    for name in WARM_SOLVERS:
+    for k, name in enumerate(WARM_SOLVERS):
         if name not in SOLVERS:
             continue
         left = None if deadline is None else deadline - time.perf_counter()
@@ -156,6 +157,7 @@ def warm_candidates(
             if left is None:
                 continue
             left *= 2 / 3
+        progress.report(f"exact: warm start ({name})", k, len(WARM_SOLVERS), "heuristic")
         try:
             res = solve(data, name, time_limit=left, seed=seed)
         except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
@@ -321,6 +323,7 @@ def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     from sjfbco.formulations.common import plan_to_schedule
 
     limit = budget.share(RELAXATION_SHARE, UNLIMITED_RELAXATION_S)
+    progress.report("exact: contention-free relaxation bound")
     rel = contention_free_bound(
         run.data,
         time_limit=limit,
@@ -354,6 +357,7 @@ def _lp_bound(run: _Run, budget: Budget, horizon: int) -> None:
     ):
         run.stats["lp_bound"] = None
         return
+    progress.report("exact: LP-relaxation bound")
     lpb = lp_bound(run.data, horizon, time_limit=limit)
     run.stats["lp_bound"] = lpb
     run.raise_bound(None if lpb is None else int(lpb), "LP relaxation")
@@ -379,6 +383,7 @@ def _run_model(
     if deadline is not None:
         deadline -= FINISH_MARGIN_S
     model: Any
+    progress.report(f"exact: building the {p.backend} model (horizon {horizon} slots)")
     if p.backend == "cpsat":
         from sjfbco.formulations.nonconvex import NonconvexModel
 
@@ -394,6 +399,10 @@ def _run_model(
     left = budget.left()
     limit = None if left is None else max(0.05, left - FINISH_MARGIN_S)
     t1 = time.perf_counter()
+    progress.report(
+        f"exact: solving with {p.backend} "
+        + ("(no time limit)" if limit is None else f"(limit {limit:.3g} s)")
+    )
     if p.backend == "cpsat":
         res = model.solve(time_limit=limit, workers=p.threads, seed=seed)
     else:
