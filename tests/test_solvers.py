@@ -139,7 +139,7 @@ def test_cli_schedule_round_trip_matches_evaluate(tmp_path: Path, solver: str) -
     out = tmp_path / "s.json"
     cmd = [sys.executable, "-m", "sjfbco"]
     solved = subprocess.run(
-        [*cmd, "solve", str(inst), "--solver", solver, "--json", "--schedule-out", str(out)],
+        [*cmd, "solve", str(inst), "--solver", solver, "--json", "--output", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco.evaluate import dispatch
+from sjfbco.progress import report
 from sjfbco.schedule import check_schedule
 from sjfbco.solvers.common import check_choice, check_count
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
@@ -238,13 +239,15 @@ def best_solve(
 
     def improved(cand: Candidate, source: str) -> None:
         traj.add(cand, source)
+        elapsed = time.perf_counter() - t0
         log.info(
             "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
             cand.makespan,
             cand.mean_jct,
             source,
-            time.perf_counter() - t0,
+            elapsed,
         )
+        report(f"best: makespan {cand.makespan} ({source})", elapsed, time_limit, "s")
 
     bound, bounds = lower_bounds(data, "packing" if params.bound == "lp" else params.bound, None)
     budget = Budget(deadline, params.iterations)
