@@ -197,9 +197,7 @@ def test_ties_on_makespan_go_to_the_lower_mean_jct() -> None:
 
     data = read_instance(INSTANCES / "small" / "example.json")
     seen: list[tuple[float, float]] = []
-    engine = Engine(
-        data, random.Random(0), Budget(None, 1), 0.0, lambda c, s: seen.append(c.key)
-    )
+    engine = Engine(data, random.Random(0), Budget(None, 1), 0.0, lambda c, s: seen.append(c.key))
     offers = [(10, 5.0), (10, 6.0), (10, 4.0), (10, 4.0), (9, 8.0), (11, 1.0), (9, 7.5)]
     kept = [engine.offer(_cand(m, j), "test") for m, j in offers]  # type: ignore[arg-type]
     assert kept == [True, False, True, False, True, False, True]

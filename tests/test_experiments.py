@@ -495,7 +495,9 @@ def test_figures_are_repeatable_or_comma_separated(tmp_path, capsys, monkeypatch
 
     rep = importlib.import_module("sjfbco.experiments.reproduce")
     seen = []
-    monkeypatch.setattr(rep, "reproduce", lambda figures, settings, **kw: seen.append(figures) or [])
+    monkeypatch.setattr(
+        rep, "reproduce", lambda figures, settings, **kw: seen.append(figures) or []
+    )
     for argv, want in (
         (["--figure", "6", "--figure", "4"], ("4", "6")),  # the paper's order, once each
         (["--figure", "7,4,7"], ("4", "7")),
