@@ -49,7 +49,9 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
     servers, seed, limit = args
     data = paper_instance(servers=servers, seed=seed)
     ref = solve(data, "sjf-bco")
+    cpu = time.process_time()
     res = solve(data, "best", time_limit=limit, seed=seed)
+    cpu = time.process_time() - cpu
     return {
         "servers": servers,
         "seed": seed,
@@ -59,6 +61,7 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
         "gap": res.gap,
         "optimal": res.status.value == "optimal",
         "runtime_s": round(res.runtime, 2),
+        "cpu_s": round(cpu, 2),
         "source": res.stats["improvements"][-1]["source"] if res.stats["improvements"] else "",
     }
 
@@ -80,7 +83,7 @@ def paper(seeds: int, limit: float, workers: int, out: str | None) -> dict[str, 
         print(
             f"  s{r['servers']:>2} seed {r['seed']:>2}: SJF-BCO {r['sjf_bco']:>5g}  best "
             f"{r['best']:>5g}  bound {r['bound']:>5g}  gap {r['gap']:.3f}"
-            f"{'  optimal' if r['optimal'] else ''}  ({r['source']})"
+            f"{'  optimal' if r['optimal'] else ''}  ({r['source']}; {r['cpu_s']:.1f} s CPU)"
         )
     for servers in (10, 15, 20, None):
         sub = [r for r in rows if servers is None or r["servers"] == servers]
@@ -123,7 +126,9 @@ def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
     n, seed, limit = args
     data = make_instance(n, 3, seed)
     exact = solve(data, "exact", backend="cpsat", time_limit=60)
+    cpu = time.process_time()
     res = solve(data, "best", time_limit=limit, seed=0)
+    cpu = time.process_time() - cpu
     return {
         "jobs": n,
         "seed": seed,
@@ -131,6 +136,7 @@ def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
         "optimum": exact.makespan,
         "best": res.makespan,
         "best_runtime": round(res.runtime, 2),
+        "best_cpu": round(cpu, 2),
         "best_proved": res.status.value == "optimal",
         "sjf_bco": solve(data, "sjf-bco").makespan,
     }
@@ -156,7 +162,8 @@ def small(seeds: int, limit: float, workers: int) -> dict[str, Any]:
         tag = "optimum" if r["proven"] else "not proven"
         print(
             f"  {r['jobs']} jobs seed {r['seed']}: {tag} {r['optimum']:g}, best {r['best']:g} "
-            f"({r['best_runtime']:.1f} s{', proved by its bound' if r['best_proved'] else ''}), "
+            f"({r['best_runtime']:.1f} s, {r['best_cpu']:.1f} s CPU"
+            f"{', proved by its bound' if r['best_proved'] else ''}), "
             f"SJF-BCO {r['sjf_bco']:g}"
         )
     print(
@@ -182,11 +189,14 @@ def large(jobs: int, servers: int, limit: float) -> dict[str, Any]:
     t0 = time.perf_counter()
     ref = solve(data, "sjf-bco")
     t_ref = time.perf_counter() - t0
+    cpu = time.process_time()
     res = solve(data, "best", time_limit=limit)
+    cpu = time.process_time() - cpu
     first = res.stats["trajectory"]
     better = next((t for t, m in first if m < ref.makespan), math.nan)
     print(
         f"  SJF-BCO {ref.makespan:g} ({t_ref:.1f} s); best {res.makespan:g} in {res.runtime:.1f} s "
+        f"({cpu:.1f} s CPU) "
         f"({1 - res.makespan / ref.makespan:.1%} below SJF-BCO; first below it after "
         f"{better:.1f} s); bound {res.lower_bound:g}, gap {res.gap:.4f}; "
         f"{res.stats['iterations']} search candidates; after: {load()}"
@@ -200,6 +210,7 @@ def large(jobs: int, servers: int, limit: float) -> dict[str, Any]:
         "sjf_bco_seconds": t_ref,
         "best": res.makespan,
         "runtime_s": res.runtime,
+        "cpu_s": cpu,
         "reduction": 1 - res.makespan / ref.makespan,
         "first_below_sjf_bco_s": better,
         "bound": res.lower_bound,
