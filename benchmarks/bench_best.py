@@ -32,7 +32,6 @@ import csv
 import math
 import os
 import statistics
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -64,7 +63,7 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
     }
 
 
-def paper(seeds: int, limit: float, workers: int, out: str | None) -> None:
+def paper(seeds: int, limit: float, workers: int, out: str | None) -> list[dict[str, Any]]:
     tasks = [(s, k, limit) for s in (10, 15, 20) for k in range(seeds)]
     print(f"paper workload: {len(tasks)} instances, best {limit:g} s each, {workers} at once")
     print(f"  before: {load()}")
@@ -99,6 +98,7 @@ def paper(seeds: int, limit: float, workers: int, out: str | None) -> None:
             writer.writeheader()
             writer.writerows(rows)
         print(f"  per-instance figures written to {out}")
+    return rows
 
 
 def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
@@ -120,7 +120,7 @@ def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
     }
 
 
-def small(seeds: int, limit: float, workers: int) -> None:
+def small(seeds: int, limit: float, workers: int) -> list[dict[str, Any]]:
     tasks = [(n, k, limit) for n in range(3, 10) for k in range(seeds)]
     print(f"small instances with known optima: {len(tasks)}, best {limit:g} s each")
     print(f"  before: {load()}")
@@ -146,9 +146,10 @@ def small(seeds: int, limit: float, workers: int) -> None:
         f"{len(proved)}/{len(known)}; SJF-BCO optimal on "
         f"{sum(r['sjf_bco'] <= r['optimum'] for r in known)}/{len(known)}"
     )
+    return rows
 
 
-def large(jobs: int, servers: int, limit: float) -> None:
+def large(jobs: int, servers: int, limit: float) -> dict[str, Any]:
     data = paper_instance(servers=servers, seed=0, jobs=jobs)
     print(f"{jobs} jobs, {servers} servers: best {limit:g} s ({load()})")
     t0 = time.perf_counter()
@@ -164,9 +165,10 @@ def large(jobs: int, servers: int, limit: float) -> None:
         f"{res.stats['iterations']} search candidates; after: {load()}"
     )
     print(f"  portfolio: {res.stats['portfolio']}")
+    return {"jobs": jobs, "sjf_bco": ref.makespan, "best": res.makespan, "first_below_s": better}
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--part",
@@ -185,16 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         seeds, limit = 2, 5.0
         parts = [p for p in parts if p != "huge"]
+    found: dict[str, Any] = {}
     if "paper" in parts:
-        paper(seeds, limit, args.workers, args.csv)
+        found["paper"] = paper(seeds, limit, args.workers, args.csv)
     if "small" in parts:
-        small(1 if args.quick else 3, 5.0, args.workers)
+        found["small"] = small(1 if args.quick else 3, 5.0, args.workers)
     if "large" in parts:
-        large(1000, 125, 10.0 if args.quick else 60.0)
+        found["large"] = large(1000, 125, 10.0 if args.quick else 60.0)
     if "huge" in parts:
-        large(20_000, 2_500, 120.0)
-    return 0
+        found["huge"] = large(20_000, 2_500, 120.0)
+    return found
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
