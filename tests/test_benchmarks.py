@@ -157,7 +157,7 @@ def test_bench_exact_proves_the_four_job_optimum(monkeypatch: pytest.MonkeyPatch
 
 def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch) -> None:
     argv = ["--part", "paper", "--seeds", "1", "--time-limit", "1", "--workers", "1"]
-    rows = run("bench_best", argv, monkeypatch)["paper"]
+    rows = run("bench_best", argv, monkeypatch)["paper"]["rows"]
     assert [(r["servers"], r["seed"]) for r in rows] == [(10, 0), (15, 0), (20, 0)]
     for r in rows:
         assert r["bound"] <= r["best"] <= r["sjf_bco"]
@@ -189,6 +189,19 @@ def test_bench_online_replays_two_hours_of_philly(monkeypatch: pytest.MonkeyPatc
     assert [(r["gpus"], r["policy"], r["admission"]) for r in deadlocked] == [
         (32, "smallest-need-first", "partial")
     ]
+
+
+@pytest.mark.skipif(not PHILLY.is_file(), reason="the Philly trace (docs/data.md) is absent")
+def test_bench_elastic_meets_the_closed_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run("bench_elastic", ["--quick"], monkeypatch)
+    closed = {(r["policy"], r["mode"]): r for r in out["closed_form"]}
+    # heSRPT is optimal for total flow time in the continuous mode (Berg et al.): ratio 1
+    assert closed[("hesrpt", "continuous")]["worst_ratio"] == pytest.approx(1, abs=1e-6)
+    for r in closed.values():  # nothing beats the optimum
+        assert r["worst_ratio"] >= r["mean_ratio"] >= 1 - 1e-6
+    for r in out["philly"]:
+        if r["bound"] is not None:  # the optimal malleable makespan bounds every policy
+            assert r["makespan"] >= r["bound"] * (1 - 1e-9)
 
 
 @pytest.mark.slow
