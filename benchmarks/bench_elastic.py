@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.datasets import add_trace_option, require
 from sjfbco.elastic import POLICIES, PowerLaw, optimal_total_flow, run_elastic, simulate_elastic
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def philly_table(trace: Path, hours: float = 24.0) -> None:
+def philly_table(trace: Path, hours: float = 24.0) -> list[dict[str, Any]]:
     data, stats = philly_workload(trace, hours=hours)
     print(
         f"Philly 2017-10-09 ({hours:g} h), {stats['jobs']} jobs as malleable jobs on "
@@ -67,9 +67,10 @@ def philly_table(trace: Path, hours: float = 24.0) -> None:
             ],
         )
     )
+    return rows
 
 
-def closed_form_table(trials: int = 200, seed: int = 0) -> None:
+def closed_form_table(trials: int = 200, seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     worst = {(p, m): 0.0 for p in POLICIES for m in ("continuous", "integer")}
     ratio_sum = dict.fromkeys(worst, 0.0)
@@ -98,17 +99,18 @@ def closed_form_table(trials: int = 200, seed: int = 0) -> None:
         for p, m in worst
     ]
     print(format_table(rows, ["policy", "mode", "mean_ratio", "worst_ratio"]))
+    return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_trace_option(ap)
     ap.add_argument("--quick", action="store_true", help="2 hours of the day, 20 random batches")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     trace = require(args.trace, "the Philly trace")
-    philly_table(trace, 2.0 if args.quick else 24.0)
+    philly = philly_table(trace, 2.0 if args.quick else 24.0)
     print()
-    closed_form_table(20 if args.quick else 200)
+    return {"philly": philly, "closed_form": closed_form_table(20 if args.quick else 200)}
 
 
 if __name__ == "__main__":
