@@ -202,6 +202,10 @@ def large(jobs: int, servers: int, limit: float) -> dict[str, Any]:
         f"{res.stats['iterations']} search candidates; after: {load()}"
     )
     print(f"  portfolio: {res.stats['portfolio']}")
+    print(
+        f"  phases (s): {res.stats['phase_seconds']}; rounds {res.stats['rounds']}; "
+        f"stopped by {res.stats['stopped_by']}"
+    )
     return {
         "jobs": jobs,
         "servers": servers,
@@ -215,6 +219,7 @@ def large(jobs: int, servers: int, limit: float) -> dict[str, Any]:
         "first_below_sjf_bco_s": better,
         "bound": res.lower_bound,
         "gap": res.gap,
+        "phase_seconds": res.stats["phase_seconds"],
         "load": [before, load()],
     }
 
