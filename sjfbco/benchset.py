@@ -123,6 +123,10 @@ def read_best_known(directory: str | Path) -> dict[str, BestKnown]:
     return out
 
 
+#: Columns written as whole numbers when they are (makespans in the slotted model).
+WHOLE_WHEN_INTEGRAL = ("makespan", "sjf_bco")
+
+
 def write_best_known(directory: str | Path, rows: Iterable[BestKnown]) -> None:
     """Atomically write the CSV, rows sorted by size then name."""
     buf = io.StringIO()
@@ -130,8 +134,23 @@ def write_best_known(directory: str | Path, rows: Iterable[BestKnown]) -> None:
     writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for row in sorted(rows, key=lambda r: (r.jobs, r.instance)):
-        writer.writerow(asdict(row))
+        cells = asdict(row)
+        for name in WHOLE_WHEN_INTEGRAL:  # "14", not "14.0": a read-write round trip is exact
+            value = cells[name]
+            if isinstance(value, float) and value.is_integer():
+                cells[name] = int(value)
+        writer.writerow(cells)
     atomic_write_text(Path(directory) / CSV_NAME, buf.getvalue())
+
+
+def bound_source(stats: dict[str, Any], solver: str) -> str:
+    """Which bound gave a result's lower bound: the best of ``stats["bounds"]`` (``best``
+    reports each bound family it computed), else the solver's name (e.g. ``exact``)."""
+    bounds = stats.get("bounds")
+    if not isinstance(bounds, dict) or not bounds:
+        return solver
+    top = max(bounds.values())
+    return next(k for k, v in bounds.items() if v == top)
 
 
 def instance_path(directory: str | Path, name: str) -> Path:
@@ -265,5 +284,6 @@ def improved(
             params=json.dumps(how.get("params", {}), sort_keys=True),
         )
     if res.lower_bound > out.bound + TOL * max(1.0, out.bound):
-        out = replace(out, bound=res.lower_bound, bound_source=f"{how['solver']}")
+        source = bound_source(res.stats, str(how["solver"]))
+        out = replace(out, bound=res.lower_bound, bound_source=source)
     return replace(out, optimal=out.bound >= out.makespan - TOL * out.makespan)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sjfbco import evaluate, read_instance, read_schedule
+from sjfbco import evaluate, read_instance, read_schedule, solve
 from sjfbco.benchset import (
     CSV_NAME,
     check_entry,
@@ -102,3 +102,28 @@ def test_broken_rows_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture[
     write_best_known(out, [replace(ENTRIES[name], makespan=ENTRIES[name].makespan - 1)])
     with pytest.raises(InputError, match="evaluates to makespan"):
         check_entry(out, read_best_known(out)[name])
+
+
+def test_best_known_csv_round_trips_exactly(tmp_path: Path) -> None:
+    """Reading and writing the CSV changes nothing (whole makespans stay whole), so an
+    ``--update`` rewrites only the rows it improves."""
+    write_best_known(tmp_path, ENTRIES.values())
+    assert (tmp_path / CSV_NAME).read_text() == (BENCH / CSV_NAME).read_text()
+
+
+def test_bench_update_names_the_bound_that_improved(tmp_path: Path) -> None:
+    """A better bound from ``best`` is recorded with the bound family that gave it (one of
+    ``best``'s ``stats["bounds"]``), not the solver's name."""
+    name = "x8-s3-seed1"  # optimum 21; best's cutting-stock bound proves it
+    out = _copy_set(tmp_path, [name])
+    weak = replace(ENTRIES[name], bound=10.0, bound_source="closed", optimal=False)
+    write_best_known(out, [weak])
+    argv = ["bench", "--set", str(out), "--solver", "best", "--param", "iterations=20"]
+    assert main([*argv, "--update"]) == 0
+    after = read_best_known(out)[name]
+    res = solve(read_instance(out / f"{name}.json"), "best", iterations=20)
+    bounds = res.stats["bounds"]
+    assert after.bound == res.lower_bound == max(bounds.values()) > 10.0
+    assert after.bound_source in bounds and bounds[after.bound_source] == after.bound
+    assert after.makespan == ENTRIES[name].makespan and after.solver == ENTRIES[name].solver
+    check_entry(out, after)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from benchmarks.bench_exact import make_instance
 from sjfbco import read_instance, solve
-from sjfbco.benchset import BestKnown, schedule_path, write_best_known
+from sjfbco.benchset import BestKnown, bound_source, schedule_path, write_best_known
 from sjfbco.files import write_instance, write_schedule
 from sjfbco.workloads.paper import PRESETS, paper_instance
 from sjfbco.workloads.philly import philly_workload
@@ -84,7 +84,7 @@ def solve_set(directory: Path, scale: float = 1.0) -> None:
         write_schedule(res.schedule, data, schedule_path(directory, data.name))
         bound_run = max(runs, key=lambda r: r[2].lower_bound)
         bound = bound_run[2].lower_bound
-        source = bound_run[0] if bound_run[0] == "exact" else _bound_source(bound_run[2].stats)
+        source = bound_source(bound_run[2].stats, bound_run[0])
         rows.append(
             BestKnown(
                 instance=data.name,
@@ -105,13 +105,6 @@ def solve_set(directory: Path, scale: float = 1.0) -> None:
         )
         print(f"{data.name}: {res.makespan} (bound {bound}, {name})", file=sys.stderr)
     write_best_known(directory, rows)
-
-
-def _bound_source(stats: dict[str, object]) -> str:
-    bounds = stats.get("bounds", {})
-    assert isinstance(bounds, dict)
-    best = max(bounds.values(), default=0.0)
-    return next((k for k, v in bounds.items() if v == best), "closed")
 
 
 def main() -> int:
