@@ -94,7 +94,13 @@ def test_budget_windows_end_a_phase_not_the_run() -> None:
     assert not b.spend() and b.stopped_by is None  # the phase is over, the run is not
     b.window(None)
     assert b.spend() and b.used == 1
+    late = Budget(time.perf_counter() + 60, None)
+    late.reserve = 120.0  # the work after the last candidate would end past the deadline
+    assert late.expired() and not late.spend() and late.stopped_by == "time limit"
+    assert (late.seconds_left() or 0.0) < 0
     det = Budget(None, 3)  # an iteration budget only: windows do nothing (deterministic)
+    det.reserve = 1e9
+    assert not det.expired()
     det.window(0.0)
     assert det.spend() and det.spend() and det.spend() and not det.spend()
     assert det.stopped_by == "iterations" and det.seconds_left() is None

@@ -77,6 +77,13 @@ class Budget:
         self.used = 0
         self.stopped_by: str | None = None
         self.window_end: float | None = None
+        #: Seconds kept back before the deadline for the work that follows the last
+        #: candidate (a full evaluation: seconds on 20,000 jobs), set by the search.
+        self.reserve = 0.0
+
+    def expired(self) -> bool:
+        """The deadline (less :attr:`reserve`) has come; ``False`` without a deadline."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline - self.reserve
 
     def window(self, seconds: float | None) -> None:
         """Let the next phase run at most ``seconds`` (``None``: until the run ends)."""
@@ -92,7 +99,7 @@ class Budget:
             return False
         if self.deadline is not None:
             now = time.perf_counter()
-            if now >= self.deadline:
+            if now >= self.deadline - self.reserve:
                 self.stopped_by = "time limit"
                 return False
             if self.window_end is not None and now >= self.window_end:
@@ -101,11 +108,13 @@ class Budget:
         return True
 
     def seconds_left(self) -> float | None:
-        """Seconds to the deadline or the window's end, whichever is first (``None``: no
-        deadline)."""
+        """Seconds to the deadline (less :attr:`reserve`) or the window's end, whichever is
+        first (``None``: no deadline)."""
         if self.deadline is None:
             return None
-        end = self.deadline if self.window_end is None else min(self.deadline, self.window_end)
+        end = self.deadline - self.reserve
+        if self.window_end is not None:
+            end = min(end, self.window_end)
         return end - time.perf_counter()
 
 
