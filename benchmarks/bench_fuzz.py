@@ -179,7 +179,11 @@ KINDS = (
 
 def _worker(conn: Any) -> None:
     """Run the command lines it is sent; answer with (argv, code, seconds, problems, err)."""
+    import faulthandler
+    import signal
+
     os.environ.setdefault("MPLBACKEND", "Agg")
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a hung run's stacks, on demand
     while True:
         job = conn.recv()
         if job is None:
@@ -214,6 +218,11 @@ class Pool:
             except EOFError:
                 pass
         else:
+            import signal
+
+            print(f"hang: sjfbco {' '.join(map(str, argv))}; the worker's stacks:", flush=True)
+            os.kill(proc.pid, signal.SIGUSR1)
+            proc.join(2)
             proc.kill()
             proc.join()
             self.procs[w] = self._spawn()

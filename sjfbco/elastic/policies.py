@@ -201,7 +201,20 @@ def _leftovers(a: Active, alloc: np.ndarray, left: int) -> None:
     """Give the ``left`` GPUs one at a time where the remaining time ``r_i / s_i(k)`` drops most.
 
     A heap of each job's gain for its next GPU; ties: least remaining, then SRPT order.
+    With one curve whose gains ``1/s(k) - 1/s(k+1)`` strictly fall in ``k`` (a power
+    law), the same GPUs are found at once by a threshold (:func:`_leftovers_by_threshold`).
     """
+    if len(a.curves) == 1:
+        steps = _falling_steps(a.curves[0], a.n)
+        if steps is not None:
+            left = _leftovers_by_threshold(a.remaining, alloc, left, steps)
+            for _ in range(left):  # the few at the threshold: one at a time, as below
+                gains = np.where(alloc < a.n, a.remaining * steps[np.minimum(alloc, a.n - 1)], 0)
+                i = int(np.argmax(gains))  # first in SRPT order among equal gains
+                if not gains[i] > 0:
+                    return
+                alloc[i] += 1
+            return
     n = a.n
     inv = [_inverse_table(c, n) for c in a.curves]
     rem = a.remaining.tolist()
@@ -221,6 +234,58 @@ def _leftovers(a: Active, alloc: np.ndarray, left: int) -> None:
         have[i] += 1
         heapq.heapreplace(heap, (-gain(i), rem[i], i))
     alloc[:] = have
+
+
+@lru_cache(maxsize=1024)
+def _falling_steps(curve: Speedup, n: int) -> np.ndarray | None:
+    """``d[k] = 1/s(k) - 1/s(k+1)`` for ``k = 0..n-1`` if it strictly falls for ``k >= 1``."""
+    inv = np.array(_inverse_table(curve, n))
+    d = inv[:-1] - inv[1:]
+    if n > 1 and not (np.all(d[1:] > 0) and np.all(np.diff(d[1:]) < 0)):
+        return None
+    d.setflags(write=False)
+    return d
+
+
+def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np.ndarray) -> int:
+    """The greedy of :func:`_leftovers` for falling gains ``rem_i * d[k]``; the GPUs it leaves.
+
+    The greedy hands out the ``left`` largest gains among the pairs (job, next
+    count); as each job's gains fall with its count, that is every pair above a
+    threshold. Jobs without a GPU first (infinite gain, SRPT order); then the
+    threshold by bisection; the last few GPUs, whose gains tie with the threshold
+    to rounding, go back to the heap (returned count).
+    """
+    n = len(d)
+    empty = np.flatnonzero(alloc == 0)[:left]
+    alloc[empty] = 1
+    left -= len(empty)
+    if left <= 0:
+        return 0
+    neg = -d
+
+    def extra(lam: float) -> np.ndarray:
+        """GPUs each job takes at threshold ``lam``: its pairs with gain >= lam."""
+        k = np.searchsorted(neg, -lam / rem, side="right")
+        return np.maximum(k - alloc, 0)
+
+    room = int(np.sum(n - alloc))
+    if left >= room:  # every job up to n GPUs: every gain is positive
+        alloc[:] = n
+        return 0
+    gains = rem * d[np.minimum(alloc, n - 1)]
+    hi, lo = float(gains.max()) * 2, float(np.min(rem) * d[-1]) / 2
+    for _ in range(200):  # geometric bisection to rounding level
+        mid = math.sqrt(lo * hi)
+        if int(extra(mid).sum()) >= left:
+            lo = mid
+        else:
+            hi = mid
+        if hi <= lo * (1 + 1e-12):
+            break
+    take = extra(hi)  # strictly above the bracket: all of these are given
+    alloc += take
+    return left - int(take.sum())
 
 
 @lru_cache(maxsize=1024)
