@@ -181,24 +181,31 @@ def _run_general(
     nxt, now, used = 0, 0.0, 0.0
     log: list[tuple[float, tuple[float, ...]]] = []
     act = np.empty(0, dtype=int)  # active jobs, kept in SRPT order (remaining, position)
+    width = window(s)
     while nxt < m or len(act):
         upto = int(np.searchsorted(due, now, side="right"))
-        if upto > nxt:
-            act = np.concatenate([act, pending[nxt:upto]])
+        arrived = upto > nxt
+        if arrived:
+            act = _srpt_order(np.concatenate([act, pending[nxt:upto]]), rem)
             nxt = upto
         if not len(act):
             now = float(due[nxt])
             continue
-        act = _srpt_order(act, rem)
-        left = rem[act]
-        view = Active(act, left, x[act], cid[act], uniq, n, p, s.objective, s.knee_threshold)
+        # only the first `w` jobs in SRPT order can get GPUs: the others keep their work,
+        # so the order of the whole list stays right if the first `w` are kept in order
+        w = len(act) if width is None else min(len(act), width)
+        head = act[:w] if arrived else _srpt_order(act[:w], rem)
+        left = rem[head]
+        view = Active(head, left, x[head], cid[head], uniq, n, p, s.objective, s.knee_threshold)
         k = alloc_fn(view)
         if s.mode == "integer":
             k = round_by_largest_remainder(k).astype(float)
-        rate = _rates(uniq, cid[act], k)
+        rate = _rates(uniq, cid[head], k)
         if record:
-            by_arrival = np.lexsort((act, arr[act]))
-            log.append((now, tuple(k[by_arrival].tolist())))
+            full = np.concatenate([k, np.zeros(len(act) - w)])
+            whole = np.concatenate([head, act[w:]])
+            by_arrival = np.lexsort((whole, arr[whole]))
+            log.append((now, tuple(full[by_arrival].tolist())))
         with np.errstate(divide="ignore"):
             finish = np.where(rate > 0, left / np.where(rate > 0, rate, 1.0), math.inf)
         dt = float(finish.min())
@@ -207,17 +214,41 @@ def _run_general(
             raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
         step = min(dt, t_arr - now)
         used += float(k.sum()) * step
-        starts = act[(k > 0) & np.isinf(first[act])]
+        starts = head[(k > 0) & np.isinf(first[head])]
         first[starts] = now
         done = finish <= step * (1 + _TOL) + 1e-12
-        ended = act[done]
+        ended = head[done]
         end[ended] = now + step
         rem[ended] = 0.0
         going = ~done
-        rem[act[going]] = left[going] - rate[going] * step
+        rem[head[going]] = left[going] - rate[going] * step
         now += step
-        act = act[going]
+        act = (
+            np.concatenate([head[going], act[w:]])
+            if done.any()
+            else np.concatenate([head, act[w:]])
+        )
     return first, end, used, log
+
+
+def window(s: _Setting) -> int | None:
+    """How many jobs, first in SRPT order, the policy can give GPUs to (``None``: all).
+
+    ``srpt``: one. ``knee``: the jobs ahead take their knees until the ``N`` GPUs
+    are gone, so at most ``ceil(N / smallest knee)`` get any (leftovers arise only
+    when fewer jobs are active). ``hell`` with one curve: the length of its chain of
+    counts (:func:`~sjfbco.elastic.policies.hell`). The rest: every job.
+    """
+    from sjfbco.elastic.policies import _hell_chain, knee_of
+
+    if s.policy == "srpt":
+        return 1
+    if s.policy == "knee":
+        smallest = min(knee_of(c, s.n, s.knee_threshold) for c in s.curves)
+        return -(-s.n // smallest)
+    if s.policy == "hell" and len(s.curves) == 1:
+        return len(_hell_chain(s.curves[0], s.n))
+    return None
 
 
 def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
