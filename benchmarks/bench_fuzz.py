@@ -1,7 +1,8 @@
 """Fuzz benchmark: thousands of mutated input files through every command; counts what breaks.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_fuzz.py [--files N] [--workers W] [--seed S]``
-(``--quick``: 300 files). Each file is a mutation (``tests/fuzz.py``) of a valid
+Run: ``PYTHONPATH=. python benchmarks/bench_fuzz.py [--files N] [--workers W] [--seed S]
+[--trace PATH]`` (``--quick``: 300 files; the Philly trace of ``docs/data.md`` gives the
+traces that ``convert`` reads). Each file is a mutation (``tests/fuzz.py``) of a valid
 input, and is run through commands that read it:
 
 - instances (the repository's small, two Philly and one paper instance):
@@ -39,6 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.datasets import SHARED_DATA, add_trace_option, require  # noqa: E402
 from tests import fuzz  # noqa: E402
 
 PROBLEMS = ("traceback", "hang", "multi-line error", "invalid json")
@@ -47,13 +49,9 @@ PROBLEMS = ("traceback", "hang", "multi-line error", "invalid json")
 # --------------------------------------------------------------------------- inputs
 
 
-def _philly_excerpt(lines: int = 120) -> str:
-    trace = ROOT.parent / "shared" / "data" / "philly" / "philly.csv"
-    if trace.is_file():
-        with open(trace, encoding="utf-8") as fh:
-            return "".join(fh.readline() for _ in range(lines))
-    rows = [f"2017-10-09 0{h}:00:00,{600 * (h + 1)}.0,{2**h % 8 or 1},1.0,abc123" for h in range(8)]
-    return "timestamp,duration,num_gpus,gpu_time,cluster\n" + "\n".join(rows) + "\n"
+def _philly_excerpt(trace: Path, lines: int = 120) -> str:
+    with open(trace, encoding="utf-8") as fh:
+        return "".join(fh.readline() for _ in range(lines))
 
 
 SWF = (
@@ -69,7 +67,7 @@ SWF = (
 
 
 def _measurements() -> list[str]:
-    pollux = ROOT.parent / "shared" / "data" / "pollux_placements" / "ncf.csv"
+    pollux = SHARED_DATA / "pollux_placements" / "ncf.csv"
     out = [(ROOT / "tests" / "data" / "contention_synthetic.csv").read_text()]
     if pollux.is_file():
         out.append(pollux.read_text())
@@ -85,9 +83,9 @@ def _preset() -> Any:
 class Inputs:
     """The valid inputs the mutations start from."""
 
-    def __init__(self) -> None:
+    def __init__(self, trace: Path) -> None:
         self.bases = fuzz.load_bases(ROOT)
-        self.philly = _philly_excerpt()
+        self.philly = _philly_excerpt(trace)
         self.swf = SWF
         self.measurements = _measurements()
         self.preset = _preset()
@@ -239,12 +237,14 @@ class Pool:
                 proc.kill()
 
 
-def run(n_files: int, workers: int, seed: int, timeout: float, keep: Path) -> dict[str, Any]:
+def run(
+    n_files: int, workers: int, seed: int, timeout: float, keep: Path, trace: Path
+) -> dict[str, Any]:
     """Mutate ``n_files`` files, run them, and return the counts."""
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    inputs = Inputs()
+    inputs = Inputs(trace)
     rng = random.Random(seed)
     kinds, weights = zip(*KINDS, strict=True)
     plan = [(k, rng.randrange(2**32)) for k in rng.choices(kinds, weights, k=n_files)]
@@ -334,6 +334,7 @@ def report(stats: dict[str, Any], args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trace_option(ap)
     ap.add_argument("--files", type=int, default=5000, help="mutated files (default 5000)")
     ap.add_argument("--quick", action="store_true", help="300 files")
     ap.add_argument("--workers", type=int, default=2)
@@ -344,8 +345,9 @@ def main() -> None:
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the counts here")
     args = ap.parse_args()
+    trace = require(args.trace, "the Philly trace (its first lines are mutated for convert)")
     n = 300 if args.quick else args.files
-    stats = run(n, args.workers, args.seed, args.timeout, args.keep)
+    stats = run(n, args.workers, args.seed, args.timeout, args.keep, trace)
     report(stats, args)
     if args.json:
         doc = {
