@@ -28,6 +28,7 @@ from sjfbco.experiments.fit import (
     Engine,
     Search,
     best,
+    choice_table,
     distance_floor,
     read_table,
     report,
@@ -110,7 +111,13 @@ def main(argv: list[str] | None = None) -> int:
         search.run(on_trial=show)
     table = read_table(Path(args.out) / "trials.csv")
     text = (
-        "Search space:\n\n" + space_table() + "\n\n" + report(table) + "\n"
+        "Search space:\n\n"
+        + space_table()
+        + "\n\n"
+        + report(table)
+        + "\nChoices:\n\n"
+        + choice_table(table)
+        + "\n\n"
         f"Least distance any reading can reach (the paper's inconsistent pairs): "
         f"{distance_floor():.3f}.\n"
     )

@@ -6,9 +6,13 @@ The public API: problem data, files, the evaluator and the solvers.
 from sjfbco.cost import ConfigurationError
 from sjfbco.evaluate import Simulator, evaluate
 from sjfbco.files import read_instance, read_schedule, write_instance, write_schedule
+from sjfbco.frames import jobs_frame, results_frame
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError
 from sjfbco.solvers import SOLVERS, Result, Status, solve
+
+#: One row per result, as a pandas DataFrame (:func:`sjfbco.frames.results_frame`).
+to_frame = results_frame
 
 __all__ = [
     "SOLVERS",
@@ -25,9 +29,11 @@ __all__ = [
     "Simulator",
     "Status",
     "evaluate",
+    "jobs_frame",
     "read_instance",
     "read_schedule",
     "solve",
+    "to_frame",
     "write_instance",
     "write_schedule",
 ]

@@ -14,8 +14,8 @@ for all of them:
 
 - ``local``: a :class:`concurrent.futures.ProcessPoolExecutor` on this machine;
 - ``dask``: a Dask distributed cluster (``address``), or a ``LocalCluster``
-  started and closed for the run. Needs the optional extra
-  ``pip install 'sjfbco[dist]'``. Workers read the instance files themselves,
+  started and closed for the run. Needs the optional extra ``dist``
+  (``pip install -e '.[dist]'`` in a checkout). Workers read the instance files themselves,
   so remote workers must see the same paths (a shared file system).
 
 Crash safety (:func:`run_batch`): every finished row is appended to a JSON-lines
@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sjfbco.errors import one_line
 from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance, read_text
+from sjfbco.plugins import import_plugin
 from sjfbco.problem import InputError
 
 if TYPE_CHECKING:
@@ -107,7 +108,10 @@ ENGINES: tuple[str, ...] = ("local", "dask")
 
 JOURNAL_FORMAT = "sjfbco-batch-journal/1"
 
-DASK_MISSING = "the dask engine needs dask.distributed: pip install 'sjfbco[dist]'"
+DASK_MISSING = (
+    "the dask engine needs dask.distributed: run pip install -e '.[dist]' in the sjfbco "
+    "checkout (or pip install 'dask[distributed]')"
+)
 
 Key = tuple[str, str, int, str]
 Row = dict[str, Any]
@@ -228,9 +232,9 @@ def run_task(task: Task) -> Row:
     plugin_error = None
     for module in task.plugins:  # first: the key types parameters by the solver's dataclass
         try:
-            importlib.import_module(module)
-        except Exception as err:
-            plugin_error = f"cannot import plugin {module!r}: {_describe(err)}"
+            import_plugin(module)
+        except InputError as err:
+            plugin_error = str(err)
             break
     row.update(instance=name, solver=task.solver, seed=task.seed, params=task.key[3])
     if plugin_error is not None:
@@ -324,10 +328,7 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
     from sjfbco.solvers import SOLVERS
 
     for module in plugins:
-        try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise BatchError(f"cannot import plugin {module!r}: {err}") from None
+        import_plugin(module)  # an InputError naming the plugin if it cannot be imported
     unknown = [s for s in solvers if s not in SOLVERS]
     if unknown:
         raise BatchError(

@@ -40,18 +40,43 @@ if TYPE_CHECKING:
 DEBUG_HINT = "rerun with --debug for the traceback, and please report it"
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that states each option's default, unless its text already does."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (
+            not action.option_strings
+            or "default" in text
+            or action.default in (None, False, argparse.SUPPRESS)
+            or action.default == []
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
 class Parser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line (exit 2), like every other error."""
+    """The parser of ``sjfbco`` and its subcommands: defaults shown in help, usage errors in
+    one line (exit 2) like every other error."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sjfbco import __version__
+
     parser = Parser(
         prog="sjfbco",
         description="Schedule ring-all-reduce training jobs on GPU clusters (SJF-BCO and friends).",
+        epilog="Conventions shared by every command (output flags, progress, JSON, exit "
+        "statuses): docs/cli.md.",
     )
+    parser.add_argument("-V", "--version", action="version", version=f"sjfbco {__version__}")
     parser.add_argument(
         "--debug",
         action="store_true",
@@ -64,6 +89,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def rewrite_deprecated(argv: Sequence[str]) -> list[str]:
+    """Old option spellings of the chosen command (its module's ``DEPRECATED``) -> new ones.
+
+    Each rewrite prints a one-line deprecation warning on stderr.
+    """
+    from sjfbco.commands.common import warn
+
+    out = list(argv)
+    at = next((i for i, a in enumerate(out) if a in COMMANDS), None)
+    if at is None:
+        return out
+    command = out[at]
+    renames: dict[str, str] = getattr(
+        importlib.import_module(f"sjfbco.commands.{command}"), "DEPRECATED", {}
+    )
+    for i in range(at + 1, len(out)):
+        if out[i] == "--":
+            break
+        name, eq, value = out[i].partition("=")
+        if name in renames:
+            warn(f"'{command} {name}' is deprecated; use {renames[name]}")
+            out[i] = renames[name] + eq + value
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``sjfbco`` command line; returns the exit status (see the module docstring)."""
     args_in = list(sys.argv[1:] if argv is None else argv)
@@ -72,9 +122,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_in = [a for k, a in enumerate(args_in) if not (a == "--debug" and k < cut)]
     parser = build_parser()
     try:
-        args = parser.parse_args(args_in)
+        args = parser.parse_args(rewrite_deprecated(args_in))
     except SystemExit as stop:  # --help, or a usage error already printed as one line
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+    args.debug = debug  # commands that go on after a failure re-raise with it
     with _one_line_warnings():
         try:
             return int(args.run(args) or 0)

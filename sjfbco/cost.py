@@ -336,6 +336,21 @@ def _fewest_at_most(caps_desc: Sequence[int], workers: int) -> int:
     return lo
 
 
+def least_shape(cluster: Cluster, workers: int, num_servers: int) -> Shape:
+    """The shape on ``num_servers`` servers with the fewest GPUs on the fullest one.
+
+    Every placement of ``workers`` GPUs on that many servers has at least this
+    ``max_per_server`` (the argument of :func:`best_shape`); ``ValueError`` if
+    the ``num_servers`` largest servers cannot hold ``workers`` GPUs.
+    """
+    caps = cluster.capacities_desc[:num_servers]
+    if num_servers < 1 or sum(caps) < workers or workers < num_servers:
+        raise ValueError(f"{workers} GPUs cannot be placed on exactly {num_servers} servers")
+    if num_servers == 1:
+        return Shape(1, workers)
+    return Shape(num_servers, _fewest_at_most(caps, workers))
+
+
 def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     """Shape of the job's best contention-free placement (the smallest ``tau``).
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import contention_count, slots_to_finish
+from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
 if TYPE_CHECKING:
@@ -96,6 +97,12 @@ class Simulator:
     def owners(self) -> list[int]:
         """Job holding each global GPU now (-1 if idle). A live view: do not modify."""
         return self._owner
+
+    @property
+    def split_counts(self) -> list[int]:
+        """Running split jobs holding a GPU on each server (eq. 6's count). A live view: do
+        not modify."""
+        return self._n_split
 
     def owner(self, gpu: int) -> int:
         """Job holding global GPU ``gpu`` now, or -1."""
@@ -294,6 +301,7 @@ def dispatch(
     sim = Simulator(data)
     eps = sim.eps
     done = 0
+    ticker = Ticker("simulating", n, "job")
     while done < n:
         while ready and ready[0][0] <= sim.now + eps:
             _, (_, _, j) = heapq.heappop(ready)
@@ -305,6 +313,7 @@ def dispatch(
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
         for f in finished:
             done += 1
+            ticker.tick(done)
             for s in succ[f]:
                 n_pred[s] -= 1
                 if n_pred[s] == 0:
@@ -343,10 +352,17 @@ def _strict_violation(
     )
 
 
+def alone_slots(data: ProblemData, job: int, num_servers: int, max_per_server: int) -> float:
+    """Slots job ``job`` takes on ``num_servers`` servers (at most ``max_per_server`` of its
+    GPUs on one) with no contention from other jobs (``p = 1`` if split): the reference
+    for the contention share (:class:`~sjfbco.schedule.Evaluation`)."""
+    rate = data.rates.alone(job, num_servers, max_per_server)
+    return slots_to_finish(data.jobs[job].iterations, rate, data.cost)
+
+
 def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
     """Build the :class:`Evaluation` of a simulation in which every job has ended."""
     n = data.num_jobs
-    rates = data.rates
     slot = data.cost.slot_seconds
     start = tuple(sim.start_time[j] for j in range(n))
     end = tuple(sim.end_time[j] for j in range(n))
@@ -356,8 +372,7 @@ def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
         run = end[j] - start[j]
         busy += job.num_gpus * run
         run_total += run
-        alone_rate = rates.alone(j, len(sim.servers_of[j]), sim.max_per_server_of[j])
-        alone_total += slots_to_finish(job.iterations, alone_rate, data.cost)
+        alone_total += alone_slots(data, j, len(sim.servers_of[j]), sim.max_per_server_of[j])
         compute_total += job.iterations * job.compute / slot
     capacity = data.cluster.num_gpus * makespan
     return Evaluation(

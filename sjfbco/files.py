@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -16,8 +17,8 @@ from typing import Any
 
 from sjfbco import limits
 from sjfbco.errors import InputError, one_line
-from sjfbco.problem import ProblemData
-from sjfbco.schedule import Schedule
+from sjfbco.problem import INSTANCE_FORMAT, ProblemData
+from sjfbco.schedule import SCHEDULE_FORMAT, Schedule
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -96,18 +97,26 @@ def read_instance(path: str | os.PathLike[str]) -> ProblemData:
     """Read an ``sjfbco-instance/1`` file.
 
     Raises :class:`InputError` whose message starts with the file name and the
-    field at fault.
+    field at fault (:class:`WrongKindError` for a schedule file).
     """
-    doc = load_json(path)
+    return _instance_from(load_json(path), path)
+
+
+def read_schedule(path: str | os.PathLike[str], data: ProblemData) -> Schedule:
+    """Read an ``sjfbco-schedule/1`` file for the instance ``data``."""
+    return _schedule_from(load_json(path), path, data)
+
+
+def _instance_from(doc: Any, path: str | os.PathLike[str]) -> ProblemData:
+    expect_format(doc, path, INSTANCE_FORMAT)
     try:
         return ProblemData.from_dict(doc)
     except InputError as err:
         raise err.located(source=str(path)) from None
 
 
-def read_schedule(path: str | os.PathLike[str], data: ProblemData) -> Schedule:
-    """Read an ``sjfbco-schedule/1`` file for the instance ``data``."""
-    doc = load_json(path)
+def _schedule_from(doc: Any, path: str | os.PathLike[str], data: ProblemData) -> Schedule:
+    expect_format(doc, path, SCHEDULE_FORMAT)
     try:
         return Schedule.from_dict(doc, data)
     except InputError as err:
@@ -201,3 +210,88 @@ def write_instance(data: ProblemData, path: str | os.PathLike[str]) -> None:
 def write_schedule(schedule: Schedule, data: ProblemData, path: str | os.PathLike[str]) -> None:
     """Atomically write ``schedule`` as an ``sjfbco-schedule/1`` file."""
     write_json(path, schedule.to_dict(data))
+
+
+#: The file kinds sjfbco reads, by format tag, as a message names them.
+KINDS: dict[str, str] = {INSTANCE_FORMAT: "an instance", SCHEDULE_FORMAT: "a schedule"}
+
+
+class WrongKindError(InputError):
+    """A file of one sjfbco kind given where another is expected (e.g. a schedule as instance).
+
+    The message reads ``"X is a schedule file (sjfbco-schedule/1), not an instance"``.
+    """
+
+    def __init__(self, source: str, found: str, expected: str):
+        super().__init__(f"{source} is {KINDS[found]} file ({found}), not {KINDS[expected]}")
+        self.source, self.found, self.expected = source, found, expected
+
+    def located(self, source: str | None = None, prefix: str | None = None) -> InputError:
+        return self  # the message already names the file
+
+
+def format_tag(doc: Any) -> str | None:
+    """The ``"format"`` tag of a parsed file, if it is a JSON object holding a string one."""
+    tag = doc.get("format") if isinstance(doc, dict) else None
+    return tag if isinstance(tag, str) else None
+
+
+def expect_format(doc: Any, path: str | os.PathLike[str], expected: str) -> None:
+    """Raise :class:`WrongKindError` if ``doc`` is another sjfbco kind than ``expected``.
+
+    A missing or unknown tag is left to the format's own validation, which
+    names the field.
+    """
+    tag = format_tag(doc)
+    if tag is not None and tag != expected and tag in KINDS:
+        raise WrongKindError(str(path), tag, expected)
+
+
+def file_format(path: str | os.PathLike[str]) -> str | None:
+    """The format tag of a JSON file (``None`` if it has none); read errors raise."""
+    return format_tag(load_json(path))
+
+
+def read_instance_and_schedule(
+    instance: str | os.PathLike[str], schedule: str | os.PathLike[str]
+) -> tuple[ProblemData, Schedule, bool]:
+    """Read an instance and a schedule for it, accepting them in swapped order.
+
+    Returns ``(data, schedule, swapped)``: ``swapped`` is true when the format
+    tags show the schedule came first (the old order of ``sjfbco plot``); the
+    caller warns. Any other mix-up is a :class:`WrongKindError`.
+    """
+    first, second = load_json(instance), load_json(schedule)
+    swapped = format_tag(first) == SCHEDULE_FORMAT and format_tag(second) == INSTANCE_FORMAT
+    if swapped:
+        first, second = second, first
+        instance, schedule = schedule, instance
+    data = _instance_from(first, instance)
+    return data, _schedule_from(second, schedule, data), swapped
+
+
+_TAG = re.compile(rb'"format"\s*:\s*"([^"\\]{1,64})"')
+
+
+def peek_format(path: str | os.PathLike[str]) -> str | None:
+    """The format tag of a file, cheaply: only its first 4 KiB is scanned.
+
+    A tag of another sjfbco kind seen there is confirmed by parsing the whole
+    file. ``None`` when no tag shows (or the file cannot be read: whoever reads
+    it next reports why).
+    """
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None  # a FIFO or device: never opened here (it could block)
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return None
+    found = _TAG.search(head)
+    tag = found.group(1).decode("utf-8", "replace") if found else None
+    if tag is None or tag == INSTANCE_FORMAT or tag not in KINDS:
+        return tag
+    try:
+        return file_format(path)
+    except InputError:
+        return None

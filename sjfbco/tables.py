@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -9,17 +10,24 @@ if TYPE_CHECKING:
 
 
 def fmt(value: Any, digits: int = 4) -> str:
-    """Short text for a table cell: integers as such, floats to ``digits`` significant."""
+    """Short text for a table cell: integers as such, floats as plain decimals.
+
+    A float keeps ``digits`` significant digits but is never written in
+    exponent form: ``14193.7`` is ``14194`` (not ``1.419e+04``), ``121.66`` is
+    ``121.7``, ``0.11034`` is ``0.1103``; trailing zeros are dropped.
+    """
     if value is None:
         return "-"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
+    if isinstance(value, bool | int):
         return str(value)
     if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
         if value.is_integer() and abs(value) < 1e15:
             return str(int(value))
-        return f"{value:.{digits}g}"
+        decimals = min(15, max(0, digits - 1 - math.floor(math.log10(abs(value)))))
+        text = f"{value:.{decimals}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
     return str(value)
 
 

@@ -23,6 +23,21 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
+def example_split_schedule() -> Schedule:
+    """A schedule for ``instances/small/example.json``, by hand: resnet50-0 on server 0 (4
+    GPUs), alexnet-0 on server 1 (8), vgg16-0 split 2 + 4, lstm-0 split 1 + 1 (GPUs 0:2 and
+    1:4), googlenet-0 on server 1 alone."""
+    return Schedule.build(
+        [
+            [(0, 0), (0, 1), (0, 2), (0, 3)],
+            [(1, i) for i in range(8)],
+            [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
+            [(0, 2), (1, 4)],
+            [(1, 5)],
+        ]
+    )
+
+
 @pytest.fixture
 def example_path() -> Path:
     return INSTANCES / "small" / "example.json"

@@ -196,15 +196,16 @@ def test_dask_missing_says_how_to_install(
             "ls",
             "--engine",
             "dask",
-            "--out",
+            "--output",
             str(tmp_path / "r.csv"),
-            "--no-progress",
+            "--quiet",
         ]
     )
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err == "sjfbco: error: " + B.DASK_MISSING
-    assert "pip install 'sjfbco[dist]'" in err
+    assert "pip install -e '.[dist]'" in err  # what works from a checkout
+    assert "sjfbco[dist]" not in err  # sjfbco is not on an index: that install fails
 
 
 def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
@@ -332,15 +333,19 @@ def test_cli_batch_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[
             "2",
             "--workers",
             "1",
-            "--out",
+            "--output",
             str(out),
             "--time-limit",
             "5",
-            "--no-progress",
+            "--quiet",
         ]
     )
-    text = capsys.readouterr().out
-    assert code == 0
+    captured = capsys.readouterr()
+    text = captured.out
+    assert code == 1  # some tasks failed
+    assert captured.err == (
+        f"sjfbco: 8 of 20 tasks failed; their rows in {out} have status 'error' and say why\n"
+    )
     lines = text.splitlines()
     assert lines[0].split() == list(B.SUMMARY_COLUMNS)
     # 5 files x 2 seeds per solver; the 2 broken files fail for both solvers
@@ -348,7 +353,7 @@ def test_cli_batch_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert lines[3].split()[:3] == ["ls", "10", "4"]
     assert "20 rows in" in text and "ran 20 tasks (8 failed)" in text
     assert len(B.read_results(out)) == 20
-    assert main(["batch", str(tmp_path / "set"), "--solvers", "nope", "--out", str(out)]) == 2
+    assert main(["batch", str(tmp_path / "set"), "--solvers", "nope", "-o", str(out)]) == 2
     assert "unknown solver 'nope'" in capsys.readouterr().err
 
 
@@ -368,13 +373,13 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
         "2",
         "--workers",
         "2",
-        "--out",
+        "--output",
         str(out),
         "--plugin",
         "tests.batch_plugin",
         "--param",
         "sleep=0.25",
-        "--no-progress",
+        "--quiet",
     ]
     total = 10 * 2
     proc = subprocess.Popen(
@@ -398,7 +403,10 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
     resumed = subprocess.run(
         [*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
-    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.returncode == 1, resumed.stderr  # the broken files' rows are errors
+    assert resumed.stderr.endswith(
+        "tasks failed; their rows in " + str(out) + " have status 'error' and say why\n"
+    )
     assert f"ran {total - len(before)} tasks" in resumed.stdout
     rows = B.read_results(out)
     inputs = B.expand_inputs([str(tmp_path / "set")])

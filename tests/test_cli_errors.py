@@ -85,10 +85,10 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         (["solve", EXAMPLE, "--time-limit", "-1"], "--time-limit: must be a finite number > 0"),
         (["solve", EXAMPLE, "--time-limit", "0"], "--time-limit: must be a finite number > 0"),
         (["solve", EXAMPLE, "--seed", "-1"], "--seed: must be an integer >= 0"),
-        (["batch", EXAMPLE, "--solvers", "ls", "--out", "x.csv", "--time-limit", "inf"], "finite"),
-        (["batch", EXAMPLE, "--solvers", "ls", "--out", "x.csv", "--workers", "100000"], "<= 256"),
+        (["batch", EXAMPLE, "--solvers", "ls", "-o", "x.csv", "--time-limit", "inf"], "finite"),
+        (["batch", EXAMPLE, "--solvers", "ls", "-o", "x.csv", "--workers", "100000"], "<= 256"),
         (
-            ["batch", EXAMPLE, "--solvers", "ls", "--out", "x.csv", "--seeds", "1e12"],
+            ["batch", EXAMPLE, "--solvers", "ls", "-o", "x.csv", "--seeds", "1e12"],
             "SJFBCO_MAX_TASKS=N",
         ),
         (["elastic", EXAMPLE, "--knee-threshold", "nan"], "--knee-threshold: must be a finite"),
@@ -96,9 +96,9 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         (["generate", "paper", "--jobs", "1e9"], "SJFBCO_MAX_JOBS=N"),
         (["generate", "paper", "--servers", "1e9"], "SJFBCO_MAX_SERVERS=N"),
         (["generate", "paper", "--slot-seconds", "1e10"], "--slot-seconds: must be a finite"),
-        (["formulate", EXAMPLE, "--kind", "ilp", "--out", "x.lp", "--horizon", "0"], "--horizon"),
+        (["formulate", EXAMPLE, "--kind", "ilp", "-o", "x.lp", "--horizon", "0"], "--horizon"),
         (["reproduce", "--seeds", "1e12"], "SJFBCO_MAX_TASKS=N"),
-        (["reproduce", "--jobs", "0"], "--jobs: must be an integer >= 1"),
+        (["reproduce", "--workers", "0"], "--workers: must be an integer >= 1"),
         (["convert", "philly", PHILLY, "-o", "x", "--max-slots", "0"], "--max-slots: must be"),
         (["convert", "philly", PHILLY, "-o", "x", "--max-slots", "nan"], "--max-slots: must be"),
         (["convert", "philly", PHILLY, "-o", "x", "--time-scale", "-2"], "--time-scale: must"),
@@ -117,7 +117,7 @@ def test_limit_refusal_names_the_variable(
 ) -> None:
     monkeypatch.setenv("SJFBCO_MAX_TASKS", "2")
     code, _, err = _run(
-        capsys, "batch", EXAMPLE, "--solvers", "ls,ff", "--out", "x.csv", "--seeds", "2"
+        capsys, "batch", EXAMPLE, "--solvers", "ls,ff", "-o", "x.csv", "--seeds", "2"
     )
     assert code == 2
     assert _one_line_error(err) == (
@@ -148,17 +148,17 @@ def test_schedule_out_placeholders_checked_before_solving(
     import sjfbco.solvers
 
     def no_solving(*a: Any, **k: Any) -> Any:
-        raise AssertionError("solved before checking --schedule-out")
+        raise AssertionError("solved before checking --output")
 
     monkeypatch.setattr(sjfbco.solvers, "solve", no_solving)
-    code, _, err = _run(capsys, "solve", EXAMPLE, "--schedule-out", tmp_path / template)
+    code, _, err = _run(capsys, "solve", EXAMPLE, "-o", tmp_path / template)
     assert code == 2
     assert message in _one_line_error(err)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_schedule_out_literal_braces(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, _ = _run(capsys, "solve", EXAMPLE, "--schedule-out", tmp_path / "{{x}}-{solver}.json")
+    code, _, _ = _run(capsys, "solve", EXAMPLE, "-o", tmp_path / "{{x}}-{solver}.json")
     assert code == 0
     assert [p.name for p in tmp_path.iterdir()] == ["{x}-sjf-bco.json"]
 
@@ -219,7 +219,7 @@ def test_formulate_paper_ilp_error_is_one_line(
     inst = tmp_path / "tight.json"
     inst.write_text(json.dumps(doc))
     code, out, err = _run(
-        capsys, "formulate", inst, "--kind", "paper-ilp", "--out", tmp_path / "m.lp", "--json"
+        capsys, "formulate", inst, "--kind", "paper-ilp", "-o", tmp_path / "m.lp", "--json"
     )
     assert (code, out) == (2, "")
     assert "one iteration takes" in _one_line_error(err)
@@ -236,8 +236,8 @@ def test_plot_shows_dollar_signs_literally(
     code, _, err = _run(
         capsys,
         "plot",
-        tmp_path / "s.json",
         tmp_path / "i.json",
+        tmp_path / "s.json",
         "-o",
         tmp_path / "g.png",
         "--title",

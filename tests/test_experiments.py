@@ -22,9 +22,6 @@ from sjfbco.experiments.reproduce import (
     tasks_for,
 )
 from sjfbco.experiments.sensitivity import VARIANTS, sensitivity_table
-from sjfbco.files import read_instance, read_schedule
-from sjfbco.schedule import Schedule
-from tests.conftest import INSTANCES
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -38,7 +35,20 @@ def quick(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("reproduce")
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
-        code = main(["reproduce", "--quick", "--out", str(out), "--workers", "2", "--no-progress"])
+        # the paper's policies only: the extra column (best) has tests of its own
+        code = main(
+            [
+                "reproduce",
+                "--quick",
+                "-o",
+                str(out),
+                "--workers",
+                "2",
+                "--quiet",
+                "--extras",
+                "none",
+            ]
+        )
     assert code == 0
     return out, buf.getvalue()
 
@@ -292,77 +302,10 @@ def test_tasks_pass_options_only_to_solvers_that_take_them():
         tasks_for("8", s)
 
 
-# ----------------------------------------------------------------------------- Gantt
-
-
-def test_gantt_one_bar_per_job_gpu_pair_split_jobs_hatched():
-    from sjfbco.evaluate import evaluate
-    from sjfbco.experiments.plots import SPLIT_HATCH, gantt
-
-    data = read_instance(INSTANCES / "small" / "example.json")
-    # by hand: resnet50-0 on server 0 (4 GPUs), alexnet-0 on server 1 (8), vgg16-0 split
-    # 2 + 4, lstm-0 split 1 + 1, googlenet-0 on server 1 alone
-    sched = Schedule.build(
-        [
-            [(0, 0), (0, 1), (0, 2), (0, 3)],
-            [(1, i) for i in range(8)],
-            [(0, 0), (0, 1), (1, 0), (1, 1), (1, 2), (1, 3)],
-            [(0, 2), (1, 4)],
-            [(1, 5)],
-        ]
-    )
-    ev = evaluate(data, sched)
-    ax = gantt(data, sched)
-    bars = [p for p in ax.patches if p.get_gid()]
-    assert len(bars) == 4 + 8 + 6 + 2 + 1  # one per (job, GPU) pair
-    hatched = {b.get_gid() for b in bars if b.get_hatch() == SPLIT_HATCH}
-    assert len(hatched) == 6 + 2
-    assert all(g.split("@")[0] in ("vgg16-0", "lstm-0") for g in hatched)
-    by_gid = {b.get_gid(): b for b in bars}
-    vgg = by_gid["vgg16-0@1:3"]
-    j = data.job_index["vgg16-0"]
-    assert vgg.get_x() == ev.start[j]
-    assert vgg.get_x() + vgg.get_width() == ev.end[j]
-    # rows top to bottom in (server, GPU) order: GPU (0, 0) highest, (1, 7) lowest
-    assert by_gid["resnet50-0@0:0"].get_y() > by_gid["alexnet-0@1:7"].get_y()
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["S0 (4 GPUs)", "S1 (8 GPUs)"]
-    assert ax.get_xlabel() == "time (slots)"
-
-
-def test_plot_command_writes_a_png(tmp_path, capsys):
-    out = tmp_path / "g.png"
-    code = main(
-        [
-            "plot",
-            str(INSTANCES / "small" / "example-schedule.json"),
-            str(INSTANCES / "small" / "example.json"),
-            "-o",
-            str(out),
-        ]
-    )
-    assert code == 0
-    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    data = read_instance(INSTANCES / "small" / "example.json")
-    read_schedule(INSTANCES / "small" / "example-schedule.json", data)  # the input was valid
-    assert (
-        main(
-            [
-                "plot",
-                str(INSTANCES / "small" / "example-schedule.json"),
-                str(INSTANCES / "small" / "example.json"),
-                "-o",
-                str(tmp_path / "g.pdf"),
-            ]
-        )
-        == 2
-    )
-    assert "must be a .png file" in capsys.readouterr().err
-
-
 def test_reproduce_rejects_bad_arguments(tmp_path, capsys):
-    assert main(["reproduce", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--seeds", "0", "-o", str(tmp_path)]) == 2
     assert "argument --seeds: must be an integer >= 1" in capsys.readouterr().err
-    assert main(["reproduce", "--preset", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--preset", "nope", "-o", str(tmp_path)]) == 2
     assert "unknown preset 'nope'" in capsys.readouterr().err
 
 
@@ -387,7 +330,9 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
                 "2",
                 "--param",
                 "mode=timestepped",
-                "--out",
+                "--extras",
+                "none",
+                "-o",
                 str(tmp_path),
             ]
         )
@@ -398,7 +343,7 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
     assert {t.task.solver: dict(t.task.params) for t in tasks_for("6", settings)} == {
         s: {"mode": "timestepped"} for s in PAPER_POLICIES
     }
-    assert main(["reproduce", "--param", "colour=red", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--param", "colour=red", "-o", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err
 
 
@@ -413,7 +358,7 @@ def test_reproduce_records_its_settings_everywhere(tmp_path, capsys):
     from sjfbco.experiments.plots import plot_figure
 
     out = tmp_path / "r"
-    args = ["reproduce", "--figure", "7", "--seeds", "1", "--out", str(out), "--no-progress"]
+    args = ["reproduce", "--figure", "7", "--seeds", "1", "-o", str(out), "--quiet"]
     assert main([*args, "--param", "estimate=spread", "--workers", "1"]) == 0
     rows = read_csv(out / "fig7.csv")
     assert len(rows) == 4
@@ -431,7 +376,7 @@ def test_reproduce_records_its_settings_everywhere(tmp_path, capsys):
     assert "reading default (preset paper); 1 seeds" in fig._suptitle.get_text()
     # --replot rebuilds the caption from settings.json
     capsys.readouterr()
-    assert main(["reproduce", "--figure", "7", "--replot", "--out", str(out)]) == 0
+    assert main(["reproduce", "--figure", "7", "--replot", "-o", str(out)]) == 0
     assert "--param estimate=spread" in capsys.readouterr().out
 
 
@@ -495,9 +440,9 @@ def test_failed_runs_follow_the_batch_error_rules(tmp_path, capsys):
                 "1",
                 "--reading",
                 "broken",
-                "--out",
+                "-o",
                 str(tmp_path / "cli"),
-                "--no-progress",
+                "--quiet",
                 "--workers",
                 "1",
             ]
@@ -529,17 +474,51 @@ def test_extras_and_readings_on_the_command_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         rep, "reproduce", lambda figures, settings, **kw: seen.append(settings) or []
     )
-    assert (
-        main(["reproduce", "--extras", "lwf", "--reading", "default", "--out", str(tmp_path)]) == 0
-    )
+    assert main(["reproduce", "--extras", "lwf", "--reading", "default", "-o", str(tmp_path)]) == 0
     s = seen[-1]
     assert s.policies == ("sjf-bco", "ls", "ff", "rand", "lwf")
     assert s.extra_time_limit == 2.0 and [r.name for r in s.readings] == ["default"]
     fig4 = tasks_for("4", s)
     assert [t.task.time_limit for t in fig4[:5]] == [None, None, None, None, 2.0]
-    assert main(["reproduce", "--extras", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--extras", "nope", "-o", str(tmp_path)]) == 2
     assert "--extras: unknown solver 'nope'" in capsys.readouterr().err
-    assert main(["reproduce", "--reading", "nope", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--reading", "nope", "-o", str(tmp_path)]) == 2
     assert "--reading: unknown reading 'nope'; known: default" in capsys.readouterr().err
-    assert main(["reproduce", "--address", "tcp://x:1", "--out", str(tmp_path)]) == 2
+    assert main(["reproduce", "--address", "tcp://x:1", "-o", str(tmp_path)]) == 2
     assert "--address needs --engine dask" in capsys.readouterr().err
+
+
+def test_a_registered_best_solver_joins_figs_4_and_6_labelled_not_in_the_paper(
+    tmp_path, monkeypatch
+):
+    """The hook for the anytime solver ``best``: once registered it is a default extra of
+    Figs. 4 and 6 (with the extra time limit), labelled as not in the paper, with no paper
+    value; Figs. 5 and 7 stay SJF-BCO only."""
+    import importlib
+
+    from sjfbco.experiments.paper import label
+    from sjfbco.solvers import SOLVERS, spec_of
+
+    rep = importlib.import_module("sjfbco.experiments.reproduce")
+    seen = []
+    monkeypatch.setattr(
+        rep, "reproduce", lambda figures, settings, **kw: seen.append(settings) or []
+    )
+    monkeypatch.setitem(SOLVERS, "best", spec_of("ls"))  # stands in for the real one
+    assert main(["reproduce", "--extra-time-limit", "0.5", "--out", str(tmp_path)]) == 0
+    s = seen[-1]
+    assert s.extras == ("best",) and s.extra_time_limit == 0.5
+    assert [t.task.solver for t in tasks_for("4", Settings(seeds=1, extras=s.extras))] == [
+        "sjf-bco",
+        "ls",
+        "ff",
+        "rand",
+        "best",
+    ]
+    assert {t.task.solver for t in tasks_for("5", s)} == {"sjf-bco"}
+    assert label("best") == "best (not in the paper)"
+    rows = [
+        _row("4", p, 0, m)
+        for p, m in (("sjf-bco", 100), ("ls", 150), ("ff", 200), ("rand", 300), ("best", 80))
+    ]
+    assert "| best (not in the paper) | - | - | - | - | 80 | 0.80 |" in markdown_table("4", rows)

@@ -279,7 +279,7 @@ def test_formulate_writes_model(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, name: str
 ) -> None:
     out = tmp_path / name
-    assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out", str(out), "--json"]) == 0
+    assert main(["formulate", str(EXAMPLE), "--kind", kind, "-o", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert out.exists() and info["kind"] == kind and info["size"]["variables"] > 0
 
@@ -293,7 +293,7 @@ def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixtu
                 str(EXAMPLE),
                 "--kind",
                 "ilp",
-                "--out",
+                "--output",
                 str(out),
                 "--horizon",
                 "95",
@@ -316,5 +316,5 @@ def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_formulate_bad_output_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, name: str, message: str
 ) -> None:
-    assert main(["formulate", str(EXAMPLE), "--kind", kind, "--out", str(tmp_path / name)]) == 2
+    assert main(["formulate", str(EXAMPLE), "--kind", kind, "-o", str(tmp_path / name)]) == 2
     assert message in capsys.readouterr().err

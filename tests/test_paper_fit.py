@@ -125,7 +125,9 @@ def test_claims_fail_when_the_shape_is_wrong() -> None:
 
 def test_readings_give_each_policy_its_parameters() -> None:
     assert get_reading("default") is DEFAULT and "default" in READINGS
-    with pytest.raises(ValueError, match="unknown reading 'nope'; known: default"):
+    with pytest.raises(
+        ValueError, match="unknown reading 'nope'; known: default, offline, best-fit"
+    ):
         get_reading("nope")
     r = Reading(
         "x",
@@ -221,3 +223,17 @@ def test_search_records_every_trial_and_resumes_where_it_stopped(tmp_path: Path)
             fit.Search(tmp_path / "part", trials=5, fixed=fixed, **kw).run()
     with pytest.raises(ValueError, match="unknown dimension 'colour'"):
         fit.Search(tmp_path, fixed={"colour": "red"})
+
+
+def test_the_shipped_best_fit_is_the_recorded_best_trial() -> None:
+    """``best-fit`` is the trial table's lowest-distance trial, parameters to the last digit,
+    and the table records that no trial met the paper-fit criterion."""
+    from sjfbco.experiments.readings import BEST_FIT, BEST_FIT_POINT
+    from tests.conftest import ROOT
+
+    table = fit.read_table(ROOT / "benchmarks" / "results" / "fit_trials.csv")
+    top = fit.best(table)
+    assert top is not None and fit.params_of(top) == BEST_FIT_POINT
+    assert fit.best(table, meeting=True) is None
+    assert "paper-fit" not in READINGS
+    assert BEST_FIT.preset.slot_seconds == pytest.approx(float(top["slot_seconds"]), abs=1e-4)

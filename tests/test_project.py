@@ -101,3 +101,15 @@ def test_benchmark_without_its_data_says_where_to_get_it(script: Path) -> None:
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
     assert str(missing) in lines[0] and "docs/data.md" in lines[0] and "--trace" in lines[0]
+
+
+def test_install_hints_work_from_a_checkout() -> None:
+    """sjfbco is installed from its checkout (README), not from an index: a hint such as
+    pip install 'sjfbco[dist]' fails there; pip install -e '.[dist]' works."""
+    texts = [*(ROOT / "sjfbco").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+    for path in texts:
+        text = path.read_text()
+        assert not re.search(r"pip install ['\"]?sjfbco\[", text), path
+    from sjfbco import batch
+
+    assert "pip install -e '.[dist]'" in batch.DASK_MISSING

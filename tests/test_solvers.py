@@ -31,7 +31,10 @@ from tests.conftest import INSTANCES, ROOT, instances
 if TYPE_CHECKING:
     from pathlib import Path
 
-BUNDLED = sorted(p for p in INSTANCES.rglob("*.json") if "schedule" not in p.name)
+# the benchmark set (instances/bench) has tests of its own (tests/test_benchset.py)
+BUNDLED = sorted(
+    p for p in INSTANCES.rglob("*.json") if "schedule" not in p.name and "bench" not in p.parts
+)
 
 
 def test_registry_has_the_paper_solvers() -> None:
@@ -136,7 +139,7 @@ def test_cli_schedule_round_trip_matches_evaluate(tmp_path: Path, solver: str) -
     out = tmp_path / "s.json"
     cmd = [sys.executable, "-m", "sjfbco"]
     solved = subprocess.run(
-        [*cmd, "solve", str(inst), "--solver", solver, "--json", "--schedule-out", str(out)],
+        [*cmd, "solve", str(inst), "--solver", solver, "--json", "--output", str(out)],
         capture_output=True,
         text=True,
         cwd=ROOT,

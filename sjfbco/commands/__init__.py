@@ -2,6 +2,7 @@
 
 COMMANDS: list[str] = [
     "solve",
+    "bench",
     "evaluate",
     "generate",
     "formulate",

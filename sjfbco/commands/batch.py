@@ -1,4 +1,4 @@
-"""``sjfbco batch INPUTS... --solvers A,B --out RESULTS [...]``: many instances, many solvers."""
+"""``sjfbco batch INPUTS... --solvers A,B -o RESULTS [...]``: many instances, many solvers."""
 
 from __future__ import annotations
 
@@ -7,9 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
 from sjfbco.commands import options
+from sjfbco.commands.common import add_output, add_progress
 
 if TYPE_CHECKING:
     import argparse
+
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--out": "--output", "--no-progress": "--quiet"}
 
 
 def add_engine_arguments(p: Any) -> None:
@@ -88,7 +92,9 @@ def add_parser(sub: Any) -> None:
         description="Solve every (instance, solver, seed) task on a local process pool or a "
         "Dask cluster and write one row per task (CSV or Parquet by suffix). "
         "Finished rows are journaled as they arrive; --resume continues a "
-        "killed run without repeating or duplicating tasks.",
+        "killed run without repeating or duplicating tasks. Files in INPUT folders "
+        "that are not instances (e.g. schedules) are skipped with a note. The exit "
+        "status is 1 when some task failed (its row says why), 0 when none did.",
     )
     p.add_argument(
         "inputs",
@@ -99,7 +105,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--solvers", required=True, help="comma-separated solver names, e.g. sjf-bco,ls,ff"
     )
-    p.add_argument("--out", required=True, help="result file: .csv or .parquet")
+    add_output(p, required=True, help="result file: .csv or .parquet (formerly --out)")
     p.add_argument(
         "--time-limit",
         type=options.seconds,
@@ -141,19 +147,20 @@ def add_parser(sub: Any) -> None:
         metavar="MODULE",
         help="import MODULE first (in workers too), e.g. to register a solver",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_progress(p)
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco import batch
+    from sjfbco.commands.common import progress_enabled
 
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
         raise batch.BatchError("--solvers lists no solver")
     check_engine_arguments(args)
     batch.check_solvers(solvers, args.plugin)
-    instances = batch.expand_inputs(args.inputs)
+    instances = _instances_only(batch.expand_inputs(args.inputs))
     from sjfbco.params import load_config, solver_params
 
     config = load_config(args.config) if args.config else None
@@ -169,11 +176,11 @@ def run(args: argparse.Namespace) -> int:
         params=params,
         plugins=args.plugin,
     )
-    progress = Progress(not args.no_progress)
+    progress = Progress(progress_enabled(args))
     try:
         report = batch.run_batch(
             tasks,
-            args.out,
+            args.output,
             engine=args.engine,
             workers=args.workers,
             address=args.address,
@@ -192,7 +199,33 @@ def run(args: argparse.Namespace) -> int:
         f"({report.failed} failed) in {report.elapsed:.1f} s ({rate:.2f} tasks/s), "
         f"{report.skipped} already present"
     )
+    failed = sum(r["status"] == batch.ERROR for r in report.rows)
+    if failed:
+        print(
+            f"sjfbco: {failed} of {len(report.rows)} tasks failed; their rows in {report.out} "
+            "have status 'error' and say why",
+            file=sys.stderr,
+        )
+        return 1
     return 0
+
+
+def _instances_only(paths: list[str]) -> list[str]:
+    """``paths`` without the files whose format tag says they are not instances (noted)."""
+    from sjfbco.batch import BatchError
+    from sjfbco.commands.common import warn
+    from sjfbco.files import INSTANCE_FORMAT, peek_format
+
+    kept = []
+    for path in paths:
+        tag = peek_format(path)
+        if tag is None or tag == INSTANCE_FORMAT:
+            kept.append(path)
+        else:
+            warn(f"skipping {path}: a {tag} file, not an instance")
+    if paths and not kept:
+        raise BatchError("no instance files among the inputs")
+    return kept
 
 
 def _progress_bar(total: int, desc: str | None = None) -> Any:

@@ -50,8 +50,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--plot",
         default=None,
-        metavar="FILE.png",
-        help="write the predicted-against-measured plot (default with -o: OUT with .png)",
+        metavar="FILE",
+        help="write the predicted-against-measured plot, .png, .pdf or .svg (default with -o: "
+        "OUT with .png)",
     )
     p.add_argument(
         "--json",
@@ -97,8 +98,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.output is not None and not args.output.endswith(".json"):
         raise InputError(f"-o: the preset file must end in .json, got {args.output!r}")
-    if args.plot is not None and not args.plot.lower().endswith(".png"):
-        raise InputError(f"--plot: must be a .png file, got {args.plot!r}")
+    if args.plot is not None:
+        from sjfbco.experiments.plots import image_format
+
+        image_format(args.plot)  # .png, .pdf or .svg
     if args.folds < 2:
         raise InputError(f"--folds: must be >= 2, got {args.folds}")
     steps, contention = read_all(args.measurements)  # every file checked before any fit

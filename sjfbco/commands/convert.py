@@ -6,10 +6,13 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
 from sjfbco.commands import options
+from sjfbco.commands.common import add_output
 from sjfbco.errors import InputError, check_text
 
 #: Most instances one conversion writes.
 MAX_INSTANCES = 10_000
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--out-dir": "--output-dir"}
 
 if TYPE_CHECKING:
     import argparse
@@ -25,7 +28,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("kind", choices=["philly", "swf"], help="trace format")
     p.add_argument("source", help="trace file")
-    p.add_argument("-o", "--out-dir", required=True, help="folder for the instance files")
+    add_output(
+        p, required=True, folder=True, help="folder for the instance files (formerly --out-dir)"
+    )
     p.add_argument(
         "--cluster",
         default="8x8",
@@ -172,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         keep_arrivals=args.arrivals,
         name=name,
     )
-    out = Path(args.out_dir)  # everything is checked: from here on only writes
+    out = Path(args.output)  # everything is checked: from here on only writes
     for data in instances:
         write_instance(data, out / f"{data.name}.json")
     write_json(

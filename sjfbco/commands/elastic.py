@@ -9,6 +9,10 @@ from sjfbco.commands import options
 if TYPE_CHECKING:
     import argparse
 
+#: Values of the policy-specific options when not given.
+OBJECTIVE_DEFAULT = "flow"
+KNEE_DEFAULT = 0.05
+
 
 def add_parser(sub: Any) -> None:
     from sjfbco.elastic.simulator import MODES, OBJECTIVES, POLICIES
@@ -21,12 +25,12 @@ def add_parser(sub: Any) -> None:
         "completion.",
     )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    p.add_argument("--policy", default="hesrpt", choices=POLICIES)
+    p.add_argument("--policy", default="hesrpt", choices=POLICIES, help="allocation policy")
     p.add_argument(
         "--objective",
-        default="flow",
+        default=None,
         choices=OBJECTIVES,
-        help="heSRPT variant: mean flow time or mean slowdown",
+        help="hesrpt only: minimise mean flow time or mean slowdown (default flow)",
     )
     p.add_argument(
         "--speedup",
@@ -43,28 +47,39 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--knee-threshold",
         type=options.number(0.0, 1.0, lo_open=False),
-        default=0.05,
-        help="knee: least fraction of run time one more GPU must save, in [0, 1] (default 0.05)",
+        default=None,
+        metavar="X",
+        help=f"knee only: least fraction of run time one more GPU must save, in [0, 1] "
+        f"(default {KNEE_DEFAULT})",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (with the instance name and file)",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.elastic import parse_speedup, run_elastic
+    from sjfbco.errors import InputError
     from sjfbco.files import json_line, read_instance
 
-    data = read_instance(args.instance)
+    if args.objective is not None and args.policy != "hesrpt":
+        raise InputError(f"--objective applies to --policy hesrpt only, not {args.policy!r}")
+    if args.knee_threshold is not None and args.policy != "knee":
+        raise InputError(f"--knee-threshold applies to --policy knee only, not {args.policy!r}")
     parse_speedup(args.speedup)  # fail on a bad spec before any work
+    data = read_instance(args.instance)
     result = run_elastic(
         data,
         args.policy,
-        objective=args.objective,
+        objective=args.objective or OBJECTIVE_DEFAULT,
         speedup=args.speedup,
         mode=args.mode,
-        knee_threshold=args.knee_threshold,
+        knee_threshold=KNEE_DEFAULT if args.knee_threshold is None else args.knee_threshold,
     )
-    doc = result.to_dict()
+    doc = {"instance": data.name, "file": args.instance, **result.to_dict()}
     doc["speedup"] = args.speedup
     if args.json:
         print(json_line(doc))
@@ -75,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         f"{args.speedup}, p={result.p:.3g}): makespan {doc['makespan']:.2f} slots"
         + (f" (bound {bound:.2f})" if bound is not None else "")
         + f", mean JCT {doc['mean_jct']:.2f}, p95 JCT {doc['p95_jct']:.2f}, mean slowdown "
-        f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%}"
+        f"{doc['mean_slowdown']:.3f}, GPU utilisation {doc['utilisation']:.1%} (one slot is "
+        f"{data.cost.slot_seconds:g} s)"
     )
     return 0

@@ -13,7 +13,8 @@ def add_parser(sub: Any) -> None:
         "evaluate",
         help="score a schedule file under the cost model",
         description="Simulate a schedule on an instance and report makespan, "
-        "JCT and per-job start/end slots.",
+        "JCT and per-job start/end slots. The swapped order SCHEDULE INSTANCE "
+        "works with a warning.",
     )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("schedule", help="schedule file (sjfbco-schedule/1)")
@@ -22,27 +23,32 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="reject planned starts that overlap on a GPU instead of delaying jobs",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object on stdout (with the instance name and file)",
+    )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from sjfbco.commands.common import read_instance_and_schedule
     from sjfbco.evaluate import evaluate
-    from sjfbco.files import json_line, read_instance, read_schedule
+    from sjfbco.files import json_line
     from sjfbco.tables import format_table
 
-    data = read_instance(args.instance)
-    schedule = read_schedule(args.schedule, data)
+    data, schedule = read_instance_and_schedule(args.instance, args.schedule, "evaluate")
     ev = evaluate(data, schedule, strict=args.strict)
+    doc = {"instance": data.name, **ev.to_dict()}
     if args.json:
-        print(json_line(ev.to_dict()))
+        print(json_line(doc))
         return 0
-    doc = ev.to_dict()
     rows = [
         {"job": j["id"], "start": j["start"], "end": j["end"], "gpus": data.jobs[k].num_gpus}
         for k, j in enumerate(doc["jobs"])
     ]
     print(format_table(rows, ["job", "gpus", "start", "end"]))
+    print(f"start and end in slots; one slot is {data.cost.slot_seconds:g} s in {data.name}")
     print()
     print(
         f"instance {data.name}: makespan {doc['makespan']} slots, mean JCT "

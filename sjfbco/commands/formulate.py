@@ -1,16 +1,19 @@
-"""``sjfbco formulate INSTANCE --kind nonconvex|ilp|paper-ilp --out FILE [--horizon H]``."""
+"""``sjfbco formulate INSTANCE --kind nonconvex|ilp|paper-ilp -o FILE [--horizon H]``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands import options
+from sjfbco.commands.common import add_output
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     import argparse
 
 KINDS = ("nonconvex", "ilp", "paper-ilp")
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--out": "--output"}
 
 
 def add_parser(sub: Any) -> None:
@@ -25,11 +28,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument("--kind", choices=KINDS, required=True, help="which model")
-    p.add_argument(
-        "--out",
+    add_output(
+        p,
         required=True,
-        metavar="FILE",
-        help="output file: .lp/.mps for the ILPs, .txt/.pb.txt for nonconvex",
+        help="model file: .lp/.mps for the ILPs, .txt/.pb.txt for nonconvex (formerly --out)",
     )
     p.add_argument(
         "--horizon",
@@ -52,11 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.formulations.common import require_slotted
 
     data = read_instance(args.instance)
-    out = str(args.out)
+    out = str(args.output)
     if args.kind in ("ilp", "paper-ilp") and not out.lower().endswith((".lp", ".mps")):
-        raise InputError(f"--out {out}: the {args.kind} model is written as .lp or .mps")
+        raise InputError(f"--output {out}: the {args.kind} model is written as .lp or .mps")
     if args.kind == "nonconvex" and out.lower().endswith((".lp", ".mps")):
-        raise InputError(f"--out {out}: the nonconvex model is written as .txt or .pb.txt")
+        raise InputError(f"--output {out}: the nonconvex model is written as .txt or .pb.txt")
     info: dict[str, Any] = {"instance": data.name, "kind": args.kind, "out": out}
     if args.kind == "paper-ilp":
         size = _paper(data, out, info)

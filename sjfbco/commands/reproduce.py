@@ -1,4 +1,4 @@
-"""``sjfbco reproduce [--figure 4|5|6|7|all] [--reading NAME]... [--seeds N] [--out DIR] [...]``."""
+"""``sjfbco reproduce [--figure 4|5|6|7|all] [--reading NAME]... [--seeds N] [-o DIR] [...]``."""
 
 from __future__ import annotations
 
@@ -9,10 +9,14 @@ from typing import TYPE_CHECKING, Any
 from sjfbco import limits
 from sjfbco.commands import options
 from sjfbco.commands.batch import Progress, add_engine_arguments, check_engine_arguments
+from sjfbco.commands.common import add_output, add_progress
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     import argparse
+
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--out": "--output-dir", "--no-progress": "--quiet", "--jobs": "--workers"}
 
 FIGURE_CHOICES = ("4", "5", "6", "7", "all")
 #: Seconds per instance for a policy not in the paper (e.g. ``best``), unless told.
@@ -54,20 +58,8 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="a fast check: 3 seeds (well under a minute on 2 cores)",
     )
-    p.add_argument(
-        "--out",
-        default="reproduction",
-        metavar="DIR",
-        help="output folder (default ./reproduction)",
-    )
+    add_output(p, folder=True, default="reproduction", help="output folder (formerly --out)")
     add_engine_arguments(p)
-    p.add_argument(
-        "--jobs",
-        type=options.workers,
-        default=None,
-        metavar="J",
-        help="deprecated spelling of --workers",
-    )
     p.add_argument(
         "--preset",
         default=None,
@@ -99,9 +91,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--replot",
         action="store_true",
-        help="rewrite the tables and plots from the CSVs in --out, without running",
+        help="rewrite the tables and plots from the CSVs in --output-dir, without running",
     )
-    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_progress(p)
     p.set_defaults(run=run)
 
 
@@ -140,6 +132,7 @@ def _extras(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sjfbco.commands.common import progress_enabled
     from sjfbco.experiments.paper import FIGURES, PAPER_POLICIES
     from sjfbco.experiments.reproduce import (
         Engine,
@@ -153,9 +146,6 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.params import field_names, parse_kv
     from sjfbco.solvers import SOLVERS
 
-    if args.jobs is not None:
-        print("sjfbco: --jobs is deprecated; use --workers", file=sys.stderr)
-        args.workers = args.workers or args.jobs
     check_engine_arguments(args)
     readings = _readings(args)
     extras = _extras(args)
@@ -184,14 +174,14 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     if args.replot:
-        replot(figures, out=args.out, on_figure=show)
+        replot(figures, out=args.output, on_figure=show)
         return 0
-    progress = Progress(not args.no_progress, desc="reproduce")
+    progress = Progress(progress_enabled(args), desc="reproduce")
     try:
         results = reproduce(
             figures,
             settings,
-            out=args.out,
+            out=args.output,
             engine=Engine(args.engine, args.workers, args.address, args.resume),
             on_start=progress.on_start,
             on_row=progress.on_row,

@@ -1,29 +1,39 @@
-"""``sjfbco solve INSTANCE... [--solver NAME|all] [--param k=v ...] [--json]``."""
+"""``sjfbco solve INSTANCE... [--solver NAME|all] [--param k=v ...] [-o FILE] [--json]``."""
 
 from __future__ import annotations
 
 import contextlib
 import string
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands import options
-from sjfbco.errors import InputError
+from sjfbco.commands.common import add_output, add_plugin, add_progress
+from sjfbco.errors import InputError, one_line
 
 if TYPE_CHECKING:
     import argparse
+
+    from sjfbco.problem import ProblemData
+
+#: Old option spellings, still accepted with a warning.
+DEPRECATED = {"--schedule-out": "--output"}
 
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "solve",
         help="solve instance files with a solver (or all heuristics)",
-        description="Solve instances and report makespan, mean JCT, lower bound and gap; every "
-        "figure comes from the evaluator. Solvers: sjf-bco (default), ls, ff, rand, "
-        "lwf, fifo-gang, and the exact ones; 'all' runs every heuristic.",
+        description="Solve instances and report makespan, mean JCT and lower bound (slots), "
+        "gap and run time (seconds); every figure comes from the evaluator. Solvers: "
+        "sjf-bco (default), ls, ff, rand, lwf, fifo-gang, and the exact ones; 'all' "
+        "runs every heuristic. A solver that fails becomes an 'error' row naming the "
+        "file and the solver; the others still run, and the exit status is then 2 "
+        "for bad input, 1 otherwise.",
     )
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
-    p.add_argument("--solver", default="sjf-bco", help="solver name or 'all' (default sjf-bco)")
+    p.add_argument("--solver", default="sjf-bco", help="solver name or 'all'")
     p.add_argument(
         "--time-limit",
         type=options.seconds,
@@ -31,9 +41,7 @@ def add_parser(sub: Any) -> None:
         metavar="S",
         help="seconds per solver run (a finite number > 0)",
     )
-    p.add_argument(
-        "--seed", type=options.seed, default=0, help="seed for random choices (default 0)"
-    )
+    p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
     p.add_argument(
         "--param",
         action="append",
@@ -48,26 +56,31 @@ def add_parser(sub: Any) -> None:
         help="solver parameters from a TOML file (top-level keys for every solver that has "
         "them, [SOLVER] tables for one); --param wins",
     )
-    p.add_argument(
-        "--schedule-out",
-        metavar="FILE",
-        help="write the schedule; with several runs use {instance} and {solver} in the name",
+    add_output(
+        p,
+        help="write the schedule here; with several runs put {instance} and {solver} in the "
+        "name (formerly --schedule-out)",
     )
+    add_plugin(p, "a solver")
+    add_progress(p)
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object per run (one per line) and nothing else",
+        help="print one JSON object per run, one per line (JSON Lines), and nothing else on stdout",
     )
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.files import json_line, read_instance, write_schedule
+    from sjfbco.commands.common import ProgressBar, load_plugins, progress_enabled, slot_note
+    from sjfbco.files import read_instance, write_schedule
     from sjfbco.params import load_config, solver_params
-    from sjfbco.solvers import SOLVERS, heuristics, solve
-    from sjfbco.stdio import stdout_to_stderr
+    from sjfbco.progress import report
+    from sjfbco.solvers import SOLVERS, heuristics
+    from sjfbco.solvers.contract import SUMMARY_COLUMNS
     from sjfbco.tables import format_table
 
+    load_plugins(args.plugin)
     run_all = args.solver == "all"
     solvers = heuristics() if run_all else [args.solver]
     for name in solvers:
@@ -78,45 +91,68 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
     n_runs = len(solvers) * len(args.instances)
-    if args.schedule_out:
-        used = check_template(args.schedule_out, "--schedule-out", ("instance", "solver"))
+    if args.output:
+        used = check_template(args.output, "--output", ("instance", "solver"))
         if n_runs > 1 and not ("instance" in used and (len(solvers) == 1 or "solver" in used)):
-            raise InputError(
-                "--schedule-out: several runs need {instance} and {solver} in the file name"
-            )
-    data_all = [read_instance(path) for path in args.instances]  # fail before solving
-    rows = []
-    for path, data in zip(args.instances, data_all, strict=True):
-        for name in solvers:
-            ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
-            with ctx:
-                res = solve(
-                    data,
-                    name,
-                    time_limit=args.time_limit,
-                    seed=args.seed,
-                    params=params[name],
-                )
-            row = {"instance": data.name, **res.summary()}
-            rows.append(row)
-            if args.json:
-                print(json_line({**row, "file": str(path), "stats": res.stats}), flush=True)
-            if args.schedule_out and res.schedule is not None:
-                out = args.schedule_out.format(instance=Path(path).stem, solver=name)
-                write_schedule(res.schedule, data, out)
+            raise InputError("--output: several runs need {instance} and {solver} in the file name")
+    rows: list[dict[str, Any]] = []
+    codes: list[int] = []
+    with ProgressBar(progress_enabled(args)) as bar:
+        data_all = []
+        for k, path in enumerate(args.instances):  # read them all: fail before solving
+            report(f"reading {path}", k, len(args.instances), "file")
+            data_all.append(read_instance(path))
+        for path, data in zip(args.instances, data_all, strict=True):
+            for name in solvers:
+                bar.prefix = f"{data.name} {name}: " if n_runs > 1 else ""
+                row, code = _run_one(args, path, data, name, params[name], write_schedule)
+                rows.append(row)
+                codes.append(code)
     if not args.json:
-        cols = [
-            "instance",
-            "solver",
-            "status",
-            "makespan",
-            "mean_jct",
-            "lower_bound",
-            "gap",
-            "runtime_s",
-        ]
-        print(format_table(rows, cols))
-    return 0
+        print(format_table(rows, ["instance", *SUMMARY_COLUMNS]))
+        print(
+            f"makespan, mean_jct, lower_bound in slots ({slot_note(data_all)}); "
+            "gap = makespan / lower_bound; runtime_s in seconds"
+        )
+    return max(codes, default=0)
+
+
+def _run_one(
+    args: argparse.Namespace,
+    path: str,
+    data: ProblemData,
+    name: str,
+    params: Any,
+    write_schedule: Any,
+) -> tuple[dict[str, Any], int]:
+    """One (instance, solver) run: its row and exit code (0 ok, 2 bad input, 1 other)."""
+    from sjfbco.files import json_line
+    from sjfbco.solvers import solve
+    from sjfbco.stdio import stdout_to_stderr
+
+    ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
+    try:
+        with ctx:
+            res = solve(data, name, time_limit=args.time_limit, seed=args.seed, params=params)
+    except Exception as err:
+        if getattr(args, "debug", False):
+            raise
+        bad_input = isinstance(err, InputError)  # a ConfigurationError too
+        kind = "" if bad_input else f"{type(err).__name__}: "
+        message = f"{path}: solver {name!r}: {kind}{one_line(str(err))}"
+        hint = "" if bad_input else " (rerun with --debug for the traceback)"
+        print(f"sjfbco: error: {message}{hint}", file=sys.stderr, flush=True)
+        row = {"instance": data.name, "solver": name, "status": "error", "error": message}
+        if args.json:
+            print(json_line({**row, "file": str(path)}), flush=True)
+        return row, 2 if bad_input else 1
+    row = {"instance": data.name, **res.summary()}
+    if args.json:
+        print(json_line({**row, "file": str(path), "stats": res.stats}), flush=True)
+    if args.output and res.schedule is not None:
+        out = args.output.format(instance=Path(path).stem, solver=name)
+        write_schedule(res.schedule, data, out)
+    return row, 0
 
 
 def check_template(template: str, option: str, names: tuple[str, ...]) -> set[str]:

@@ -21,7 +21,7 @@ history, so the same next asks), the batch that was in flight is rerun from
 its journaled runs (``pending.json``), and the table is the audit trail.
 
 ``python benchmarks/fit_paper.py`` runs it; ``docs/reproduction.md`` reports it.
-Optuna is an optional dependency: ``pip install 'sjfbco[fit]'``.
+Optuna is an optional dependency: ``pip install -e '.[fit]'`` in the sjfbco checkout.
 """
 
 from __future__ import annotations
@@ -53,10 +53,9 @@ from sjfbco.experiments.paper import (
 from sjfbco.experiments.paper import (
     PAPER as PAPER_VALUES,
 )
-from sjfbco.experiments.readings import Reading
+from sjfbco.experiments.readings import preset_of, reading_of
 from sjfbco.experiments.reproduce import Engine, Settings, run_tasks, tasks_for
 from sjfbco.files import atomic_write_text
-from sjfbco.workloads.paper import Preset, min_safe_slot
 
 if TYPE_CHECKING:
     import os
@@ -66,7 +65,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OPTUNA_MISSING = "the fit needs optuna: pip install 'sjfbco[fit]'"
+OPTUNA_MISSING = (
+    "the fit needs optuna: run pip install -e '.[fit]' in the sjfbco checkout "
+    "(or pip install optuna)"
+)
 
 #: Seeds per point in a trial (instance draws 0 .. SEEDS-1).
 SEEDS = 5
@@ -172,47 +174,6 @@ EXCLUDED: dict[str, str] = {
     "u": "dividing every estimate by u scales every load and theta alike: the same trials",
     "time model": "slotted is the paper's (eq. 9)",
 }
-
-
-def preset_of(params: Mapping[str, Any], name: str) -> Preset:
-    """The cost constants of a trial's parameters."""
-    base = Preset(
-        name,
-        slot_seconds=1.0,
-        bandwidth_inter=float(params["bandwidth_inter"]),
-        bandwidth_intra=float(params["bandwidth_inter"]) * float(params["intra_over_inter"]),
-        gpu_speed=float(params["gpu_speed"]),
-        alpha=float(params["alpha"]),
-        xi1=float(params["xi1"]),
-        xi2=float(params["xi2"]),
-        degradation=str(params["degradation"]),
-    )
-    slot = round(min_safe_slot(base) * float(params["slot_scale"]), 4)
-    return Preset(**{**base.__dict__, "slot_seconds": slot})
-
-
-def reading_of(params: Mapping[str, Any], name: str, description: str = "") -> Reading:
-    """The reading a point of :data:`SPACE` stands for."""
-    baselines = ("ls", "ff", "rand")
-    theta = params["baseline_theta"]
-    options: dict[str, dict[str, Any]] = {
-        "*": {"estimate": params["estimate"]},
-        "sjf-bco": {"mode": params["mode_sjf_bco"], "ties": params["ties"]},
-    }
-    for b in baselines:
-        options[b] = {
-            "mode": params[f"mode_{b.replace('-', '_')}"],
-            "order": params["baseline_order"],
-        }
-        if theta != "paper":
-            options[b]["theta"] = theta
-    return Reading(
-        name,
-        description or f"fitted reading {name}",
-        preset_of(params, name),
-        options,
-        horizon=params["horizon"],
-    )
 
 
 def trial_name(number: int, params: Mapping[str, Any]) -> str:
@@ -587,7 +548,7 @@ def space_table() -> str:
     from sjfbco.experiments.reproduce import md_table
 
     body = [[f"`{d.name}`", d.range_text(), d.why] for d in SPACE]
-    return md_table(["dimension", "range", "why"], body)
+    return md_table(["dimension", "range", "why"], body, left=3)
 
 
 def report(table: Sequence[Mapping[str, Any]]) -> str:
@@ -643,6 +604,34 @@ def report(table: Sequence[Mapping[str, Any]]) -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def choice_table(table: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown: per choice of each categorical dimension, the complete trials that took
+    it, and their best and median distance (which Decisions the fit prefers)."""
+    from sjfbco.experiments.reproduce import md_table
+
+    done = [r for r in table if math.isfinite(_distance(r))]
+    body = []
+    for d in SPACE:
+        for c in d.choices:
+            ds = sorted(_distance(r) for r in done if r[d.name] == c)
+            failed = sum(1 for r in table if r[d.name] == c and not math.isfinite(_distance(r)))
+            body.append(
+                [
+                    f"`{d.name}`",
+                    c,
+                    str(len(ds)),
+                    str(failed),
+                    f"{ds[0]:.3f}" if ds else "-",
+                    f"{ds[len(ds) // 2]:.3f}" if ds else "-",
+                ]
+            )
+    return md_table(
+        ["dimension", "choice", "complete trials", "failed", "best distance", "median"],
+        body,
+        left=2,
+    )
 
 
 def _fmt(v: Any) -> str:

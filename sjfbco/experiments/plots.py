@@ -15,14 +15,24 @@ notebooks. Times are in slots.
 
 from __future__ import annotations
 
+import colorsys
 import io
+import itertools
+import math
+import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import matplotlib
+import numpy as np
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
-from matplotlib.patches import Patch
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.experiments.paper import (
     LABELS,
@@ -37,7 +47,7 @@ from sjfbco.files import atomic_write_bytes
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from matplotlib.axes import Axes
 
@@ -61,11 +71,41 @@ SPLIT_HATCH = "////"
 DPI = 150
 
 
+#: Image formats :func:`save` writes, by file extension.
+FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
+
+
+def image_format(path: str | os.PathLike[str]) -> str:
+    """The format of ``path`` by its extension (:data:`FORMATS`), else an ``InputError``."""
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in FORMATS:
+        raise InputError(
+            f"{path}: cannot tell the image format from the extension {Path(path).suffix!r}; "
+            f"use .png, .pdf or .svg"
+        )
+    return suffix
+
+
 def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
-    """Write ``fig`` as PNG atomically (:func:`sjfbco.files.atomic_write_bytes`); nothing
-    clipped."""
+    """Write ``fig`` as PNG, PDF or SVG by ``path``'s extension, atomically; nothing clipped.
+
+    The same figure always gives the same bytes: no creation date is stored
+    and SVG ids are seeded.
+    """
+    fmt = image_format(path)
+    metadata: dict[str, Any] = {"png": {"Software": None}, "pdf": {"CreationDate": None}}.get(
+        fmt, {"Date": None}
+    )
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", pad_inches=0.1)
+    with matplotlib.rc_context({"svg.hashsalt": "sjfbco", "svg.fonttype": "none"}):
+        fig.savefig(
+            buf,
+            format=fmt,
+            dpi=DPI,
+            bbox_inches="tight",
+            pad_inches=0.1,
+            metadata=metadata,
+        )
     atomic_write_bytes(path, buf.getvalue())
     return Path(path)
 
@@ -95,6 +135,15 @@ def _policies(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _colour(policy: str) -> str:
     return COLOURS.get(policy, EXTRA_COLOUR)
+
+
+#: Captions drawn under a figure: what its marks mean.
+CAPTIONS: dict[str, str] = {
+    "4": "Bars: mean over the seeds. Whiskers, in both panels: lowest to highest over the "
+    "seeds of the quantity the bar shows (makespan on the left, mean JCT on the right). "
+    "Triangles: each run's shortest and longest JCT, mean over the seeds. Diamonds: the "
+    "paper's values (one run each). Linear axes from 0; times in slots.",
+}
 
 
 def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
@@ -304,6 +353,8 @@ def plot_figure(
         _curve(rows, fig, "7", "lambda (LBSGF capacity factor)")
     else:
         raise ValueError(f"unknown figure {figure!r}")
+    if figure in CAPTIONS:
+        fig.supxlabel(textwrap.fill(CAPTIONS[figure], 150), fontsize="x-small", ha="center")
     line = settings or f"{_n_seeds(rows)} seeds"
     head = f"{TITLES['4']}\n" if figure == "4" else ""
     fig.suptitle(f"{head}{line}", fontsize="small")
@@ -314,11 +365,163 @@ def plot_figure(
 
 # ----------------------------------------------------------------------------- Gantt
 
+#: Figure width (inches): ``GANTT_WIDTH[0]``, plus one inch per ``GANTT_JOBS_PER_INCH``
+#: jobs beyond the first 160, up to ``GANTT_WIDTH[1]``.
+GANTT_WIDTH = (10.0, 24.0)
+GANTT_JOBS_PER_INCH = 40
+#: Height of one GPU row (points): tall enough for the smallest server's label, within bounds.
+GANTT_ROW_PT = (2.0, 14.0)
+#: Tallest Gantt axes (inches); beyond it rows get thinner and server labels thin out.
+GANTT_MAX_AXES_IN = 60.0
+#: Font sizes (points): server labels at most / at least, and job labels on bars.
+SERVER_LABEL_PT = (8.0, 6.0)
+JOB_LABEL_PT = 7.0
+#: Colour of the split-job marker (hatch and outline): darker than every job colour.
+SPLIT_COLOUR = "black"
+#: Colour of wait lines and arrival ticks.
+WAIT_COLOUR = "#202020"
+#: CIELAB distance beyond which two touching jobs' colours count as apart, and the
+#: cost (same unit) of using a colour once more (:func:`gantt_colours`).
+FAR_ENOUGH = 40.0
+REUSE_PENALTY = 15.0
+#: Background of every other server's band.
+BAND_COLOUR = "#f0f0f0"
 
-def _job_colour(j: int) -> Any:
-    from matplotlib import colormaps
 
-    return colormaps["tab20"](j % 20)
+@dataclass(frozen=True)
+class Block:
+    """One drawn bar: job ``job`` on GPUs ``first..last`` of ``server`` (contiguous)."""
+
+    job: int
+    server: int
+    first: int
+    last: int
+    start: float
+    end: float
+    split: bool
+
+    @property
+    def gid(self) -> str:
+        return f"{self.server}:{self.first}-{self.last}"
+
+
+def gantt_blocks(data: ProblemData, schedule: Schedule, ev: Evaluation) -> list[Block]:
+    """A job's GPUs as contiguous runs per server, each one bar of the Gantt chart."""
+    blocks = []
+    for j, pairs in enumerate(schedule.gpus):
+        by_server: dict[int, list[int]] = {}
+        for s, i in pairs:
+            by_server.setdefault(s, []).append(i)
+        split = len(by_server) > 1
+        for s in sorted(by_server):
+            idx = sorted(by_server[s])
+            lo = prev = idx[0]
+            for i in idx[1:]:
+                if i != prev + 1:
+                    blocks.append(Block(j, s, lo, prev, ev.start[j], ev.end[j], split))
+                    lo = i
+                prev = i
+            blocks.append(Block(j, s, lo, prev, ev.start[j], ev.end[j], split))
+    return blocks
+
+
+def job_palette(n: int) -> list[tuple[float, float, float]]:
+    """``n`` distinct saturated colours (RGB in [0, 1]); no grey, white or near black.
+
+    Hues step by the golden angle (no hue repeats), three saturation / value
+    levels taken in turn. None can be mistaken for the split marker
+    (:data:`SPLIT_COLOUR`) or the white legend swatches.
+    """
+    golden = (math.sqrt(5) - 1) / 2  # a golden-angle step, as a fraction of a turn
+    levels = ((0.65, 0.92), (0.55, 0.70), (0.40, 0.98))  # (saturation, value)
+    return [colorsys.hsv_to_rgb((0.03 + j * golden) % 1.0, *levels[(j // 7) % 3]) for j in range(n)]
+
+
+def _lab(rgb: np.ndarray) -> np.ndarray:
+    """sRGB in [0, 1] to CIELAB (D65): distances there are roughly perceptual."""
+    c = np.where(rgb > 0.04045, ((rgb + 0.055) / 1.055) ** 2.4, rgb / 12.92)
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
+    xyz = c @ m.T / np.array([0.95047, 1.0, 1.08883])
+    f = np.where(xyz > 0.008856, np.cbrt(xyz), 7.787 * xyz + 16 / 116)
+    return np.stack(
+        [116 * f[:, 1] - 16, 500 * (f[:, 0] - f[:, 1]), 200 * (f[:, 1] - f[:, 2])], axis=1
+    )
+
+
+def touching_jobs(data: ProblemData, blocks: Sequence[Block]) -> list[set[int]]:
+    """For each job, the jobs whose bars touch it on the chart.
+
+    Two jobs touch when one follows the other on a GPU row, or when they run
+    at overlapping times on neighbouring rows (same or adjacent servers).
+    """
+    offsets = data.cluster.offsets
+    rows: dict[int, list[tuple[float, float, int]]] = {}
+    for b in blocks:
+        for i in range(b.first, b.last + 1):
+            rows.setdefault(offsets[b.server] + i, []).append((b.start, b.end, b.job))
+    near: list[set[int]] = [set() for _ in range(data.num_jobs)]
+    for r, runs in rows.items():
+        runs.sort()
+        for (_, _, u), (_, _, v) in itertools.pairwise(runs):  # back to back on one GPU
+            if u != v:
+                near[u].add(v)
+                near[v].add(u)
+        for s0, e0, u in runs:  # overlapping in time on the next row down
+            for s1, e1, v in rows.get(r + 1, ()):
+                if u != v and s0 < e1 and s1 < e0:
+                    near[u].add(v)
+                    near[v].add(u)
+    return near
+
+
+def gantt_colours(data: ProblemData, blocks: Sequence[Block]) -> list[tuple[float, float, float]]:
+    """One colour per job: touching jobs far apart, few colours used twice.
+
+    Greedy, in start order, over a palette of one colour per job
+    (:func:`job_palette`): each job takes the colour that maximises its least
+    CIELAB distance to the touching jobs already coloured, minus
+    :data:`REUSE_PENALTY` per earlier use of that colour. So colours repeat
+    only where every fresh one would sit close to a neighbour's.
+    """
+    n = data.num_jobs
+    palette = job_palette(max(n, 1))
+    lab = _lab(np.array(palette))
+    near = touching_jobs(data, blocks)
+    start = {b.job: b.start for b in blocks}
+    chosen = [-1] * n
+    uses = np.zeros(len(palette))
+    for j in sorted(range(n), key=lambda j: (start.get(j, 0.0), j)):
+        others = [chosen[k] for k in near[j] if chosen[k] >= 0]
+        if others:
+            dist = np.linalg.norm(lab[:, None, :] - lab[None, others, :], axis=2).min(axis=1)
+            dist = np.minimum(dist, FAR_ENOUGH)
+        else:
+            dist = np.full(len(palette), FAR_ENOUGH)
+        c = int(np.argmax(dist - REUSE_PENALTY * uses))  # ties: the lowest index
+        chosen[j] = c
+        uses[c] += 1
+    return [palette[c] for c in chosen]
+
+
+def gantt_size(data: ProblemData) -> tuple[float, float, float]:
+    """``(width, height, row)``: figure inches and GPU row height (points) for ``data``.
+
+    The row height lets the smallest server's band hold a label
+    (:data:`SERVER_LABEL_PT`), the axes at least 3 inches tall, within
+    :data:`GANTT_ROW_PT` and :data:`GANTT_MAX_AXES_IN`; the width grows with
+    the number of jobs (:data:`GANTT_WIDTH`).
+    """
+    c = data.cluster
+    want = 1.2 * 7.0 / min(c.gpus_per_server)  # a 7 pt label in the smallest band
+    row = max(want, 3.0 * 72 / c.num_gpus)
+    row = min(max(row, GANTT_ROW_PT[0]), GANTT_ROW_PT[1], GANTT_MAX_AXES_IN * 72 / c.num_gpus)
+    lo, hi = GANTT_WIDTH
+    width = min(hi, lo + max(0, data.num_jobs - 160) / GANTT_JOBS_PER_INCH)
+    return width, row * c.num_gpus / 72 + _MARGIN_IN[2] + _MARGIN_IN[3], row
+
+
+#: Margins around the Gantt axes (inches): left, right, top, bottom.
+_MARGIN_IN = (1.35, 0.25, 0.95, 0.55)
 
 
 def gantt(
@@ -328,128 +531,206 @@ def gantt(
     evaluation: Evaluation | None = None,
     labels: bool = True,
     title: str | None = None,
+    waits: bool | None = None,
 ) -> Axes:
-    """Gantt chart of ``schedule``: one row per GPU grouped by server, one bar per job-GPU pair.
+    """Gantt chart of ``schedule``: one row per GPU grouped by server, one bar per job block.
 
     Parameters
     ----------
     data, schedule
         The instance and a schedule for it.
     ax
-        Axes to draw on; default a new ``Figure`` sized to the cluster.
+        Axes to draw on; default a new ``Figure`` sized by :func:`gantt_size`
+        (taller with more GPUs, wider with more jobs).
     evaluation
         The schedule's evaluation (default: ``evaluate(data, schedule)``), for
         the start and end slots.
     labels
-        Write job ids on bars wide and tall enough to hold them.
+        Write each job's id once, on its largest bar, where it fits.
     title
-        Axes title; default the instance name and makespan.
+        Axes title; default the instance name, size and makespan.
+    waits
+        Mark each job's arrival (a tick) and its wait until its start (a
+        dotted line); default: when some job arrives after slot 0.
 
     Returns
     -------
     Axes
         Each bar is a ``Rectangle`` in ``ax.patches`` with ``gid``
-        ``"<job id>@<server>:<gpu>"``; bars of split jobs are hatched
-        (:data:`SPLIT_HATCH`) with a black outline. Servers are separated by
-        lines and labelled ``S0``, ``S1``, ...
+        ``"<job id>@<server>:<first GPU>-<last GPU>"``: a job's contiguous GPUs
+        on one server form one bar. Colours are distinct per job and far apart
+        for touching jobs (:func:`gantt_colours`); bars of split jobs are
+        hatched with a black outline (:data:`SPLIT_COLOUR`, no job colour).
+        Servers are shaded in turn and labelled ``S0 (4 GPUs)``, ...; a label
+        that would overlap its neighbour is left out.
     """
     ev = evaluation if evaluation is not None else evaluate(data, schedule)
     cluster = data.cluster
     if ax is None:
-        height = min(14.0, 2.0 + 0.2 * cluster.num_gpus)
-        ax = Figure(figsize=(10, height), layout="constrained").subplots()
-    # one row per GPU, top to bottom in (server, index) order
-    row = {cluster.gpu_pair(g): cluster.num_gpus - 1 - g for g in range(cluster.num_gpus)}
+        width, height, _ = gantt_size(data)
+        fig = Figure(figsize=(width, height))
+        left, right, top, bottom = _MARGIN_IN
+        fig.subplots_adjust(
+            left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height
+        )
+        ax = fig.subplots()
+    top_row = cluster.num_gpus - 1  # GPU (0, 0) on top
+
+    def y_of(server: int, index: int) -> int:
+        return top_row - (cluster.offsets[server] + index)
+
     end = max(ev.makespan, 1.0)
     ax.set_xlim(0, end * 1.02)
     ax.set_ylim(-0.5, cluster.num_gpus - 0.5)
-    bars = []
-    for j, job in enumerate(data.jobs):
-        pairs = schedule.gpus[j]
-        split = len({s for s, _ in pairs}) > 1
-        start, stop = ev.start[j], ev.end[j]
-        for s, i in pairs:
-            (rect,) = ax.barh(
-                row[(s, i)],
-                stop - start,
-                left=start,
-                height=0.8,
-                color=_job_colour(j),
-                edgecolor="black" if split else "none",
-                linewidth=0.6,
-                hatch=SPLIT_HATCH if split else None,
-            )
-            rect.set_gid(f"{job.id}@{s}:{i}")
-            bars.append((rect, job.id))
-    for s in range(1, cluster.num_servers):  # server separators
-        ax.axhline(cluster.num_gpus - cluster.offsets[s] - 0.5, color="grey", lw=0.8)
-    centres = [
-        cluster.num_gpus - cluster.offsets[s] - cluster.gpus_per_server[s] / 2 - 0.5
-        for s in range(cluster.num_servers)
-    ]
-    ax.set_yticks(
-        centres, [f"S{s} ({cluster.gpus_per_server[s]} GPUs)" for s in range(cluster.num_servers)]
-    )
-    ax.tick_params(axis="y", length=0)
+    blocks = gantt_blocks(data, schedule, ev)
+    colours = gantt_colours(data, blocks)
+    drawn: list[tuple[Rectangle, Block]] = []
+    for b in blocks:
+        rect = Rectangle(
+            (b.start, y_of(b.server, b.last) - 0.4),
+            b.end - b.start,
+            b.last - b.first + 0.8,
+            facecolor=colours[b.job],
+            edgecolor=SPLIT_COLOUR if b.split else "none",
+            linewidth=0.6,
+            hatch=SPLIT_HATCH if b.split else None,
+            zorder=2,
+        )
+        rect.set_gid(f"{data.jobs[b.job].id}@{b.gid}")
+        ax.add_artist(rect)
+        drawn.append((rect, b))
+    _server_axis(ax, data)
     ax.set_xlabel("time (slots)")
-    ax.set_ylabel("GPUs, grouped by server")
     ax.set_title(
         title
         if title is not None
-        else f"{data.name}: makespan {ev.makespan:g} slots, mean JCT {ev.mean_jct:.4g} slots",
+        else f"{data.name}: {data.num_jobs} jobs, {cluster.num_servers} servers, "
+        f"{cluster.num_gpus} GPUs; makespan {ev.makespan:g} slots, mean JCT "
+        f"{ev.mean_jct:.4g} slots",
         loc="left",
         fontsize="medium",
+        pad=22,
         parse_math=False,  # ids and titles are shown as written, "$x$" included
     )
+    show_waits = waits if waits is not None else any(j.arrival > 0 for j in data.jobs)
+    handles: list[Any] = [
+        Patch(
+            facecolor="white",
+            edgecolor=SPLIT_COLOUR,
+            hatch=SPLIT_HATCH,
+            label="split over servers (hatched, outlined)",
+        ),
+        Patch(facecolor="white", edgecolor="grey", label="inside one server (a colour per job)"),
+    ]
+    if show_waits:
+        handles += _wait_marks(ax, data, ev, blocks, y_of)
     ax.legend(
-        handles=[
-            Patch(
-                facecolor="lightgrey",
-                edgecolor="black",
-                hatch=SPLIT_HATCH,
-                label="split job (several servers)",
-            ),
-            Patch(facecolor="lightgrey", label="job inside one server"),
-        ],
+        handles=handles,
         fontsize="small",
         loc="lower right",
         bbox_to_anchor=(1.0, 1.0),
-        ncol=2,
+        ncol=len(handles),
         frameon=False,
         borderaxespad=0.2,
     )
     if labels:
-        _label_bars(ax, bars)
+        _label_bars(ax, data, drawn)
     return ax
 
 
-def _label_bars(ax: Axes, bars: Sequence[tuple[Any, str]]) -> None:
-    """Write each job's id once, on its first bar that is wide and tall enough (in pixels)."""
+def _server_axis(ax: Axes, data: ProblemData) -> None:
+    """Shade every other server's band, draw separators, label servers that have room."""
+    cluster = data.cluster
+    top = cluster.num_gpus - 0.5
+    for s in range(cluster.num_servers):
+        hi = top - cluster.offsets[s]
+        lo = hi - cluster.gpus_per_server[s]
+        if s % 2:
+            ax.axhspan(lo, hi, color=BAND_COLOUR, zorder=0, lw=0)
+        if s:
+            ax.axhline(hi, color="grey", lw=0.5, zorder=1)
+    pt_per_row = _axes_points(ax)[1] / cluster.num_gpus
+    smallest = min(cluster.gpus_per_server) * pt_per_row
+    size = max(SERVER_LABEL_PT[1], min(SERVER_LABEL_PT[0], smallest / 1.2))
+    ticks, names, last = [], [], math.inf
+    for s in range(cluster.num_servers):
+        centre = top - cluster.offsets[s] - cluster.gpus_per_server[s] / 2
+        if (last - centre) * pt_per_row >= 1.2 * size:
+            ticks.append(centre)
+            names.append(f"S{s} ({cluster.gpus_per_server[s]} GPUs)")
+            last = centre
+    ax.set_yticks(ticks, names, fontsize=size)
+    ax.tick_params(axis="y", length=0)
+    ax.set_ylabel("GPUs, grouped by server")
+
+
+def _axes_points(ax: Axes) -> tuple[float, float]:
+    """Width and height of ``ax`` in points (from its position; no drawing needed)."""
     fig = ax.get_figure()
-    if fig is None:
-        return
-    fig.canvas.draw_idle()
+    assert fig is not None
+    root = fig if isinstance(fig, Figure) else fig.figure  # a SubFigure's root figure
+    w, h = root.get_size_inches()
+    pos = ax.get_position()
+    return pos.width * w * 72, pos.height * h * 72
+
+
+def _wait_marks(
+    ax: Axes,
+    data: ProblemData,
+    ev: Evaluation,
+    blocks: Sequence[Block],
+    y_of: Callable[[int, int], int],
+) -> list[Any]:
+    """A tick at each job's arrival and a dotted line from it to the job's start."""
+    first: dict[int, Block] = {}
+    for b in blocks:
+        first.setdefault(b.job, b)
+    xs, ys, segs = [], [], []
+    for j, b in first.items():
+        y = y_of(b.server, b.first)
+        arrival = data.jobs[j].arrival
+        xs.append(arrival)
+        ys.append(y)
+        if ev.start[j] > arrival:
+            segs.append([(arrival, y), (ev.start[j], y)])
+    ax.add_collection(
+        LineCollection(segs, colors=WAIT_COLOUR, linewidths=0.8, linestyles=":", zorder=3)
+    )
+    ax.scatter(xs, ys, marker="|", s=30, color=WAIT_COLOUR, linewidths=1.0, zorder=4)
+    return [
+        Line2D([], [], color=WAIT_COLOUR, marker="|", ls="none", label="arrival"),
+        Line2D([], [], color=WAIT_COLOUR, ls=":", label="waiting (arrival to start)"),
+    ]
+
+
+def _label_bars(ax: Axes, data: ProblemData, drawn: Sequence[tuple[Rectangle, Block]]) -> None:
+    """Write each job's id once, centred on its largest bar, when it fits inside (points)."""
     x0, x1 = ax.get_xlim()
     y0, y1 = ax.get_ylim()
-    bbox = ax.get_window_extent()
-    px_x = bbox.width / (x1 - x0)
-    px_y = bbox.height / (y1 - y0)
-    char = 6.0 * fig.dpi / 100  # pixels per character at the label font size (7 pt)
-    if px_y * 0.8 < 9.0 * fig.dpi / 100:
-        return  # rows too thin for any text
-    seen: set[str] = set()
-    for rect, name in bars:
-        if name in seen or rect.get_width() * px_x < char * (len(name) + 1):
+    width_pt, height_pt = _axes_points(ax)
+    pt_x, pt_y = width_pt / (x1 - x0), height_pt / (y1 - y0)
+    best: dict[int, tuple[float, Rectangle]] = {}
+    for rect, b in drawn:
+        area = rect.get_width() * rect.get_height()
+        if b.job not in best or area > best[b.job][0]:
+            best[b.job] = (area, rect)
+    char = 0.62 * JOB_LABEL_PT  # a generous average glyph width (points)
+    for j, (_, rect) in sorted(best.items()):
+        name = data.jobs[j].id
+        if (
+            rect.get_width() * pt_x < char * (len(name) + 1)
+            or rect.get_height() * pt_y < 1.5 * JOB_LABEL_PT
+        ):
             continue
-        seen.add(name)
         ax.text(
             rect.get_x() + rect.get_width() / 2,
             rect.get_y() + rect.get_height() / 2,
             name,
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=JOB_LABEL_PT,
             clip_on=True,
+            zorder=5,
             parse_math=False,
             bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6},
         )

@@ -1,13 +1,13 @@
 """Sensitivity of the paper's comparison to each Decision (docs/model.md sections 5 to 7).
 
 Each variant is a :class:`~sjfbco.experiments.readings.Reading` that changes
-one Decision or constant of the default reading; all of them rerun Fig. 6
-(the four policies at 10, 15 and 20 servers; its 20-server column is Fig. 4)
-together, through the batch engine. :func:`sensitivity_table` reports, per
-variant, the ratio of LS, FF and RAND to SJF-BCO (ratio of the mean
-makespans over seeds) at each server count, the Fig. 4 mean-JCT ratios, and
-whether SJF-BCO stays the best policy everywhere, so a reader sees which
-conclusions survive which choice. ``benchmarks/sensitivity.py`` runs it;
+one Decision or constant of the all-offline reading (the model's Decisions);
+all of them rerun Fig. 6 (the four policies at 10, 15 and 20 servers; its
+20-server column is Fig. 4) together, through the batch engine.
+:func:`sensitivity_table` reports, per variant, the ratio of LS, FF and RAND
+to SJF-BCO (ratio of the mean makespans over seeds) at each server count, the
+Fig. 4 mean-JCT ratios, and whether SJF-BCO stays the best policy everywhere,
+so a reader sees which conclusions survive which choice. ``benchmarks/sensitivity.py`` runs it;
 ``docs/reproduction.md`` quotes it.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.experiments.paper import PAPER_POLICIES, aggregate
-from sjfbco.experiments.readings import DEFAULT, Reading
+from sjfbco.experiments.readings import OFFLINE, Reading
 from sjfbco.experiments.reproduce import Engine, Settings, md_table, run_tasks, tasks_for
 from sjfbco.workloads.paper import PRESETS, Preset
 
@@ -34,7 +34,8 @@ def _xi1(value: float) -> Preset:
 
 
 def _variant(name: str, change: str, **kwargs: Any) -> Reading:
-    return replace(DEFAULT, name=name, description=change, **kwargs)
+    """One change from the all-offline reading (the model's Decisions)."""
+    return replace(OFFLINE, name=name, description=change, **kwargs)
 
 
 VARIANTS: tuple[Reading, ...] = (

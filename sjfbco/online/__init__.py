@@ -6,7 +6,7 @@
 """
 
 from sjfbco.online.metrics import job_metrics, percentile
-from sjfbco.online.policies import Policy, View, runtime_estimates
+from sjfbco.online.policies import Policy, View, register_policy, runtime_estimates
 from sjfbco.online.pool import FreePool
 from sjfbco.online.simulator import (
     ADMISSIONS,
@@ -14,6 +14,7 @@ from sjfbco.online.simulator import (
     POLICIES,
     OnlineResult,
     make_policy,
+    policy_names,
     run_online,
 )
 
@@ -28,6 +29,8 @@ __all__ = [
     "job_metrics",
     "make_policy",
     "percentile",
+    "policy_names",
+    "register_policy",
     "run_online",
     "runtime_estimates",
 ]

@@ -167,3 +167,18 @@ class EasyBackfill(Policy):
 POLICY_CLASSES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (FcfsGang, SmallestNeedFirst, EasyBackfill)
 }
+
+
+def register_policy(cls: type[Policy]) -> type[Policy]:
+    """Class decorator: make a :class:`Policy` subclass known by its ``name``.
+
+    Then ``run_online(data, name)`` and ``sjfbco online --policy NAME --plugin
+    MODULE`` find it (``docs/solvers.md``). Registering a name twice is an error.
+    """
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"policy class {cls.__name__} needs a class attribute 'name' (a string)")
+    if name in POLICY_CLASSES or name == "sjf-bco-online":
+        raise ValueError(f"online policy {name!r} is registered twice")
+    POLICY_CLASSES[name] = cls
+    return cls

@@ -103,11 +103,17 @@ def make_policy(policy: str | Policy) -> Policy:
         return SjfBcoOnline()
     cls = POLICY_CLASSES.get(policy)
     if cls is None:
-        raise InputError(f"unknown online policy {policy!r}; known: {', '.join(POLICIES)}")
+        raise InputError(f"unknown online policy {policy!r}; known: {', '.join(policy_names())}")
     return cls()
 
 
+#: The built-in policies' names.
 POLICIES: tuple[str, ...] = (*POLICY_CLASSES, "sjf-bco-online")
+
+
+def policy_names() -> list[str]:
+    """Every known policy name: the built-in ones, then those registered by plugins."""
+    return [*POLICIES, *(n for n in POLICY_CLASSES if n not in POLICIES)]
 
 
 def run_online(

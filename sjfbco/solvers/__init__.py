@@ -6,7 +6,7 @@ This package imports every built-in solver module so that each registers
 itself; ``docs/solvers.md`` explains how to write and register your own.
 """
 
-from sjfbco.solvers import baselines, exact, sjf_bco
+from sjfbco.solvers import baselines, best, exact, listsched, sjf_bco
 from sjfbco.solvers.api import solve
 from sjfbco.solvers.contract import (
     SOLVERS,
@@ -30,8 +30,10 @@ __all__ = [
     "SolverSpec",
     "Status",
     "baselines",
+    "best",
     "exact",
     "heuristics",
+    "listsched",
     "register",
     "sjf_bco",
     "solve",

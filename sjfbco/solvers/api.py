@@ -76,7 +76,7 @@ def solve(
     elif status is Status.OPTIMAL:
         # a solver's claim is only believed with a bound that meets its makespan
         status = Status.FEASIBLE if ev is not None else Status.INFEASIBLE
-    return Result(solver, status, out.schedule, ev, lb, runtime, dict(out.stats), typed)
+    return Result(solver, status, out.schedule, ev, lb, runtime, dict(out.stats), typed, data.name)
 
 
 def build_params(cls: type, params: Any = None, kwargs: dict[str, Any] | None = None) -> Any:

@@ -28,6 +28,8 @@ from sjfbco.schedule import Evaluation, Schedule
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import pandas as pd
+
     from sjfbco.problem import ProblemData
 
 
@@ -147,6 +149,18 @@ def spec_of(name: str) -> SolverSpec[Any]:
     return spec
 
 
+#: The keys of :meth:`Result.summary`, in order (times in slots, ``runtime_s`` in seconds).
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "solver",
+    "status",
+    "makespan",
+    "mean_jct",
+    "lower_bound",
+    "gap",
+    "runtime_s",
+)
+
+
 @dataclass(frozen=True)
 class Result:
     """Uniform result of ``solve``. Makespan and JCT come from the evaluator.
@@ -167,6 +181,8 @@ class Result:
         Solver-specific figures.
     params
         The parameter dataclass the solver ran with.
+    instance
+        The instance's name (``ProblemData.name``), when ``solve`` knows it.
     """
 
     solver: str
@@ -177,6 +193,7 @@ class Result:
     runtime: float
     stats: dict[str, Any] = field(default_factory=dict)
     params: Any = None
+    instance: str | None = None
 
     @property
     def makespan(self) -> float:
@@ -196,7 +213,7 @@ class Result:
         return self.makespan / self.lower_bound
 
     def summary(self) -> dict[str, Any]:
-        """Flat, JSON-ready figures."""
+        """Flat, JSON-ready figures (:data:`SUMMARY_COLUMNS`)."""
         return {
             "solver": self.solver,
             "status": self.status.value,
@@ -207,9 +224,25 @@ class Result:
             "runtime_s": self.runtime,
         }
 
+    def to_frame(self) -> pd.DataFrame:
+        """This result as a one-row pandas DataFrame (:func:`sjfbco.frames.results_frame`)."""
+        from sjfbco.frames import results_frame
+
+        return results_frame([self])
+
+    def jobs_frame(self, data: ProblemData) -> pd.DataFrame:
+        """One row per job of the schedule (:func:`sjfbco.frames.jobs_frame`); ``data`` is the
+        instance solved. ``ValueError`` without a schedule."""
+        from sjfbco.frames import jobs_frame
+
+        if self.schedule is None:
+            raise ValueError(f"solver {self.solver!r} found no schedule ({self.status.value})")
+        return jobs_frame(data, self.schedule, self.evaluation)
+
     def __repr__(self) -> str:
         ms = "-" if self.evaluation is None else f"{self.makespan:g}"
+        where = "" if self.instance is None else f"instance={self.instance!r}, "
         return (
-            f"Result(solver={self.solver!r}, status={self.status.value!r}, makespan={ms}, "
-            f"lower_bound={self.lower_bound:g}, runtime={self.runtime:.3g}s)"
+            f"Result({where}solver={self.solver!r}, status={self.status.value!r}, "
+            f"makespan={ms}, lower_bound={self.lower_bound:g}, runtime={self.runtime:.3g}s)"
         )

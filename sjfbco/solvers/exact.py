@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from sjfbco import progress
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import best_shape, fill_shape, min_run_time
 from sjfbco.errors import InputError
@@ -113,9 +114,10 @@ def warm_candidates(
     from sjfbco.solvers.api import solve
 
     out: list[tuple[str, Schedule, Evaluation]] = []
-    for name in WARM_SOLVERS:
+    for k, name in enumerate(WARM_SOLVERS):
         if name not in SOLVERS:
             continue
+        progress.report(f"exact: warm start ({name})", k, len(WARM_SOLVERS), "heuristic")
         try:
             res = solve(data, name, time_limit=time_limit, seed=seed)
         except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
@@ -211,6 +213,7 @@ def solve_exact(
         remaining = (
             None if time_limit is None else max(0.5, time_limit - (time.perf_counter() - t0))
         )
+        progress.report("exact: LP-relaxation bound")
         lpb = lp_bound(data, horizon, time_limit=remaining)
         stats["lp_bound"] = lpb
         if lpb is not None:
@@ -225,11 +228,14 @@ def _run_model(
 ) -> tuple[Any, dict[str, Any]]:
     """Build and solve the backend's model; return it and what the run established."""
     t0 = time.perf_counter()
+    limit = "no time limit" if time_limit is None else f"limit {time_limit:.3g} s"
+    progress.report(f"exact: building the {p.backend} model (horizon {horizon} slots)")
     if p.backend == "cpsat":
         from sjfbco.formulations.nonconvex import NonconvexModel
 
         cp = NonconvexModel(data, horizon)  # no hint: see NonconvexModel.solve
         build = time.perf_counter() - t0
+        progress.report(f"exact: solving with cpsat ({limit})")
         res = cp.solve(time_limit=time_limit, workers=p.threads, seed=seed)
         return cp, {"build_s": build, **asdict(res)}
     from sjfbco.formulations.ilp import TimeIndexedILP
@@ -237,5 +243,6 @@ def _run_model(
     ilp = TimeIndexedILP(data, horizon)
     warm = plan is not None and ilp.set_warm_start(plan)
     build = time.perf_counter() - t0
+    progress.report(f"exact: solving with {p.backend} ({limit})")
     mip = ilp.solve(p.backend, time_limit=time_limit, threads=p.threads, warm=warm)
     return ilp, {"build_s": build, **asdict(mip)}

@@ -29,6 +29,7 @@ import numpy as np
 
 from sjfbco.cost import best_shape, slots_to_finish
 from sjfbco.evaluate import Simulator, makespan_of
+from sjfbco.progress import Ticker
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
 
@@ -267,8 +268,10 @@ class TrialRunner:
         )
         gpu_ids: list[tuple[int, ...]] = [()] * n
         inc = self.increments
-        for j in order:
+        ticker = Ticker(f"pass {self.passes}: placing jobs", len(order), "job")
+        for k, j in enumerate(order, 1):
             chosen = rule(j, state, theta - inc[j])
+            ticker.tick(k)
             if chosen is None:
                 return INFEASIBLE
             if need is not None:
@@ -299,7 +302,9 @@ class TrialRunner:
         gpu_ids: list[tuple[int, ...]] = [()] * n
         start = [0] * n
         rank = [0] * n
+        ticker = Ticker(f"pass {self.passes}: placing jobs", len(order), "job")
         for r, j in enumerate(order):
+            ticker.tick(r)
             arrival = self.data.jobs[j].arrival
             while sim.now < arrival:
                 self._release(sim, sim.advance(until=arrival), idle)

@@ -1,0 +1,191 @@
+"""Conventions every subcommand shares (``docs/cli.md``).
+
+- Output: ``-o/--output FILE`` for a file, ``-o/--output-dir DIR`` for a
+  folder (:func:`add_output`); a command's older spellings are listed in its
+  module's ``DEPRECATED`` mapping and still work, with a warning
+  (:func:`sjfbco.cli.main` rewrites them before parsing).
+- Progress: a tqdm bar on stderr for long work, shown when stderr is a
+  terminal; ``-q/--quiet`` turns it off, ``--progress`` forces it
+  (:func:`add_progress`, :class:`ProgressBar`).
+- Plugins: ``--plugin MODULE_OR_FILE`` imports a module (e.g. one that
+  registers a solver or defines a policy) before the command runs.
+- Warnings and notes go to stderr as ``sjfbco: warning: ...``; stdout carries
+  only the command's results (only JSON with ``--json``).
+
+Imports here stay light: ``sjfbco --help`` loads this module.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
+
+    from sjfbco.problem import ProblemData
+    from sjfbco.progress import Progress
+    from sjfbco.schedule import Schedule
+
+
+def warn(message: str) -> None:
+    """One ``sjfbco: warning: ...`` line on stderr."""
+    print(f"sjfbco: warning: {message}", file=sys.stderr, flush=True)
+
+
+def add_output(
+    p: Any, *, required: bool = False, folder: bool = False, metavar: str | None = None, **kw: Any
+) -> None:
+    """``-o/--output FILE``, or ``-o/--output-dir DIR`` with ``folder``; read as ``args.output``."""
+    flags = ("-o", "--output-dir") if folder else ("-o", "--output")
+    p.add_argument(
+        *flags,
+        dest="output",
+        required=required,
+        metavar=metavar or ("DIR" if folder else "FILE"),
+        **kw,
+    )
+
+
+def add_progress(p: Any) -> None:
+    """``-q/--quiet`` and ``--progress`` (read with :func:`progress_enabled`)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar on stderr (errors and warnings still show)",
+    )
+    g.add_argument(
+        "--progress",
+        action="store_true",
+        help="show the progress bar even when stderr is not a terminal (default: only on one)",
+    )
+
+
+def progress_enabled(args: argparse.Namespace) -> bool:
+    """Off with ``--quiet``, on with ``--progress``, else when stderr is a terminal."""
+    if getattr(args, "quiet", False):
+        return False
+    if getattr(args, "progress", False):
+        return True
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class ProgressBar:
+    """Draws :mod:`sjfbco.progress` reports as one tqdm bar on stderr, while in a ``with`` block.
+
+    A new task text resets the bar (its description, total and unit). The bar
+    shows only after :data:`DELAY_S` seconds of work and is redrawn every
+    :data:`REFRESH_S` seconds, so a phase without steps (an exact solver
+    working) still shows its elapsed time. With ``enabled`` false nothing is
+    drawn and no listener is installed.
+    """
+
+    #: Seconds of work before a bar first shows (quick runs stay silent).
+    DELAY_S = 0.5
+    #: Seconds between redraws of a bar that gets no reports.
+    REFRESH_S = 1.0
+
+    def __init__(self, enabled: bool, prefix: str = ""):
+        self.enabled = enabled
+        self.prefix = prefix
+        self.bar: Any = None
+        self.task: str | None = None
+        self._ctx: Any = None
+        self._stop: threading.Event | None = None
+
+    def __call__(self, p: Progress) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(file=sys.stderr, dynamic_ncols=True, leave=False, delay=self.DELAY_S)
+        if p.task != self.task:
+            self.task = p.task
+            self.bar.set_description_str(f"{self.prefix}{p.task}", refresh=False)
+            self.bar.unit = p.unit or "it"
+            self.bar.reset(total=p.total)
+        self.bar.update(p.done - self.bar.n)
+
+    def _redraw(self, stop: threading.Event) -> None:
+        while not stop.wait(self.REFRESH_S):
+            bar = self.bar
+            if bar is not None:
+                bar.refresh()
+
+    def __enter__(self) -> ProgressBar:
+        if self.enabled:
+            from sjfbco.progress import listen
+
+            self._ctx = listen(self)
+            self._ctx.__enter__()
+            self._stop = threading.Event()
+            threading.Thread(target=self._redraw, args=(self._stop,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
+        if self._ctx is not None:
+            self._ctx.__exit__(*exc)
+            self._ctx = None
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+            self.task = None
+
+
+def add_plugin(p: Any, what: str = "a solver") -> None:
+    """``--plugin MODULE`` (repeatable): import a module or ``.py`` file first."""
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help=f"import MODULE (a module name or a .py file) first, e.g. to register {what}; "
+        "repeatable (see docs/solvers.md)",
+    )
+
+
+def load_plugins(specs: list[str]) -> None:
+    """Import each ``--plugin``; a failure is one line naming the plugin."""
+    from sjfbco.plugins import import_plugin
+
+    for spec in specs:
+        import_plugin(spec)
+
+
+def read_instance_and_schedule(
+    instance: str, schedule: str, command: str
+) -> tuple[ProblemData, Schedule]:
+    """Read ``INSTANCE SCHEDULE``; the swapped order works with a deprecation warning."""
+    from sjfbco.files import read_instance_and_schedule as read_pair
+
+    data, sched, swapped = read_pair(instance, schedule)
+    if swapped:
+        warn(
+            f"'{command} SCHEDULE INSTANCE' is deprecated: the order is INSTANCE SCHEDULE "
+            f"(read {schedule} as the instance and {instance} as the schedule)"
+        )
+    return data, sched
+
+
+def debugging(args: argparse.Namespace | None = None) -> bool:
+    """Whether to show tracebacks (``--debug`` or ``SJFBCO_DEBUG=1``)."""
+    return bool(getattr(args, "debug", False) or os.environ.get("SJFBCO_DEBUG"))
+
+
+def slot_note(instances: list[ProblemData]) -> str:
+    """A line saying how long a slot is, for tables whose times are in slots."""
+    lengths = {d.cost.slot_seconds for d in instances}
+    if len(lengths) == 1:
+        (slot,) = lengths
+        where = instances[0].name if len(instances) == 1 else "every instance"
+        return f"one slot is {slot:g} s in {where}"
+    return "one slot is " + ", ".join(f"{d.cost.slot_seconds:g} s in {d.name}" for d in instances)

@@ -1,0 +1,271 @@
+"""Local search over priority lists: the improvement engine of the ``best`` solver.
+
+A *genome* is what a schedule-generation scheme (:mod:`sjfbco.solvers.sgs`)
+decodes into a schedule: the scheme (``parallel`` or ``serial``), a priority
+list and a per-job split permission. The search is late-acceptance hill
+climbing (Burke and Bykov, 2017) over genomes, every candidate decoded and
+scored by the evaluator, with these moves:
+
+- *tail insert*: a job that ends late (in the last tenth of the makespan)
+  moves ahead of the jobs that started in a random window before it, so that
+  it can start earlier;
+- *insert* and *near swap*: a random job moves to a random position, or
+  swaps with a job up to ten places away;
+- *split flip*: a job's split permission is flipped;
+- *ruin and recreate*: the jobs that start in a random time window are
+  re-ordered among their own positions by a random priority rule with noise.
+
+Candidates are compared by makespan, then by the GPU-time that runs after
+the best lower bound known (a surrogate that rewards emptying the tail);
+the incumbent kept for the answer is compared by makespan, then mean JCT.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from sjfbco.solvers.sgs import Candidate, alone_durations, build
+
+if TYPE_CHECKING:
+    import random
+    from collections.abc import Callable
+
+    import numpy as np
+
+    from sjfbco.problem import ProblemData
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Genome:
+    """Scheme, priority list and split permissions: what a scheme decodes."""
+
+    scheme: str
+    order: tuple[int, ...]
+    split: tuple[bool, ...]
+
+
+@dataclass
+class Trajectory:
+    """Improvements of the incumbent: ``(seconds since start, makespan, mean JCT, source)``."""
+
+    t0: float = field(default_factory=time.perf_counter)
+    points: list[tuple[float, float, float, str]] = field(default_factory=list)
+
+    def add(self, cand: Candidate, source: str) -> None:
+        self.points.append(
+            (round(time.perf_counter() - self.t0, 4), cand.makespan, cand.mean_jct, source)
+        )
+
+
+class Budget:
+    """Stops a search at a deadline (``time.perf_counter()``) or after an iteration count.
+
+    A run with a deadline may also cut one phase short with :meth:`window`: :meth:`spend`
+    then returns ``False`` at the window's end without ending the run. Without a deadline
+    (an iteration budget only) windows do nothing, so such runs stay deterministic.
+    """
+
+    def __init__(self, deadline: float | None, iterations: int | None):
+        self.deadline = deadline
+        self.iterations = iterations
+        self.used = 0
+        self.stopped_by: str | None = None
+        self.window_end: float | None = None
+
+    def window(self, seconds: float | None) -> None:
+        """Let the next phase run at most ``seconds`` (``None``: until the run ends)."""
+        if self.deadline is None or seconds is None:
+            self.window_end = None
+        else:
+            self.window_end = min(self.deadline, time.perf_counter() + seconds)
+
+    def spend(self) -> bool:
+        """Count one candidate; ``False`` once the budget (or the phase's window) is used."""
+        if self.iterations is not None and self.used >= self.iterations:
+            self.stopped_by = "iterations"
+            return False
+        if self.deadline is not None:
+            now = time.perf_counter()
+            if now >= self.deadline:
+                self.stopped_by = "time limit"
+                return False
+            if self.window_end is not None and now >= self.window_end:
+                return False
+        self.used += 1
+        return True
+
+    def seconds_left(self) -> float | None:
+        """Seconds to the deadline or the window's end, whichever is first (``None``: no
+        deadline)."""
+        if self.deadline is None:
+            return None
+        end = self.deadline if self.window_end is None else min(self.deadline, self.window_end)
+        return end - time.perf_counter()
+
+
+def tail_energy(data: ProblemData, cand: Candidate, after: float) -> float:
+    """GPU-slots the jobs spend after time ``after`` (0 when every job ends by then)."""
+    out = 0.0
+    for j, job in enumerate(data.jobs):
+        e = cand.end[j]
+        if e > after:
+            out += job.num_gpus * (e - max(after, cand.began[j]))
+    return out
+
+
+class Engine:
+    """Decodes genomes, keeps the incumbent and runs the local search.
+
+    Parameters
+    ----------
+    data
+        The instance.
+    rng
+        The search's only source of randomness.
+    budget
+        Shared stopping rule.
+    target
+        A lower bound on the makespan: reaching it ends the search (optimal).
+    on_improve
+        Called with every new incumbent and its source label.
+    """
+
+    def __init__(
+        self,
+        data: ProblemData,
+        rng: random.Random,
+        budget: Budget,
+        target: float,
+        on_improve: Callable[[Candidate, str], None],
+    ):
+        self.data = data
+        self.rng = rng
+        self.budget = budget
+        self.target = target
+        self.on_improve = on_improve
+        self.durations: np.ndarray = alone_durations(data)
+        self.best: Candidate | None = None
+        self.best_genome: Genome | None = None
+        self.evaluated = 0
+        biggest = max(data.cluster.gpus_per_server)
+        #: jobs whose split permission can matter (fit in one server, more than one GPU)
+        self.flippable = [j for j, job in enumerate(data.jobs) if 1 < job.num_gpus <= biggest]
+
+    # -- decoding ----------------------------------------------------------------------------
+    def decode(self, genome: Genome) -> Candidate:
+        self.evaluated += 1
+        return build(self.data, genome.scheme, genome.order, genome.split, self.durations)
+
+    def offer(self, cand: Candidate, source: str, genome: Genome | None = None) -> bool:
+        """Keep ``cand`` if it beats the incumbent (makespan, then mean JCT)."""
+        if self.best is None or cand.key < self.best.key:
+            self.best = cand
+            if genome is not None:
+                self.best_genome = genome
+            self.on_improve(cand, source)
+            return True
+        return False
+
+    @property
+    def done(self) -> bool:
+        """The incumbent meets the bound: nothing left to find."""
+        return self.best is not None and self.best.makespan <= self.target + 1e-9
+
+    def score(self, cand: Candidate) -> tuple[float, float]:
+        """What the search walks on: makespan, then GPU-time after the bound."""
+        return (cand.makespan, tail_energy(self.data, cand, self.target))
+
+    # -- moves -------------------------------------------------------------------------------
+    def neighbour(self, genome: Genome, cand: Candidate) -> tuple[Genome, str]:
+        rng = self.rng
+        order = list(genome.order)
+        split = genome.split
+        n = len(order)
+        r = rng.random()
+        if n < 2:
+            return genome, "none"
+        if r < 0.35:
+            move = "tail insert"
+            ms = cand.makespan
+            late = [j for j in range(n) if cand.end[j] >= ms - 0.1 * ms]
+            j = rng.choice(late)
+            pos = order.index(j)
+            starts = cand.began
+            t = rng.uniform(0, starts[j])
+            # the first job in priority order that started at or after t
+            k = next((i for i, q in enumerate(order) if starts[q] >= t and q != j), pos)
+            k = min(k, pos)
+            order.pop(pos)
+            order.insert(k, j)
+        elif r < 0.6:
+            move = "insert"
+            i, k = rng.randrange(n), rng.randrange(n)
+            order.insert(k, order.pop(i))
+        elif r < 0.8:
+            move = "near swap"
+            i = rng.randrange(n)
+            k = min(n - 1, max(0, i + rng.randint(-10, 10)))
+            order[i], order[k] = order[k], order[i]
+        elif r < 0.9 and self.flippable:
+            move = "split flip"
+            j = rng.choice(self.flippable)
+            s = list(split)
+            s[j] = not s[j]
+            split = tuple(s)
+        else:
+            move = "ruin and recreate"
+            order = self._recreate(order, cand)
+        return Genome(genome.scheme, tuple(order), split), move
+
+    def _recreate(self, order: list[int], cand: Candidate) -> list[int]:
+        """Re-order the jobs that start in a random window, among their own positions."""
+        rng = self.rng
+        ends = cand.end
+        ms = cand.makespan
+        width = rng.uniform(0.1, 0.4) * ms
+        lo = rng.uniform(0, max(0.0, ms - width))
+        pos = [i for i, j in enumerate(order) if lo <= ends[j] <= lo + width]
+        if len(pos) < 2:
+            return order
+        jobs = [order[i] for i in pos]
+        data = self.data
+        d = self.durations
+        noise = rng.uniform(0.0, 0.3)
+        rule = rng.randrange(3)
+
+        def key(j: int) -> float:
+            g = data.jobs[j].num_gpus
+            base = d[j, 1] if math.isfinite(d[j, 1]) else d[j, 2]
+            k = (base, base * g, g * 1e6 + base)[rule]
+            return -k * (1.0 + rng.uniform(-noise, noise))
+
+        jobs.sort(key=key)
+        for i, j in zip(pos, jobs, strict=True):
+            order[i] = j
+        return order
+
+    # -- the search --------------------------------------------------------------------------
+    def lahc(self, start: Genome, cand: Candidate, moves: int, history: int = 100) -> None:
+        """Late-acceptance hill climbing from ``start`` for at most ``moves`` candidates, until
+        the budget ends or the bound is met."""
+        cur_g, cur_c = start, cand
+        cur_s = self.score(cur_c)
+        hist = [cur_s] * history
+        for it in range(moves):
+            if self.done or not self.budget.spend():
+                break
+            g, move = self.neighbour(cur_g, cur_c)
+            c = self.decode(g)
+            s = self.score(c)
+            v = it % history
+            if s <= hist[v] or s <= cur_s:
+                cur_g, cur_c, cur_s = g, c, s
+            if cur_s < hist[v]:
+                hist[v] = cur_s
+            self.offer(c, f"search ({g.scheme}, {move})", g)

@@ -1,0 +1,553 @@
+"""Priority-rule list schedulers: the parallel and the serial schedule-generation scheme.
+
+Both take a *priority list* (a permutation of the jobs) and a per-job *split
+permission*, and build a schedule; both are scored by the one evaluator:
+
+- :func:`parallel_sgs` (assignment mode ``timestepped``): a clock that only
+  moves forward drives the evaluator's :class:`~sjfbco.evaluate.Simulator`. At
+  time 0, at every arrival and at every completion, the waiting jobs are
+  scanned in priority order and each one that fits on the idle GPUs starts
+  now: on one server by best fit (the server with the fewest idle GPUs that
+  still holds the job), else, if the job may split, on the fewest servers.
+  The simulation *is* the evaluator's, and the schedule it returns (GPU sets,
+  planned start = actual start, start order as ``order``) replays to the same
+  simulation under :func:`~sjfbco.evaluate.evaluate` (see :func:`parallel_sgs`
+  for the argument; a property test checks it).
+- :func:`serial_sgs` (assignment mode ``offline``): jobs are placed one by one
+  in priority order, each on the GPU set with the earliest *estimated* finish
+  (GPU free times estimated from contention-free run times; gang start at the
+  latest free time of the chosen GPUs), and appended to those GPUs' queues.
+  The GPU sets with the priority rank as ``order`` and planned starts 0 are
+  then run by the evaluator's dispatch (the makespan is the evaluator's, the
+  estimates only guide the choice).
+
+Rules (:data:`PriorityRule`) turn the instance into a priority list; the
+local search of the ``best`` solver permutes it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+from scipy.ndimage import minimum_filter1d
+
+from sjfbco.cost import least_shape, slots_to_finish
+from sjfbco.evaluate import EPS, Simulator, dispatch
+from sjfbco.schedule import Schedule
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sjfbco.problem import Cluster, ProblemData
+
+#: Priority rules: ``lpt`` longest ``rho_hat`` first; ``gpu-time`` largest
+#: ``rho_hat * G`` first; ``widest`` largest ``G`` first (ties: longer first);
+#: ``sjf`` SJF-BCO's order (``G`` ascending, ties: longer first); ``input`` the
+#: instance's order. Remaining ties by position in the instance.
+PriorityRule = Literal["lpt", "gpu-time", "widest", "sjf", "input"]
+PRIORITY_RULES: tuple[str, ...] = ("lpt", "gpu-time", "widest", "sjf", "input")
+#: Split policy: ``allow`` a job that no single server can take now may start
+#: split over several servers; ``avoid`` a job that fits in the largest server
+#: only ever starts on one server (it waits for one); jobs larger than every
+#: server always split.
+SplitPolicy = Literal["allow", "avoid"]
+SPLIT_POLICIES: tuple[str, ...] = ("allow", "avoid")
+Scheme = Literal["parallel", "serial"]
+
+
+def priority_order(
+    data: ProblemData, rule: str, rho_hat: Sequence[float] | np.ndarray
+) -> list[int]:
+    """Job indices in the priority order of ``rule`` (see :data:`PriorityRule`)."""
+    size = [job.num_gpus for job in data.jobs]
+    keys = {
+        "lpt": lambda j: (-rho_hat[j], -size[j], j),
+        "gpu-time": lambda j: (-rho_hat[j] * size[j], -size[j], j),
+        "widest": lambda j: (-size[j], -rho_hat[j], j),
+        "sjf": lambda j: (size[j], -rho_hat[j], j),
+        "input": lambda j: (j,),
+    }
+    if rule not in keys:
+        raise ValueError(f"unknown priority rule {rule!r}; known: {', '.join(PRIORITY_RULES)}")
+    return sorted(range(data.num_jobs), key=keys[rule])
+
+
+def split_permissions(data: ProblemData, policy: str) -> list[bool]:
+    """Per-job split permission for a :data:`SplitPolicy` (always true for jobs no server holds)."""
+    if policy not in SPLIT_POLICIES:
+        raise ValueError(f"unknown split policy {policy!r}; known: {', '.join(SPLIT_POLICIES)}")
+    biggest = max(data.cluster.gpus_per_server)
+    return [policy == "allow" or job.num_gpus > biggest for job in data.jobs]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A built schedule and its evaluator figures.
+
+    ``gpus[j]``: global GPU indices; ``start[j]``: planned start slot;
+    ``rank[j]``: the schedule's ``order``; ``began[j]`` and ``end[j]``: the
+    evaluator's actual start and end.
+    """
+
+    makespan: float
+    mean_jct: float
+    gpus: tuple[tuple[int, ...], ...]
+    start: tuple[int, ...]
+    rank: tuple[int, ...]
+    began: tuple[float, ...]
+    end: tuple[float, ...]
+
+    @property
+    def key(self) -> tuple[float, float]:
+        """What ``best`` minimises: makespan, then mean JCT."""
+        return (self.makespan, self.mean_jct)
+
+    def schedule(self, cluster: Cluster) -> Schedule:
+        pair = cluster.gpu_pair
+        return Schedule(
+            tuple(tuple(pair(g) for g in gs) for gs in self.gpus), self.start, self.rank
+        )
+
+
+def candidate_from(
+    data: ProblemData,
+    sim: Simulator,
+    gpus: Sequence[Sequence[int]],
+    start: Sequence[int],
+    rank: Sequence[int],
+) -> Candidate:
+    """Figures of a finished simulation (every job ended)."""
+    n = data.num_jobs
+    end = tuple(sim.end_time[j] for j in range(n))
+    jct = sum(e - job.arrival for e, job in zip(end, data.jobs, strict=True))
+    return Candidate(
+        makespan=max(end, default=0),
+        mean_jct=jct / n if n else 0.0,
+        gpus=tuple(tuple(g) for g in gpus),
+        start=tuple(int(s) for s in start),
+        rank=tuple(rank),
+        began=tuple(sim.start_time[j] for j in range(n)),
+        end=end,
+    )
+
+
+class IdlePool:
+    """Idle GPUs per server, with a sorted index of ``(idle count, server)`` for best fit."""
+
+    def __init__(self, cluster: Cluster):
+        self.caps = cluster.gpus_per_server
+        self.server_of = cluster.server_of_gpu
+        self.idle = idle_stacks(cluster)  # a stack per server: pop() gives the lowest index
+        self.total = cluster.num_gpus
+        self._index = sorted((c, s) for s, c in enumerate(self.caps))
+
+    def _move(self, s: int, before: int) -> None:
+        idx = self._index
+        del idx[bisect.bisect_left(idx, (before, s))]
+        bisect.insort(idx, (len(self.idle[s]), s))
+
+    def best_fit(self, g: int) -> int | None:
+        """The server with the fewest idle GPUs that still holds ``g`` (ties: lowest index)."""
+        k = bisect.bisect_left(self._index, (g, -1))
+        return self._index[k][1] if k < len(self._index) else None
+
+    def fewest_servers(self, g: int, n_split: Sequence[int]) -> list[tuple[int, int]]:
+        """``(server, count)`` over the fewest servers holding ``g`` idle GPUs (needs ``g <=
+        total``): the servers with the most idle GPUs first (ties: fewer running split jobs,
+        then index); the last share goes to the best-fitting remaining server."""
+        order = sorted(
+            (s for s in range(len(self.caps)) if self.idle[s]),
+            key=lambda s: (-len(self.idle[s]), n_split[s], s),
+        )
+        out: list[tuple[int, int]] = []
+        need = g
+        for k, s in enumerate(order):
+            have = len(self.idle[s])
+            if have >= need:  # the last share: best fit among the servers left
+                rest = [t for t in order[k:] if len(self.idle[t]) >= need]
+                s = min(rest, key=lambda t: (len(self.idle[t]), n_split[t], t))
+                out.append((s, need))
+                return out
+            out.append((s, have))
+            need -= have
+        raise AssertionError("fewest_servers needs g <= total idle")  # pragma: no cover
+
+    def take(self, s: int, count: int) -> list[int]:
+        stack = self.idle[s]
+        before = len(stack)
+        got = [stack.pop() for _ in range(count)]
+        self.total -= count
+        self._move(s, before)
+        return got
+
+    def release(self, gpus: Sequence[int]) -> None:
+        by_server: dict[int, list[int]] = {}
+        for g in gpus:
+            by_server.setdefault(self.server_of[g], []).append(g)
+        for s, gs in by_server.items():
+            before = len(self.idle[s])
+            stack = self.idle[s]
+            stack.extend(gs)
+            stack.sort(reverse=True)
+            self.total += len(gs)
+            self._move(s, before)
+
+
+def parallel_sgs(
+    data: ProblemData, order: Sequence[int], split_ok: Sequence[bool] | None = None
+) -> Candidate:
+    """The parallel schedule-generation scheme (assignment mode ``timestepped``).
+
+    Parameters
+    ----------
+    data
+        The instance.
+    order
+        Priority list: every job index once, most urgent first.
+    split_ok
+        Per job: may it start split over several servers when no single
+        server can take it now? Default: yes. Jobs larger than every server
+        always split.
+
+    Returns
+    -------
+    Candidate
+        GPU sets, planned starts (the actual start slots), ``order`` = start
+        sequence, and the evaluator's figures.
+
+    Notes
+    -----
+    Decisions happen at slot boundaries: time 0, each arrival and each
+    completion (in the continuous time model, the boundary after a
+    completion). At a decision time the waiting jobs that have arrived are
+    scanned in priority order; each one that fits starts now, on the
+    best-fitting single server, else (if it may split and enough GPUs are
+    idle) on the fewest servers. Jobs of one size and split permission are
+    interchangeable for fitting, so the scan keeps one queue per such class
+    and only looks at each class's most urgent job: a decision costs
+    ``O(classes)``, not ``O(waiting jobs)``.
+
+    Why :func:`~sjfbco.evaluate.evaluate` of the returned schedule gives the
+    same simulation: on every GPU, a job that ran earlier started earlier
+    (it ended, after at least part of a slot, before the next one started at
+    a later boundary), so the evaluator's per-GPU queues hold the jobs in the
+    order they ran here. By induction over event times, with the same
+    simulation up to time ``t``, the jobs the evaluator's dispatch starts at
+    ``t`` are those planned at ``t`` whose GPU predecessors have ended, i.e.
+    exactly those started here at ``t``; and the :class:`Simulator`'s state
+    after several starts at one time does not depend on their order.
+    """
+    n = data.num_jobs
+    cl = data.cluster
+    sizes = [job.num_gpus for job in data.jobs]
+    arrival = [job.arrival for job in data.jobs]
+    biggest = max(cl.gpus_per_server)
+    may_split = [sizes[j] > biggest or (split_ok is None or bool(split_ok[j])) for j in range(n)]
+    prio = [0] * n
+    for r, j in enumerate(order):
+        prio[j] = r
+    classes: dict[tuple[int, bool], list[int]] = {}
+    for j in range(n):
+        classes.setdefault((sizes[j], may_split[j]), [])
+    class_keys = sorted(classes)
+    queues = [classes[k] for k in class_keys]
+    future = sorted(range(n), key=lambda j: (arrival[j], prio[j]))
+    nxt = 0
+    sim = Simulator(data)
+    pool = IdlePool(cl)
+    n_split = sim.split_counts
+    continuous = data.cost.time_model == "continuous"
+    gpus: list[tuple[int, ...]] = [()] * n
+    start = [0] * n
+    rank = [0] * n
+    started = 0
+    while started < n or sim.running:
+        now = sim.now
+        while nxt < n and arrival[future[nxt]] <= now + EPS:
+            j = future[nxt]
+            heapq.heappush(queues[class_keys.index((sizes[j], may_split[j]))], prio[j])
+            nxt += 1
+        blocked = [False] * len(queues)
+        while pool.total:
+            best_c, best_p = -1, n
+            for c, q in enumerate(queues):
+                if q and not blocked[c] and q[0] < best_p and class_keys[c][0] <= pool.total:
+                    best_c, best_p = c, q[0]
+            if best_c < 0:
+                break
+            g, splits = class_keys[best_c]
+            s = pool.best_fit(g) if g <= biggest else None
+            if s is not None:
+                chosen = pool.take(s, g)
+            elif splits:
+                chosen = [x for t, k in pool.fewest_servers(g, n_split) for x in pool.take(t, k)]
+            else:
+                blocked[best_c] = True
+                continue
+            heapq.heappop(queues[best_c])
+            j = order[best_p]
+            chosen.sort()
+            gpus[j] = tuple(chosen)
+            start[j] = int(now)
+            rank[j] = started
+            started += 1
+            sim.start(j, chosen)
+        until = arrival[future[nxt]] if nxt < n else None
+        finished = sim.advance(until=until)
+        if continuous and sim.now != math.ceil(sim.now - EPS):
+            boundary = math.ceil(sim.now - EPS)
+            while sim.now < boundary:
+                finished += sim.advance(until=boundary)
+        if not finished and until is None and not sim.running and started < n:
+            raise RuntimeError("parallel SGS stalled")  # pragma: no cover - impossible
+        for f in finished:
+            pool.release(sim.gpu_ids_of[f])
+    return candidate_from(data, sim, gpus, start, rank)
+
+
+def alone_durations(data: ProblemData) -> np.ndarray:
+    """``d[j, k]``: slots job ``j`` needs alone on ``k`` servers (``k = 0`` unused; split
+    jobs at contention 1, with the fewest GPUs on the fullest server that ``k`` servers
+    allow, :func:`~sjfbco.cost.least_shape`), for ``k`` up to ``G_j`` servers; ``inf``
+    where ``k`` servers cannot hold the job or ``k > G_j``."""
+    cl = data.cluster
+    kmax = min(cl.num_servers, max((job.num_gpus for job in data.jobs), default=1))
+    out = np.full((data.num_jobs, kmax + 1), np.inf)
+    rates = data.rates
+    for j, job in enumerate(data.jobs):
+        lo = cl.min_servers_for(job.num_gpus)
+        for k in range(lo, min(job.num_gpus, kmax) + 1):
+            g = least_shape(cl, job.num_gpus, k).max_per_server
+            out[j, k] = slots_to_finish(job.iterations, rates.alone(j, k, g), data.cost)
+    return out
+
+
+class Profile:
+    """Free GPUs per server and slot (the serial scheme's plan), ``free[s, t]``.
+
+    The horizon grows so that, after the latest planned end, every server is
+    free for longer than any job runs: a search for a start always succeeds.
+    """
+
+    def __init__(self, cluster: Cluster, longest: int):
+        self.caps = np.asarray(cluster.gpus_per_server, dtype=np.int64)
+        self.longest = max(1, int(longest))
+        self.free = np.repeat(self.caps[:, None], 4 * self.longest + 1, axis=1)
+        self.latest = 0
+
+    def _ensure(self, until: int, dur: int) -> int:
+        """Grow the horizon past ``until + dur``; return the end of the slots a search for a
+        start at or before ``until`` must look at."""
+        h = self.free.shape[1]
+        need = until + max(dur, self.longest) + 1
+        if need > h:
+            grow = max(need - h, h)
+            self.free = np.concatenate(
+                [self.free, np.repeat(self.caps[:, None], grow, axis=1)], axis=1
+            )
+        return until + dur + 1
+
+    def single(self, g: int, ready: int, dur: int, servers: np.ndarray) -> tuple[int, int]:
+        """Earliest start ``>= ready`` of ``g`` GPUs for ``dur`` slots inside one of
+        ``servers``, and the server (ties: fewest free GPUs at the start, i.e. best fit,
+        then index)."""
+        stop = self._ensure(max(ready, self.latest), dur)
+        low = minimum_filter1d(
+            self.free[servers, ready:stop], size=dur, axis=1, mode="nearest", origin=-(dur // 2)
+        )
+        ok = low >= g  # ok[i, t]: server i keeps g GPUs free over [ready + t, ready + t + dur)
+        first = np.where(ok.any(axis=1), ok.argmax(axis=1), np.iinfo(np.int64).max)
+        t = int(first.min())
+        tied = servers[first == t]
+        if tied.size > 1:
+            tied = tied[np.argsort(self.free[tied, ready + t], kind="stable")]
+        return ready + t, int(tied[0])
+
+    def split(
+        self, g: int, ready: int, dur: int, n_split: np.ndarray
+    ) -> tuple[int, list[tuple[int, int]]]:
+        """Earliest start ``>= ready`` of ``g`` GPUs for ``dur`` slots over any servers, and
+        the fewest servers that hold them (most free GPUs first; ties: fewer planned split
+        jobs, then index)."""
+        stop = self._ensure(max(ready, self.latest), dur)
+        free = self.free[:, ready:stop]
+        low = minimum_filter1d(free, size=dur, axis=1, mode="nearest", origin=-(dur // 2))
+        t = int(np.argmax(low.sum(axis=0) >= g))
+        col = low[:, t]
+        order = np.lexsort((np.arange(col.size), n_split, -col))
+        out: list[tuple[int, int]] = []
+        need = g
+        for s in order:
+            have = int(col[s])
+            if have <= 0:
+                break
+            out.append((int(s), min(have, need)))
+            need -= min(have, need)
+            if need == 0:
+                break
+        return ready + t, out
+
+    def reserve(self, parts: Sequence[tuple[int, int]], t: int, dur: int) -> None:
+        self._ensure(t, dur)
+        for s, k in parts:
+            self.free[s, t : t + dur] -= k
+        self.latest = max(self.latest, t + dur)
+
+
+def serial_sgs(
+    data: ProblemData,
+    order: Sequence[int],
+    split_ok: Sequence[bool] | None = None,
+    durations: np.ndarray | None = None,
+) -> Candidate:
+    """The serial schedule-generation scheme (assignment mode ``offline``).
+
+    Parameters
+    ----------
+    data
+        The instance.
+    order
+        Priority list: every job index once, placed first to last.
+    split_ok
+        Per job: may it be split when that finishes earlier (estimated)?
+        Default: yes. Jobs larger than every server always split.
+    durations
+        :func:`alone_durations` of ``data`` (computed if not given).
+
+    Notes
+    -----
+    The plan is a profile of free GPUs per server and slot. Each job, in
+    priority order, goes where it finishes earliest by the estimates, filling
+    holes the earlier jobs left (an *active* schedule, unlike the
+    non-delay ones of :func:`parallel_sgs`): on one server, at the earliest
+    slot from which that server keeps ``G_j`` GPUs free for the job's run time
+    alone (ties: the server with the fewest free GPUs then, i.e. best fit),
+    or, if it may split, over the fewest servers at the earliest slot from
+    which the servers together keep ``G_j`` GPUs free for its run time alone
+    on ``G_j`` servers (the longest split; contention 1). Ties go to the
+    single server. Run times are rounded up to whole slots.
+
+    GPUs are then handed out in planned start order (any GPUs free by then:
+    the profile guarantees enough), and the schedule (GPU sets, planned
+    starts, start order as ``order``) is run by the evaluator's dispatch, so
+    contention between split jobs, which the estimates ignore, is counted:
+    a job starts at its planned slot or, if a GPU is still busy, as soon as
+    it is free.
+    """
+    n = data.num_jobs
+    cl = data.cluster
+    if durations is None:
+        durations = alone_durations(data)
+    whole = np.ceil(np.where(np.isfinite(durations), durations, 0) - EPS).astype(np.int64)
+    whole = np.maximum(whole, 1)
+    caps = np.asarray(cl.gpus_per_server)
+    biggest = int(caps.max())
+    prof = Profile(cl, int(whole.max()))
+    n_split = np.zeros(cl.num_servers, dtype=np.int64)
+    eligible: dict[int, np.ndarray] = {}
+    longest_split = durations.shape[1] - 1
+    plan: list[Plan] = [(0, 0.0, [])] * n
+    for j in order:
+        job = data.jobs[j]
+        g = job.num_gpus
+        best: tuple[int, int, list[tuple[int, int]]] | None = None  # end, start, parts
+        if g <= biggest:
+            servers = eligible.get(g)
+            if servers is None:
+                servers = eligible[g] = np.flatnonzero(caps >= g)
+            d1 = int(whole[j, 1])
+            t, s = prof.single(g, job.arrival, d1, servers)
+            best = (t + d1, t, [(s, g)])
+        if g > biggest or (
+            (split_ok is None or split_ok[j]) and best is not None and best[1] > job.arrival
+        ):
+            k_max = min(g, longest_split)
+            dk = int(whole[j, k_max])
+            t, parts = prof.split(g, job.arrival, dk, n_split)
+            if len(parts) > 1:
+                end = t + int(whole[j, len(parts)])
+                if best is None or end < best[0]:
+                    best = (end, t, parts)
+        assert best is not None
+        end, t, parts = best
+        prof.reserve(parts, t, end - t)
+        if len(parts) > 1:
+            for s, _ in parts:
+                n_split[s] += 1
+        plan[j] = (t, end, parts)
+    prio = [0] * n
+    for r, j in enumerate(order):
+        prio[j] = r
+    return hand_out(data, plan, prio)
+
+
+#: A job's plan: planned start slot, planned end (slots; GPUs free from then on) and
+#: ``(server, GPUs there)`` parts.
+Plan = tuple[int, float, list[tuple[int, int]]]
+
+
+def idle_stacks(cluster: Cluster) -> list[list[int]]:
+    """Every GPU idle, as a stack per server (``pop()`` gives the lowest index)."""
+    return [
+        list(range(o + c - 1, o - 1, -1))
+        for o, c in zip(cluster.offsets, cluster.gpus_per_server, strict=True)
+    ]
+
+
+def hand_out(data: ProblemData, plan: Sequence[Plan], prio: Sequence[float]) -> Candidate:
+    """GPUs for per-server plans, then the evaluator's figures.
+
+    Jobs are taken in planned start order (ties: ``prio``, then index); at its
+    start a job takes, on each server of its plan, GPUs whose previous job's
+    planned end (rounded up to a slot) has come. The caller guarantees enough
+    (a plan that never over-books a server at any slot); the schedule (GPU
+    sets, planned starts, start order as ``order``) is then run by the
+    evaluator's dispatch.
+    """
+    n = data.num_jobs
+    cl = data.cluster
+    seq = sorted(range(n), key=lambda j: (plan[j][0], prio[j], j))
+    idle = idle_stacks(cl)
+    busy: list[tuple[float, int, list[int]]] = []  # (planned end, job, gpus)
+    gpus: list[tuple[int, ...]] = [()] * n
+    start = [0] * n
+    rank = [0] * n
+    for r, j in enumerate(seq):
+        t, end, parts = plan[j]
+        while busy and busy[0][0] <= t:
+            _, _, gs = heapq.heappop(busy)
+            for g in gs:
+                idle[cl.server_of_gpu[g]].append(g)
+        chosen: list[int] = []
+        for s, k in parts:
+            stack = idle[s]
+            if len(stack) < k:  # pragma: no cover - the plans guarantee enough
+                raise AssertionError(f"hand_out: server {s} lacks GPUs at slot {t}")
+            chosen.extend(stack.pop() for _ in range(k))
+        chosen.sort()
+        gpus[j] = tuple(chosen)
+        start[j] = t
+        rank[j] = r
+        heapq.heappush(busy, (math.ceil(end - EPS), j, chosen))
+    sim = dispatch(data, gpus, start, rank)
+    return candidate_from(data, sim, gpus, start, rank)
+
+
+def build(
+    data: ProblemData,
+    scheme: str,
+    order: Sequence[int],
+    split_ok: Sequence[bool] | None = None,
+    durations: np.ndarray | None = None,
+) -> Candidate:
+    """Run the ``parallel`` or ``serial`` scheme."""
+    if scheme == "parallel":
+        return parallel_sgs(data, order, split_ok)
+    if scheme == "serial":
+        return serial_sgs(data, order, split_ok, durations)
+    raise ValueError(f"unknown scheme {scheme!r}; known: parallel, serial")

@@ -1,0 +1,179 @@
+"""The ``best`` solver and its server decomposition: exactness, budgets, determinism."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sjfbco import ProblemData, evaluate, read_instance, solve
+from sjfbco.solvers import SOLVERS, Status
+from sjfbco.solvers.servers import ServerSearch, server_search
+from sjfbco.solvers.sgs import parallel_sgs, serial_sgs
+from tests.bruteforce import brute_force
+from tests.conftest import INSTANCES, instances
+from tests.tiny import tiny_instances
+
+PAPER = INSTANCES / "paper" / "paper-s10-seed0.json"
+
+
+@settings(max_examples=50)
+@given(instances(time_model="slotted"), st.integers(0, 1000), st.booleans())
+def test_server_search_figures_are_the_evaluators(
+    data: ProblemData, seed: int, parallel: bool
+) -> None:
+    """After any sequence of server moves the decomposition's makespan is the evaluator's,
+    and every job starts exactly at its planned slot."""
+    rng = random.Random(seed)
+    order = list(range(data.num_jobs))
+    rng.shuffle(order)
+    base = (parallel_sgs if parallel else serial_sgs)(data, order)
+    search = ServerSearch(data, base, target=0.0)
+    assert search.makespan() == base.makespan or search.makespan() <= base.makespan
+    for _ in range(30):
+        move = search.propose(rng)
+        if move is not None and rng.random() < 0.7:
+            search.apply(move)
+    cand = search.schedule()
+    ev = evaluate(data, cand.schedule(data.cluster), strict=True)
+    assert ev.makespan == cand.makespan == search.makespan()
+    assert ev.start == tuple(float(s) for s in cand.start)
+
+
+@settings(max_examples=25)
+@given(instances(time_model="slotted", max_jobs=6), st.integers(0, 1000))
+def test_cp_sat_repacking_is_exact(data: ProblemData, seed: int) -> None:
+    """A CP-SAT re-packing of some servers keeps the evaluator's figure and never loses."""
+    from sjfbco.solvers.cprepack import repack
+
+    rng = random.Random(seed)
+    base = parallel_sgs(data, rng.sample(range(data.num_jobs), data.num_jobs))
+    search = ServerSearch(data, base, target=0.0)
+    chosen = rng.sample(range(len(search.caps)), k=rng.randint(1, len(search.caps)))
+    move = repack(search, chosen, time_limit=None, deterministic=1.0, seed=seed)
+    if move is None:
+        assert not any(search.jobs_on[s] for s in chosen)
+        return
+    assert search.trial_score(move.packs)[0] <= search.makespan()
+    search.apply(move)
+    cand = search.schedule()
+    ev = evaluate(data, cand.schedule(data.cluster), strict=True)
+    assert ev.makespan == cand.makespan == search.makespan()
+    # the serial scheme in the new priority order starts no job later than CP-SAT did
+    for s in chosen:
+        again = search.pack(s, search.jobs_on[s])
+        assert all(again.start[j] <= move.packs[s].start[j] for j in again.start)
+
+
+def test_server_search_never_loses_its_start() -> None:
+    data = read_instance(PAPER)
+    base = serial_sgs(data, list(range(data.num_jobs)))
+    search = ServerSearch(data, base, target=0.0)
+    before = search.score()
+    server_search(search, random.Random(0), lambda: True, 300)
+    assert search.score() <= before
+    assert evaluate(data, search.schedule().schedule(data.cluster)).makespan == search.makespan()
+
+
+def test_budget_windows_end_a_phase_not_the_run() -> None:
+    import time
+
+    from sjfbco.solvers.search import Budget
+
+    b = Budget(time.perf_counter() + 60, None)
+    b.window(0.0)
+    assert not b.spend() and b.stopped_by is None  # the phase is over, the run is not
+    b.window(None)
+    assert b.spend() and b.used == 1
+    det = Budget(None, 3)  # an iteration budget only: windows do nothing (deterministic)
+    det.window(0.0)
+    assert det.spend() and det.spend() and det.spend() and not det.spend()
+    assert det.stopped_by == "iterations" and det.seconds_left() is None
+
+
+def test_best_is_registered_outside_all() -> None:
+    from sjfbco.solvers import heuristics
+
+    assert "best" in SOLVERS and "best" not in heuristics()
+    assert "list" in heuristics()
+
+
+SMALL = sorted(p for p in (INSTANCES / "small").glob("*.json") if "schedule" not in p.name)
+PHILLY = sorted((INSTANCES / "philly").glob("*.json"))
+BENCH = sorted((INSTANCES / "bench").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", [*SMALL, *PHILLY, PAPER], ids=lambda p: p.stem)
+def test_best_never_worse_than_sjf_bco(path: object) -> None:
+    _never_worse(path, 40)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", BENCH, ids=lambda p: p.stem)
+def test_best_never_worse_than_sjf_bco_on_the_bench_set(path: object) -> None:
+    _never_worse(path, 400)
+
+
+def _never_worse(path: object, iterations: int) -> None:
+    data = read_instance(path)  # type: ignore[arg-type]
+    res = solve(data, "best", iterations=iterations, bound="packing")
+    ref = solve(data, "sjf-bco")
+    assert res.schedule is not None
+    assert res.makespan == evaluate(data, res.schedule).makespan
+    assert res.makespan <= ref.makespan
+    assert res.lower_bound <= res.makespan
+    traj = res.stats["trajectory"]
+    assert all(b[1] <= a[1] for a, b in itertools.pairwise(traj))
+    assert traj[-1][1] == res.makespan
+    if res.makespan == res.lower_bound:
+        assert res.status is Status.OPTIMAL
+
+
+def test_best_is_deterministic_with_an_iteration_budget() -> None:
+    data = read_instance(INSTANCES / "bench" / "paper-s3-seed3-j20.json")  # not solved at once
+    a = solve(data, "best", iterations=500, seed=3, bound="packing")
+    b = solve(data, "best", iterations=500, seed=3, bound="packing")
+    assert a.schedule == b.schedule
+    assert a.stats["iterations"] == b.stats["iterations"] == 500
+    assert [p[1] for p in a.stats["trajectory"]] == [p[1] for p in b.stats["trajectory"]]
+    assert a.stats["stopped_by"] == "iterations"
+
+
+def test_best_honours_its_time_limit() -> None:
+    data = read_instance(PAPER)
+    res = solve(data, "best", time_limit=1.5, bound="packing")
+    assert res.stats["stopped_by"] in ("time limit", "bound")
+    assert res.stats["time_limit"] == 1.5
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, "soon"])
+def test_best_refuses_bad_time_limits(bad: object) -> None:
+    data = read_instance(INSTANCES / "small" / "example.json")
+    with pytest.raises(ValueError, match="time limit: must be"):
+        solve(data, "best", time_limit=bad)  # type: ignore[arg-type]
+
+
+def test_best_refuses_bad_parameters() -> None:
+    data = read_instance(INSTANCES / "small" / "example.json")
+    with pytest.raises(ValueError, match="parameter iterations"):
+        solve(data, "best", iterations=0)
+    with pytest.raises(ValueError, match="parameter bound"):
+        solve(data, "best", bound="magic")
+    with pytest.raises(ValueError, match="unknown parameter"):
+        solve(data, "best", iteration=5)
+
+
+@settings(max_examples=15)
+@given(tiny_instances(max_jobs=4))
+def test_best_reaches_the_brute_force_optimum_on_tiny_instances(data: ProblemData) -> None:
+    """Not a guarantee of the method, but on 2 to 4 jobs its portfolio and search should find
+    the optimum; the bound must never pass it."""
+    upper = int(solve(data, "sjf-bco").makespan)
+    opt, _ = brute_force(data, upper)
+    res = solve(data, "best", iterations=100, bound="lp")
+    assert res.lower_bound <= opt
+    assert res.makespan >= opt
