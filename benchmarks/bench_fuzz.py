@@ -109,9 +109,7 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
             other = d / "other.json"
             fuzz.write_text(other, json.dumps(rng.choice(inputs.bases).instance))
             out = d / "r.csv"
-            return [
-                ["batch", inst, other, "--solvers", "ls,sjf-bco", "--out", out, "--no-progress"]
-            ]
+            return [["batch", inst, other, "--solvers", "ls,sjf-bco", "-o", out, "-q"]]
         return fuzz.instance_runs(inst, sched, d, rng, k=rng.choice([1, 2]))
     if kind == "schedule":
         b = rng.choice(inputs.bases)
@@ -150,7 +148,7 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
                 ["generate", "paper", "--jobs", v, "--servers", "3"],
                 ["generate", "paper", "--servers", v, "--jobs", "20"],
                 ["generate", "paper", "--slot-seconds", v, "--jobs", "20", "--servers", "3"],
-                ["reproduce", "--seeds", v, "--figure", "4", "--out", d / "rep", "--replot"],
+                ["reproduce", "--seeds", v, "--figure", "4", "-o", d / "rep", "--replot"],
                 ["solve", ROOT / "instances" / "small" / "example.json", "--time-limit", v],
                 ["solve", ROOT / "instances" / "small" / "example.json", "--seed", v],
                 ["elastic", ROOT / "instances" / "small" / "example.json", "--knee-threshold", v],

@@ -399,13 +399,13 @@ def instance_runs(
             rng.choice(["continuous", "integer"]),
             "--json",
         ],
-        lambda: ["formulate", inst, "--kind", "paper-ilp", "--out", tmp / "m.lp", "--json"],
+        lambda: ["formulate", inst, "--kind", "paper-ilp", "-o", tmp / "m.lp", "--json"],
         lambda: [
             "formulate",
             inst,
             "--kind",
             rng.choice(["ilp", "nonconvex"]),
-            "--out",
+            "-o",
             tmp / "m.txt" if rng.random() < 0.5 else tmp / "m.lp",
         ],
         lambda: _plot(inst, sched, tmp / "g.png"),
@@ -424,6 +424,6 @@ def run_case(argv: list[Any], timeout: float = 20.0) -> tuple[Outcome, list[str]
     """One run and its problems (a batch's error rows included)."""
     o = run_cli(argv, timeout)
     found = problems(o)
-    if argv and argv[0] == "batch" and "--out" in argv:
-        found += batch_row_problems(argv[argv.index("--out") + 1])
+    if argv and argv[0] == "batch" and "-o" in argv:
+        found += batch_row_problems(argv[argv.index("-o") + 1])
     return o, found

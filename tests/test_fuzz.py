@@ -79,7 +79,7 @@ def _readers(path: Path, tmp: Path) -> list[list[Any]]:
         ["solve", path, "--json"],
         ["online", path],
         ["elastic", path],
-        ["formulate", path, "--kind", "paper-ilp", "--out", tmp / "m.lp"],
+        ["formulate", path, "--kind", "paper-ilp", "-o", tmp / "m.lp"],
         fuzz._plot(EXAMPLE, path, tmp / "g.png"),
     ]
 
@@ -95,7 +95,7 @@ def test_fifo_and_dev_zero_are_refused_by_every_reader(tmp_path: Path) -> None:
             _assert_contract(o)
             assert o.code == 2 and f"{path}: is not a regular file" in o.err, (argv, o.err)
     out = tmp_path / "r.csv"
-    o = fuzz.run_cli(["batch", fifo, "--solvers", "ls", "--out", out, "--no-progress"], LIMIT)
+    o = fuzz.run_cli(["batch", fifo, "--solvers", "ls", "-o", out, "-q"], LIMIT)
     assert not fuzz.problems(o) and fuzz.batch_row_problems(out) == []
     assert "is not a regular file" in out.read_text()
 
@@ -177,9 +177,7 @@ def test_mutated_files_through_every_reader(
     else:
         runs = fuzz.instance_runs(inst, sched, tmp_path, rng, k=3)
     if rng.random() < 0.05:
-        runs.append(
-            ["batch", inst, "--solvers", "ls", "--out", tmp_path / "r.csv", "--no-progress"]
-        )
+        runs.append(["batch", inst, "--solvers", "ls", "-o", tmp_path / "r.csv", "-q"])
     for argv in runs:
         o, found = fuzz.run_case(argv, 20.0)
         assert found == [], (argv, o.code, o.err)
