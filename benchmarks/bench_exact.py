@@ -1,29 +1,35 @@
-"""How far the exact backends go: time to proven optimality by instance size.
+"""How far the exact backends go: proofs, bounds, wall time against the limit, peak memory.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_exact.py [--sizes 3 4 ... 10] [--servers 3]
-[--time-limit 60] [--backends highs cbc cpsat] [--seed 0]``.
+Run: ``PYTHONPATH=. python benchmarks/bench_exact.py [--sizes 10 14 20 30] [--servers 4]
+[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--quick]``.
 
-Instances are paper-like jobs scaled down (docs/model.md section 7): models from the
-shared model table, sizes 1, 2 or 4 GPUs (the paper's mix, capped), iterations
-scaled so that a job runs a few slots alone and horizons are tens of slots;
+Instances are paper-like jobs scaled down (docs/model.md section 7): models
+from the shared model table, sizes 1, 2, 4 or 6 GPUs (the paper's mix, capped;
+a 6 must split), iterations scaled so that a job runs a few slots alone;
 servers of 4 GPUs; the paper preset of constants (slot 4 s, b_inter 11,700
-MB/s). Prints per instance and backend: status, seconds, model size and the
-makespans; then the largest instance each backend proves optimal within the
-limit, side-by-side time ratios, and SJF-BCO's (or the best heuristic's) gap
-to the optimum.
+MB/s). Each run is a separate process (its peak resident memory is measured
+alone) of ``solve(data, "exact", backend=..., time_limit=...)``. Prints per
+instance and backend: status, wall seconds against the limit, peak memory,
+model size, horizon, makespan and bound (with the relaxation's and the
+closed-form bound); then per backend the largest instance proven. ``--quick``
+runs 6 and 8 jobs with a 10 s limit. Note the machine's load (printed) next
+to any figure you quote.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
+import json
+import os
 import random
+import resource
+import subprocess
 import sys
 import time
 from typing import Any
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
-from sjfbco.solvers import SOLVERS
+from sjfbco.bounds import lower_bound
 from sjfbco.tables import format_table
 from sjfbco.workloads.models import MODELS
 
@@ -49,115 +55,92 @@ def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
     return ProblemData(cluster, tuple(jobs), CostParams(), name=f"n{n_jobs}-s{n_servers}")
 
 
-def run(
-    sizes: list[int],
-    servers: int,
-    limit: float,
-    backends: list[str],
-    seed: int,
-    stop_after_fail: bool,
-) -> None:
-    heuristic = "sjf-bco" if "sjf-bco" in SOLVERS else None
+def one(n: int, servers: int, seed: int, backend: str, limit: float) -> dict[str, Any]:
+    """One exact run in this process; its figures (peak memory of this process)."""
+    data = make_instance(n, servers, seed)
+    t0 = time.perf_counter()
+    try:
+        res = solve(data, "exact", backend=backend, time_limit=limit)
+    except ValueError as err:  # a refusal (model above the memory cap)
+        return {"status": "refused", "note": str(err).split(": ", 1)[-1][:60]}
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+    peak += resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024  # CBC
+    st = res.stats
+    return {
+        "status": res.status.value,
+        "wall_s": round(wall, 1),
+        "over_s": round(max(0.0, wall - limit), 1),
+        "peak_mb": peak,
+        "vars": st.get("model_size", {}).get("variables"),
+        "H": st.get("horizon"),
+        "makespan": res.makespan,
+        "bound": res.lower_bound,
+        "relax": st.get("relaxation", {}).get("bound"),
+        "closed": lower_bound(data),
+        "from": st.get("bound_from"),
+    }
+
+
+def run(sizes: list[int], servers: int, limit: float, backends: list[str], seeds: list[int]):
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
     rows: list[dict[str, Any]] = []
     largest: dict[str, int] = {}
-    times: dict[tuple[str, int], float] = {}
-    gaps = []
-    failed: set[str] = set()
     for n in sizes:
-        data = make_instance(n, servers, seed)
-        h = solve(data, heuristic) if heuristic else None
-        opt = None
-        for backend in backends:
-            if backend in failed and stop_after_fail:
-                continue
-            t0 = time.perf_counter()
-            res = solve(data, "exact", backend=backend, time_limit=limit)
-            secs = time.perf_counter() - t0
-            size = res.stats.get("model_size", {})
-            proven = res.status.value == "optimal"
-            if proven:
-                largest[backend] = n
-                times[backend, n] = secs
-                opt = res.makespan
-            else:
-                failed.add(backend)
-            rows.append(
-                {
-                    "jobs": n,
-                    "servers": servers,
-                    "backend": backend,
-                    "status": res.status.value,
-                    "seconds": round(secs, 2),
-                    "vars": size.get("variables"),
-                    "cons": size.get("constraints"),
-                    "H": res.stats.get("horizon"),
-                    "warm": res.stats.get("warm_makespan"),
-                    "makespan": res.makespan,
-                    "bound": res.lower_bound,
-                    "lp": res.stats.get("lp_bound"),
-                }
-            )
-            print(format_table(rows[-1:], list(rows[-1])).splitlines()[-1], flush=True)
-        if opt is not None and h is not None:
-            gaps.append(
-                {
-                    "jobs": n,
-                    "sjf-bco": h.makespan,
-                    "optimum": opt,
-                    "gap": round(h.makespan / opt, 3),
-                }
-            )
-    cols = [
-        "jobs",
-        "servers",
-        "backend",
-        "status",
-        "seconds",
-        "vars",
-        "cons",
-        "H",
-        "warm",
-        "makespan",
-        "bound",
-        "lp",
-    ]
+        for seed in seeds:
+            for backend in backends:
+                cmd = [sys.executable, __file__, "--one", str(n), str(servers), str(seed)]
+                cmd += [backend, str(limit)]
+                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                lines = proc.stdout.strip().splitlines()
+                got = (
+                    json.loads(lines[-1])
+                    if proc.returncode == 0 and lines
+                    else {"status": f"crashed ({proc.returncode})"}
+                )
+                row = {"jobs": n, "servers": servers, "seed": seed, "backend": backend}
+                row.update(got)
+                rows.append(row)
+                if row["status"] == "optimal":
+                    largest[backend] = max(largest.get(backend, 0), n)
+                print(format_table([row], list(row)).splitlines()[-1], flush=True)
+    cols = ["jobs", "servers", "seed", "backend", "status", "wall_s", "over_s", "peak_mb"]
+    cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from"]
     print("\n" + format_table(rows, cols))
     print(f"\nLargest instance proven optimal within {limit:g} s ({servers} servers of 4 GPUs):")
     for b in backends:
         print(f"  {b:6s} {largest.get(b, 0)} jobs")
-    print("\nTime to proof, ratio to the fastest backend (same instance):")
-    ratio_rows = []
-    for n in sizes:
-        got = {b: times[b, n] for b in backends if (b, n) in times}
-        if not got:
-            continue
-        best = min(got.values())
-        row: dict[str, Any] = {"jobs": n}
-        for b in backends:
-            row[b] = round(got[b] / best, 2) if b in got else None
-        ratio_rows.append(row)
-    print(format_table(ratio_rows, ["jobs", *backends]))
-    if gaps:
-        print("\nSJF-BCO's gap to the optimum (makespan ratio):")
-        print(format_table(gaps, ["jobs", "sjf-bco", "optimum", "gap"]))
-        geo = math.exp(sum(math.log(g["gap"]) for g in gaps) / len(gaps))
-        print(f"geometric mean gap {geo:.3f}, worst {max(g['gap'] for g in gaps):.3f}")
+    over = [r for r in rows if isinstance(r.get("over_s"), float)]
+    if over:
+        worst = max(over, key=lambda r: r["over_s"])
+        print(
+            f"largest overrun of the limit: {worst['over_s']} s ({worst['backend']}, "
+            f"{worst['jobs']} jobs); largest peak memory: "
+            f"{max(r.get('peak_mb', 0) for r in over)} MB"
+        )
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=list(range(3, 11)))
-    ap.add_argument("--servers", type=int, default=3)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 14, 20, 30])
+    ap.add_argument("--servers", type=int, default=4)
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--backends", nargs="+", default=["cpsat", "highs", "cbc"])
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--quick", action="store_true", help="6 and 8 jobs, 10 s")
     ap.add_argument(
-        "--keep-going",
-        action="store_true",
-        help="keep running a backend after it first misses the limit",
+        "--one", nargs=5, metavar=("N", "S", "SEED", "BACKEND", "LIMIT"), help=argparse.SUPPRESS
     )
     args = ap.parse_args(argv)
-    run(args.sizes, args.servers, args.time_limit, args.backends, args.seed, not args.keep_going)
+    if args.one:
+        n, s, seed, backend, limit = args.one
+        print(json.dumps(one(int(n), int(s), int(seed), backend, float(limit))))
+        return 0
+    if args.quick:
+        args.sizes, args.time_limit = [6, 8], 10.0
+    run(args.sizes, args.servers, args.time_limit, args.backends, args.seeds)
     return 0
 
 

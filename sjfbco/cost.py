@@ -276,10 +276,25 @@ def iteration_time(
 def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> float:
     """Iterations completed in one slot (eq. 9).
 
-    ``floor(1 / tau)`` in the slotted model (a Python ``int``, so that slot
-    arithmetic stays exact), ``1 / tau`` in the continuous one. A slotted
+    ``floor(1 / tau + 1e-9)`` in the slotted model (a Python ``int``, so that
+    slot arithmetic stays exact), ``1 / tau`` in the continuous one. A slotted
     ``tau > 1`` slot is a configuration error, never a silent zero. The
     instance ranges (``docs/formats.md``) keep ``tau`` above 1e-12 slots.
+
+    The ``1e-9`` (iterations) absorbs floating-point error: ``tau`` is a handful
+    of sums, products and quotients of the instance's constants, so ``1 / tau``
+    carries a relative error of a few units of ``2**-53`` (about ``1e-15``),
+    below ``1e-9`` absolute for any rate under 10^5 iterations per slot (the
+    paper's are 20 to 45). Without it, constants whose exact quotient is whole
+    floor one iteration short: ``tau`` = 0.1 s in a 0.3 s slot gives
+    ``1 / tau`` = 2.9999999999999996 in floating point, and 2 instead of 3
+    iterations (``tests/test_cost.py`` pins this). The price: an exact ``1 / tau``
+    within ``1e-9`` below a whole ``k`` counts as ``k``, a value that double
+    precision cannot tell from ``k`` anyway. Why this is safe for the exact
+    solver and the bounds: the tolerance is part of the one cost model; the
+    evaluator, the bounds, the formulations and the brute-force oracle all take
+    rates from this function, so they agree with each other whatever it decides
+    (``docs/exact.md``).
     """
     if cost.time_model == "continuous":
         return 1.0 / tau_slots
@@ -314,14 +329,19 @@ def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
     """Slots a job needs for ``iterations`` at a constant ``rate`` (eq. 9).
 
     Slotted model: ``ceil(iterations / rate)``, computed on integers (exact for
-    any size; integral arguments are expected, as :func:`progress_per_slot`
-    returns them), so a job with work left always needs at least one slot.
+    any size, no tolerance; integral arguments are expected, as
+    :func:`progress_per_slot` returns them, and integral floats are taken as
+    integers), so a job with work left always needs at least one slot.
     """
     if cost.time_model == "continuous":
         return iterations / rate
+    if isinstance(iterations, float) and iterations.is_integer():
+        iterations = int(iterations)
+    if isinstance(rate, float) and rate.is_integer():
+        rate = int(rate)
     if isinstance(iterations, int) and isinstance(rate, int):
         return -(-iterations // rate)
-    return math.ceil(iterations / rate - 1e-9)
+    return math.ceil(iterations / rate)  # not produced by the model: plain float ceil
 
 
 def _fewest_at_most(caps_desc: Sequence[int], workers: int) -> int:

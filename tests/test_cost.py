@@ -98,6 +98,22 @@ def test_progress_per_slot_floor_and_continuous() -> None:
     assert slots_to_finish(100, 1 / 0.154, cont) == pytest.approx(15.4)
 
 
+def test_whole_quotients_survive_floating_point() -> None:
+    """The two roundings of eq. 9 (docs: cost.progress_per_slot, slots_to_finish)."""
+    # tau = 0.1 s in a 0.3 s slot: 1 / tau is 3 exactly, 2.9999999999999996 in floats
+    cost = CostParams(xi2=0.0, slot_seconds=0.3)
+    job = Job("one", num_gpus=1, iterations=9, gradient_mb=0.0, compute_seconds=0.1)
+    tau = iteration_time(job, 1, 0, CL, cost) / cost.slot_seconds
+    assert 1.0 / tau < 3.0  # the float error the tolerance absorbs
+    assert progress_per_slot(tau, cost) == 3
+    # ceil of a quotient of whole numbers below 2**53 is exact with no tolerance
+    top = 2**53 - 1  # = 3 * 3002399751580330 + 1
+    assert slots_to_finish(top, 3, COST) == 3002399751580331
+    assert slots_to_finish(top - 1, 3, COST) == 3002399751580330
+    assert slots_to_finish(top, 2**52, COST) == 2
+    assert slots_to_finish(10**12, 7, COST) == math.ceil(10**12 / 7) == -(-(10**12) // 7)
+
+
 def test_tau_over_one_slot_is_an_error_not_zero() -> None:
     with pytest.raises(ConfigurationError, match=r"job 'x'.*1.5 slots"):
         progress_per_slot(1.5, COST, "x")

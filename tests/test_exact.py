@@ -9,10 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
+from sjfbco.formulations.common import model_bound
 from sjfbco.solvers import SOLVERS, Status, heuristics
-from sjfbco.solvers.exact import ExactParams, best_warm_start, serial_schedule
+from sjfbco.solvers.exact import ExactParams, ModelError, best_warm_start, serial_schedule
 from tests.bruteforce import brute_force
-from tests.tiny import tiny_instances
+from tests.tiny import tiny_instances, trap_instances
 
 BACKENDS = ("highs", "cbc", "cpsat")
 
@@ -77,12 +78,21 @@ def test_continuous_time_model_is_refused() -> None:
         solve(data, "exact")
 
 
-def test_too_short_horizon_is_infeasible_not_an_error() -> None:
+def test_too_short_horizon_gives_a_bound_not_an_error() -> None:
+    """A horizon below the optimum: the model is infeasible, which proves optimum >= H + 1.
+
+    The big job alone needs 5 slots; with horizon 6 both small jobs cannot follow
+    it (optimum 7). The answer is the warm start with bound 7 = H + 1, which here
+    proves it optimal (the warm start is not used as a MIP start: it ends after H).
+    """
     data = _contention_instance()
-    # the big job alone needs 5 slots; with horizon 6 both small jobs cannot follow it
-    res = solve(data, "exact", backend="highs", horizon=6, warm_start=False)
-    assert res.status is Status.INFEASIBLE
-    assert res.schedule is None
+    for backend in BACKENDS:
+        res = solve(data, "exact", backend=backend, horizon=6, relaxation=False)
+        # the infeasible model's H + 1, unless a closed-form bound already says 7
+        assert res.stats.get("model_bound", 7) == 7, backend
+        assert res.lower_bound == 7
+        assert res.makespan == 7 and res.status is Status.OPTIMAL
+        assert "no schedule ends by the horizon 6" in res.stats["note"]
 
 
 def test_warm_start_is_the_best_registered_heuristic() -> None:
@@ -137,8 +147,9 @@ def _check_instance(data: ProblemData) -> None:
     upper = int(min(heur.values()))
     opt, sched = brute_force(data, upper)
     assert sched is not None
-    for backend in BACKENDS:
-        res = solve(data, "exact", backend=backend)
+    runs = [(backend, False) for backend in BACKENDS] + [("cpsat", True)]
+    for backend, relaxation in runs:
+        res = solve(data, "exact", backend=backend, relaxation=relaxation)
         assert res.status is Status.OPTIMAL, backend
         assert res.makespan == opt, (backend, res.makespan, opt)
         assert res.lower_bound == opt
@@ -191,4 +202,211 @@ def test_cpsat_regression_wrong_optimum_with_hint() -> None:
     data = ProblemData(cl, jobs, CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5))
     assert brute_force(data, 10)[0] == 4
     for backend in BACKENDS:
-        assert solve(data, "exact", backend=backend).makespan == 4, backend
+        assert solve(data, "exact", backend=backend, relaxation=False).makespan == 4, backend
+
+
+# -- issue 11: the big-M trap, explicit horizons, honest statuses ----------------------
+
+CL222 = Cluster((2, 2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+
+
+def instance_a() -> ProblemData:
+    """Issue 11, instance A: four jobs of 2 to 4 GPUs on three 2-GPU servers; optimum 4.
+
+    Three jobs must split (G = 3, 3, 4 > 2 GPUs a server) and share servers of
+    2 GPUs: the old big-M ``min(O_s, jobs that may split) - 1 = 1`` forbade two
+    split jobs on a server while a third one is elsewhere, and HiGHS and CBC
+    "proved" 5.
+    """
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5)
+    rows = [("j0", 2, 6, 50.0, 0.3), ("j1", 3, 10, 100.0, 0.2)]
+    rows += [("j2", 3, 4, 200.0, 0.3), ("j3", 4, 8, 100.0, 0.3)]
+    jobs = tuple(
+        Job(id=i, num_gpus=g, iterations=f, gradient_mb=m, compute_seconds=c)
+        for i, g, f, m, c in rows
+    )
+    return ProblemData(CL222, jobs, cost, name="issue11-A")
+
+
+def instance_b() -> ProblemData:
+    """Issue 11, instance B: three 3-GPU jobs (each must split) on three 2-GPU servers.
+
+    Optimum 11 (brute force). With the old big-M, horizon 13 gave "optimal 11,
+    bound 12", and horizon 11 an infeasible model reported as a time limit.
+    """
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=2.5)
+    jobs = tuple(
+        Job(id=f"j{k}", num_gpus=3, iterations=20, gradient_mb=100.0, compute_seconds=0.3)
+        for k in range(3)
+    )
+    return ProblemData(CL222, jobs, cost, name="issue11-B")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_issue11_instance_a(backend: str) -> None:
+    data = instance_a()
+    assert brute_force(data, 8)[0] == 4
+    res = solve(data, "exact", backend=backend, relaxation=False)
+    assert (res.status, res.makespan, res.lower_bound) == (Status.OPTIMAL, 4, 4)
+    assert evaluate(data, res.schedule, strict=True).makespan == 4  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "backend",
+    [
+        "cpsat",
+        pytest.param("highs", marks=pytest.mark.slow),  # 12 to 25 s a horizon (symmetric MIP)
+        pytest.param("cbc", marks=pytest.mark.slow),
+    ],
+)
+def test_issue11_instance_b_at_every_horizon(backend: str) -> None:
+    data = instance_b()
+    assert brute_force(data, 14)[0] == 11
+    for horizon in (10, 11, 12, 13):
+        res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=False)
+        assert res.lower_bound <= 11, horizon
+        assert res.makespan == 11, horizon  # the warm start is optimal here
+        assert res.status is Status.OPTIMAL, horizon
+        if horizon == 10:  # infeasible model: bound H + 1 = 11 proves the warm start
+            assert res.stats["model_bound"] == 11
+
+
+def test_model_bound_is_valid_beyond_the_horizon() -> None:
+    # bound 7.2 with horizon 9: every schedule ending by 9 ends at >= 8; others at >= 10
+    assert model_bound(7.2, 9) == 8
+    # a bound above the horizon (nothing ends by H) only proves H + 1
+    assert model_bound(12.0, 9) == 10
+    assert model_bound(None, 9, infeasible=True) == 10
+    # floating-point noise just above an integer is not rounded up a whole slot
+    assert model_bound(7.0 + 1e-7, 9) == 7
+    assert model_bound(None, 9) is None and model_bound(float("inf"), 9) is None
+
+
+def test_infeasible_model_with_a_feasible_warm_start_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A model that rejects a schedule it must admit is a bug: ModelError, not a time limit."""
+    from sjfbco.formulations.common import Outcome
+    from sjfbco.formulations.ilp import TimeIndexedILP
+
+    def infeasible(self: object, *args: object, **kw: object) -> Outcome:
+        return Outcome(
+            proven=False, has_solution=False, objective=None, bound=None, infeasible=True
+        )
+
+    monkeypatch.setattr(TimeIndexedILP, "solve", infeasible)
+    with pytest.raises(ModelError, match="infeasible, but a schedule"):
+        solve(instance_b(), "exact", backend="highs", time_limit=5, relaxation=False)
+
+
+def test_bound_above_a_feasible_makespan_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from sjfbco.formulations.nonconvex import NonconvexModel
+
+    real = NonconvexModel.solve
+
+    def lying(self: NonconvexModel, **kw: object) -> object:
+        out = real(self, **kw)  # type: ignore[arg-type]
+        return replace(out, bound=(out.objective or 0) + 1)
+
+    monkeypatch.setattr(NonconvexModel, "solve", lying)
+    with pytest.raises(ModelError, match="above the feasible makespan"):
+        solve(instance_b(), "exact", backend="cpsat", horizon=13, relaxation=False)
+
+
+def _check_trap(data: ProblemData, offset: int) -> None:
+    """Every backend at horizon ``optimum + offset``: never a bound above the optimum,
+    never a makespan below it, ``optimal`` exactly when the bound meets the makespan,
+    and the optimum itself whenever the horizon admits it."""
+    upper = int(evaluate(data, serial_schedule(data)).makespan)
+    opt, _ = brute_force(data, upper)
+    assert opt is not None
+    horizon = max(1, opt + offset)
+    for backend in BACKENDS:
+        res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=False)
+        assert res.lower_bound <= opt, (backend, horizon, res.lower_bound, opt)
+        assert res.makespan >= opt
+        assert res.makespan == evaluate(data, res.schedule).makespan  # type: ignore[arg-type]
+        assert (res.status is Status.OPTIMAL) == (res.lower_bound == res.makespan)
+        if horizon >= opt:  # the model holds an optimal schedule and solves to the end
+            assert (res.status, res.makespan) == (Status.OPTIMAL, opt), backend
+        else:  # infeasible model: the bound is H + 1
+            assert res.lower_bound >= horizon + 1
+
+
+@settings(max_examples=8)
+@given(trap_instances(max_jobs=3), st.sampled_from([0, 1, -1, 3]))
+def test_trap_backends_against_brute_force(data: ProblemData, offset: int) -> None:
+    _check_trap(data, offset)
+
+
+@pytest.mark.slow
+@settings(max_examples=150)
+@given(trap_instances(max_jobs=4), st.sampled_from([0, 1, -1, -2, 3]))
+def test_trap_backends_against_brute_force_many(data: ProblemData, offset: int) -> None:
+    _check_trap(data, offset)
+
+
+# -- issue 17: one time limit, size estimates, refusal, the relaxation ------------------
+
+
+def test_model_too_large_is_refused_in_one_line() -> None:
+    from sjfbco.errors import LimitError
+
+    with pytest.raises(LimitError, match=r"about [\d,]+ variables.*--param max_memory_gb=N") as err:
+        solve(instance_a(), "exact", backend="highs", max_memory_gb=0.01, relaxation=False)
+    assert "\n" not in str(err.value)
+
+
+def test_size_estimate_matches_the_built_models() -> None:
+    """The estimate (no model built) within 10% (and 20 variables) of what each backend builds."""
+    from sjfbco.formulations.ilp import TimeIndexedILP
+    from sjfbco.formulations.nonconvex import NonconvexModel
+    from sjfbco.formulations.size import estimate
+
+    for data, horizon in ((instance_a(), 6), (_contention_instance(), 9)):
+        for backend, model in (("highs", TimeIndexedILP), ("cpsat", NonconvexModel)):
+            est = estimate(data, backend, horizon).variables
+            real = model(data, horizon).size()["variables"]
+            assert abs(est - real) <= 0.1 * real + 20, (backend, est, real)
+
+
+def test_build_past_its_deadline_stops() -> None:
+    import time
+
+    from sjfbco.formulations.common import BuildTimeout
+    from sjfbco.formulations.nonconvex import NonconvexModel
+
+    with pytest.raises(BuildTimeout):
+        NonconvexModel(instance_b(), 13, deadline=time.perf_counter() - 1)
+
+
+def test_budget_shares_one_limit() -> None:
+    from sjfbco.solvers.exact import Budget
+
+    b = Budget(10.0)
+    assert b.share(0.15) == pytest.approx(1.5, abs=0.01)
+    left = b.left()
+    assert left is not None and 9.9 < left <= 10.0
+    unlimited = Budget(None)
+    assert unlimited.left() is None and unlimited.share(0.15, 60.0) == 60.0
+
+
+def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:
+    """With the warm start and relaxation using the whole (tiny) budget, no model is built."""
+    data = instance_b()
+    res = solve(data, "exact", backend="highs", time_limit=0.01)
+    assert res.schedule is not None and res.makespan >= 11
+    assert res.lower_bound <= 11
+    assert res.status in (Status.TIME_LIMIT, Status.OPTIMAL)
+    if res.status is Status.OPTIMAL:
+        assert res.lower_bound == res.makespan
+
+
+def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
+    """Instance B: the relaxation (bound 8: two jobs side by side at contention 1, see
+    test_relaxation.py) runs before the model, which then proves 11."""
+    res = solve(instance_b(), "exact", backend="cpsat")
+    assert res.stats["relaxation"]["bound"] == 8
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11

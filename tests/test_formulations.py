@@ -282,6 +282,9 @@ def test_formulate_writes_model(
     assert main(["formulate", str(EXAMPLE), "--kind", kind, "-o", str(out), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert out.exists() and info["kind"] == kind and info["size"]["variables"] > 0
+    if kind != "paper-ilp":  # the estimate, printed before building, is within 5%
+        est, real = info["estimate"]["variables"], info["size"]["variables"]
+        assert abs(est - real) <= 0.05 * real
 
 
 def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -304,6 +307,7 @@ def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     text = capsys.readouterr().out
     assert "horizon 95" in text and "LP-relaxation lower bound" in text
+    assert text.startswith("estimate: highs model, horizon 95 slots: about ")
 
 
 @pytest.mark.parametrize(

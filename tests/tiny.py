@@ -55,3 +55,38 @@ def tiny_instances(
         for k in range(n)
     )
     return ProblemData(cluster, jobs, cost, name="tiny")
+
+
+@st.composite
+def trap_instances(draw: st.DrawFn, max_jobs: int = 4) -> ProblemData:
+    """Small servers and many jobs that must split: the big-M trap of issue 11.
+
+    3 servers of 1 or 2 GPUs and 3 to ``max_jobs`` jobs, most of 3 GPUs, so
+    every such job splits and more jobs may split on a server than it has GPUs
+    (the level row's big-M must cover every split job that can share the server
+    while the row's own job is elsewhere). 8 to 24 iterations (2 to 6 slots
+    alone) make running two split jobs side by side pay, and gradients of 50 to
+    200 MB make contention slow them. With the old big-M (``min(O_s, jobs) - 1``)
+    HiGHS was wrong on 9 of 40 such instances.
+    """
+    # hypothesis favours the first option of sampled_from: put the trap first
+    caps = tuple(draw(st.lists(st.sampled_from([2, 2, 2, 1]), min_size=3, max_size=3)))
+    cost = CostParams(
+        xi1=draw(st.sampled_from([1.0, 0.5])),
+        xi2=0.01,
+        alpha=draw(st.sampled_from([0.275, 0.0, 1.0])),
+        slot_seconds=2.5,
+    )
+    cluster = Cluster(caps, bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    n = draw(st.integers(3, max_jobs))
+    jobs = tuple(
+        Job(
+            id=f"j{k}",
+            num_gpus=draw(st.sampled_from([3, 3, 3, 2])),
+            iterations=draw(st.sampled_from([20, 8, 12, 16, 24])),
+            gradient_mb=draw(st.sampled_from([200.0, 100.0, 50.0])),
+            compute_seconds=draw(st.sampled_from([0.2, 0.3])),
+        )
+        for k in range(n)
+    )
+    return ProblemData(cluster, jobs, cost, name="trap")

@@ -71,6 +71,12 @@ def run(args: argparse.Namespace) -> int:
             name, _, ev = best_warm_start(data)
             horizon = int(ev.makespan)
             info["horizon_from"] = name
+        from sjfbco.formulations.size import estimate
+
+        est = estimate(data, "cpsat" if args.kind == "nonconvex" else "highs", horizon)
+        info["estimate"] = est.as_dict()
+        if not args.json:  # before building: a big model takes a while
+            print(f"estimate: {est.line()}", flush=True)
         if args.kind == "ilp":
             from sjfbco.formulations.ilp import TimeIndexedILP, lp_bound
 

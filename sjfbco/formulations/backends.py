@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -38,14 +39,17 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
     """``pulp.HiGHS`` that passes the variables' initial values as a MIP start
     and keeps the model status and the dual bound."""
 
-    def __init__(self, warm: bool, **kw: Any):
+    def __init__(self, warm: bool, deadline: float | None = None, **kw: Any):
         super().__init__(**kw)
         self.warm = warm
+        self.deadline = deadline
         self.model_status: Any = None
         self.dual_bound: float | None = None
 
     def callSolver(self, lp: Any) -> None:
         h = lp.solverModel
+        if self.deadline is not None:  # PuLP's model transfer took part of the time
+            h.setOptionValue("time_limit", max(0.05, self.deadline - time.perf_counter()))
         if self.warm:
             values = [0.0] * h.getNumCol()
             have = False
@@ -68,21 +72,50 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
         self.dual_bound = float(bound) if bound is not None and abs(bound) < 1e29 else None
 
 
-def _cbc(time_limit: float | None, threads: int | None, warm: bool, log: str) -> Any:
+class _Deadline:
+    """Mixin for PuLP's CBC commands: ``timeLimit`` is what is left of a deadline when
+    the command line is built, after PuLP has written the model file (which can
+    take a good share of the time on a large model)."""
+
+    deadline: float | None = None
+    _limit: float | None = None
+
+    @property
+    def timeLimit(self) -> float | None:
+        if self.deadline is None:
+            return self._limit
+        return round(max(0.5, self.deadline - time.perf_counter()), 2)
+
+    @timeLimit.setter
+    def timeLimit(self, value: float | None) -> None:
+        self._limit = value
+
+
+class _CoinCmd(_Deadline, pulp.COIN_CMD):  # type: ignore[misc, name-defined, unused-ignore]
+    pass
+
+
+def _cbc(deadline: float | None, threads: int | None, warm: bool, log: str, gap_abs: float) -> Any:
     """The CBC command: ``COIN_CMD`` when a ``cbc`` binary is installed, else PuLP's bundled one."""
     kw: dict[str, Any] = {
         "msg": False,
-        "timeLimit": time_limit,
+        "gapRel": 0.0,
+        "gapAbs": gap_abs,
         "warmStart": warm,
         "threads": threads,
         "logPath": log,
     }
-    coin = pulp.COIN_CMD(**kw)
-    if coin.available():
-        return coin
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return pulp.PULP_CBC_CMD(**kw)
+    coin: Any = _CoinCmd(**kw)
+    if not coin.available():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+
+            class _PulpCbc(_Deadline, pulp.PULP_CBC_CMD):  # type: ignore[misc, name-defined, unused-ignore]
+                pass
+
+            coin = _PulpCbc(**kw)
+    coin.deadline = deadline
+    return coin
 
 
 def solve_mip(
@@ -93,6 +126,7 @@ def solve_mip(
     threads: int | None = None,
     warm: bool = False,
     relax: bool = False,
+    gap_abs: float = 0.0,
 ) -> MipOutcome:
     """Solve ``prob`` (a minimisation) with ``backend`` and report what was proven.
 
@@ -101,27 +135,47 @@ def solve_mip(
     backend
         ``"highs"`` (highspy through ``pulp.HiGHS``) or ``"cbc"``.
     time_limit
-        Seconds, or ``None`` for no limit.
+        Seconds for the whole call, or ``None`` for no limit: PuLP's transfer of
+        the model (to highspy, or an MPS file for CBC) counts, and the solver
+        gets what is left of it when it starts.
     warm
         Pass the variables' current values (``setInitialValue``) as a MIP start.
     relax
         Solve the LP relaxation instead (``proven`` then means the LP optimum).
+    gap_abs
+        Stop once incumbent minus bound is at most this. The relative gap is
+        always 0 (HiGHS's default 1e-4 would stop a 10,000-slot makespan a whole
+        slot early); a model whose objective takes whole values may pass
+        ``gap_abs < 1`` and lose nothing. Whether a run proved its optimum is
+        decided by the caller from the bound, never from the solver's word.
     """
     if backend not in MILP_BACKENDS:
         raise InputError(f"unknown MILP backend {backend!r}; known: {', '.join(MILP_BACKENDS)}")
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     with stdout_to_stderr():
         if backend == "highs":
-            return _solve_highs(prob, time_limit, threads, warm, relax)
-        return _solve_cbc(prob, time_limit, threads, warm, relax)
+            return _solve_highs(prob, deadline, threads, warm, relax, gap_abs)
+        return _solve_cbc(prob, deadline, threads, warm, relax, gap_abs)
 
 
 def _solve_highs(
-    prob: pulp.LpProblem, time_limit: float | None, threads: int | None, warm: bool, relax: bool
+    prob: pulp.LpProblem,
+    deadline: float | None,
+    threads: int | None,
+    warm: bool,
+    relax: bool,
+    gap_abs: float,
 ) -> MipOutcome:
     import highspy
 
     solver = _HiGHSWarm(
-        warm and not relax, mip=not relax, msg=False, timeLimit=time_limit, threads=threads
+        warm and not relax,
+        deadline,
+        mip=not relax,
+        msg=False,
+        threads=threads,
+        gapRel=0.0,
+        gapAbs=gap_abs,
     )
     prob.solve(solver)
     st = solver.model_status
@@ -133,8 +187,8 @@ def _solve_highs(
     bound = solver.dual_bound
     if relax:
         bound = objective if proven else None
-    elif proven and objective is not None:
-        bound = objective if bound is None else max(bound, objective - 1e-6)
+    elif proven and objective is not None:  # stopped at a gap of at most gap_abs
+        bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
     return MipOutcome(proven, has_solution, objective, bound, infeasible, str(st))
 
 
@@ -144,11 +198,16 @@ _CBC_LOWER = re.compile(r"^Lower bound:\s+(-?[0-9.eE+]+)", re.MULTILINE)
 
 
 def _solve_cbc(
-    prob: pulp.LpProblem, time_limit: float | None, threads: int | None, warm: bool, relax: bool
+    prob: pulp.LpProblem,
+    deadline: float | None,
+    threads: int | None,
+    warm: bool,
+    relax: bool,
+    gap_abs: float,
 ) -> MipOutcome:
     with tempfile.TemporaryDirectory(prefix="sjfbco-cbc-") as tmp:
         log = str(Path(tmp) / "cbc.log")
-        solver = _cbc(time_limit, threads, warm and not relax, log)
+        solver = _cbc(deadline, threads, warm and not relax, log, gap_abs)
         solver.mip = not relax
         prob.solve(solver)
         text = Path(log).read_text(errors="replace") if Path(log).exists() else ""
@@ -165,6 +224,6 @@ def _solve_cbc(
     found = _CBC_LOWER.findall(text) or _CBC_BOUND.findall(text)
     if found:
         bound = float(found[-1])
-    if proven and objective is not None:
-        bound = objective
+    if proven and objective is not None:  # stopped at a gap of at most gap_abs
+        bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
     return MipOutcome(proven, has_solution, objective, bound, infeasible, message)

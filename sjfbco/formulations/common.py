@@ -14,7 +14,9 @@ Units: slots throughout.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import math
+import time
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -34,6 +36,39 @@ MAX_PATTERNS = 5000
 #: Most servers the exact models enumerate patterns over (a pattern holds one count per
 #: server, so pattern enumeration costs servers x patterns).
 MAX_SERVERS = 200
+
+
+#: Slack when rounding a solver's floating-point bound up to a slot boundary.
+#: HiGHS and CBC bounds carry feasibility tolerances (1e-6 by default, with
+#: MIP gaps set to 0); 1e-3 slots absorbs them. The price: a bound whose true
+#: value lies in ``(k, k + 1e-3]`` is reported as ``k``, still valid.
+BOUND_TOL = 1e-3
+
+
+def model_bound(bound: float | None, horizon: int, *, infeasible: bool = False) -> int | None:
+    """A model's bound, made valid for the whole problem, in whole slots.
+
+    A time-indexed model with horizon ``H`` only sees schedules ending by ``H``,
+    so its bound ``L`` says "every schedule with makespan ``<= H`` has makespan
+    ``>= L``". Either the optimum is ``<= H`` (then it is ``>= L``) or it is
+    ``> H`` (then, being whole slots, ``>= H + 1``). Hence ``min(ceil(L), H + 1)``
+    bounds the optimum either way; an infeasible model gives ``H + 1``.
+    """
+    if infeasible:
+        return horizon + 1
+    if bound is None or not math.isfinite(bound):
+        return None
+    return min(math.ceil(bound - BOUND_TOL), horizon + 1)
+
+
+class BuildTimeout(Exception):
+    """A model's construction passed its deadline (the caller reports a time limit)."""
+
+
+def check_deadline(deadline: float | None, what: str) -> None:
+    """Raise :class:`BuildTimeout` once ``time.perf_counter()`` is past ``deadline``."""
+    if deadline is not None and time.perf_counter() > deadline:
+        raise BuildTimeout(f"building the {what} ran out of time")
 
 
 def require_slotted(data: ProblemData, what: str) -> None:
@@ -91,6 +126,23 @@ def identical_server_groups(data: ProblemData) -> list[list[int]]:
     for s, o in enumerate(data.cluster.gpus_per_server):
         groups.setdefault(o, []).append(s)
     return [g for g in groups.values()]
+
+
+def identical_job_groups(data: ProblemData) -> list[list[int]]:
+    """Jobs grouped by every field the model reads (all but the id, the model label
+    and ``rho_hat``); groups of two or more, each in input order.
+
+    Two such jobs are interchangeable: swapping their placements and starts maps a
+    schedule to one of the same makespan, so a model may order their starts.
+    """
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for j, job in enumerate(data.jobs):
+        # every field but the name, the model label and the estimate rho_hat
+        key = tuple(
+            getattr(job, f.name) for f in fields(job) if f.name not in ("id", "model", "rho_hat")
+        )
+        groups.setdefault(key, []).append(j)
+    return [g for g in groups.values() if len(g) > 1]
 
 
 class _TooMany(Exception):

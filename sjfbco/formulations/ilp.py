@@ -15,7 +15,7 @@ MILP solver, ``solve`` runs HiGHS or CBC (see :mod:`sjfbco.formulations.backends
 
 from __future__ import annotations
 
-import math
+import itertools
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,10 +30,13 @@ from sjfbco.formulations.common import (
     Pattern,
     Patterns,
     Plan,
+    check_deadline,
     duration,
+    identical_job_groups,
     kept_levels,
     level_cap,
     max_level,
+    model_bound,
     model_patterns,
     rate,
     require_slotted,
@@ -46,6 +49,10 @@ if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
 Expr = Any  # pulp.LpAffineExpression
+
+#: Absolute MIP gap for the time-indexed ILP: its objective ``C`` is integral, so
+#: incumbent - bound < 1 - 2 BOUND_TOL already rounds the bound up to the incumbent.
+INTEGRAL_GAP = 0.99
 
 
 @dataclass
@@ -123,6 +130,12 @@ class TimeIndexedILP:
         Write the cumulative sums through continuous step variables
         ``S[t] = S[t-1] + x[t]`` (same LP, far fewer non-zeros; default) instead
         of expanding every sum.
+    lower
+        A known lower bound on the makespan (slots), e.g. the contention-free
+        relaxation's; ``C`` starts at the largest of it and the closed forms.
+    deadline
+        ``time.perf_counter()`` value by which construction must end, else
+        :class:`~sjfbco.formulations.common.BuildTimeout`.
     """
 
     def __init__(
@@ -133,10 +146,14 @@ class TimeIndexedILP:
         patterns: Patterns | None = None,
         relax: bool = False,
         sparse: bool = True,
+        lower: int | None = None,
+        deadline: float | None = None,
     ):
         require_slotted(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
+        self.lower = lower
+        self.deadline = deadline
         self.patterns = model_patterns(data, self.horizon, patterns)
         self.relax = relax
         self.sparse = sparse
@@ -152,13 +169,14 @@ class TimeIndexedILP:
 
     def _build(self) -> None:
         data, H, prob = self.data, self.horizon, self.prob
-        lb = lower_bound(data)
+        lb = max(lower_bound(data), self.lower or 0)
         self.C = prob.add_variable(
             "C", lb, H, cat=pulp.LpContinuous if self.relax else pulp.LpInteger
         )
         prob += self.C
         for j, job in enumerate(data.jobs):
             row: list[_PatVars] = []
+            check_deadline(self.deadline, "time-indexed ILP")
             for i, pat in enumerate(self.patterns[j]):
                 pv = self._pattern_vars(j, i, pat, job.arrival)
                 if pv is not None:
@@ -173,18 +191,29 @@ class TimeIndexedILP:
             prob += (pulp.lpSum(pv.end_expr() for pv in row) <= self.C, f"makespan_{j}")
         self._capacity()
         self._contention()
+        self._order_identical_jobs()
+
+    def _order_identical_jobs(self) -> None:
+        """Interchangeable jobs start in input order (ties allowed).
+
+        Valid: sort a schedule's (start, placement) pairs within each group of
+        identical jobs and hand them out in input order; the makespan is the
+        same. Permuting identical servers afterwards (to make the canonical job
+        canonical, see :class:`~sjfbco.formulations.common.Patterns`) moves no
+        start, so both symmetry cuts hold together.
+        """
+        for group in identical_job_groups(self.data):
+            for j, k in itertools.pairwise(group):
+                start_j = pulp.lpSum(a * v for pv in self.pvars[j] for a, v in pv.x.items())
+                start_k = pulp.lpSum(a * v for pv in self.pvars[k] for a, v in pv.x.items())
+                self.prob += (start_j - start_k <= 0, f"order_{j}_{k}")
 
     def _pattern_vars(self, j: int, i: int, pat: Pattern, arrival: int) -> _PatVars | None:
         data, H, prob = self.data, self.horizon, self.prob
-        cap = level_cap(data, j, pat, self.top) if pat.split else 0
-        if pat.split and cap == 0:
+        dims = pattern_dims(data, j, pat, self.top, H)
+        if dims is None:
             return None
-        levels = kept_levels(data, j, pat, cap) if pat.split else [0]
-        fixed = len(levels) == 1 and cap == (self.top if pat.split else 0)
-        dmin = duration(data, j, pat, 1)
-        dmax = duration(data, j, pat, cap) if pat.split else dmin
-        if arrival + dmin > H:
-            return None
+        dmin, dmax, fixed, levels = dims
         pv = _PatVars(j, i, pat, dmin, dmax, fixed, levels=levels)
         tag = f"{j}_{i}"
         for a in range(arrival, H - dmin + 1):
@@ -201,6 +230,7 @@ class TimeIndexedILP:
         need = data.jobs[j].iterations
         progress = []
         for t in range(arrival, H):
+            check_deadline(self.deadline, "time-indexed ILP")
             z = pv.running(t)
             prob += (z >= 0, f"z_{tag}_{t}")
             for c in levels:
@@ -232,6 +262,7 @@ class TimeIndexedILP:
             if sum(pv.pattern.counts[s] for pv in users) <= cap:
                 continue  # never binding
             for t in range(self.horizon):
+                check_deadline(self.deadline, "time-indexed ILP")
                 terms = [pv.pattern.counts[s] * pv.running(t) for pv in users if _active(pv, t)]
                 if terms:
                     self.prob += (pulp.lpSum(terms) <= cap, f"cap_{s}_{t}")
@@ -241,35 +272,49 @@ class TimeIndexedILP:
 
         ``N[s,t]`` (continuous) counts the split jobs running on ``s`` in slot ``t``;
         for each job ``j`` (its split patterns ``q`` on ``s`` with levels):
-        ``sum_q sum_c c w[j,q,t,c] >= N[s,t] - M (1 - sum_q z[j,q,t])``. At most
-        one pattern of ``j`` runs, so this is the per-pattern constraint of docs/model.md
-        section 4 summed over ``j``'s patterns: same integer solutions, fewer rows.
+        ``sum_q sum_c c w[j,q,t,c] >= N[s,t] - M[j,s,t] (1 - sum_q z[j,q,t])``. At
+        most one pattern of ``j`` runs, so this is the per-pattern constraint of
+        docs/model.md section 4 summed over ``j``'s patterns: same integer solutions, fewer
+        rows.
+
+        ``M[j,s,t]`` must be at least the largest ``N[s,t]`` can be while none of
+        ``j``'s levelled patterns on ``s`` runs (the row must then be slack). Each
+        running split job holds at least one GPU of ``s``, so ``N[s,t] <= O_s``; and
+        ``N[s,t]`` counts at most one pattern per job: the other jobs with a split
+        pattern on ``s`` that can run in slot ``t``, plus ``j`` itself when it has a
+        constant-rate split pattern on ``s`` (which ``z`` does not include). So
+        ``M[j,s,t] = min(O_s, others(t) + [j fixed on s])`` (see ``docs/exact.md``,
+        issue 11: ``min(O_s, jobs) - 1`` was too small when ``O_s`` is below the
+        number of jobs that may split on ``s``).
         """
         caps = self.data.cluster.gpus_per_server
         for s in range(len(caps)):
+            check_deadline(self.deadline, "time-indexed ILP")
             splitters = [
                 pv for row in self.pvars for pv in row if pv.pattern.split and pv.pattern.counts[s]
             ]
             jobs_here = sorted({pv.job for pv in splitters})
             most = min(caps[s], len(jobs_here))  # split jobs that fit on s together
             if most <= 1:
-                continue
+                continue  # N[s,t] <= 1 <= every level: the rows are always slack
             for t in range(self.horizon):
+                check_deadline(self.deadline, "time-indexed ILP")
                 active = [o for o in splitters if _active(o, t)]
-                if len({o.job for o in active}) <= 1:
+                jobs_now = {o.job for o in active}
+                if len(jobs_now) <= 1:
                     continue
                 n_st = self.prob.add_variable(f"N_{s}_{t}", 0, most)
                 self.prob += (
                     n_st - pulp.lpSum(o.running(t) for o in active) == 0,
                     f"N_{s}_{t}_def",
                 )
-                for j in jobs_here:
+                for j in sorted(jobs_now):
                     mine = [o for o in active if o.job == j]
                     leveled = [o for o in mine if not o.fixed]
                     if not leveled:
                         continue
-                    # others that can share s; +1 when j may sit on s with a constant rate
-                    big_m = most - (0 if len(leveled) < len(mine) else 1)
+                    fixed_here = len(leveled) < len(mine)
+                    big_m = min(caps[s], len(jobs_now) - 1 + int(fixed_here))
                     lhs = pulp.lpSum(c * o.w[t, c] for o in leveled for c in o.levels)
                     z = pulp.lpSum(o.running(t) for o in leveled)
                     self.prob += (lhs - n_st - big_m * z >= -big_m, f"ctn_{j}_{s}_{t}")
@@ -338,8 +383,15 @@ class TimeIndexedILP:
         threads: int | None = None,
         warm: bool = False,
     ) -> MipOutcome:
+        # the objective C is a whole number of slots: stopping at a gap below 1 loses nothing
         return solve_mip(
-            self.prob, backend, time_limit=time_limit, threads=threads, warm=warm, relax=self.relax
+            self.prob,
+            backend,
+            time_limit=time_limit,
+            threads=threads,
+            warm=warm,
+            relax=self.relax,
+            gap_abs=INTEGRAL_GAP,
         )
 
     def plan(self) -> Plan:
@@ -360,6 +412,27 @@ class TimeIndexedILP:
             else:
                 end.append(max(pv.e.items(), key=lambda kv: kv[1].varValue or 0.0)[0])
         return Plan(tuple(counts), tuple(start), tuple(end))
+
+
+def pattern_dims(
+    data: ProblemData, j: int, pat: Pattern, top: int, horizon: int
+) -> tuple[int, int, bool, list[int]] | None:
+    """``(d_min, d_max, fixed, levels)`` of job ``j`` on ``pat`` in the ILP, or ``None``.
+
+    ``None`` when the pattern has no valid level (one iteration exceeds a slot
+    even at contention 1) or cannot end by the horizon. ``fixed``: the rate is
+    the same at every possible contention level, so the duration is ``d_min``.
+    """
+    cap = level_cap(data, j, pat, top) if pat.split else 0
+    if pat.split and cap == 0:
+        return None
+    levels = kept_levels(data, j, pat, cap) if pat.split else [0]
+    fixed = len(levels) == 1 and cap == (top if pat.split else 0)
+    dmin = duration(data, j, pat, 1)
+    if data.jobs[j].arrival + dmin > horizon:
+        return None
+    dmax = duration(data, j, pat, cap) if pat.split else dmin
+    return dmin, dmax, fixed, levels
 
 
 def _cumulative(steps: dict[int, Any], events: dict[int, Any], t: int) -> Expr:
@@ -408,17 +481,21 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
 def lp_bound(
     data: ProblemData, horizon: int, *, backend: str = "highs", time_limit: float | None = None
 ) -> float | None:
-    """LP-relaxation lower bound on the makespan, slots (rounded up to a boundary).
+    """LP-relaxation lower bound on the optimal makespan, slots (a whole number).
 
-    Valid when some schedule has makespan ``<= horizon`` (e.g. a heuristic's):
-    the relaxation then covers the optimum. Returns ``None`` if the LP was not
-    solved in time.
+    The relaxation's optimum ``L`` bounds every schedule ending by ``horizon``;
+    :func:`~sjfbco.formulations.common.model_bound` turns it into a bound valid
+    for every schedule, ``min(ceil(L), horizon + 1)`` (``horizon + 1`` when the
+    relaxation is infeasible). Returns ``None`` if the LP was not solved in time.
     """
     model = TimeIndexedILP(data, horizon, relax=True)
     out = model.solve(backend, time_limit=time_limit)
+    if out.infeasible:
+        return float(horizon + 1)
     if not out.proven or out.objective is None:
         return None
-    return float(math.ceil(out.objective - 1e-6))
+    mb = model_bound(out.objective, horizon)
+    return None if mb is None else float(mb)
 
 
 # --------------------------------------------------------------------------------------
@@ -472,10 +549,11 @@ class PaperILP:
 def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
     """The paper's reformulated ILP (eqs. 10 to 13) over a candidate set.
 
-    ``x[j][k]`` binary: job ``j`` follows candidate ``k``; ``sum_k x[j][k] = 1``
-    (eq. 11); ``x[j][k] = x[0][k]`` (eq. 12: one schedule for all jobs);
-    ``C >= x[j][k] * (a_j(y^k) + rho_j(y^k))`` (eq. 13, linear: the
-    candidates are constants); minimise ``C`` (eq. 10). Its optimum is the
+    Minimise ``max_j x[j][k] (a_j(y^k) + rho_j(y^k))`` (eq. 10), written
+    linearly as minimise ``C`` subject to ``C >= x[j][k] (a_j(y^k) + rho_j(y^k))``
+    (the candidates are constants); ``sum_k x[j][k] = 1`` (eq. 11);
+    ``x[j][k] = x[0][k]`` (eq. 12: one schedule for all jobs); ``x[j][k]``
+    binary, job ``j`` follows candidate ``k`` (eq. 13). Its optimum is the
     best candidate's makespan.
     """
     if not candidates:
@@ -499,15 +577,17 @@ def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
 def theta_program(
     data: ProblemData, candidates: Sequence[Candidate], theta: float, *, u: float = 1.0
 ) -> PaperILP:
-    """The paper's ``theta``-feasibility program (eqs. 14 to 16) over a candidate set.
+    """The paper's ``theta`` program (eqs. 14 to 16) over a candidate set.
 
-    With estimates ``rho_hat_j`` (``Job.rho_hat``; else the job's execution time
-    in candidate ``k``), each job picks one candidate placement
-    (``sum_k x[j][k] = 1``, eq. 15) and charges ``rho_hat_j / u`` to every GPU
-    it uses there; every GPU's total must stay within ``theta`` (eq. 14);
-    ``x`` binary (eq. 16). The objective is 0: the program asks only whether a
-    choice exists. Unlike eqs. 10-13, jobs may pick different candidates (the
-    candidates supply placements, the loads decide).
+    The paper's objective (eq. 14) is the smallest load limit ``theta``; SJF-BCO
+    searches ``theta`` by bisection, so this builds the feasibility question
+    for one ``theta`` (objective 0). With estimates ``rho_hat_j``
+    (``Job.rho_hat``; else the job's execution time in candidate ``k``), each
+    job picks one candidate placement (``sum_k x[j][k] = 1`` and ``x`` binary,
+    as eqs. 11 and 13) and charges ``rho_hat_j / u`` to every GPU it uses
+    there: a GPU's estimated load is the sum of those charges (eq. 15), and it
+    must stay within ``theta`` (eq. 16). Unlike eqs. 10-13, jobs may pick
+    different candidates (the candidates supply placements, the loads decide).
     """
     if not candidates:
         raise ValueError("the theta program needs at least one candidate schedule")

@@ -26,6 +26,7 @@ Jobs that cannot split have a constant duration per pattern.
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,7 +37,9 @@ from sjfbco.formulations.common import (
     Outcome,
     Patterns,
     Plan,
+    check_deadline,
     duration,
+    identical_job_groups,
     level_cap,
     max_level,
     model_patterns,
@@ -79,6 +82,12 @@ class NonconvexModel:
         Add the "not finished before its last slot" half of eq. 9, so ``T[j]``
         is the exact completion of every job (default). Without it ``T[j]`` is
         only an upper bound; the optimal makespan is the same.
+    lower
+        A known lower bound on the makespan (slots); ``C`` starts at the largest
+        of it and the closed forms.
+    deadline
+        ``time.perf_counter()`` value by which construction must end, else
+        :class:`~sjfbco.formulations.common.BuildTimeout`.
     """
 
     def __init__(
@@ -88,6 +97,8 @@ class NonconvexModel:
         *,
         patterns: Patterns | None = None,
         exact_ends: bool = True,
+        lower: int | None = None,
+        deadline: float | None = None,
     ):
         from ortools.sat.python import cp_model
 
@@ -96,6 +107,8 @@ class NonconvexModel:
         self.horizon = int(horizon)
         self.patterns = model_patterns(data, self.horizon, patterns)
         self.exact_ends = exact_ends
+        self.lower = lower
+        self.deadline = deadline
         self.top = max_level(data, self.patterns)
         self.model = cp_model.CpModel()
         self.jobs: list[_JobVars] = []
@@ -107,6 +120,7 @@ class NonconvexModel:
         caps = data.cluster.gpus_per_server
         S = len(caps)
         for j, job in enumerate(data.jobs):
+            check_deadline(self.deadline, "non-convex model")
             pats = self.patterns[j]
             caps_lvl = [level_cap(data, j, q, self.top) if q.split else 0 for q in pats]
             usable = [
@@ -158,7 +172,11 @@ class NonconvexModel:
                 cap,
             )
         self._contention()
-        C = m.new_int_var(int(lower_bound(data)), H, "C")
+        # interchangeable jobs start in input order (valid: see TimeIndexedILP)
+        for group in identical_job_groups(data):
+            for j, k in itertools.pairwise(group):
+                m.add(self.jobs[j].start <= self.jobs[k].start)
+        C = m.new_int_var(min(H, max(int(lower_bound(data)), self.lower or 0)), H, "C")
         m.add_max_equality(C, [jv.end for jv in self.jobs])
         m.minimize(C)
         self.C = C
@@ -180,9 +198,11 @@ class NonconvexModel:
                     m.add(b == sum(jv.use[k] for k in pats))
                     on[j, s] = b
         for j in splitters:
+            check_deadline(self.deadline, "non-convex model")
             jv = self.jobs[j]
             lo = data.jobs[j].arrival
             for t in range(lo, H):
+                check_deadline(self.deadline, "non-convex model")
                 r = m.new_bool_var(f"r_{j}_{t}")
                 started = m.new_bool_var(f"st_{j}_{t}")  # a <= t
                 m.add(jv.start <= t).only_enforce_if(started)
@@ -198,6 +218,7 @@ class NonconvexModel:
             if len(here) < 2:
                 continue
             for t in range(H):
+                check_deadline(self.deadline, "non-convex model")
                 terms = []
                 for j in here:
                     if t not in self.jobs[j].run:
@@ -217,27 +238,33 @@ class NonconvexModel:
         S = data.cluster.num_servers
         width = top + 1
         for j in splitters:
+            check_deadline(self.deadline, "non-convex model")
             jv = self.jobs[j]
             job = data.jobs[j]
             pats = self.patterns[j]
-            # table[k * width + p] = iterations per slot on k servers at contention p
-            kmax = max(q.num_servers for q in pats)
+            # A pattern's rate depends on its server count and (extended cost model,
+            # node sharing) on its GPUs on its fullest server: one table row per
+            # such class, table[row * width + p] = iterations per slot at contention p.
+            classes = sorted({(q.num_servers, max(q.counts)) for q in pats})
+            row_of = {c: i for i, c in enumerate(classes)}
             table = []
-            for k in range(kmax + 1):
-                q = next((q for q in pats if q.num_servers == k), None)
+            for c in classes:
+                q = next(q for q in pats if (q.num_servers, max(q.counts)) == c)
                 for p in range(width):
-                    if q is None or k == 0:
-                        table.append(0)
-                    elif not q.split:
+                    if not q.split:
                         table.append(int(rate(data, j, q, 0)))
                     elif p > level_cap(data, j, q, top):
                         table.append(-1)  # forbidden: tau > 1 slot
                     else:
                         table.append(int(rate(data, j, q, max(p, 1))))
-            nserv = m.new_int_var(1, kmax, f"k_{j}")
-            m.add(nserv == sum(q.num_servers * jv.use[k] for k, q in enumerate(pats)))
+            nserv = m.new_int_var(0, len(classes) - 1, f"k_{j}")
+            m.add(
+                nserv
+                == sum(row_of[q.num_servers, max(q.counts)] * jv.use[k] for k, q in enumerate(pats))
+            )
             total, before_last = [], []
             for t, r in jv.run.items():
+                check_deadline(self.deadline, "non-convex model")
                 parts = []
                 for s in range(S):
                     if (j, s) not in on:

@@ -1,51 +1,63 @@
 """The exact solver ``"exact"``: certified optima of small instances (docs/model.md section 4).
 
-``solve(data, "exact", backend="highs" | "cbc" | "cpsat", time_limit=...)``:
+``solve(data, "exact", backend="cpsat" | "highs" | "cbc", time_limit=...)``, every
+phase inside the one time limit (``docs/exact.md``, "Time and memory"):
 
-1. a warm start: the best schedule of the registered heuristics (``sjf-bco``,
-   ``ls``, ``ff``, ``fifo-gang``, whichever exist) and of a serial schedule
-   (every job alone on its best placement, one after another);
-2. the horizon ``H``: the warm start's makespan under the evaluator, so the
+1. a warm start: the best schedule of the registered heuristics (``best`` when
+   registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
+   schedule (every job alone on its best placement, one after another);
+2. the contention-free relaxation (:mod:`sjfbco.bounds.relaxation`): a lower
+   bound, and its schedule as one more warm-start candidate;
+3. the horizon ``H``: the best candidate's makespan under the evaluator, so the
    model only looks for schedules at least as good;
-3. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
+4. the model's size, estimated before it is built
+   (:func:`~sjfbco.formulations.size.estimate`) and refused above the cap;
+5. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
    on HiGHS or CBC, or the non-convex program
    (:class:`~sjfbco.formulations.nonconvex.NonconvexModel`) on CP-SAT;
-4. the answer: status ``optimal`` only when the backend proves it (or the
-   makespan meets a lower bound), ``time limit`` with the incumbent and the
-   best bound otherwise. The schedule (patterns turned into GPUs greedily in
-   start order) is scored by the evaluator like every other; the lower bound
-   is the best of the backend's bound, the LP relaxation and the closed forms.
+6. the answer: ``optimal`` only when the best valid bound meets the evaluated
+   makespan, ``time limit`` with the incumbent and the best bound when the
+   clock ends the run. The schedule (patterns turned into GPUs greedily in
+   start order) is scored by the evaluator like every other.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from sjfbco import progress
 from sjfbco.bounds import lower_bound
-from sjfbco.cost import best_shape, fill_shape, min_run_time
-from sjfbco.errors import InputError
+from sjfbco.cost import ConfigurationError, best_shape, fill_shape, min_run_time
+from sjfbco.errors import InputError, LimitError
 from sjfbco.evaluate import evaluate
+from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers.common import check_choice
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
-
-if TYPE_CHECKING:
-    from sjfbco.problem import ProblemData
 
 log = logging.getLogger(__name__)
 
 Backend = Literal["highs", "cbc", "cpsat"]
 #: The exact solver's backends: two MILP solvers on the time-indexed ILP, and CP-SAT.
 EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
-#: Share of the time limit the model gets when an LP bound may follow.
-LP_SHARE_KEPT = 0.9
-#: Heuristics tried for the warm start, when registered.
-WARM_SOLVERS = ("sjf-bco", "ls", "ff", "fifo-gang")
+#: Heuristics tried for the warm start, when registered (``best``: issue 10's anytime solver).
+WARM_SOLVERS = ("best", "sjf-bco", "ls", "ff", "fifo-gang")
+#: Shares of the time limit: the anytime heuristic ``best``, the relaxation, the LP bound.
+BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.15, 0.1
+#: Seconds for the relaxation when there is no time limit.
+UNLIMITED_RELAXATION_S = 60.0
+#: Seconds kept back at the end for turning the model's answer into a schedule.
+FINISH_MARGIN_S = 1.0
+#: Seconds per estimated variable to build a model and hand it to the solver
+#: (measured, rounded up; for HiGHS and CBC PuLP's build and its transfer to the
+#: solver take about as long each): a build that cannot finish in the time left
+#: is not started.
+BUILD_S_PER_VARIABLE = {"highs": 1.2e-3, "cbc": 1.2e-3, "cpsat": 2.5e-4}
 
 
 @dataclass(frozen=True)
@@ -55,24 +67,34 @@ class ExactParams:
     Parameters
     ----------
     backend
-        ``"highs"`` (time-indexed ILP, highspy through PuLP), ``"cbc"`` (same
-        ILP, CBC) or ``"cpsat"`` (non-convex model, OR-Tools CP-SAT).
+        ``"cpsat"`` (non-convex model, OR-Tools CP-SAT; the fastest, default),
+        ``"highs"`` (time-indexed ILP, highspy through PuLP) or ``"cbc"`` (same
+        ILP, CBC).
     horizon
         Override the horizon (slots); default: the warm start's makespan.
     warm_start
         Use heuristics' schedules as warm start / hint (the horizon always
         comes from the best of them).
+    relaxation
+        Solve the contention-free relaxation first: a lower bound and a warm
+        start (:mod:`sjfbco.bounds.relaxation`).
     lp_bound
-        Also compute the LP-relaxation bound when optimality is not proven.
+        Also compute the time-indexed ILP's LP-relaxation bound when optimality
+        is not proven (builds the ILP once more; off by default).
     threads
         Solver threads (CP-SAT workers; HiGHS and CBC threads).
+    max_memory_gb
+        Cap on the model's estimated peak memory (GB): a bigger model is
+        refused before it is built (``sjfbco.formulations.size``).
     """
 
-    backend: Backend = "highs"
+    backend: Backend = "cpsat"
     horizon: int | None = None
     warm_start: bool = True
-    lp_bound: bool = True
+    relaxation: bool = True
+    lp_bound: bool = False
     threads: int = 2
+    max_memory_gb: float = 3.0
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, Backend)
@@ -82,6 +104,9 @@ class ExactParams:
             raise InputError(f"horizon: must be a positive integer, got {self.horizon!r}")
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
             raise InputError(f"threads: must be a positive integer, got {self.threads!r}")
+        gb = self.max_memory_gb
+        if isinstance(gb, bool) or not isinstance(gb, int | float) or not 0 < gb < 1e6:
+            raise InputError(f"max_memory_gb: must be a number of GB > 0, got {gb!r}")
 
 
 def serial_schedule(data: ProblemData) -> Schedule:
@@ -103,23 +128,38 @@ def serial_schedule(data: ProblemData) -> Schedule:
         t = max(t, job.arrival)
         gpus.append(pairs)
         start.append(t)
-        t += math.ceil(min_run_time(job, data) - 1e-9)
+        t += math.ceil(min_run_time(job, data))  # whole slots in the slotted model
     return Schedule.build(gpus, start)
 
 
 def warm_candidates(
     data: ProblemData, *, seed: int = 0, time_limit: float | None = None
 ) -> list[tuple[str, Schedule, Evaluation]]:
-    """Schedules of the registered heuristics and the serial one, each evaluated."""
+    """Schedules of the registered heuristics and the serial one, each evaluated.
+
+    ``time_limit`` (seconds) bounds them all together: the anytime solver
+    ``best`` (when registered) gets two thirds of it, the others what is left.
+    Without a limit ``best`` is skipped (an anytime search needs a budget; the
+    run stays deterministic). The serial schedule is always there (it takes no
+    search).
+    """
     from sjfbco.solvers.api import solve
 
+    deadline = None if time_limit is None else time.perf_counter() + time_limit
     out: list[tuple[str, Schedule, Evaluation]] = []
     for k, name in enumerate(WARM_SOLVERS):
         if name not in SOLVERS:
             continue
+        left = None if deadline is None else deadline - time.perf_counter()
+        if left is not None and left < 0.01:
+            break
+        if name == "best":
+            if left is None:
+                continue
+            left *= 2 / 3
         progress.report(f"exact: warm start ({name})", k, len(WARM_SOLVERS), "heuristic")
         try:
-            res = solve(data, name, time_limit=time_limit, seed=seed)
+            res = solve(data, name, time_limit=left, seed=seed)
         except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
             log.info("warm start %s failed: %s", name, err)
             continue
@@ -152,97 +192,240 @@ def best_warm_start(
     return min(cands, key=lambda c: c[2].makespan)
 
 
+class ModelError(RuntimeError):
+    """An exact model contradicts the evaluator: a bug in the package, never user input.
+
+    Raised when a model is infeasible while a schedule within its horizon exists,
+    when a model's bound is above a feasible makespan, or when a model's plan
+    does not reproduce its own makespan under the evaluator.
+    """
+
+
+class Budget:
+    """The one time limit of a run, shared by its phases (seconds; ``None``: no limit)."""
+
+    def __init__(self, time_limit: float | None):
+        self.start = time.perf_counter()
+        self.limit = time_limit
+
+    @property
+    def deadline(self) -> float | None:
+        return None if self.limit is None else self.start + self.limit
+
+    def left(self) -> float | None:
+        """Seconds left (``None`` without a limit), never below 0."""
+        if self.limit is None:
+            return None
+        return max(0.0, self.limit - (time.perf_counter() - self.start))
+
+    def share(self, fraction: float, unlimited: float | None = None) -> float | None:
+        """``fraction`` of the limit, at most what is left; ``unlimited`` without a limit."""
+        left = self.left()
+        if left is None or self.limit is None:
+            return unlimited
+        return min(left, fraction * self.limit)
+
+
+@dataclass
+class _Run:
+    """What a run of the exact solver knows so far: incumbent, bounds, statistics."""
+
+    data: ProblemData
+    schedule: Schedule
+    makespan: float
+    bound: int
+    stats: dict[str, Any]
+
+    def offer(self, name: str, schedule: Schedule, makespan: float) -> None:
+        """Keep ``schedule`` if it ends earlier than the incumbent."""
+        if makespan < self.makespan:
+            self.schedule, self.makespan = schedule, makespan
+            self.stats["incumbent_from"] = name
+
+    def raise_bound(self, bound: int | None, source: str) -> None:
+        """Take a valid bound; one above a feasible makespan is a bug (:class:`ModelError`)."""
+        if bound is None:
+            return
+        if bound > self.makespan:
+            raise ModelError(
+                f"instance {self.data.name!r}: bound {bound} from the {source} is above "
+                f"the feasible makespan {self.makespan:g}"
+            )
+        if bound > self.bound:
+            self.bound = bound
+            self.stats["bound_from"] = source
+
+    def output(self, status: Status) -> SolverOutput:
+        if self.bound >= self.makespan:
+            status = Status.OPTIMAL
+        return SolverOutput(self.schedule, status, float(self.bound), self.stats)
+
+
 @register("exact", ExactParams, heuristic=False)
 def solve_exact(
     data: ProblemData, params: ExactParams, *, time_limit: float | None, seed: int
 ) -> SolverOutput:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
+    from sjfbco.formulations.common import BuildTimeout, plan_from_schedule, require_slotted
+    from sjfbco.formulations.size import estimate
+
     p = params
-    from sjfbco.formulations.common import plan_from_schedule, plan_to_schedule, require_slotted
-
     require_slotted(data, "solver 'exact'")
-    t0 = time.perf_counter()
-    name, warm, warm_ev = best_warm_start(data, seed=seed)
-    horizon = p.horizon if p.horizon is not None else int(warm_ev.makespan)
-    closed = lower_bound(data)
-    stats: dict[str, Any] = {
-        "backend": p.backend,
-        "horizon": horizon,
-        "warm_start": name,
-        "warm_makespan": warm_ev.makespan,
-        "params": asdict(p),
-    }
-    if warm_ev.makespan <= closed and p.horizon is None:
-        stats["proof"] = "warm start meets the closed-form bound"
-        return SolverOutput(warm, Status.OPTIMAL, closed, stats)
-    plan = plan_from_schedule(data, warm, warm_ev)
-    left = None if time_limit is None else max(0.1, time_limit - (time.perf_counter() - t0))
-    if left is not None and p.lp_bound:
-        left *= LP_SHARE_KEPT  # the rest of the budget is for the LP bound, if needed
-    t1 = time.perf_counter()
-    model, out = _run_model(data, p, horizon, plan if p.warm_start else None, left, seed)
-    build_s = out.pop("build_s")
-    stats.update(
-        {
-            "model_size": model.size(),
-            "build_s": build_s,
-            "solve_s": time.perf_counter() - t1 - build_s,
-        }
+    budget = Budget(time_limit)
+    name, warm, warm_ev = best_warm_start(
+        data, seed=seed, time_limit=budget.share(BEST_SHARE + 0.05)
     )
-    stats.update(out)
-    bound = out.get("bound")
-    best_bound = closed if bound is None else max(closed, math.ceil(bound - 1e-6))
-    schedule, status = warm, Status.FEASIBLE
-    if out["has_solution"]:
-        cand = plan_to_schedule(data, model.plan())
-        cand_ev = evaluate(data, cand)
-        stats["model_makespan"] = out["objective"]
-        if cand_ev.makespan <= warm_ev.makespan:
-            schedule = cand
-    if out["proven"]:
-        status = Status.OPTIMAL
-        best_bound = max(best_bound, math.floor(out["objective"] + 1e-6))  # C is integral
-    elif out["infeasible"] and p.horizon is not None:
-        status = Status.INFEASIBLE if horizon < warm_ev.makespan else Status.FEASIBLE
-        stats["note"] = f"no schedule ends by the horizon {horizon}"
-    elif time_limit is not None:
-        status = Status.TIME_LIMIT
-    if status is not Status.OPTIMAL and p.lp_bound:
-        from sjfbco.formulations.ilp import lp_bound
-
-        remaining = (
-            None if time_limit is None else max(0.5, time_limit - (time.perf_counter() - t0))
+    stats: dict[str, Any] = {"backend": p.backend, "warm_start": name, "params": asdict(p)}
+    stats["warm_makespan"] = warm_ev.makespan
+    run = _Run(data, warm, warm_ev.makespan, int(lower_bound(data)), stats)
+    stats["incumbent_from"], stats["bound_from"] = name, "closed-form bound"
+    if p.relaxation and run.bound < run.makespan:
+        _relaxation(run, budget, p, seed)
+    stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
+    if run.bound >= run.makespan and p.horizon is None:
+        stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
+        return run.output(Status.OPTIMAL)
+    horizon = p.horizon if p.horizon is not None else int(run.makespan)
+    stats["horizon"] = horizon
+    if horizon < run.bound:  # no schedule ends by the horizon: nothing to model
+        stats["note"] = f"no schedule ends by the horizon {horizon} (bound {run.bound})"
+        return run.output(Status.FEASIBLE)
+    size = estimate(data, p.backend, horizon)
+    stats["model_estimate"] = size.as_dict()
+    if size.memory_gb > p.max_memory_gb:
+        raise LimitError(
+            f"instance {data.name!r}: the exact {size.line()}, above the cap of "
+            f"{p.max_memory_gb:g} GB (raise it with --param max_memory_gb=N)"
         )
-        progress.report("exact: LP-relaxation bound")
-        lpb = lp_bound(data, horizon, time_limit=remaining)
-        stats["lp_bound"] = lpb
-        if lpb is not None:
-            best_bound = max(best_bound, lpb)
-    if status is Status.INFEASIBLE:
-        return SolverOutput(None, status, None, stats)
-    return SolverOutput(schedule, status, float(best_bound), stats)
+    left = budget.left()
+    build_s = BUILD_S_PER_VARIABLE[p.backend] * size.variables
+    if left is not None and left < build_s + FINISH_MARGIN_S:
+        stats["note"] = f"no time left to build the model (about {build_s:.0f} s)"
+        return run.output(Status.TIME_LIMIT)
+    plan = plan_from_schedule(data, run.schedule)
+    try:
+        out = _run_model(run, p, horizon, plan if p.warm_start else None, budget, seed)
+    except BuildTimeout as err:
+        stats["note"] = str(err)
+        return run.output(Status.TIME_LIMIT)
+    clock = time_limit is not None and not (out["proven"] or out["infeasible"])
+    if run.bound < run.makespan and p.lp_bound and not out["infeasible"]:
+        _lp_bound(run, budget, horizon)
+    if out["infeasible"]:  # only reached when the horizon is below the incumbent
+        stats["note"] = f"no schedule ends by the horizon {horizon}"
+    # the clock stopped the model: time limit; else the model finished below the optimum
+    return run.output(Status.TIME_LIMIT if clock else Status.FEASIBLE)
+
+
+def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
+    """The contention-free relaxation: a bound, and its schedule as a candidate."""
+    from sjfbco.bounds.relaxation import contention_free_bound
+    from sjfbco.formulations.common import plan_to_schedule
+
+    limit = budget.share(RELAXATION_SHARE, UNLIMITED_RELAXATION_S)
+    progress.report("exact: contention-free relaxation bound")
+    rel = contention_free_bound(
+        run.data,
+        time_limit=limit,
+        horizon=int(run.makespan),
+        workers=p.threads,
+        seed=seed,
+    )
+    run.stats["relaxation"] = {
+        "bound": rel.bound,
+        "makespan": rel.makespan,
+        "status": rel.status,
+        "seconds": round(rel.seconds, 3),
+    }
+    if rel.plan is not None:
+        sched = plan_to_schedule(run.data, rel.plan)
+        # contention may push some tau over a slot: then it is not a schedule
+        with contextlib.suppress(ConfigurationError):
+            run.offer("relaxation", sched, evaluate(run.data, sched).makespan)
+    run.raise_bound(rel.bound, "contention-free relaxation")
+
+
+def _lp_bound(run: _Run, budget: Budget, horizon: int) -> None:
+    """The time-indexed ILP's LP relaxation, if its build fits the time and memory left."""
+    from sjfbco.formulations.ilp import lp_bound
+    from sjfbco.formulations.size import estimate
+
+    size = estimate(run.data, "highs", horizon)
+    limit = budget.share(LP_SHARE)
+    if size.memory_gb > run.stats["params"]["max_memory_gb"] or (
+        limit is not None and limit < BUILD_S_PER_VARIABLE["highs"] * size.variables + 1
+    ):
+        run.stats["lp_bound"] = None
+        return
+    progress.report("exact: LP-relaxation bound")
+    lpb = lp_bound(run.data, horizon, time_limit=limit)
+    run.stats["lp_bound"] = lpb
+    run.raise_bound(None if lpb is None else int(lpb), "LP relaxation")
 
 
 def _run_model(
-    data: ProblemData, p: ExactParams, horizon: int, plan: Any, time_limit: float | None, seed: int
-) -> tuple[Any, dict[str, Any]]:
-    """Build and solve the backend's model; return it and what the run established."""
+    run: _Run, p: ExactParams, horizon: int, plan: Any, budget: Budget, seed: int
+) -> dict[str, Any]:
+    """Build and solve the backend's model within the budget; fold what it proved into ``run``.
+
+    Raises
+    ------
+    BuildTimeout
+        The build passed the deadline (the caller reports a time limit).
+    ModelError
+        The model contradicts the evaluator (see :class:`ModelError`).
+    """
+    from sjfbco.formulations.common import BOUND_TOL, model_bound, plan_to_schedule
+
+    data, stats = run.data, run.stats
     t0 = time.perf_counter()
-    limit = "no time limit" if time_limit is None else f"limit {time_limit:.3g} s"
+    deadline = budget.deadline
+    if deadline is not None:
+        deadline -= FINISH_MARGIN_S
+    model: Any
     progress.report(f"exact: building the {p.backend} model (horizon {horizon} slots)")
     if p.backend == "cpsat":
         from sjfbco.formulations.nonconvex import NonconvexModel
 
-        cp = NonconvexModel(data, horizon)  # no hint: see NonconvexModel.solve
-        build = time.perf_counter() - t0
-        progress.report(f"exact: solving with cpsat ({limit})")
-        res = cp.solve(time_limit=time_limit, workers=p.threads, seed=seed)
-        return cp, {"build_s": build, **asdict(res)}
-    from sjfbco.formulations.ilp import TimeIndexedILP
+        model = NonconvexModel(data, horizon, lower=run.bound, deadline=deadline)
+        warm = False  # no hint: see NonconvexModel.solve
+    else:
+        from sjfbco.formulations.ilp import TimeIndexedILP
 
-    ilp = TimeIndexedILP(data, horizon)
-    warm = plan is not None and ilp.set_warm_start(plan)
-    build = time.perf_counter() - t0
-    progress.report(f"exact: solving with {p.backend} ({limit})")
-    mip = ilp.solve(p.backend, time_limit=time_limit, threads=p.threads, warm=warm)
-    return ilp, {"build_s": build, **asdict(mip)}
+        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=deadline)
+        warm = plan is not None and plan.makespan <= horizon and model.set_warm_start(plan)
+    stats["build_s"] = round(time.perf_counter() - t0, 3)
+    stats["model_size"] = model.size()
+    left = budget.left()
+    limit = None if left is None else max(0.05, left - FINISH_MARGIN_S)
+    t1 = time.perf_counter()
+    progress.report(
+        f"exact: solving with {p.backend} "
+        + ("(no time limit)" if limit is None else f"(limit {limit:.3g} s)")
+    )
+    if p.backend == "cpsat":
+        res = model.solve(time_limit=limit, workers=p.threads, seed=seed)
+    else:
+        res = model.solve(p.backend, time_limit=limit, threads=p.threads, warm=warm)
+    stats["solve_s"] = round(time.perf_counter() - t1, 3)
+    out = asdict(res)
+    stats.update(out)
+    if out["infeasible"] and run.makespan <= horizon:
+        raise ModelError(
+            f"instance {data.name!r}: the {p.backend} model with horizon {horizon} is "
+            f"infeasible, but a schedule ({stats['incumbent_from']}) ends at {run.makespan:g}"
+        )
+    if out["has_solution"]:
+        cand = plan_to_schedule(data, model.plan())
+        cand_ev = evaluate(data, cand)
+        stats["model_makespan"] = out["objective"]
+        if cand_ev.makespan > out["objective"] + BOUND_TOL:  # evaluated ends <= model ends
+            raise ModelError(
+                f"instance {data.name!r}: the {p.backend} model's plan ends at "
+                f"{out['objective']:g} but evaluates to {cand_ev.makespan:g}"
+            )
+        run.offer(p.backend, cand, cand_ev.makespan)
+    mb = model_bound(out.get("bound"), horizon, infeasible=out["infeasible"])
+    stats["model_bound"] = mb
+    run.raise_bound(mb, f"{p.backend} model")
+    return out

@@ -1,0 +1,227 @@
+"""The contention-free multi-mode relaxation: a lower bound and a warm-start source.
+
+Every job picks one *mode*, a placement pattern (its per-server GPU counts, see
+:class:`~sjfbco.formulations.common.Patterns`), and runs for the pattern's
+duration *alone*: ``d(j, q) = ceil(F_j / r(j, q))`` slots, with ``r(j, q)`` the
+iterations per slot of eq. 9 at contention count 1 on a split pattern (0 on one
+server). Jobs never slow each other. Each server is a renewable resource of
+``O_s`` GPUs, a job on pattern ``q`` holds ``q_s`` of them for its whole run,
+and the makespan is minimised: a multi-mode resource-constrained project
+scheduling problem without precedences, solved here with OR-Tools CP-SAT
+(optional intervals per mode, one cumulative per server).
+
+**Validity (a lower bound on the optimal makespan).** Take any schedule the
+evaluator accepts, with makespan ``T``. Job ``j`` keeps one pattern ``q_j``
+and its GPUs over ``[a_j, e_j)``. In every slot of its run its contention
+count is at least 1 (a split job counts itself) and its rate is
+``floor(1 / tau)`` with ``tau`` increasing in the count (``f`` increases in
+``k``, eq. 8), so it completes at most ``r(j, q_j)`` iterations per slot and
+needs ``e_j - a_j >= ceil(F_j / r(j, q_j)) = d(j, q_j)`` slots. Give job ``j``
+mode ``q_j`` and start ``a_j`` in the relaxation: its interval
+``[a_j, a_j + d(j, q_j))`` lies inside ``[a_j, e_j)``, so every server's
+demand at every slot is at most the schedule's, which fits (gang, capacity);
+arrivals hold, and the relaxation's makespan is at most ``T``. So the
+relaxation's optimum, and any lower bound on it (CP-SAT's
+``best_objective_bound`` when it stops early), is at most every feasible
+makespan. Breaking symmetry keeps this: one job's patterns are reduced to the
+canonical form (permuting identical servers maps any relaxed schedule to one
+where that job is canonical), and interchangeable jobs start in input order
+(sorting their (start, mode) pairs keeps the makespan; the server permutation
+moves no start). With no gradient traffic (``m_j = 0`` or one GPU) durations do
+not depend on contention and the relaxation is exact; ``tests/test_relaxation.py``
+checks both claims against the brute force.
+
+Its schedule is feasible under the evaluator (patterns turned into GPUs in start
+order) but contention may stretch it: it is a warm start, not an answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.bounds.closed import lower_bound
+from sjfbco.formulations.common import Plan
+
+if TYPE_CHECKING:
+    from sjfbco.formulations.common import Patterns
+    from sjfbco.problem import ProblemData
+
+
+@dataclass(frozen=True)
+class RelaxationResult:
+    """What one solve of the contention-free relaxation established.
+
+    Parameters
+    ----------
+    bound
+        A valid lower bound on the optimal makespan of the instance, slots:
+        CP-SAT's bound on the relaxation (its optimum when ``optimal``), never
+        below the closed-form bound.
+    makespan
+        The relaxation's best solution value, slots (``None`` if none was found).
+    optimal
+        The relaxation was solved to optimality (``bound == makespan``).
+    plan
+        Patterns, starts and contention-free ends of the best solution.
+    status
+        CP-SAT's status name.
+    seconds
+        Wall time of build and solve.
+    size
+        Counts of modes (optional intervals) and CP-SAT constraints.
+    """
+
+    bound: int
+    makespan: int | None
+    optimal: bool
+    plan: Plan | None
+    status: str
+    seconds: float
+    size: dict[str, int]
+
+
+def mode_durations(data: ProblemData, patterns: Patterns) -> list[list[int]]:
+    """``d(j, q)``: slots job ``j`` needs alone on each of its patterns (contention 1)."""
+    from sjfbco.formulations.common import duration
+
+    return [[duration(data, j, q, 1) for q in patterns[j]] for j in range(data.num_jobs)]
+
+
+def contention_free_bound(
+    data: ProblemData,
+    *,
+    time_limit: float | None = None,
+    horizon: int | None = None,
+    workers: int = 2,
+    seed: int = 0,
+    patterns: Patterns | None = None,
+    encoding: str = "jobs",
+) -> RelaxationResult:
+    """Solve the contention-free multi-mode relaxation (module docstring) with CP-SAT.
+
+    Parameters
+    ----------
+    data
+        The instance (slotted time model).
+    time_limit
+        Seconds for CP-SAT; the bound is valid whenever it stops.
+    horizon
+        Largest makespan searched, slots (e.g. a heuristic's makespan, which the
+        relaxation never exceeds, see the module docstring); default: every job
+        one after another on its fastest pattern.
+    workers, seed
+        CP-SAT's search workers and random seed.
+    patterns
+        The placement patterns (default: all, one job's symmetry broken).
+
+    Returns
+    -------
+    RelaxationResult
+        ``bound`` is valid even when CP-SAT stops at the time limit.
+    """
+    from ortools.sat.python import cp_model
+
+    from sjfbco.formulations.common import Patterns, identical_job_groups, require_slotted
+
+    require_slotted(data, "the contention-free relaxation")
+    t0 = time.perf_counter()
+    pats = patterns or Patterns(data)
+    dur = mode_durations(data, pats)
+    closed = int(lower_bound(data))
+    if horizon is None:
+        horizon = max((job.arrival for job in data.jobs), default=0) + sum(min(d) for d in dur)
+    horizon = max(horizon, closed)
+    m = cp_model.CpModel()
+    caps = data.cluster.gpus_per_server
+    demands: list[list[tuple[Any, Any, int]]] = [[] for _ in caps]
+    starts, uses = [], []
+    ends = []
+    for j, job in enumerate(data.jobs):
+        fits = [k for k, d in enumerate(dur[j]) if job.arrival + d <= horizon]
+        if not fits:  # pragma: no cover - horizon >= closed-form bound >= every job alone
+            raise ValueError(f"job {job.id!r} cannot finish by the horizon {horizon}")
+        dmin = min(dur[j][k] for k in fits)
+        a = m.new_int_var(job.arrival, horizon - dmin, f"a_{j}")
+        e = m.new_int_var(job.arrival + dmin, horizon, f"e_{j}")
+        use = {k: m.new_bool_var(f"u_{j}_{k}") for k in fits}
+        m.add_exactly_one(use.values())
+        if encoding == "modes":
+            for k in fits:
+                iv = m.new_optional_interval_var(a, dur[j][k], e, use[k], f"iv_{j}_{k}")
+                for s, c in enumerate(pats[j][k].counts):
+                    if c:
+                        demands[s].append((iv, c, c))
+        else:
+            d = m.new_int_var_from_domain(
+                cp_model.Domain.from_values(sorted({dur[j][k] for k in fits})), f"d_{j}"
+            )
+            m.add(d == sum(dur[j][k] * use[k] for k in fits))
+            iv = m.new_interval_var(a, d, e, f"iv_{j}")
+            for s in range(len(caps)):
+                hi = max(pats[j][k].counts[s] for k in fits)
+                if hi:
+                    y = m.new_int_var(0, hi, f"y_{j}_{s}")
+                    m.add(y == sum(pats[j][k].counts[s] * use[k] for k in fits))
+                    demands[s].append((iv, y, hi))
+        starts.append(a)
+        ends.append(e)
+        uses.append(use)
+    for s, cap in enumerate(caps):
+        if sum(hi for _, _, hi in demands[s]) > cap:  # else the server can never overfill
+            m.add_cumulative([iv for iv, _, _ in demands[s]], [c for _, c, _ in demands[s]], cap)
+    for group in identical_job_groups(data):
+        for j, k in itertools.pairwise(group):
+            m.add(starts[j] <= starts[k])
+    C = m.new_int_var(closed, horizon, "C")
+    m.add_max_equality(C, ends)
+    # Second objective: fewest split jobs. A plan whose split jobs never share a
+    # server runs at contention 1 under the evaluator, so it keeps its makespan
+    # and can prove itself optimal. Lexicographic through one weight W > splits:
+    # minimise W C + splits; a bound L on it gives C >= ceil((L - splits_max) / W).
+    splits = [use[k] for j, use in enumerate(uses) for k in use if pats[j][k].split]
+    weight = len(data.jobs) + 1
+    m.minimize(weight * C + sum(splits))
+    solver = cp_model.CpSolver()
+    if time_limit is not None:
+        solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+    solver.parameters.num_search_workers = workers
+    solver.parameters.random_seed = seed
+    st = solver.solve(m)
+    has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    plan = None
+    makespan = None
+    if has:
+        counts, start, end = [], [], []
+        for j, use in enumerate(uses):
+            k = next(k for k, u in use.items() if solver.value(u))
+            counts.append(pats[j][k].counts)
+            start.append(int(solver.value(starts[j])))
+            end.append(start[-1] + dur[j][k])
+        plan = Plan(tuple(counts), tuple(start), tuple(end))
+        makespan = int(solver.value(C))
+    if st == cp_model.INFEASIBLE:  # nothing ends by the horizon: every schedule ends later
+        bound = horizon + 1
+    else:  # CP-SAT's bound on an integral objective, valid whenever it stops
+        best = solver.best_objective_bound
+        bound = closed
+        if math.isfinite(best):  # at most one split per job: splits <= jobs < weight
+            over = math.ceil(best - 1e-6) - len(data.jobs)
+            bound = max(closed, -(-over // weight))
+    size = {
+        "modes": sum(len(u) for u in uses),
+        "constraints": len(m.proto.constraints),
+        "horizon": horizon,
+    }
+    return RelaxationResult(
+        bound,
+        makespan,
+        st == cp_model.OPTIMAL,
+        plan,
+        solver.status_name(st),
+        time.perf_counter() - t0,
+        size,
+    )

@@ -1,0 +1,87 @@
+"""The contention-free multi-mode relaxation: a valid lower bound, exact without contention."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import given, settings
+
+from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
+from sjfbco.bounds.relaxation import contention_free_bound
+from sjfbco.formulations.common import plan_to_schedule
+from sjfbco.solvers.exact import serial_schedule
+from tests.bruteforce import brute_force
+from tests.test_exact import _contention_instance, instance_b
+from tests.tiny import tiny_instances, trap_instances
+
+
+def _optimum(data: ProblemData) -> int:
+    opt, _ = brute_force(data, int(evaluate(data, serial_schedule(data)).makespan))
+    assert opt is not None
+    return opt
+
+
+def test_hand_computed_relaxation() -> None:
+    """big (3 GPUs) alone 5 slots, both small jobs 2 slots: the relaxation is the optimum 7.
+
+    The big job needs 3 of the 4 GPUs, so no small job runs beside it; the two
+    small jobs run together on one server each: 5 + 2 = 7 (as the exact solver).
+    """
+    res = contention_free_bound(_contention_instance())
+    assert res.optimal and res.bound == res.makespan == 7
+    assert res.plan is not None and res.plan.makespan == 7
+
+
+def test_relaxation_is_below_contention() -> None:
+    """Instance B: three 3-GPU jobs that must split, optimum 11 with contention.
+
+    Alone (p = 1) a job needs ceil(20 / rate) slots; two of them fit side by side
+    on 6 GPUs, so the relaxation is 2 alone-durations, below the optimum 11.
+    """
+    data = instance_b()
+    res = contention_free_bound(data)
+    assert res.optimal
+    assert res.bound <= 11
+    assert res.plan is not None
+    # its schedule is feasible under the evaluator, stretched by contention
+    ev = evaluate(data, plan_to_schedule(data, res.plan))
+    assert ev.makespan >= 11
+
+
+def test_time_limit_keeps_a_valid_bound() -> None:
+    res = contention_free_bound(instance_b(), time_limit=0.001)
+    assert res.bound <= 11
+
+
+@settings(max_examples=12)
+@given(tiny_instances())
+def test_relaxation_bound_against_brute_force(data: ProblemData) -> None:
+    res = contention_free_bound(data)
+    opt = _optimum(data)
+    assert res.bound <= opt
+    assert res.optimal and res.makespan == res.bound
+
+
+@settings(max_examples=5)
+@given(trap_instances(max_jobs=3))
+def test_relaxation_bound_on_split_jobs(data: ProblemData) -> None:
+    assert contention_free_bound(data).bound <= _optimum(data)
+
+
+@settings(max_examples=8)
+@given(tiny_instances())
+def test_relaxation_is_exact_without_gradient_traffic(data: ProblemData) -> None:
+    """No gradient, no contention: durations are the true ones and the bound is the optimum."""
+    flat = replace(data, jobs=tuple(replace(job, gradient_mb=0.0) for job in data.jobs))
+    assert contention_free_bound(flat).bound == _optimum(flat)
+
+
+def test_arrivals_are_respected() -> None:
+    cl = Cluster((2,), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5)
+    # 1 GPU, compute 0.2 s: tau = 0.21 s = 0.084 slots -> 11 it/slot; 22 iterations -> 2 slots
+    jobs = (
+        Job(id="late", num_gpus=1, iterations=22, gradient_mb=0.0, compute_seconds=0.2, arrival=3),
+    )
+    res = contention_free_bound(ProblemData(cl, jobs, cost))
+    assert res.bound == 5 and res.plan is not None and res.plan.start == (3,)
