@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> None:
         help="solve instance files with a solver (or all heuristics)",
         description="Solve instances and report makespan, mean JCT and lower bound (slots), "
         "gap and run time (seconds); every figure comes from the evaluator. Solvers: "
-        "sjf-bco (default), ls, ff, rand, lwf, fifo-gang, and the exact ones; 'all' "
+        "sjf-bco (default), list, ls, ff, rand, lwf, fifo-gang, best (anytime search, "
+        "default 10 s) and the exact ones; 'all' "
         "runs every heuristic. A solver that fails becomes an 'error' row naming the "
         "file and the solver; the others still run, and the exit status is then 2 "
         "for bad input, 1 otherwise.",

@@ -2,10 +2,10 @@
 
 ``solve(data, "best", time_limit=10, seed=0)`` (``sjfbco solve X --solver best``):
 
-1. **Portfolio.** SJF-BCO, LWF, LS and FIFO-gang (their own searches), and
-   every priority rule of the ``list`` solver in both schemes and both split
-   policies; every schedule scored by the evaluator. The incumbent is never
-   worse than SJF-BCO's schedule.
+1. **Portfolio.** Every priority rule of the ``list`` solver in both schemes
+   and both split policies, then SJF-BCO, LWF, LS and FIFO-gang (their own
+   searches; above ``portfolio_limit`` jobs SJF-BCO only); every schedule
+   scored by the evaluator. The incumbent is never worse than SJF-BCO's.
 2. **Bounds.** The closed-form and packing bounds of :mod:`sjfbco.bounds`, then
    (parameter ``bound="lp"``, default) the per-GPU cutting-stock LP within a
    share of the budget. A makespan equal to the bound is optimal and ends the
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco.evaluate import dispatch
+from sjfbco.progress import report
 from sjfbco.schedule import check_schedule
 from sjfbco.solvers.common import check_choice, check_count
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
@@ -92,8 +93,9 @@ class BestParams:
     cp_moves
         CP-SAT re-packings per round (0: none); each counts one candidate.
     cp_jobs
-        About how many jobs a CP-SAT re-packing frees (all of them when the
-        instance has no more).
+        About how many jobs a CP-SAT re-packing frees: those on a server that
+        ends last and on other servers until there are this many (every job
+        when the instance has no more).
     cp_effort
         CP-SAT's deterministic time limit per re-packing (about seconds on this
         machine; deterministic, so runs with ``iterations`` repeat exactly).
@@ -101,6 +103,9 @@ class BestParams:
         The serial scheme is used only when jobs x servers is at most this
         (its decode costs about that many slot operations per job); above it,
         the parallel scheme only.
+    portfolio_limit
+        LWF, LS and FIFO-gang join the portfolio up to this many jobs (SJF-BCO
+        always does); on larger instances they cost seconds and never win.
     """
 
     iterations: int | None = None
@@ -109,10 +114,11 @@ class BestParams:
     global_moves: int = 50
     server_moves: int = 10_000
     scheme: Literal["serial", "parallel", "both"] = "both"
-    cp_moves: int = 3
+    cp_moves: int = 2
     cp_jobs: int = 40
-    cp_effort: float = 2.0
+    cp_effort: float = 1.0
     serial_limit: int = 250_000
+    portfolio_limit: int = 5_000
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -121,6 +127,7 @@ class BestParams:
         check_count("server_moves", self.server_moves)
         check_count("cp_jobs", self.cp_jobs)
         check_count("serial_limit", self.serial_limit)
+        check_count("portfolio_limit", self.portfolio_limit)
         if not (isinstance(self.cp_moves, int) and self.cp_moves >= 0):
             raise ValueError(f"parameter cp_moves: must be an integer >= 0, got {self.cp_moves!r}")
         if not (isinstance(self.cp_effort, int | float) and self.cp_effort > 0):
@@ -139,58 +146,60 @@ def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
 
 
 def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Genome:
-    """A serial-scheme genome that lists the jobs in the order ``cand`` starts them."""
+    """A serial-scheme genome that lists the jobs in the order ``cand`` starts them; a job
+    ``cand`` runs split may split, the others as ``split`` says."""
     order = sorted(range(data.num_jobs), key=lambda j: (cand.began[j], cand.rank[j], j))
-    return Genome("serial", tuple(order), split)
+    srv = data.cluster.server_of_gpu
+    flags = tuple(
+        allowed or len({srv[g] for g in cand.gpus[j]}) > 1 for j, allowed in enumerate(split)
+    )
+    return Genome("serial", tuple(order), flags)
 
 
 def cp_move(
-    search: ServerSearch, rng: random.Random, params: BestParams, seconds: float | None
-) -> bool:
-    """One CP-SAT re-packing of a few servers (:mod:`sjfbco.solvers.cprepack`): a server that
-    ends last and others (those that end first, then random ones) until about
-    ``params.cp_jobs`` jobs are free; all servers when the instance is that small. Applied
-    when it is no worse (makespan, then tail); returns whether it was better."""
+    data: ProblemData,
+    incumbent: Candidate,
+    rng: random.Random,
+    params: BestParams,
+    seconds: float | None,
+) -> Candidate | None:
+    """One CP-SAT re-packing (:func:`sjfbco.solvers.cprepack.repack`) of a server that ends
+    last and others (the two that end first, then random ones) until about
+    ``params.cp_jobs`` jobs lie on them; of every server when the instance is that small."""
     from sjfbco.solvers.cprepack import repack
 
-    packs = search.packs
-    total = sum(len(js) for js in search.jobs_on)
-    if total == 0:
-        return False
-    n_servers = len(packs)
-    if total <= params.cp_jobs:
-        chosen = [s for s in range(n_servers) if search.jobs_on[s]] or list(range(n_servers))
+    srv = data.cluster.server_of_gpu
+    n_servers = data.cluster.num_servers
+    last = [0.0] * n_servers
+    count = [0] * n_servers
+    for j in range(data.num_jobs):
+        for s in {srv[g] for g in incumbent.gpus[j]}:
+            last[s] = max(last[s], incumbent.end[j])
+            count[s] += 1
+    if sum(count) <= params.cp_jobs:
+        chosen = list(range(n_servers))
     else:
-        ms = search.makespan()
-        critical = [s for s in range(n_servers) if packs[s].last >= ms - 1e-9 and packs[s].start]
-        if not critical:
-            return False
+        top = max(last)
+        critical = [s for s in range(n_servers) if last[s] >= top - 1e-9]
         chosen = [rng.choice(critical)]
-        rest = [s for s in range(n_servers) if s != chosen[0]]
-        rest.sort(key=lambda s: (packs[s].last, s))
+        rest = sorted((s for s in range(n_servers) if s != chosen[0]), key=lambda s: (last[s], s))
         pool = rest[:2] + rng.sample(rest[2:], k=len(rest) - 2) if len(rest) > 2 else rest
-        count = len(search.jobs_on[chosen[0]])
+        total = count[chosen[0]]
         for s in pool:
-            if count >= params.cp_jobs:
+            if total >= params.cp_jobs:
                 break
             chosen.append(s)
-            count += len(search.jobs_on[s])
+            total += count[s]
     if seconds is not None and seconds <= 0.05:
-        return False
-    move = repack(
-        search,
+        return None
+    return repack(
+        data,
+        incumbent,
         chosen,
-        time_limit=seconds,
+        deadline=None if seconds is None else time.perf_counter() + seconds,
         deterministic=params.cp_effort,
         seed=rng.randrange(2**31),
     )
-    if move is None:
-        return False
-    before = search.score()
-    after = search.trial_score(move.packs)
-    if after <= before:
-        search.apply(move)
-    return after < before
 
 
 def lower_bounds(
@@ -230,13 +239,15 @@ def best_solve(
 
     def improved(cand: Candidate, source: str) -> None:
         traj.add(cand, source)
+        elapsed = time.perf_counter() - t0
         log.info(
             "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
             cand.makespan,
             cand.mean_jct,
             source,
-            time.perf_counter() - t0,
+            elapsed,
         )
+        report(f"best: makespan {cand.makespan} ({source})", elapsed, time_limit, "s")
 
     bound, bounds = lower_bounds(data, "packing" if params.bound == "lp" else params.bound, None)
     budget = Budget(deadline, params.iterations)
@@ -252,23 +263,22 @@ def best_solve(
         phase[name] += now - clock
         clock = now
 
-    # 1. portfolio
-    for name in PORTFOLIO:
-        if name not in SOLVERS:
-            continue
-        res = solve(data, name, seed=seed)
-        if res.schedule is not None:
-            cand = evaluated(data, res.schedule)
-            sources[name] = cand.makespan
-            engine.offer(cand, name)
+    # 1. portfolio: the list rules first (fast), then SJF-BCO (always: best is never worse),
+    # then the other registered heuristics on instances of up to portfolio_limit jobs
     rho_hat = estimates(data)
     best_genome: Genome | None = None
     best_key: tuple[float, float] | None = None
     serial_ok = data.num_jobs * data.cluster.num_servers <= params.serial_limit
-    schemes = ("serial", "parallel") if serial_ok else ("parallel",)
+    schemes = ("parallel", "serial") if serial_ok else ("parallel",)
+
+    def late() -> bool:
+        return deadline is not None and time.perf_counter() >= deadline
+
     for scheme in schemes:
         for rule in PRIORITY_RULES:
             for policy in SPLIT_POLICIES:
+                if late() and best_genome is not None:
+                    continue
                 g = Genome(
                     scheme,
                     tuple(priority_order(data, rule, rho_hat)),
@@ -281,6 +291,15 @@ def best_solve(
                 key = engine.score(cand)
                 if best_key is None or key < best_key:
                     best_genome, best_key = g, key
+    others = PORTFOLIO if data.num_jobs <= params.portfolio_limit else PORTFOLIO[:1]
+    for name in others:
+        if name not in SOLVERS or (name != "sjf-bco" and late()):
+            continue  # SJF-BCO always runs (fast): best is never worse than it
+        res = solve(data, name, seed=seed)
+        if res.schedule is not None:
+            cand = evaluated(data, res.schedule)
+            sources[name] = cand.makespan
+            engine.offer(cand, name)
     assert best_genome is not None and engine.best is not None
     lap("portfolio")
 
@@ -316,19 +335,21 @@ def best_solve(
         except ValueError:  # a split job starts between slots (continuous model)
             continue
         budget.window(share(0.3))
-        moved = server_search(servers, rng, budget.spend, params.server_moves)
-        lap("servers")
-        for _ in range(params.cp_moves):
-            budget.window(share(0.1))
-            if budget.stopped_by is not None or not budget.spend():
-                break
-            moved |= cp_move(servers, rng, params, budget.seconds_left())
-        budget.window(None)
-        lap("cp-sat")
-        if moved:
+        if server_search(servers, rng, budget.spend, params.server_moves):
             cand = servers.schedule()
             if engine.offer(cand, "search (servers)"):
                 engine.best_genome = genome_of(cand, data, split_now)
+        lap("servers")
+        for _ in range(params.cp_moves):
+            budget.window(share(0.1))
+            if engine.done or budget.stopped_by is not None or not budget.spend():
+                break
+            assert engine.best is not None
+            found = cp_move(data, engine.best, rng, params, budget.seconds_left())
+            if found is not None and engine.offer(found, "search (cp-sat)"):
+                engine.best_genome = genome_of(found, data, split_now)
+        budget.window(None)
+        lap("cp-sat")
     best = engine.best
     stats: dict[str, Any] = {
         "bounds": bounds,
