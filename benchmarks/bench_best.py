@@ -32,7 +32,6 @@ import csv
 import math
 import os
 import statistics
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -50,7 +49,9 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
     servers, seed, limit = args
     data = paper_instance(servers=servers, seed=seed)
     ref = solve(data, "sjf-bco")
+    cpu = time.process_time()
     res = solve(data, "best", time_limit=limit, seed=seed)
+    cpu = time.process_time() - cpu
     return {
         "servers": servers,
         "seed": seed,
@@ -60,23 +61,29 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
         "gap": res.gap,
         "optimal": res.status.value == "optimal",
         "runtime_s": round(res.runtime, 2),
+        "cpu_s": round(cpu, 2),
         "source": res.stats["improvements"][-1]["source"] if res.stats["improvements"] else "",
     }
 
 
-def paper(seeds: int, limit: float, workers: int, out: str | None) -> None:
+def paper(seeds: int, limit: float, workers: int, out: str | None) -> dict[str, Any]:
+    """The paper part; returns ``{"rows": per instance, "summary": per server count and all,
+    "load": before and after}``."""
     tasks = [(s, k, limit) for s in (10, 15, 20) for k in range(seeds)]
     print(f"paper workload: {len(tasks)} instances, best {limit:g} s each, {workers} at once")
-    print(f"  before: {load()}")
+    before = load()
+    print(f"  before: {before}")
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
         rows = list(pool.map(_paper_task, tasks))
-    print(f"  after {time.perf_counter() - t0:.0f} s: {load()}")
+    after = load()
+    print(f"  after {time.perf_counter() - t0:.0f} s: {after}")
+    summary: dict[str, dict[str, Any]] = {}
     for r in rows:
         print(
             f"  s{r['servers']:>2} seed {r['seed']:>2}: SJF-BCO {r['sjf_bco']:>5g}  best "
             f"{r['best']:>5g}  bound {r['bound']:>5g}  gap {r['gap']:.3f}"
-            f"{'  optimal' if r['optimal'] else ''}  ({r['source']})"
+            f"{'  optimal' if r['optimal'] else ''}  ({r['source']}; {r['cpu_s']:.1f} s CPU)"
         )
     for servers in (10, 15, 20, None):
         sub = [r for r in rows if servers is None or r["servers"] == servers]
@@ -87,6 +94,17 @@ def paper(seeds: int, limit: float, workers: int, out: str | None) -> None:
         gap = statistics.mean(r["gap"] for r in sub)
         opt = sum(r["optimal"] for r in sub)
         label = "all" if servers is None else f"{servers} servers"
+        summary[label] = {
+            "instances": len(sub),
+            "mean_sjf_bco": m_ref,
+            "mean_best": m_best,
+            "ratio_of_means": m_best / m_ref,
+            "mean_reduction": red,
+            "worse": worse,
+            "mean_gap": gap,
+            "worst_gap": max(r["gap"] for r in sub),
+            "optimal": opt,
+        }
         print(
             f"  {label:>10}: mean makespan SJF-BCO {m_ref:.1f}, best {m_best:.1f} "
             f"(ratio {m_best / m_ref:.3f}, {1 - m_best / m_ref:.1%} below; mean per-instance "
@@ -99,6 +117,7 @@ def paper(seeds: int, limit: float, workers: int, out: str | None) -> None:
             writer.writeheader()
             writer.writerows(rows)
         print(f"  per-instance figures written to {out}")
+    return {"rows": rows, "summary": summary, "load": [before, after]}
 
 
 def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
@@ -107,7 +126,9 @@ def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
     n, seed, limit = args
     data = make_instance(n, 3, seed)
     exact = solve(data, "exact", backend="cpsat", time_limit=60)
+    cpu = time.process_time()
     res = solve(data, "best", time_limit=limit, seed=0)
+    cpu = time.process_time() - cpu
     return {
         "jobs": n,
         "seed": seed,
@@ -115,18 +136,22 @@ def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
         "optimum": exact.makespan,
         "best": res.makespan,
         "best_runtime": round(res.runtime, 2),
+        "best_cpu": round(cpu, 2),
         "best_proved": res.status.value == "optimal",
         "sjf_bco": solve(data, "sjf-bco").makespan,
     }
 
 
-def small(seeds: int, limit: float, workers: int) -> None:
+def small(seeds: int, limit: float, workers: int) -> dict[str, Any]:
+    """The small part; returns ``{"rows", "known", "found", "share", "load"}``."""
     tasks = [(n, k, limit) for n in range(3, 10) for k in range(seeds)]
     print(f"small instances with known optima: {len(tasks)}, best {limit:g} s each")
-    print(f"  before: {load()}")
+    before = load()
+    print(f"  before: {before}")
     with ProcessPoolExecutor(max_workers=workers) as pool:
         rows = list(pool.map(_small_task, tasks))
-    print(f"  after: {load()}")
+    after = load()
+    print(f"  after: {after}")
     for r in rows:  # best's own certificate makes an optimum known too
         if r["best_proved"] and (not r["proven"] or r["best"] < r["optimum"]):
             r["proven"], r["optimum"] = True, r["best"]
@@ -137,7 +162,8 @@ def small(seeds: int, limit: float, workers: int) -> None:
         tag = "optimum" if r["proven"] else "not proven"
         print(
             f"  {r['jobs']} jobs seed {r['seed']}: {tag} {r['optimum']:g}, best {r['best']:g} "
-            f"({r['best_runtime']:.1f} s{', proved by its bound' if r['best_proved'] else ''}), "
+            f"({r['best_runtime']:.1f} s, {r['best_cpu']:.1f} s CPU"
+            f"{', proved by its bound' if r['best_proved'] else ''}), "
             f"SJF-BCO {r['sjf_bco']:g}"
         )
     print(
@@ -146,27 +172,55 @@ def small(seeds: int, limit: float, workers: int) -> None:
         f"{len(proved)}/{len(known)}; SJF-BCO optimal on "
         f"{sum(r['sjf_bco'] <= r['optimum'] for r in known)}/{len(known)}"
     )
+    return {
+        "rows": rows,
+        "known": len(known),
+        "found": len(found),
+        "share": len(found) / max(1, len(known)),
+        "load": [before, after],
+    }
 
 
-def large(jobs: int, servers: int, limit: float) -> None:
+def large(jobs: int, servers: int, limit: float) -> dict[str, Any]:
+    """A large paper instance; returns SJF-BCO's and ``best``'s figures."""
     data = paper_instance(servers=servers, seed=0, jobs=jobs)
-    print(f"{jobs} jobs, {servers} servers: best {limit:g} s ({load()})")
+    before = load()
+    print(f"{jobs} jobs, {servers} servers: best {limit:g} s ({before})")
     t0 = time.perf_counter()
     ref = solve(data, "sjf-bco")
     t_ref = time.perf_counter() - t0
+    cpu = time.process_time()
     res = solve(data, "best", time_limit=limit)
+    cpu = time.process_time() - cpu
     first = res.stats["trajectory"]
     better = next((t for t, m in first if m < ref.makespan), math.nan)
     print(
         f"  SJF-BCO {ref.makespan:g} ({t_ref:.1f} s); best {res.makespan:g} in {res.runtime:.1f} s "
+        f"({cpu:.1f} s CPU) "
         f"({1 - res.makespan / ref.makespan:.1%} below SJF-BCO; first below it after "
         f"{better:.1f} s); bound {res.lower_bound:g}, gap {res.gap:.4f}; "
         f"{res.stats['iterations']} search candidates; after: {load()}"
     )
     print(f"  portfolio: {res.stats['portfolio']}")
+    return {
+        "jobs": jobs,
+        "servers": servers,
+        "time_limit": limit,
+        "sjf_bco": ref.makespan,
+        "sjf_bco_seconds": t_ref,
+        "best": res.makespan,
+        "runtime_s": res.runtime,
+        "cpu_s": cpu,
+        "reduction": 1 - res.makespan / ref.makespan,
+        "first_below_sjf_bco_s": better,
+        "bound": res.lower_bound,
+        "gap": res.gap,
+        "load": [before, load()],
+    }
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the parts asked for; returns their figures by part name."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--part",
@@ -185,16 +239,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         seeds, limit = 2, 5.0
         parts = [p for p in parts if p != "huge"]
+    out: dict[str, Any] = {}
     if "paper" in parts:
-        paper(seeds, limit, args.workers, args.csv)
+        out["paper"] = paper(seeds, limit, args.workers, args.csv)
     if "small" in parts:
-        small(1 if args.quick else 3, 5.0, args.workers)
+        out["small"] = small(1 if args.quick else 3, 5.0, args.workers)
     if "large" in parts:
-        large(1000, 125, 10.0 if args.quick else 60.0)
+        out["large"] = large(1000, 125, 10.0 if args.quick else 60.0)
     if "huge" in parts:
-        large(20_000, 2_500, 120.0)
-    return 0
+        out["huge"] = large(20_000, 2_500, 120.0)
+    return out
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

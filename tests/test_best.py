@@ -182,3 +182,49 @@ def test_best_reaches_the_brute_force_optimum_on_tiny_instances(data: ProblemDat
     res = solve(data, "best", iterations=100, bound="lp")
     assert res.lower_bound <= opt
     assert res.makespan >= opt
+
+
+def _cand(makespan: float, mean_jct: float) -> object:
+    from sjfbco.solvers.sgs import Candidate
+
+    return Candidate(makespan, mean_jct, ((0,),), (0,), (0,), (0.0,), (makespan,))
+
+
+def test_ties_on_makespan_go_to_the_lower_mean_jct() -> None:
+    """The incumbent changes on a lower makespan, or an equal one with a lower mean JCT,
+    never on an equal or worse pair (hand-made candidates)."""
+    from sjfbco.solvers.search import Budget, Engine
+
+    data = read_instance(INSTANCES / "small" / "example.json")
+    seen: list[tuple[float, float]] = []
+    engine = Engine(data, random.Random(0), Budget(None, 1), 0.0, lambda c, s: seen.append(c.key))
+    offers = [(10, 5.0), (10, 6.0), (10, 4.0), (10, 4.0), (9, 8.0), (11, 1.0), (9, 7.5)]
+    kept = [engine.offer(_cand(m, j), "test") for m, j in offers]  # type: ignore[arg-type]
+    assert kept == [True, False, True, False, True, False, True]
+    assert seen == [(10, 5.0), (10, 4.0), (9, 8.0), (9, 7.5)]
+    assert engine.best is not None and engine.best.key == (9, 7.5)
+
+
+@pytest.mark.parametrize("name", ["paper-s3-seed0-j20", "paper-s6-seed5-j40-prototype"])
+def test_best_has_the_lowest_mean_jct_among_portfolio_schedules_of_its_makespan(
+    name: str,
+) -> None:
+    """On instances where SJF-BCO and others are already optimal (their makespan meets the
+    bound, so ``best`` stops at once), ``best`` keeps the optimal schedule of lowest mean
+    JCT among its portfolio's: never the first one found (the list rules come first)."""
+    from sjfbco.solvers.best import PORTFOLIO
+    from sjfbco.solvers.sgs import PRIORITY_RULES, SPLIT_POLICIES
+
+    data = read_instance(INSTANCES / "bench" / f"{name}.json")
+    res = solve(data, "best", iterations=20, bound="packing")
+    assert res.status is Status.OPTIMAL and res.evaluation is not None
+    others = [solve(data, h) for h in PORTFOLIO]
+    others += [
+        solve(data, "list", rule=r, split=p, mode=m)
+        for r in PRIORITY_RULES
+        for p in SPLIT_POLICIES
+        for m in ("offline", "timestepped")
+    ]
+    tied = [o for o in others if o.makespan == res.makespan and o.evaluation is not None]
+    assert len(tied) >= 2
+    assert res.evaluation.mean_jct <= min(o.evaluation.mean_jct for o in tied) + 1e-9  # type: ignore[union-attr]

@@ -245,3 +245,25 @@ def test_plot_shows_dollar_signs_literally(
     )
     assert (code, err) == (0, "")
     assert (tmp_path / "g.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_best_on_the_command_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """``--solver best``: bad parameters are one line with exit 2; with ``--param
+    iterations=N`` two runs with one seed write the same schedule."""
+    bench = INSTANCES / "bench" / "paper-s3-seed3-j20.json"  # not solved at once
+    for param, message in (
+        ("iterations=0", "parameter iterations"),
+        ("bound=magic", "parameter bound"),
+        ("bound_share=1.5", "parameter bound_share"),
+    ):
+        code, out, err = _run(capsys, "solve", bench, "--solver", "best", "--param", param)
+        assert (code, out) == (2, ""), err
+        assert message in _one_line_error(err)
+    outs = []
+    for k in range(2):
+        path = tmp_path / f"s{k}.json"
+        args = ["--param", "iterations=300", "--param", "bound=packing", "--seed", "7", "-o"]
+        code, out, _ = _run(capsys, "solve", bench, "--solver", "best", *args, path, "--json")
+        assert code == 0
+        outs.append((json.loads(out)["makespan"], path.read_text()))
+    assert outs[0] == outs[1]

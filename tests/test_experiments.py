@@ -477,15 +477,37 @@ def test_extras_and_readings_on_the_command_line(tmp_path, capsys, monkeypatch):
     assert main(["reproduce", "--extras", "lwf", "--reading", "default", "-o", str(tmp_path)]) == 0
     s = seen[-1]
     assert s.policies == ("sjf-bco", "ls", "ff", "rand", "lwf")
-    assert s.extra_time_limit == 2.0 and [r.name for r in s.readings] == ["default"]
+    assert s.extra_time_limit == 10.0 and [r.name for r in s.readings] == ["default"]
     fig4 = tasks_for("4", s)
-    assert [t.task.time_limit for t in fig4[:5]] == [None, None, None, None, 2.0]
+    assert [t.task.time_limit for t in fig4[:5]] == [None, None, None, None, 10.0]
+    assert main(["reproduce", "--extras", "lwf", "--quick", "-o", str(tmp_path)]) == 0
+    assert seen[-1].extra_time_limit == 1.0  # --quick stays a fast check
     assert main(["reproduce", "--extras", "nope", "-o", str(tmp_path)]) == 2
     assert "--extras: unknown solver 'nope'" in capsys.readouterr().err
     assert main(["reproduce", "--reading", "nope", "-o", str(tmp_path)]) == 2
     assert "--reading: unknown reading 'nope'; known: default" in capsys.readouterr().err
     assert main(["reproduce", "--address", "tcp://x:1", "-o", str(tmp_path)]) == 2
     assert "--address needs --engine dask" in capsys.readouterr().err
+
+
+def test_figures_are_repeatable_or_comma_separated(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    rep = importlib.import_module("sjfbco.experiments.reproduce")
+    seen = []
+    monkeypatch.setattr(
+        rep, "reproduce", lambda figures, settings, **kw: seen.append(figures) or []
+    )
+    for argv, want in (
+        (["--figure", "6", "--figure", "4"], ("4", "6")),  # the paper's order, once each
+        (["--figure", "7,4,7"], ("4", "7")),
+        (["--figure", "5", "--figure", "all"], ("4", "5", "6", "7")),
+        ([], ("4", "5", "6", "7")),
+    ):
+        assert main(["reproduce", *argv, "--extras", "none", "-o", str(tmp_path)]) == 0
+        assert seen[-1] == want, argv
+    assert main(["reproduce", "--figure", "4,8", "-o", str(tmp_path)]) == 2
+    assert "--figure: unknown figure '8'; known: 4, 5, 6, 7, all" in capsys.readouterr().err
 
 
 def test_a_registered_best_solver_joins_figs_4_and_6_labelled_not_in_the_paper(
