@@ -1,6 +1,7 @@
 """Batch throughput: paper-sized instances x 3 solvers, serial loop vs local pool vs Dask.
 
-Usage: ``PYTHONPATH=. python benchmarks/bench_batch.py [--instances 200] [--workers N]``
+Usage: ``PYTHONPATH=. python benchmarks/bench_batch.py [--instances 200] [--workers N]
+[--engines local dask] [--quick]`` (``--quick``: 3 instances, the local engine).
 
 Instances are the paper's workload from ``sjfbco.workloads.paper`` (docs/model.md
 section 7): 160 jobs (80 x 1 GPU, 14 x 2, 26 x 4, 30 x 8, 8 x 16, 2 x 32) on 20
@@ -9,6 +10,7 @@ servers of 4 to 32 GPUs, preset ``paper``, seeds 0 .. N-1.
 Every engine runs the same tasks with the same solving function
 (:func:`sjfbco.batch.run_task`); the serial figure is a plain loop over it in
 this process. Wall times include starting the pool or the LocalCluster.
+``main`` returns the serial rows and whether every engine's rows equal them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sjfbco import batch as B
 from sjfbco import write_instance
@@ -26,11 +29,15 @@ from sjfbco.workloads.paper import paper_instance
 SOLVERS = ["sjf-bco", "ls", "ff"]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instances", type=int, default=200)
     ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    args = ap.parse_args()
+    ap.add_argument("--engines", nargs="+", choices=("local", "dask"), default=["local", "dask"])
+    ap.add_argument("--quick", action="store_true", help="3 instances, the local engine")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.instances, args.engines = 3, ["local"]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "inst"
         for k in range(args.instances):
@@ -48,7 +55,7 @@ def main() -> None:
         t_serial = time.perf_counter() - t0
 
         results = {"serial loop": (t_serial, serial)}
-        for engine in ("local", "dask"):
+        for engine in args.engines:
             t0 = time.perf_counter()
             rep = B.run_batch(
                 tasks, Path(tmp) / f"{engine}.csv", engine=engine, workers=args.workers
@@ -75,6 +82,7 @@ def main() -> None:
     print(f"rows identical across runs (run time aside): {'yes' if same else 'NO'}")
     print()
     print(B.format_summary(serial, SOLVERS))
+    return {"rows": strip(serial), "identical": same}
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import random
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.datasets import add_trace_option, require
 from sjfbco.elastic import POLICIES, PowerLaw, optimal_total_flow, run_elastic, simulate_elastic
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def philly_table(trace: Path, hours: float = 24.0) -> None:
+def philly_table(trace: Path, hours: float = 24.0) -> list[dict[str, Any]]:
     data, stats = philly_workload(trace, hours=hours)
     print(
         f"Philly 2017-10-09 ({hours:g} h), {stats['jobs']} jobs as malleable jobs on "
@@ -73,9 +73,10 @@ def philly_table(trace: Path, hours: float = 24.0) -> None:
             ],
         )
     )
+    return rows
 
 
-def closed_form_table(trials: int = 200, seed: int = 0) -> None:
+def closed_form_table(trials: int = 200, seed: int = 0) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     worst = {(p, m): 0.0 for p in POLICIES for m in ("continuous", "integer")}
     ratio_sum = dict.fromkeys(worst, 0.0)
@@ -104,6 +105,7 @@ def closed_form_table(trials: int = 200, seed: int = 0) -> None:
         for p, m in worst
     ]
     print(format_table(rows, ["policy", "mode", "mean_ratio", "worst_ratio"]))
+    return rows
 
 
 #: (policy, speedup, mode) rows of the scaling table.
@@ -121,7 +123,7 @@ SCALING_RUNS = (
 MODEL_UP_TO = 5000
 
 
-def scaling_table(sizes: list[int], before: int = 0) -> None:
+def scaling_table(sizes: list[int], before: int = 0) -> list[dict[str, Any]]:
     """Wall seconds of each run at each size (and of the old simulator up to ``before`` jobs)."""
     import os
 
@@ -161,9 +163,10 @@ def scaling_table(sizes: list[int], before: int = 0) -> None:
             rows.append(row)
             print(format_table([row], list(row)).splitlines()[-1], flush=True)
     print(format_table(rows, list(rows[0])))
+    return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_trace_option(ap)
     ap.add_argument("--quick", action="store_true", help="2 hours of the day, 20 random batches")
@@ -176,14 +179,13 @@ def main() -> None:
         metavar="N",
         help="also time the old simulator up to N jobs",
     )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.scaling:
-        scaling_table([int(v) for v in args.sizes.split(",")], args.before)
-        return
+        return {"scaling": scaling_table([int(v) for v in args.sizes.split(",")], args.before)}
     trace = require(args.trace, "the Philly trace")
-    philly_table(trace, 2.0 if args.quick else 24.0)
+    philly = philly_table(trace, 2.0 if args.quick else 24.0)
     print()
-    closed_form_table(20 if args.quick else 200)
+    return {"philly": philly, "closed_form": closed_form_table(20 if args.quick else 200)}
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def run(sizes: list[int], servers: int, limit: float, backends: list[str], seeds
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 14, 20, 30])
     ap.add_argument("--servers", type=int, default=4)
@@ -136,13 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.one:
         n, s, seed, backend, limit = args.one
-        print(json.dumps(one(int(n), int(s), int(seed), backend, float(limit))))
-        return 0
+        row = one(int(n), int(s), int(seed), backend, float(limit))
+        print(json.dumps(row))
+        return {"rows": [row]}
     if args.quick:
         args.sizes, args.time_limit = [6, 8], 10.0
-    run(args.sizes, args.servers, args.time_limit, args.backends, args.seeds)
-    return 0
+    return {"rows": run(args.sizes, args.servers, args.time_limit, args.backends, args.seeds)}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -330,7 +330,7 @@ def report(stats: dict[str, Any], args: argparse.Namespace) -> None:
         print(f"  {ex['problems']}: sjfbco {' '.join(ex['argv'])} -> {ex['err'].strip()[-200:]}")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_trace_option(ap)
     ap.add_argument("--files", type=int, default=5000, help="mutated files (default 5000)")
@@ -342,18 +342,16 @@ def main() -> None:
         "--keep", type=Path, default=Path("fuzz-failures"), help="where failing inputs go"
     )
     ap.add_argument("--json", type=Path, default=None, help="also write the counts here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     trace = require(args.trace, "the Philly trace (its first lines are mutated for convert)")
     n = 300 if args.quick else args.files
     stats = run(n, args.workers, args.seed, args.timeout, args.keep, trace)
     report(stats, args)
+    doc = {k: dict(v) if isinstance(v, Counter) else v for k, v in stats.items()}
+    del doc["seconds"]
     if args.json:
-        doc = {
-            k: (dict(v) if isinstance(v, Counter) else v)
-            for k, v in stats.items()
-            if k != "seconds"
-        }
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
 
 
 if __name__ == "__main__":

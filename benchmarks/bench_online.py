@@ -14,13 +14,16 @@ Run: ``PYTHONPATH=. python benchmarks/bench_online.py [--trace PATH] [--start 20
    x cluster sizes): status (a deadlock lists how many jobs hold GPUs),
    mean JCT, GPU-slots held idle by incomplete groups and their share of the
    GPU capacity over the makespan.
+
+``--quick``: 2 hours of the day, no overloaded slice, one admission day.
+``main`` returns the rows of both tables.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.datasets import add_trace_option, require
 from sjfbco.online import run_online
@@ -34,7 +37,7 @@ POLICIES = ("fcfs-gang", "smallest-need-first", "easy-backfill", "sjf-bco-online
 DAYS = ("2017-10-10", "2017-10-16", "2017-11-01")
 
 
-def policies_table(trace: Path, start: str, hours: float, servers: int) -> None:
+def policies_table(trace: Path, start: str, hours: float, servers: int) -> list[dict[str, Any]]:
     data, stats = philly_workload(trace, start=start, hours=hours, num_servers=servers)
     print(
         f"Philly {start}, {hours:g} h: {stats['jobs']} jobs ({stats['in_window']} submitted; "
@@ -63,9 +66,10 @@ def policies_table(trace: Path, start: str, hours: float, servers: int) -> None:
             ],
         )
     )
+    return rows
 
 
-def admission_table(trace: Path, days: tuple[str, ...] = DAYS) -> None:
+def admission_table(trace: Path, days: tuple[str, ...] = DAYS) -> list[dict[str, Any]]:
     rows = []
     for day in days:
         for servers in (4, 8):
@@ -112,26 +116,31 @@ def admission_table(trace: Path, days: tuple[str, ...] = DAYS) -> None:
             ],
         )
     )
+    return rows
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_trace_option(ap)
     ap.add_argument("--start", default="2017-10-09")
     ap.add_argument("--hours", type=float, default=24.0)
     ap.add_argument("--servers", type=int, default=16)
-    ap.add_argument("--quick", action="store_true", help="2 hours of the day and one admission day")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--quick", action="store_true", help="2 hours of the day, no slice, one admission day"
+    )
+    args = ap.parse_args(argv)
     trace = require(args.trace, "the Philly trace")
-    policies_table(trace, args.start, 2.0 if args.quick else args.hours, args.servers)
+    rows = policies_table(trace, args.start, 2.0 if args.quick else args.hours, args.servers)
     print()
-    policies_table(trace, "2017-11-01", 8, 4)  # an overloaded slice: 32 GPUs
-    print()
+    if not args.quick:
+        rows += policies_table(trace, "2017-11-01", 8, 4)  # an overloaded slice: 32 GPUs
+        print()
     print(
         "Gang versus partial admission (held_idle: GPU-slots held by incomplete groups; "
         "idle_share: over GPUs x makespan, or x deadlock time)"
     )
-    admission_table(trace, DAYS[:1] if args.quick else DAYS)
+    admission = admission_table(trace, DAYS[:1] if args.quick else DAYS)
+    return {"rows": rows, "admission": admission}
 
 
 if __name__ == "__main__":

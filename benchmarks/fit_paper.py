@@ -19,8 +19,8 @@ quotes it from ``benchmarks/results/fit_trials.csv``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import Any
 
 from sjfbco.experiments.fit import (
     CRITERION,
@@ -44,7 +44,7 @@ def _value(name: str, text: str) -> float | str:
     return DIMS[name].parse(text)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="fit-search", help="search folder (default fit-search)")
     ap.add_argument("--trials", type=int, default=200, help="trials in total (default 200)")
@@ -124,10 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.report:
         atomic_write_text(args.report, text)
-    for title, row in (("best", best(table)), ("best meeting the criterion", best(table, True))):
+    found = {"best": best(table), "best meeting the criterion": best(table, True)}
+    for title, row in found.items():
         print(f"{title}: " + ("none" if row is None else f"trial {row['trial']}"))
-    return 0
+    return {"trials": table, **found}
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -8,7 +8,7 @@ For each preset and server count it generates the paper workload (seeds
 ``best`` solver when it is registered) and prints, per policy, the mean
 makespan and mean JCT (slots) with their ratios to SJF-BCO's, and on how many
 instances the policy's makespan is the lowest. ``--quick``: 2 seeds, 20
-servers.
+servers. ``--no-best`` leaves ``best`` out. ``main`` returns the rows.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from typing import Any
 
 from sjfbco import solve
 from sjfbco.solvers import SOLVERS, heuristics
@@ -25,9 +26,9 @@ from sjfbco.workloads.paper import get_preset, paper_instance
 POLICIES = ["sjf-bco", "ls", "ff", "rand", "lwf", "fifo-gang"]
 
 
-def run(preset: str, servers: int, seeds: int) -> list[dict[str, object]]:
+def run(preset: str, servers: int, seeds: int, with_best: bool = True) -> list[dict[str, object]]:
     policies = [p for p in POLICIES if p in heuristics()]
-    if "best" in SOLVERS:
+    if with_best and "best" in SOLVERS:
         policies.append("best")
     ms: dict[str, list[float]] = {p: [] for p in policies}
     jct: dict[str, list[float]] = {p: [] for p in policies}
@@ -56,23 +57,25 @@ def run(preset: str, servers: int, seeds: int) -> list[dict[str, object]]:
     ]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--servers", type=int, nargs="+", default=[10, 15, 20])
     ap.add_argument("--presets", nargs="+", default=["paper", "measured"])
     ap.add_argument("--quick", action="store_true", help="2 seeds, 20 servers")
-    args = ap.parse_args()
+    ap.add_argument("--no-best", dest="best", action="store_false", help="leave best out")
+    args = ap.parse_args(argv)
     if args.quick:
         args.seeds, args.servers = 2, [20]
     t0 = time.perf_counter()
     rows = []
     for preset in args.presets:
         for servers in args.servers:
-            rows += run(preset, servers, args.seeds)
+            rows += run(preset, servers, args.seeds, args.best)
     cols = ["preset", "servers", "policy", "makespan", "ratio", "mean_jct", "jct_ratio", "lowest"]
     print(format_table(rows, cols))
     print(f"\n{time.perf_counter() - t0:.0f} s")
+    return {"rows": rows}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ three conditions hold:
 With ``--alternatives`` it compares one-change variants of the paper preset.
 With ``--solvers`` it also runs the registered solvers (if present) on a few
 seeds and prints the evaluator's measured contention and overhead shares of
-their schedules.
+their schedules. ``--quick``: seed 0 at 20 servers, preset ``paper``. ``main``
+returns the measured :class:`~sjfbco.workloads.conditions.Conditions` per preset.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
+from typing import Any
 
 from sjfbco.tables import format_table
 from sjfbco.workloads.conditions import (
@@ -168,7 +170,7 @@ def solver_shares(preset: Preset, servers: list[int], seeds: int) -> str:
     return format_table(rows, list(rows[0]))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=50, help="seeds per server count")
     ap.add_argument("--servers", type=int, nargs="+", default=[10, 15, 20])
@@ -183,7 +185,11 @@ def main() -> None:
     ap.add_argument(
         "--alternatives", action="store_true", help="also compare variants of the paper preset"
     )
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="seed 0, 20 servers, preset paper")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds, args.servers, args.preset = 1, [20], ["paper"]
+    measured: dict[str, Any] = {}
     for name in args.preset:
         preset = PRESETS[name]
         t0 = time.perf_counter()
@@ -194,6 +200,7 @@ def main() -> None:
                 for seed in range(args.seeds)
             ]
         )
+        measured[name] = cal
         print(report(preset, cal))
         if args.solvers:
             print()
@@ -204,6 +211,7 @@ def main() -> None:
     if args.alternatives:
         print("variants of the paper preset (one change each)")
         print(alternatives(args.servers, args.seeds))
+    return measured
 
 
 if __name__ == "__main__":

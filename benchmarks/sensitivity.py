@@ -6,20 +6,22 @@ Run: ``PYTHONPATH=. python benchmarks/sensitivity.py [--seeds N] [--workers J] [
 (default ``docs/figures/sensitivity.md``) with the tidy rows beside it
 (``sensitivity.csv``; the ``reading`` column names the variant). The runs go
 through the batch engine, journaled in ``sensitivity-runs.csv`` beside the
-output, so an interrupted run continues with ``--resume``.
+output, so an interrupted run continues with ``--resume``. ``main`` returns the
+tidy rows.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from sjfbco.experiments.reproduce import Engine, csv_text
 from sjfbco.experiments.sensitivity import run_sensitivity, sensitivity_table
 from sjfbco.files import atomic_write_text
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--workers", type=int, default=None)
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     atomic_write_text(out.with_suffix(".csv"), csv_text(rows))
     out.with_name("sensitivity-runs.csv").unlink(missing_ok=True)
     print(f"wrote {out} and {out.with_suffix('.csv')}")
+    return {"rows": rows}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Why the baselines' gaps to SJF-BCO are wider than the paper's: splits and contention.
 
-Run: ``PYTHONPATH=. python benchmarks/split_contention.py [--seeds N] [--servers S]``.
+Run: ``PYTHONPATH=. python benchmarks/split_contention.py [--seeds N] [--servers S]
+[--quick]`` (``--quick``: seed 0).
 For each policy of Fig. 4 (default 20 servers, seeds 0..N-1, preset ``paper``),
 prints per schedule, averaged over seeds:
 
@@ -14,6 +15,8 @@ prints per schedule, averaged over seeds:
 - ``util``: GPU utilisation (busy GPU-slots over GPUs times makespan): low when
   gang jobs wait for GPUs held by others while some of their GPUs sit idle;
 - ``makespan``: the mean makespan (slots).
+
+``main`` returns these means per policy as rows.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import statistics
 from collections import Counter
+from typing import Any
 
 from sjfbco import solve
 from sjfbco.cost import shape_of, slots_to_finish
@@ -28,13 +32,17 @@ from sjfbco.experiments.paper import PAPER_POLICIES
 from sjfbco.workloads.paper import paper_instance
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--servers", type=int, default=20)
     ap.add_argument("--preset", default="paper")
     ap.add_argument("--mode", default="offline")
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="seed 0 only")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.seeds = 1
+    rows: list[dict[str, Any]] = []
     print(
         f"{args.servers} servers, preset {args.preset}, mode {args.mode}, seeds 0..{args.seeds - 1}"
     )
@@ -76,6 +84,8 @@ def main() -> None:
             f"{solver:>8} {m['split']:>6.0%} {m['width']:>13.1f} {m['slow']:>8.2f} "
             f"{m['cont']:>10.1%} {m['over']:>8.1%} {m['util']:>5.0%} {m['ms']:>8.0f}"
         )
+        rows.append({"policy": solver, **m})
+    return {"rows": rows}
 
 
 if __name__ == "__main__":

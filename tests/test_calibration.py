@@ -256,3 +256,22 @@ def test_bundled_preset_is_what_calibrate_writes(tmp_path: Path) -> None:
     out = tmp_path / "measured.json"
     assert main(["calibrate", *files, "-o", str(out), "--plot", str(tmp_path / "p.png")]) == 0
     assert read_preset(out) == get_preset("measured")
+
+
+def test_reproduce_takes_the_bundled_and_file_presets(tmp_path: Path) -> None:
+    """``reproduce --preset measured`` (and a preset file) reach every reading's instances."""
+    import argparse
+
+    from sjfbco.commands.reproduce import _readings
+
+    def readings(preset: str) -> tuple:
+        args = argparse.Namespace(reading=["default,best-fit"], preset=preset)
+        return _readings(args)
+
+    measured = get_preset("measured")
+    assert [r.preset for r in readings("measured")] == [measured, measured]
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(measured.to_dict()))
+    assert readings(str(path))[0].preset == measured
+    with pytest.raises(InputError, match=r"^--preset: unknown preset 'nope'; known: paper"):
+        readings("nope")

@@ -173,3 +173,25 @@ def test_build_is_deterministic(data: ProblemData, seed: int, scheme: str) -> No
     a = build(data, scheme, order, _flags(data.num_jobs, seed))
     b = build(data, scheme, order, _flags(data.num_jobs, seed))
     assert a == b
+
+
+@settings(max_examples=80)
+@given(instances(extended=True), SEEDS)
+def test_serial_scheme_under_the_extended_form(data: ProblemData, seed: int) -> None:
+    """Per-node sharing can make a narrow split the longest: the plan must still fit."""
+    cand = serial_sgs(data, _shuffled(data.num_jobs, seed))
+    assert evaluate(data, cand.schedule(data.cluster)).makespan == cand.makespan
+
+
+def test_serial_scheme_on_the_measured_preset() -> None:
+    """A regression: on a ``measured`` instance (SJF order) a narrower split outlasted the
+    window the plan had checked, and the GPU hand-out found a server short."""
+    from sjfbco.solvers.placement import estimates
+    from sjfbco.workloads.paper import paper_instance
+
+    data = paper_instance(10, 0, preset="measured")
+    durations = alone_durations(data)
+    rho_hat = estimates(data)
+    for rule in PRIORITY_RULES:
+        cand = serial_sgs(data, priority_order(data, rule, rho_hat), None, durations)
+        assert evaluate(data, cand.schedule(data.cluster)).makespan == cand.makespan

@@ -71,7 +71,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--preset",
         default=None,
-        help="cost-constant preset of the generated instances, for every reading "
+        help="cost-constant preset of the generated instances, for every reading: paper, "
+        "prototype, 10gbe, measured, or a preset file from 'sjfbco calibrate -o' "
         "(default: each reading's own; the default reading's is paper)",
     )
     p.add_argument(
@@ -128,7 +129,7 @@ def _extra_time_limit(args: argparse.Namespace) -> float:
 
 def _readings(args: argparse.Namespace) -> tuple[Any, ...]:
     from sjfbco.experiments.readings import get_reading
-    from sjfbco.workloads.paper import PRESETS
+    from sjfbco.workloads.paper import get_preset
 
     names = [n.strip() for item in (args.reading or ["default"]) for n in item.split(",")]
     names = list(dict.fromkeys(n for n in names if n))
@@ -136,12 +137,12 @@ def _readings(args: argparse.Namespace) -> tuple[Any, ...]:
         readings = [get_reading(n) for n in names]
     except ValueError as err:
         raise InputError(f"--reading: {err}") from None
-    if args.preset is not None:
-        if args.preset not in PRESETS:
-            raise InputError(
-                f"--preset: unknown preset {args.preset!r}; known: {', '.join(PRESETS)}"
-            )
-        readings = [r.with_preset(PRESETS[args.preset]) for r in readings]
+    if args.preset is not None:  # a built-in, a bundled (e.g. measured) or a preset file
+        try:
+            preset = get_preset(args.preset)
+        except InputError as err:
+            raise InputError(f"--preset: {err}") from None
+        readings = [r.with_preset(preset) for r in readings]
     return tuple(readings)
 
 

@@ -428,8 +428,9 @@ def serial_sgs(
     slot from which that server keeps ``G_j`` GPUs free for the job's run time
     alone (ties: the server with the fewest free GPUs then, i.e. best fit),
     or, if it may split, over the fewest servers at the earliest slot from
-    which the servers together keep ``G_j`` GPUs free for its run time alone
-    on ``G_j`` servers (the longest split; contention 1). Ties go to the
+    which the servers together keep ``G_j`` GPUs free for its longest run time
+    alone over 2 to ``G_j`` servers (contention 1; in the paper's form the
+    widest split, in the extended form possibly a narrower one). Ties go to the
     single server. Run times are rounded up to whole slots.
 
     GPUs are then handed out in planned start order (any GPUs free by then:
@@ -467,7 +468,10 @@ def serial_sgs(
             (split_ok is None or split_ok[j]) and best is not None and best[1] > job.arrival
         ):
             k_max = min(g, longest_split)
-            dk = int(whole[j, k_max])
+            # the window must hold the split whatever its server count: in the paper's form
+            # the widest split is the longest, but the extended form's per-node sharing can
+            # make a narrower one longer (a plan reserving past its window over-books)
+            dk = int(whole[j, 2 : k_max + 1].max()) if k_max >= 2 else int(whole[j, k_max])
             t, parts = prof.split(g, job.arrival, dk, n_split)
             if len(parts) > 1:
                 end = t + int(whole[j, len(parts)])

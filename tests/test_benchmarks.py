@@ -1,0 +1,263 @@
+"""Every benchmark runs at its smallest size and reproduces a known result.
+
+Each ``benchmarks/*.py`` script exposes ``main(argv) -> dict`` and a
+``--quick`` option (its smallest size). These tests call ``main`` in-process
+and check the figures it returns against values known independently: the
+slow slot-by-slot oracle, a direct :func:`sjfbco.solve`, the README's
+published makespans (``paper-s20-seed0``: SJF-BCO 397, LS 572, FF 593 in the
+offline mode), or invariants no correct run can break. They never assert a
+time. ``tests/test_project.py`` checks that no benchmark is left out.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from sjfbco import evaluate, solve
+from sjfbco.workloads.paper import paper_instance
+from tests.oracle import slotted_oracle
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+PHILLY = ROOT.parent / "shared" / "data" / "philly" / "philly.csv"
+
+#: Makespans (slots) of the paper's instance at 20 servers, seed 0, offline mode: the
+#: figures the README quotes for ``sjfbco solve instances/paper/paper-s20-seed0.json``.
+S20_SEED0 = {"sjf-bco": 397, "ls": 572, "ff": 593}
+
+#: Every benchmark script and the test that runs it (a new script must be added here).
+COVERED = {
+    "bench_batch",
+    "bench_best",
+    "bench_elastic",
+    "bench_evaluate",
+    "bench_exact",
+    "bench_fuzz",
+    "bench_online",
+    "bench_paper_ratios",
+    "bench_sjf_bco",
+    "fit_paper",
+    "measured_preset",
+    "paper_conditions",
+    "sensitivity",
+    "split_contention",
+}
+#: Modules of ``benchmarks/`` that are helpers, not benchmarks.
+HELPERS = {"datasets"}
+
+
+def bench(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """Import ``benchmarks/NAME.py`` as the scripts import each other (``benchmarks.x``)."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    return importlib.import_module(f"benchmarks.{name}")
+
+
+def run(name: str, argv: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    out = bench(name, monkeypatch).main(argv)
+    assert isinstance(out, dict), f"{name}.main must return its figures as a dict"
+    return out
+
+
+def test_every_benchmark_is_covered() -> None:
+    scripts = {p.stem for p in (ROOT / "benchmarks").glob("*.py")} - HELPERS
+    assert scripts == COVERED
+
+
+def test_every_benchmark_has_main_and_quick() -> None:
+    for name in sorted(COVERED):
+        text = (ROOT / "benchmarks" / f"{name}.py").read_text()
+        assert "def main(argv: list[str] | None = None)" in text, name
+        assert '"--quick"' in text, name
+
+
+def test_bench_evaluate_agrees_with_the_slot_by_slot_oracle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    mod = bench("bench_evaluate", monkeypatch)
+    (row,) = mod.main(["--quick"])["rows"]
+    assert (row["jobs"], row["servers"]) == (160, 20)
+    data, sched = mod.make_case(160, 20, seed=0)
+    _, end = slotted_oracle(data, sched)
+    assert row["makespan"] == max(end) == 1366
+    assert row["mean_jct"] == pytest.approx(statistics.fmean(end))
+    assert row["ms_per_evaluation"] > 0
+
+
+def test_bench_paper_ratios_gives_the_readme_makespans(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = run("bench_paper_ratios", ["--quick"], monkeypatch)["rows"]
+    got = {r["solver"]: r["makespan"] for r in rows}
+    assert {s: got[s] for s in S20_SEED0} == S20_SEED0
+    data = paper_instance(servers=20, seed=0)
+    assert got["rand"] == solve(data, "rand", seed=0).makespan
+    for r in rows:
+        assert r["ratio"] == pytest.approx(r["makespan"] / S20_SEED0["sjf-bco"])
+
+
+def test_bench_sjf_bco_counts_the_trials_of_the_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = run("bench_sjf_bco", ["--quick"], monkeypatch)["rows"]
+    assert [(r["jobs"], r["solver"]) for r in rows] == [(160, "sjf-bco"), (160, "ls")]
+    by = {r["solver"]: r for r in rows}
+    assert by["sjf-bco"]["makespan"] == S20_SEED0["sjf-bco"]
+    assert by["ls"]["makespan"] == S20_SEED0["ls"]
+    res = solve(paper_instance(servers=20, seed=0, jobs=160), "sjf-bco")
+    assert by["sjf-bco"]["trials"] == res.stats["trials"] > 1
+
+
+def test_split_contention_measures_the_readme_schedules(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = run("split_contention", ["--quick"], monkeypatch)["rows"]
+    by = {r["policy"]: r for r in rows}
+    assert {p: by[p]["ms"] for p in S20_SEED0} == S20_SEED0
+    ev = evaluate(paper_instance(20, 0), solve(paper_instance(20, 0), "rand", seed=0).schedule)
+    assert by["rand"]["util"] == pytest.approx(ev.utilisation)
+    for r in rows:
+        assert 0 <= r["split"] <= 1 and r["width"] >= 1 and r["slow"] >= 1
+        assert 0 <= r["cont"] < 1 and 0 < r["util"] <= 1
+
+
+def test_bench_batch_engines_reproduce_the_serial_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run("bench_batch", ["--quick", "--workers", "2"], monkeypatch)
+    assert out["identical"] is True
+    rows = out["rows"]
+    assert len(rows) == 3 * 3  # 3 instances x sjf-bco, ls, ff
+    first = {r["solver"]: r["makespan"] for r in rows if Path(r["instance"]).stem == "paper-000"}
+    assert first == S20_SEED0  # instance 0 is paper-s20-seed0
+
+
+def test_measured_preset_keeps_the_paper_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["--seeds", "1", "--servers", "20", "--presets", "paper", "--no-best"]
+    rows = run("measured_preset", argv, monkeypatch)["rows"]
+    by = {r["policy"]: r for r in rows}
+    assert "best" not in by
+    assert {p: by[p]["makespan"] for p in S20_SEED0} == S20_SEED0
+    assert by["sjf-bco"]["ratio"] == 1.0 and by["sjf-bco"]["lowest"] == "1/1"
+
+
+def test_paper_conditions_hold_their_documented_ranges(monkeypatch: pytest.MonkeyPatch) -> None:
+    cal = run("paper_conditions", ["--quick"], monkeypatch)["paper"]
+    assert (cal.instances, cal.jobs) == (1, 160)
+    assert cal.tau_worst.hi <= 1  # the slotted model's condition: one iteration per slot
+    assert cal.rho_min.lo > 0 and cal.rho_min.count == 160
+
+
+def test_bench_exact_proves_the_four_job_optimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """4 jobs on 3 servers: optimum 18 (tests/bruteforce.py agrees: 18, in about 7 minutes)."""
+    argv = ["--sizes", "4", "--servers", "3", "--backends", "cpsat", "--time-limit", "30"]
+    (row,) = run("bench_exact", argv, monkeypatch)["rows"]
+    assert (row["jobs"], row["servers"], row["backend"]) == (4, 3, "cpsat")
+    assert row["status"] == "optimal" and row["makespan"] == row["bound"] == 18
+    assert row["closed"] <= row["bound"]  # the reported bound is at least the closed form
+
+
+def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["--part", "paper", "--seeds", "1", "--time-limit", "1", "--workers", "1"]
+    rows = run("bench_best", argv, monkeypatch)["paper"]["rows"]
+    assert [(r["servers"], r["seed"]) for r in rows] == [(10, 0), (15, 0), (20, 0)]
+    for r in rows:
+        assert r["bound"] <= r["best"] <= r["sjf_bco"]
+        assert r["gap"] == pytest.approx(r["best"] / r["bound"])
+        assert r["optimal"] == (r["best"] == r["bound"])
+    assert rows[-1]["sjf_bco"] == S20_SEED0["sjf-bco"]
+    assert rows[-1]["bound"] == 255  # the packing bound of paper-s20-seed0 (README)
+
+
+@pytest.mark.skipif(not PHILLY.is_file(), reason="the Philly trace (docs/data.md) is absent")
+def test_bench_online_replays_two_hours_of_philly(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run("bench_online", ["--quick"], monkeypatch)
+    rows = out["rows"]
+    assert [r["policy"] for r in rows] == [
+        "fcfs-gang",
+        "smallest-need-first",
+        "easy-backfill",
+        "sjf-bco-online",
+    ]
+    for r in rows:  # 145 jobs on 128 GPUs: every policy finishes them all, at the same time
+        assert r["status"] == "completed" and r["jobs_done"] == r["num_jobs"] == 145
+        assert r["makespan"] == 208 and r["mean_jct"] <= r["p95_jct"] <= r["makespan"]
+        assert r["held_idle_gpu_slots"] == 0
+    adm = out["admission"]
+    assert len(adm) == 2 * 2 * 2  # one day x (32, 64 GPUs) x two policies x gang/partial
+    for r in adm:  # only partial admission holds GPUs idle in incomplete groups
+        assert (r["held_idle"] > 0) == (r["admission"] == "partial")
+    deadlocked = [r for r in adm if r["status"].startswith("deadlock")]
+    assert [(r["gpus"], r["policy"], r["admission"]) for r in deadlocked] == [
+        (32, "smallest-need-first", "partial")
+    ]
+
+
+@pytest.mark.skipif(not PHILLY.is_file(), reason="the Philly trace (docs/data.md) is absent")
+def test_bench_elastic_meets_the_closed_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run("bench_elastic", ["--quick"], monkeypatch)
+    closed = {(r["policy"], r["mode"]): r for r in out["closed_form"]}
+    # heSRPT is optimal for total flow time in the continuous mode (Berg et al.): ratio 1
+    assert closed[("hesrpt", "continuous")]["worst_ratio"] == pytest.approx(1, abs=1e-6)
+    for r in closed.values():  # nothing beats the optimum
+        assert r["worst_ratio"] >= r["mean_ratio"] >= 1 - 1e-6
+    for r in out["philly"]:
+        if r["bound"] is not None:  # the optimal malleable makespan bounds every policy
+            assert r["makespan"] >= r["bound"] * (1 - 1e-9)
+
+
+@pytest.mark.slow
+def test_bench_fuzz_finds_nothing_on_a_few_files(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    argv = ["--files", "8", "--workers", "1", "--keep", str(tmp_path / "kept")]
+    out = run("bench_fuzz", argv, monkeypatch)
+    assert sum(out["files"].values()) == 8
+    assert sum(out["runs"].values()) == sum(out["exit"].values()) >= 8
+    assert out["problems"] == {} and out["examples"] == []
+    assert set(out["exit"]) <= {"0", "2"}  # a run ends in success or one bad-input line
+
+
+@pytest.mark.slow
+def test_fit_paper_quick_search_records_its_trials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = run("fit_paper", ["--quick", "--out", str(tmp_path / "fit")], monkeypatch)
+    trials = out["trials"]
+    assert len(trials) == 2
+    assert (tmp_path / "fit" / "trials.csv").is_file()
+    distances = [t["distance"] for t in trials if not isinstance(t["distance"], str)]
+    assert out["best"] is not None and out["best"]["distance"] == min(distances)
+
+
+@pytest.mark.slow
+def test_sensitivity_quick_keeps_sjf_bco_first(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    out = run("sensitivity", ["--quick", "--out", str(tmp_path / "s.md")], monkeypatch)
+    rows = out["rows"]
+    assert (tmp_path / "s.md").is_file() and (tmp_path / "s.csv").is_file()
+    assert {r["seed"] for r in rows} == {0}
+    defaults = {
+        r["solver"]: r["makespan"]
+        for r in rows
+        if r["reading"] == "defaults" and r["instance"] == "paper-s20-seed0"
+    }
+    assert defaults["sjf-bco"] == solve(paper_instance(20, 0), "sjf-bco").makespan
+    assert {r["reading"] for r in rows} >= {"defaults", "timestepped"}
+
+
+def test_scripts_run_as_files() -> None:
+    """``python benchmarks/X.py --help`` works from the root (the README's way to run them)."""
+    import subprocess
+
+    for name in ("bench_evaluate", "bench_online"):
+        proc = subprocess.run(
+            [sys.executable, f"benchmarks/{name}.py", "--help"],
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "PATH": ""},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "--quick" in proc.stdout
