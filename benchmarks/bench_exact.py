@@ -1,19 +1,19 @@
 """How far the exact backends go: proofs, bounds, wall time against the limit, peak memory.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_exact.py [--sizes 10 14 20 30] [--servers 4]
-[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--quick]``.
+[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--paper] [--quick]``.
 
-Instances are paper-like jobs scaled down (docs/model.md section 7): models
-from the shared model table, sizes 1, 2, 4 or 6 GPUs (the paper's mix, capped;
-a 6 must split), iterations scaled so that a job runs a few slots alone;
-servers of 4 GPUs; the paper preset of constants (slot 4 s, b_inter 11,700
-MB/s). Each run is a separate process (its peak resident memory is measured
-alone) of ``solve(data, "exact", backend=..., time_limit=...)``. Prints per
-instance and backend: status, wall seconds against the limit, peak memory,
-model size, horizon, makespan and bound (with the relaxation's and the
-closed-form bound); then per backend the largest instance proven. ``--quick``
-runs 6 and 8 jobs with a 10 s limit. Note the machine's load (printed) next
-to any figure you quote.
+Instances are paper-like jobs scaled down (docs/model.md section 7): models from the
+shared model table, sizes 1, 2, 4 or 6 GPUs (the paper's mix, capped; a 6 must split),
+iterations scaled so that a job runs a few slots alone; servers of 4 GPUs; the paper
+preset of constants (slot 4 s, b_inter 11,700 MB/s); ``--paper`` takes ``sjfbco generate
+paper``'s instances instead (the paper's workload: servers of 4 to 32 GPUs, full-length
+jobs). Each run is a separate process (its peak resident memory is measured alone) of
+``solve(data, "exact", backend=..., time_limit=...)``. Prints per instance and backend:
+status, wall seconds against the limit, peak memory, model size, horizon, makespan and
+bound (with the relaxation's and the closed-form bound); then per backend the largest
+instance proven. ``--quick`` runs 6 and 8 jobs with a 10 s limit. Note the machine's
+load (printed) next to any figure you quote.
 """
 
 from __future__ import annotations
@@ -55,9 +55,20 @@ def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
     return ProblemData(cluster, tuple(jobs), CostParams(), name=f"n{n_jobs}-s{n_servers}")
 
 
-def one(n: int, servers: int, seed: int, backend: str, limit: float) -> dict[str, Any]:
+def instance(n: int, servers: int, seed: int, paper: bool) -> ProblemData:
+    """The benchmark's scaled-down instance, or ``sjfbco generate paper``'s (``paper``)."""
+    if paper:
+        from sjfbco.workloads.paper import paper_instance
+
+        return paper_instance(servers, seed, n)
+    return make_instance(n, servers, seed)
+
+
+def one(
+    n: int, servers: int, seed: int, backend: str, limit: float, paper: bool = False
+) -> dict[str, Any]:
     """One exact run in this process; its figures (peak memory of this process)."""
-    data = make_instance(n, servers, seed)
+    data = instance(n, servers, seed, paper)
     t0 = time.perf_counter()
     try:
         res = solve(data, "exact", backend=backend, time_limit=limit)
@@ -82,7 +93,14 @@ def one(n: int, servers: int, seed: int, backend: str, limit: float) -> dict[str
     }
 
 
-def run(sizes: list[int], servers: int, limit: float, backends: list[str], seeds: list[int]):
+def run(
+    sizes: list[int],
+    servers: int,
+    limit: float,
+    backends: list[str],
+    seeds: list[int],
+    paper: bool = False,
+):
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
     rows: list[dict[str, Any]] = []
@@ -91,7 +109,7 @@ def run(sizes: list[int], servers: int, limit: float, backends: list[str], seeds
         for seed in seeds:
             for backend in backends:
                 cmd = [sys.executable, __file__, "--one", str(n), str(servers), str(seed)]
-                cmd += [backend, str(limit)]
+                cmd += [backend, str(limit), "paper" if paper else "scaled"]
                 proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
                 lines = proc.stdout.strip().splitlines()
                 got = (
@@ -108,7 +126,8 @@ def run(sizes: list[int], servers: int, limit: float, backends: list[str], seeds
     cols = ["jobs", "servers", "seed", "backend", "status", "wall_s", "over_s", "peak_mb"]
     cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from"]
     print("\n" + format_table(rows, cols))
-    print(f"\nLargest instance proven optimal within {limit:g} s ({servers} servers of 4 GPUs):")
+    kind = "paper's workload" if paper else "4 GPUs each"
+    print(f"\nLargest instance proven optimal within {limit:g} s ({servers} servers, {kind}):")
     for b in backends:
         print(f"  {b:6s} {largest.get(b, 0)} jobs")
     over = [r for r in rows if isinstance(r.get("over_s"), float)]
@@ -131,17 +150,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--quick", action="store_true", help="6 and 8 jobs, 10 s")
     ap.add_argument(
-        "--one", nargs=5, metavar=("N", "S", "SEED", "BACKEND", "LIMIT"), help=argparse.SUPPRESS
+        "--paper",
+        action="store_true",
+        help="instances of `sjfbco generate paper --jobs N --servers S --seed K` instead",
+    )
+    ap.add_argument(
+        "--one",
+        nargs=6,
+        metavar=("N", "S", "SEED", "BACKEND", "LIMIT", "KIND"),
+        help=argparse.SUPPRESS,
     )
     args = ap.parse_args(argv)
     if args.one:
-        n, s, seed, backend, limit = args.one
-        row = one(int(n), int(s), int(seed), backend, float(limit))
+        n, s, seed, backend, limit, kind = args.one
+        row = one(int(n), int(s), int(seed), backend, float(limit), kind == "paper")
         print(json.dumps(row))
         return {"rows": [row]}
     if args.quick:
         args.sizes, args.time_limit = [6, 8], 10.0
-    return {"rows": run(args.sizes, args.servers, args.time_limit, args.backends, args.seeds)}
+    rows = run(args.sizes, args.servers, args.time_limit, args.backends, args.seeds, args.paper)
+    return {"rows": rows}
 
 
 if __name__ == "__main__":

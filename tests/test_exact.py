@@ -295,8 +295,9 @@ def test_infeasible_model_with_a_feasible_warm_start_raises(
         )
 
     monkeypatch.setattr(TimeIndexedILP, "solve", infeasible)
+    # horizon 12 admits the warm start (11); the default horizon (10) may be infeasible
     with pytest.raises(ModelError, match="infeasible, but a schedule"):
-        solve(instance_b(), "exact", backend="highs", time_limit=5, relaxation=False)
+        solve(instance_b(), "exact", backend="highs", time_limit=5, relaxation=False, horizon=12)
 
 
 def test_bound_above_a_feasible_makespan_raises(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,7 +316,7 @@ def test_bound_above_a_feasible_makespan_raises(monkeypatch: pytest.MonkeyPatch)
         solve(instance_b(), "exact", backend="cpsat", horizon=13, relaxation=False)
 
 
-def _check_trap(data: ProblemData, offset: int) -> None:
+def _check_trap(data: ProblemData, offset: int, relaxation: bool = False) -> None:
     """Every backend at horizon ``optimum + offset``: never a bound above the optimum,
     never a makespan below it, ``optimal`` exactly when the bound meets the makespan,
     and the optimum itself whenever the horizon admits it."""
@@ -324,7 +325,7 @@ def _check_trap(data: ProblemData, offset: int) -> None:
     assert opt is not None
     horizon = max(1, opt + offset)
     for backend in BACKENDS:
-        res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=False)
+        res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=relaxation)
         assert res.lower_bound <= opt, (backend, horizon, res.lower_bound, opt)
         assert res.makespan >= opt
         assert res.makespan == evaluate(data, res.schedule).makespan  # type: ignore[arg-type]
@@ -336,16 +337,18 @@ def _check_trap(data: ProblemData, offset: int) -> None:
 
 
 @settings(max_examples=8)
-@given(trap_instances(max_jobs=3), st.sampled_from([0, 1, -1, 3]))
-def test_trap_backends_against_brute_force(data: ProblemData, offset: int) -> None:
-    _check_trap(data, offset)
+@given(trap_instances(max_jobs=3), st.sampled_from([0, 1, -1, 3]), st.booleans())
+def test_trap_backends_against_brute_force(data: ProblemData, offset: int, relax: bool) -> None:
+    _check_trap(data, offset, relax)
 
 
 @pytest.mark.slow
 @settings(max_examples=150)
-@given(trap_instances(max_jobs=4), st.sampled_from([0, 1, -1, -2, 3]))
-def test_trap_backends_against_brute_force_many(data: ProblemData, offset: int) -> None:
-    _check_trap(data, offset)
+@given(trap_instances(max_jobs=4), st.sampled_from([0, 1, -1, -2, 3]), st.booleans())
+def test_trap_backends_against_brute_force_many(
+    data: ProblemData, offset: int, relax: bool
+) -> None:
+    _check_trap(data, offset, relax)
 
 
 # -- issue 17: one time limit, size estimates, refusal, the relaxation ------------------
@@ -410,3 +413,94 @@ def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
     res = solve(instance_b(), "exact", backend="cpsat")
     assert res.stats["relaxation"]["bound"] == 8
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
+
+
+# -- issue 11 item 3 (scale): GPU-time caps, the horizon below the incumbent ---------------
+
+
+def test_duration_caps_hand_computed() -> None:
+    """The contention instance (2 servers of 2 GPUs, N = 4): big (G 3) 5 slots alone,
+    s1 and s2 (G 2) 2 slots on one server, 3 split (rate 9 a slot: 20 iterations).
+    H = 7: room = 4 * 7 - (3 * 5 + 2 * 2 + 2 * 2) = 5, caps 5 + 5 // 3 = 6 and
+    2 + 5 // 2 = 4; H = 6: room 1, caps 5, 2, 2 (s1's split pattern, 3 slots, is
+    out); H = 5: room -3, no schedule."""
+    from sjfbco.formulations.common import Patterns, duration_caps
+    from sjfbco.formulations.nonconvex import NonconvexModel
+
+    data = _contention_instance()
+    pats = Patterns(data)
+    assert duration_caps(data, pats, 7) == [6, 4, 4]
+    assert duration_caps(data, pats, 6) == [5, 2, 2]
+    assert duration_caps(data, pats, 5) == [-1, -1, -1]
+    model = NonconvexModel(data, 6)
+    for j in (1, 2):  # only the one-server patterns (2 slots) are left to s1 and s2
+        assert {pats[j][k].num_servers for k in model.jobs[j].usable} == {1}
+
+
+def _check_caps_hold(data: ProblemData) -> None:
+    """SJF-BCO's, first fit's and the serial schedule, and the brute-force optimum, at
+    H = its makespan: each job's run (evaluator's start to end) is within its cap."""
+    from sjfbco.formulations.common import Patterns, duration_caps
+
+    pats = Patterns(data)
+    scheds = [serial_schedule(data)]
+    scheds += [r.schedule for r in (solve(data, n) for n in ("sjf-bco", "ff")) if r.schedule]
+    upper = int(min(evaluate(data, s).makespan for s in scheds))
+    scheds.append(brute_force(data, upper)[1])  # type: ignore[arg-type]
+    for sched in scheds:
+        ev = evaluate(data, sched)
+        caps = duration_caps(data, pats, int(ev.makespan))
+        for j in range(data.num_jobs):
+            assert ev.end[j] - ev.start[j] <= caps[j], (j, ev.start[j], ev.end[j], caps)
+
+
+@settings(max_examples=15)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=3)))
+def test_duration_caps_hold_on_feasible_schedules(data: ProblemData) -> None:
+    _check_caps_hold(data)
+
+
+def test_default_horizon_is_below_the_incumbent() -> None:
+    """Instance B: the warm start ends at 11; the model looks for 10 (horizon makespan - 1),
+    is infeasible, and its bound H + 1 = 11 proves the warm start optimal."""
+    res = solve(instance_b(), "exact", backend="cpsat", relaxation=False)
+    assert res.stats["horizon"] == 10 and res.stats["infeasible"]
+    assert res.stats["model_bound"] == 11
+    assert (res.status, res.makespan, res.lower_bound) == (Status.OPTIMAL, 11, 11)
+
+
+def _check_time_limited(data: ProblemData, limit: float) -> None:
+    """Runs cut short anywhere (warm start, relaxation, build, solve): on every backend the
+    bound never exceeds the brute-force optimum, the makespan is the evaluator's and never
+    below it, and ``optimal`` exactly when the bound meets the makespan."""
+    upper = int(evaluate(data, serial_schedule(data)).makespan)
+    opt, _ = brute_force(data, upper)
+    assert opt is not None
+    for backend in BACKENDS:
+        res = solve(data, "exact", backend=backend, time_limit=limit)
+        assert res.lower_bound <= opt, (backend, res.lower_bound, opt, res.stats.get("bound_from"))
+        assert res.schedule is not None and res.makespan >= opt
+        assert res.makespan == evaluate(data, res.schedule).makespan
+        assert (res.status is Status.OPTIMAL) == (res.lower_bound == res.makespan), backend
+        assert res.status in (Status.OPTIMAL, Status.TIME_LIMIT), backend
+
+
+@settings(max_examples=6)
+@given(
+    st.one_of(trap_instances(max_jobs=3), tiny_instances()),
+    st.sampled_from([0.02, 0.1, 0.3, 1.0]),
+)
+def test_time_limited_bound_is_never_above_the_optimum(data: ProblemData, limit: float) -> None:
+    _check_time_limited(data, limit)
+
+
+@pytest.mark.slow
+@settings(max_examples=120)
+@given(
+    st.one_of(trap_instances(max_jobs=4), tiny_instances()),
+    st.sampled_from([0.01, 0.05, 0.1, 0.3, 1.0, 3.0]),
+)
+def test_time_limited_bound_is_never_above_the_optimum_many(
+    data: ProblemData, limit: float
+) -> None:
+    _check_time_limited(data, limit)

@@ -191,7 +191,8 @@ def test_no_pulp_deprecation_warnings() -> None:
 def test_nonconvex_model_is_inspectable(tmp_path: Path) -> None:
     model = NonconvexModel(_contention_instance(), 9)
     size = model.size()
-    assert size["c_element"] > 0 and size["c_lin_max"] > 0 and size["c_cumulative"] == 2
+    # one cumulative per server, and one over all GPUs (the jobs need 7 GPUs of 4)
+    assert size["c_element"] > 0 and size["c_lin_max"] > 0 and size["c_cumulative"] == 3
     text = model.dump()
     assert "job big G=3 F=30" in text and "1-2:phi=[7, 4]" in text
     model.write(tmp_path / "m.txt")

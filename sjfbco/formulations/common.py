@@ -13,6 +13,7 @@ Units: slots throughout.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import time
@@ -292,6 +293,34 @@ def level_cap(data: ProblemData, j: int, pattern: Pattern, top: int) -> int:
             continue
         return c
     return 0
+
+
+def duration_caps(data: ProblemData, patterns: Patterns, horizon: int) -> list[int]:
+    """Longest run (slots) each job can have in a schedule that ends by ``horizon``.
+
+    A GPU-time argument. In a schedule with makespan ``<= H``, job ``k`` holds
+    ``G_k`` GPUs over its run ``[a_k, e_k)`` inside ``[0, H)``, and the jobs
+    running at one time hold distinct GPUs, so ``sum_k G_k (e_k - a_k) <= N H``
+    (``N`` GPUs in all). Every run lasts at least ``dmin_k``, the job's
+    duration on its fastest pattern at contention 1 (a split job's contention is
+    at least 1 and its rate falls with it; an unsplit job's rate is constant).
+    Hence job ``j`` runs at most ``(N H - sum_{k != j} G_k dmin_k) / G_j`` slots,
+    rounded down: a pattern whose duration alone exceeds it cannot be used, and
+    no contention can stretch the job beyond it. ``-1`` when even the fastest
+    runs do not fit (no schedule ends by ``H``).
+    """
+    G = [job.num_gpus for job in data.jobs]
+    dmin = []
+    for j in range(len(G)):
+        alone = []
+        for q in patterns[j]:
+            with contextlib.suppress(ConfigurationError):  # unusable: tau > 1 slot at level 1
+                alone.append(duration(data, j, q, 1))
+        dmin.append(min(alone, default=0))
+    room = data.cluster.num_gpus * horizon - sum(g * d for g, d in zip(G, dmin, strict=True))
+    if room < 0:
+        return [-1] * len(G)
+    return [d + room // g if g else horizon for g, d in zip(G, dmin, strict=True)]
 
 
 def kept_levels(data: ProblemData, j: int, pattern: Pattern, top: int) -> list[int]:

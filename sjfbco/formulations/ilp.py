@@ -32,6 +32,7 @@ from sjfbco.formulations.common import (
     Plan,
     check_deadline,
     duration,
+    duration_caps,
     identical_job_groups,
     kept_levels,
     level_cap,
@@ -158,6 +159,7 @@ class TimeIndexedILP:
         self.relax = relax
         self.sparse = sparse
         self.top = max_level(data, self.patterns)
+        self.longest = duration_caps(data, self.patterns, self.horizon)
         self.prob = pulp.LpProblem(f"sjfbco_ilp_{_clean(data.name)}", pulp.LpMinimize)
         self.pvars: list[list[_PatVars]] = []
         self._build()
@@ -192,6 +194,23 @@ class TimeIndexedILP:
         self._capacity()
         self._contention()
         self._order_identical_jobs()
+        self._energy()
+
+    def _energy(self) -> None:
+        """GPU-time row ``sum_j G_j (end_j - start_j) <= N C`` (valid: the jobs hold
+        distinct GPUs inside ``[0, C)``; see :func:`~sjfbco.formulations.common.duration_caps`).
+        It ties contention's slowdown to the makespan in the LP. Left out when all
+        jobs fit side by side (``sum G_j <= N``: then ``d_j <= C`` implies it)."""
+        data = self.data
+        if sum(job.num_gpus for job in data.jobs) <= data.cluster.num_gpus:
+            return
+        terms = []
+        for j, row in enumerate(self.pvars):
+            g = data.jobs[j].num_gpus
+            for pv in row:
+                terms.append(g * pv.end_expr())
+                terms.append(pulp.lpSum(-g * a * v for a, v in pv.x.items()))
+        self.prob += (pulp.lpSum(terms) - data.cluster.num_gpus * self.C <= 0, "energy")
 
     def _order_identical_jobs(self) -> None:
         """Interchangeable jobs start in input order (ties allowed).
@@ -210,7 +229,7 @@ class TimeIndexedILP:
 
     def _pattern_vars(self, j: int, i: int, pat: Pattern, arrival: int) -> _PatVars | None:
         data, H, prob = self.data, self.horizon, self.prob
-        dims = pattern_dims(data, j, pat, self.top, H)
+        dims = pattern_dims(data, j, pat, self.top, H, self.longest[j])
         if dims is None:
             return None
         dmin, dmax, fixed, levels = dims
@@ -415,13 +434,16 @@ class TimeIndexedILP:
 
 
 def pattern_dims(
-    data: ProblemData, j: int, pat: Pattern, top: int, horizon: int
+    data: ProblemData, j: int, pat: Pattern, top: int, horizon: int, longest: int | None = None
 ) -> tuple[int, int, bool, list[int]] | None:
     """``(d_min, d_max, fixed, levels)`` of job ``j`` on ``pat`` in the ILP, or ``None``.
 
     ``None`` when the pattern has no valid level (one iteration exceeds a slot
-    even at contention 1) or cannot end by the horizon. ``fixed``: the rate is
-    the same at every possible contention level, so the duration is ``d_min``.
+    even at contention 1), cannot end by the horizon, or lasts longer alone
+    than ``longest`` (the job's cap from
+    :func:`~sjfbco.formulations.common.duration_caps`, which also caps
+    ``d_max``). ``fixed``: the rate is the same at every possible contention
+    level, so the duration is ``d_min``.
     """
     cap = level_cap(data, j, pat, top) if pat.split else 0
     if pat.split and cap == 0:
@@ -431,7 +453,11 @@ def pattern_dims(
     dmin = duration(data, j, pat, 1)
     if data.jobs[j].arrival + dmin > horizon:
         return None
+    if longest is not None and dmin > longest:
+        return None
     dmax = duration(data, j, pat, cap) if pat.split else dmin
+    if longest is not None:
+        dmax = min(dmax, longest)
     return dmin, dmax, fixed, levels
 
 

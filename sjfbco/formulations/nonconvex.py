@@ -39,6 +39,7 @@ from sjfbco.formulations.common import (
     Plan,
     check_deadline,
     duration,
+    duration_caps,
     identical_job_groups,
     level_cap,
     max_level,
@@ -59,6 +60,7 @@ class _JobVars:
     y: list[Any]
     can_split: bool
     usable: list[int] = field(default_factory=list)
+    length: Any = None
     split: Any = None
     run: dict[int, Any] = field(default_factory=dict)
     p: dict[int, Any] = field(default_factory=dict)
@@ -119,6 +121,7 @@ class NonconvexModel:
         m, data, H = self.model, self.data, self.horizon
         caps = data.cluster.gpus_per_server
         S = len(caps)
+        longest = duration_caps(data, self.patterns, H)
         for j, job in enumerate(data.jobs):
             check_deadline(self.deadline, "non-convex model")
             pats = self.patterns[j]
@@ -126,7 +129,9 @@ class NonconvexModel:
             usable = [
                 k
                 for k, q in enumerate(pats)
-                if (not q.split or caps_lvl[k] > 0) and job.arrival + duration(data, j, q, 1) <= H
+                if (not q.split or caps_lvl[k] > 0)
+                and job.arrival + duration(data, j, q, 1) <= H
+                and duration(data, j, q, 1) <= longest[j]
             ]
             if not usable:
                 raise InputError(
@@ -140,6 +145,7 @@ class NonconvexModel:
             m.add_exactly_one(use[k] for k in usable)
             dmin = min(duration(data, j, pats[k], 1) for k in usable)
             dmax = max(duration(data, j, pats[k], caps_lvl[k] or 1) for k in usable)
+            dmax = min(dmax, longest[j])
             a = m.new_int_var(job.arrival, H - dmin, f"a_{j}")
             T = m.new_int_var(job.arrival + dmin, H, f"T_{j}")
             d = m.new_int_var(dmin, dmax, f"d_{j}")
@@ -155,11 +161,12 @@ class NonconvexModel:
                 lo = duration(data, j, q, 1)
                 if q.split:
                     m.add(d >= lo).only_enforce_if(use[k])
-                    m.add(d <= duration(data, j, q, caps_lvl[k])).only_enforce_if(use[k])
+                    hi = min(duration(data, j, q, caps_lvl[k]), longest[j])
+                    m.add(d <= hi).only_enforce_if(use[k])
                 else:
                     m.add(d == lo).only_enforce_if(use[k])
             can_split = any(pats[k].split for k in usable)
-            jv = _JobVars(a, T, use, y, can_split, usable)
+            jv = _JobVars(a, T, use, y, can_split, usable, d)
             jv.interval = iv  # type: ignore[attr-defined]
             if can_split:
                 jv.split = m.new_bool_var(f"split_{j}")
@@ -171,6 +178,17 @@ class NonconvexModel:
                 [jv.y[s] for jv in self.jobs],
                 cap,
             )
+        # Redundant, for propagation: all GPUs as one resource (fixed demands G_j,
+        # which CP-SAT's energetic reasoning handles far better than the servers'
+        # variable demands), and GPU time (sum_j G_j d_j <= N C: the jobs hold
+        # distinct GPUs inside [0, C); see duration_caps).
+        gpus = [job.num_gpus for job in data.jobs]
+        if sum(gpus) > data.cluster.num_gpus:
+            m.add_cumulative(
+                [jv.interval for jv in self.jobs],  # type: ignore[attr-defined]
+                gpus,
+                data.cluster.num_gpus,
+            )
         self._contention()
         # interchangeable jobs start in input order (valid: see TimeIndexedILP)
         for group in identical_job_groups(data):
@@ -178,6 +196,11 @@ class NonconvexModel:
                 m.add(self.jobs[j].start <= self.jobs[k].start)
         C = m.new_int_var(min(H, max(int(lower_bound(data)), self.lower or 0)), H, "C")
         m.add_max_equality(C, [jv.end for jv in self.jobs])
+        if sum(gpus) > data.cluster.num_gpus:  # else implied by d_j <= C
+            m.add(
+                sum(g * jv.length for g, jv in zip(gpus, self.jobs, strict=True))
+                <= data.cluster.num_gpus * C
+            )
         m.minimize(C)
         self.C = C
 
@@ -378,7 +401,9 @@ class NonconvexModel:
         self._solver = solver
         has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
         obj = solver.objective_value if has else None
-        bound = solver.best_objective_bound if has else None
+        # CP-SAT's bound holds for every solution of the model, found or not
+        # (UNKNOWN at a time limit still carries what its search proved)
+        bound = None if st == cp_model.INFEASIBLE else solver.best_objective_bound
         return Outcome(
             st == cp_model.OPTIMAL,
             has,

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sjfbco.formulations.common import Patterns, duration, level_cap, max_level
+from sjfbco.formulations.common import Patterns, duration, duration_caps, level_cap, max_level
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -90,13 +90,14 @@ def _ilp_counts(data: ProblemData, H: int, pats: Patterns) -> tuple[int, int]:
     from sjfbco.formulations.ilp import pattern_dims
 
     top = max_level(data, pats)
-    nv, nc = 1, 0
+    longest = duration_caps(data, pats, H)
+    nv, nc = 1, 1  # C; the GPU-time row
     split_jobs_on: list[int] = [0] * data.cluster.num_servers
     for j, job in enumerate(data.jobs):
         nc += 2  # one start, one makespan row
         splits = False
         for q in pats[j]:
-            dims = pattern_dims(data, j, q, top, H)
+            dims = pattern_dims(data, j, q, top, H, longest[j])
             if dims is None:
                 continue
             dmin, _, fixed, levels = dims
@@ -134,8 +135,9 @@ def _servers_of(pats: Patterns, j: int) -> list[int]:
 def _cpsat_counts(data: ProblemData, H: int, pats: Patterns) -> tuple[int, int]:
     """Variables and constraints of :class:`~sjfbco.formulations.nonconvex.NonconvexModel`."""
     top = max_level(data, pats)
+    longest = duration_caps(data, pats, H)
     S = data.cluster.num_servers
-    nv, nc = 1, S + 1
+    nv, nc = 1, S + 3  # C; cumulatives, max, GPU cumulative and GPU-time row
     on_server = [0] * S
     per_job: list[tuple[int, int]] = []
     for j, job in enumerate(data.jobs):
@@ -144,6 +146,7 @@ def _cpsat_counts(data: ProblemData, H: int, pats: Patterns) -> tuple[int, int]:
             for q in pats[j]
             if (not q.split or level_cap(data, j, q, top) > 0)
             and job.arrival + duration(data, j, q, 1) <= H
+            and duration(data, j, q, 1) <= longest[j]
         ]
         nv += len(pats[j]) + S + 4
         nc += 2 + S + 2 * len(usable)

@@ -285,7 +285,10 @@ def solve_exact(
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
         return run.output(Status.OPTIMAL)
-    horizon = p.horizon if p.horizon is not None else int(run.makespan)
+    # The model looks only for schedules better than the incumbent: horizon H =
+    # makespan - 1. If it has none (infeasible), model_bound gives H + 1 = the
+    # incumbent's makespan, which proves the incumbent optimal.
+    horizon = p.horizon if p.horizon is not None else int(run.makespan) - 1
     stats["horizon"] = horizon
     if horizon < run.bound:  # no schedule ends by the horizon: nothing to model
         stats["note"] = f"no schedule ends by the horizon {horizon} (bound {run.bound})"
@@ -327,7 +330,7 @@ def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     rel = contention_free_bound(
         run.data,
         time_limit=limit,
-        horizon=int(run.makespan),
+        horizon=int(run.makespan) - 1,  # only better plans; none: bound = the makespan
         workers=p.threads,
         seed=seed,
     )
