@@ -8,8 +8,9 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    schedule (every job alone on its best placement, one after another);
 2. the contention-free relaxation (:mod:`sjfbco.bounds.relaxation`): a lower
    bound, and its schedule as one more warm-start candidate;
-3. the horizon ``H``: the best candidate's makespan under the evaluator, so the
-   model only looks for schedules at least as good;
+3. the horizon ``H``: the best candidate's makespan under the evaluator minus
+   one, so the model only looks for better schedules (infeasible: the bound
+   ``H + 1`` proves the incumbent optimal);
 4. the model's size, estimated before it is built
    (:func:`~sjfbco.formulations.size.estimate`) and refused above the cap;
 5. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
@@ -71,7 +72,7 @@ class ExactParams:
         ``"highs"`` (time-indexed ILP, highspy through PuLP) or ``"cbc"`` (same
         ILP, CBC).
     horizon
-        Override the horizon (slots); default: the warm start's makespan.
+        Override the horizon (slots); default: the incumbent's makespan minus one.
     warm_start
         Use heuristics' schedules as warm start / hint (the horizon always
         comes from the best of them).
