@@ -259,6 +259,7 @@ def run(
     }
     work = tempfile.mkdtemp(prefix="sjfbco-fuzz-")
     free = list(range(workers))
+    t0 = time.perf_counter()
 
     def one(item: tuple[str, int]) -> None:
         kind, s = item
@@ -281,6 +282,8 @@ def run(
                     )[:5]
                     for f in found:
                         stats["problems"][f] += 1
+                    if found:
+                        print(f"  {found}: sjfbco {' '.join(map(str, argv))}", flush=True)
                     if found and len(stats["examples"]) < 30:
                         kept = keep / f"case-{len(stats['examples'])}"
                         shutil.copytree(d, kept, dirs_exist_ok=True)
@@ -294,11 +297,18 @@ def run(
                         )
             with lock:
                 stats["files"][kind] += 1
+                n = sum(stats["files"].values())
+                if n % 250 == 0:  # a long run shows how it goes (and what broke, as it happens)
+                    print(
+                        f"  {n} files, {sum(stats['runs'].values())} runs, "
+                        f"{time.perf_counter() - t0:.0f} s, problems: "
+                        + (", ".join(f"{k} {v}" for k, v in stats["problems"].items()) or "none"),
+                        flush=True,
+                    )
         finally:
             with lock:
                 free.append(w)
 
-    t0 = time.perf_counter()
     with ThreadPoolExecutor(workers) as ex:
         list(ex.map(one, plan))
     pool.close()
