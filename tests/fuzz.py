@@ -5,8 +5,9 @@ Shared by the fuzz tests (``tests/test_fuzz.py``) and the fuzz benchmark
 process with stdout and stderr captured; :func:`problems` lists what it broke:
 
 - ``traceback``: an exception escaped ``main`` or it reported an internal error
-  (exit 1 with ``internal error``; a batch row saying a solver ``failed`` with a
-  Python exception counts too);
+  (exit 1 with ``internal error`` or the ``rerun with --debug`` hint, which
+  ``solve`` gives for a solver's exception; a batch row saying a solver
+  ``failed`` with a Python exception counts too);
 - ``hang``: the run took longer than its time limit;
 - ``multi-line error``: a failing run printed more than its one error line
   (``sjfbco: warning:`` lines aside);
@@ -281,7 +282,12 @@ def problems(o: Outcome) -> list[str]:
     found = []
     if o.hung:
         found.append("hang")
-    if o.escaped is not None or "Traceback" in o.err or "internal error" in o.err:
+    if o.escaped is not None or any(
+        # the hint comes with every error that is a bug: internal errors and a solver's
+        # exception in a run of several (solve's error row, exit 1)
+        mark in o.err
+        for mark in ("Traceback", "internal error", "rerun with --debug")
+    ):
         found.append("traceback")
     if o.code not in (None, 0):
         lines = [ln for ln in o.err.splitlines() if not ln.startswith("sjfbco: warning:")]
