@@ -408,10 +408,12 @@ def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:
 
 
 def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
-    """Instance B: the relaxation (bound 8: two jobs side by side at contention 1, see
-    test_relaxation.py) runs before the model, which then proves 11."""
+    """Instance B: the relaxation with its pairwise contention cuts bounds 11 (see
+    test_relaxation.py), which proves the warm start (11) before any model is built."""
     res = solve(instance_b(), "exact", backend="cpsat")
-    assert res.stats["relaxation"]["bound"] == 8
+    assert res.stats["relaxation"]["bound"] == 11
+    assert res.stats["bound_from"] == "contention-free relaxation"
+    assert "model_size" not in res.stats
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 

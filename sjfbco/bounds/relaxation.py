@@ -31,6 +31,22 @@ moves no start). With no gradient traffic (``m_j = 0`` or one GPU) durations do
 not depend on contention and the relaxation is exact; ``tests/test_relaxation.py``
 checks both claims against the brute force.
 
+**Pairwise contention cuts** (``pairwise=True``, default) make it stronger
+and keep it valid. A split job's length ``d_j`` becomes a variable, at least
+its duration alone, and two split jobs that share a server and overlap in
+time meet contention: while both run, each holds a GPU of the shared server,
+so each one's count (eq. 6: the most split jobs on any of its servers) is at
+least 2 and its rate at most ``r2`` (its pattern's rate at contention 2),
+against at most ``r1`` (contention 1) in its other slots. With ``o_j`` at
+least the overlap of ``j`` with each such job (the slots at contention 2 or
+more include every one of these overlaps, so their number is at least the
+largest), the iterations it completes are at most ``r1 (d_j - o_j) + r2 o_j``,
+which must reach ``F_j``. A feasible schedule gives a solution: its lengths,
+patterns and starts, and ``o_j`` the largest such overlap. Where contention 2
+is invalid for the pattern (one iteration longer than a slot, a
+``ConfigurationError`` of the evaluator), no such overlap can happen
+(``o_j = 0``). Tested against the brute force like the rest.
+
 Its schedule is feasible under the evaluator (patterns turned into GPUs in start
 order) but contention may stretch it: it is a warm start, not an answer.
 """
@@ -100,6 +116,7 @@ def contention_free_bound(
     seed: int = 0,
     patterns: Patterns | None = None,
     encoding: str = "jobs",
+    pairwise: bool = True,
 ) -> RelaxationResult:
     """Solve the contention-free multi-mode relaxation (module docstring) with CP-SAT.
 
@@ -117,6 +134,11 @@ def contention_free_bound(
         CP-SAT's search workers and random seed.
     patterns
         The placement patterns (default: all, one job's symmetry broken).
+    encoding
+        ``"jobs"`` (one interval per job, variable demands; default) or
+        ``"modes"`` (one optional interval per pattern, for comparison).
+    pairwise
+        Add the pairwise contention cuts (module docstring; ``"jobs"`` only).
 
     Returns
     -------
@@ -139,7 +161,7 @@ def contention_free_bound(
     caps = data.cluster.gpus_per_server
     demands: list[list[tuple[Any, Any, int]]] = [[] for _ in caps]
     starts, uses = [], []
-    ends = []
+    ends, lengths, ivs = [], [], []
     for j, job in enumerate(data.jobs):
         fits = [k for k, d in enumerate(dur[j]) if job.arrival + d <= horizon]
         if not fits:  # pragma: no cover - horizon >= closed-form bound >= every job alone
@@ -156,11 +178,23 @@ def contention_free_bound(
                     if c:
                         demands[s].append((iv, c, c))
         else:
-            d = m.new_int_var_from_domain(
-                cp_model.Domain.from_values(sorted({dur[j][k] for k in fits})), f"d_{j}"
-            )
-            m.add(d == sum(dur[j][k] * use[k] for k in fits))
+            alone = sum(dur[j][k] * use[k] for k in fits)
+            if pairwise and any(pats[j][k].split for k in fits):
+                # contention may stretch a split job: its length is at least alone
+                d = m.new_int_var(dmin, horizon - job.arrival, f"d_{j}")
+                for k in fits:
+                    if pats[j][k].split:
+                        m.add(d >= dur[j][k]).only_enforce_if(use[k])
+                    else:
+                        m.add(d == dur[j][k]).only_enforce_if(use[k])
+            else:
+                d = m.new_int_var_from_domain(
+                    cp_model.Domain.from_values(sorted({dur[j][k] for k in fits})), f"d_{j}"
+                )
+                m.add(d == alone)
+            lengths.append(d)
             iv = m.new_interval_var(a, d, e, f"iv_{j}")
+            ivs.append(iv)
             for s in range(len(caps)):
                 hi = max(pats[j][k].counts[s] for k in fits)
                 if hi:
@@ -173,6 +207,11 @@ def contention_free_bound(
     for s, cap in enumerate(caps):
         if sum(hi for _, _, hi in demands[s]) > cap:  # else the server can never overfill
             m.add_cumulative([iv for iv, _, _ in demands[s]], [c for _, c, _ in demands[s]], cap)
+    if pairwise and encoding == "jobs":
+        _pairwise_cuts(data, m, pats, uses, starts, ends, lengths, horizon)
+        gpus = [job.num_gpus for job in data.jobs]
+        if sum(gpus) > data.cluster.num_gpus:  # redundant: all GPUs as one resource
+            m.add_cumulative(ivs, gpus, data.cluster.num_gpus)
     for group in identical_job_groups(data):
         for j, k in itertools.pairwise(group):
             m.add(starts[j] <= starts[k])
@@ -200,7 +239,7 @@ def contention_free_bound(
             k = next(k for k, u in use.items() if solver.value(u))
             counts.append(pats[j][k].counts)
             start.append(int(solver.value(starts[j])))
-            end.append(start[-1] + dur[j][k])
+            end.append(int(solver.value(ends[j])))
         plan = Plan(tuple(counts), tuple(start), tuple(end))
         makespan = int(solver.value(C))
     if st == cp_model.INFEASIBLE:  # nothing ends by the horizon: every schedule ends later
@@ -225,3 +264,66 @@ def contention_free_bound(
         time.perf_counter() - t0,
         size,
     )
+
+
+def _pairwise_cuts(
+    data: ProblemData,
+    m: Any,
+    pats: Patterns,
+    uses: list[dict[int, Any]],
+    starts: list[Any],
+    ends: list[Any],
+    lengths: list[Any],
+    horizon: int,
+) -> None:
+    """Pairwise contention cuts (module docstring): ``F_j <= r1 (d_j - o_j) + r2 o_j``.
+
+    ``o_j`` is at least the overlap of job ``j``'s run with that of every other
+    split job sharing one of its servers; ``r1``, ``r2`` are the chosen split
+    pattern's iterations per slot at contention 1 and 2. Where contention 2 is
+    invalid for the pattern (one iteration longer than a slot), ``o_j = 0``.
+    """
+    from sjfbco.formulations.common import level_cap, max_level, rate
+
+    top = max_level(data, pats)
+    S = data.cluster.num_servers
+    on: dict[tuple[int, int], Any] = {}
+    splitters = [j for j, use in enumerate(uses) if any(pats[j][k].split for k in use)]
+    for j in splitters:
+        for s in range(S):
+            ks = [k for k in uses[j] if pats[j][k].split and pats[j][k].counts[s]]
+            if ks:
+                b = m.new_bool_var(f"on_{j}_{s}")
+                m.add(b == sum(uses[j][k] for k in ks))
+                on[j, s] = b
+    over = {j: m.new_int_var(0, horizon, f"o_{j}") for j in splitters}
+    for j, k in itertools.combinations(splitters, 2):
+        both = []
+        for s in range(S):
+            if (j, s) in on and (k, s) in on:
+                b = m.new_bool_var(f"sh_{j}_{k}_{s}")
+                m.add_bool_and([on[j, s], on[k, s]]).only_enforce_if(b)
+                m.add_bool_or([on[j, s].negated(), on[k, s].negated()]).only_enforce_if(~b)
+                both.append(b)
+        if not both:
+            continue
+        shared = m.new_bool_var(f"sh_{j}_{k}")
+        m.add_max_equality(shared, both)
+        lo = m.new_int_var(0, horizon, f"lo_{j}_{k}")
+        hi = m.new_int_var(0, horizon, f"hi_{j}_{k}")
+        m.add_max_equality(lo, [starts[j], starts[k]])
+        m.add_min_equality(hi, [ends[j], ends[k]])
+        m.add(over[j] >= hi - lo).only_enforce_if(shared)
+        m.add(over[k] >= hi - lo).only_enforce_if(shared)
+    for j in splitters:
+        need = data.jobs[j].iterations
+        for k, u in uses[j].items():
+            q = pats[j][k]
+            if not q.split:
+                continue
+            r1 = int(rate(data, j, q, 1))
+            if level_cap(data, j, q, top) >= 2:
+                r2 = int(rate(data, j, q, 2))
+                m.add(r1 * lengths[j] + (r2 - r1) * over[j] >= need).only_enforce_if(u)
+            else:
+                m.add(over[j] == 0).only_enforce_if(u)

@@ -49,7 +49,7 @@ EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 #: Heuristics tried for the warm start, when registered (``best``: issue 10's anytime solver).
 WARM_SOLVERS = ("best", "sjf-bco", "ls", "ff", "fifo-gang")
 #: Shares of the time limit: the anytime heuristic ``best``, the relaxation, the LP bound.
-BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.15, 0.1
+BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.4, 0.1
 #: Seconds for the relaxation when there is no time limit.
 UNLIMITED_RELAXATION_S = 60.0
 #: Seconds kept back at the end for turning the model's answer into a schedule.
