@@ -7,10 +7,10 @@ import math
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from sjfbco import ProblemData, evaluate, read_instance, solve
+from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
 from sjfbco.solvers import SOLVERS, Status
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.sgs import parallel_sgs, serial_sgs
@@ -46,6 +46,18 @@ def test_server_search_figures_are_the_evaluators(
 
 @settings(max_examples=30)
 @given(instances(time_model="slotted", max_jobs=6), st.integers(0, 1000), st.booleans())
+@example(  # two frozen split jobs overlap on the one chosen server (found by Hypothesis)
+    data=ProblemData(
+        Cluster((1, 3, 3), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0),
+        tuple(
+            Job(f"j{i}", num_gpus=g, iterations=1, gradient_mb=0.0, compute_seconds=0.05)
+            for i, g in enumerate((5, 3, 1, 2, 2))
+        ),
+        CostParams(xi1=1.0, xi2=0.0, alpha=0.0, slot_seconds=2.5, time_model="slotted"),
+    ),
+    seed=573,
+    split=False,
+)
 def test_cp_sat_repacking_never_does_worse_than_its_model(
     data: ProblemData, seed: int, split: bool
 ) -> None:

@@ -73,6 +73,17 @@ def split_patterns(
     return out
 
 
+def merge_spans(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The union of half-open slot ranges ``[t, e)`` as disjoint ranges, in order."""
+    out: list[tuple[int, int]] = []
+    for t, e in sorted(spans):
+        if out and t <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((t, e))
+    return out
+
+
 def repack(
     data: ProblemData,
     base: Candidate,
@@ -186,12 +197,17 @@ def repack(
     for s in chosen:
         intervals = [iv for iv, _ in usage[s]]
         demands = [c for _, c in usage[s]]
+        spans: list[tuple[int, int]] = []  # the frozen split jobs' time on s
         for k, (t, e, c, is_split) in enumerate(blocks[s]):
             iv = model.new_fixed_size_interval_var(t, e - t, f"b{s}_{k}")
             intervals.append(iv)
             demands.append(c)
             if is_split:
-                splits[s].append(iv)
+                spans.append((t, e))
+        # frozen split jobs may overlap one another (the base ran them with contention):
+        # a freed split job must avoid their union, which merging makes disjoint
+        for k, (t, e) in enumerate(merge_spans(spans)):
+            splits[s].append(model.new_fixed_size_interval_var(t, e - t, f"u{s}_{k}"))
         model.add_cumulative(intervals, demands, caps[s])
         if len(splits[s]) > 1:
             model.add_no_overlap(splits[s])
