@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from dataclasses import replace
 
 import pytest
 from hypothesis import example, given, settings
@@ -240,3 +241,28 @@ def test_best_has_the_lowest_mean_jct_among_portfolio_schedules_of_its_makespan(
     tied = [o for o in others if o.makespan == res.makespan and o.evaluation is not None]
     assert len(tied) >= 2
     assert res.evaluation.mean_jct <= min(o.evaluation.mean_jct for o in tied) + 1e-9  # type: ignore[union-attr]
+
+
+def test_the_relaxation_certifies_what_the_lp_bound_cannot() -> None:
+    """x8-s3-seed2: packing and LP bounds stop at 15, the optimum is 17; the contention-free
+    relaxation searched below the incumbent is infeasible, which proves it (docs/exact.md)."""
+    data = read_instance(INSTANCES / "bench" / "x8-s3-seed2.json")
+    lp = solve(data, "best", time_limit=3, bound="lp")
+    assert lp.lower_bound == 15 and lp.status is Status.FEASIBLE
+    res = solve(data, "best", time_limit=3)  # bound="relaxation" by default
+    assert res.stats["relaxation"] == "INFEASIBLE"
+    assert res.lower_bound == res.makespan == 17 and res.status is Status.OPTIMAL
+    for name in ("sjf-bco", "ls", "ff", "lwf", "list"):  # a valid bound is below every schedule
+        assert solve(data, name).makespan >= res.lower_bound
+
+
+def test_the_relaxation_is_skipped_where_it_cannot_help_or_would_break_determinism() -> None:
+    data = read_instance(INSTANCES / "bench" / "x8-s3-seed2.json")
+    assert solve(data, "best", iterations=30, seed=1).stats["relaxation"] == "not tried"
+    few = solve(data, "best", time_limit=2, relaxation_limit=10)
+    assert few.stats["relaxation"].endswith("placement modes, above relaxation_limit")
+    assert few.lower_bound == 15
+    cont = read_instance(INSTANCES / "bench" / "paper-s3-seed3-j20.json")
+    cont = ProblemData(cont.cluster, cont.jobs, replace(cont.cost, time_model="continuous"))
+    out = solve(cont, "best", time_limit=2)
+    assert out.stats["relaxation"] in ("continuous time", "not tried")  # not tried: proven

@@ -7,9 +7,12 @@
    searches; above ``portfolio_limit`` jobs SJF-BCO only); every schedule
    scored by the evaluator. The incumbent is never worse than SJF-BCO's.
 2. **Bounds.** The closed-form and packing bounds of :mod:`sjfbco.bounds`, then
-   (parameter ``bound="lp"``, default) the per-GPU cutting-stock LP within a
-   share of the budget. A makespan equal to the bound is optimal and ends the
-   run.
+   (parameter ``bound="lp"``) the per-GPU cutting-stock LP within a share of
+   the budget, and (``bound="relaxation"``, default) the contention-free
+   multi-mode relaxation of ``docs/exact.md`` within another share, on slotted
+   instances small enough (``relaxation_limit`` placement modes) and only
+   under a time limit, so that runs with ``iterations`` stay deterministic. A
+   makespan equal to the bound is optimal and ends the run.
 3. **Search**, in rounds until the budget ends:
 
    - *global*: late-acceptance hill climbing over priority lists and split
@@ -67,7 +70,7 @@ log = logging.getLogger(__name__)
 DEFAULT_TIME_LIMIT = 10.0
 #: Registered solvers whose schedules join the portfolio.
 PORTFOLIO = ("sjf-bco", "lwf", "ls", "fifo-gang")
-BoundKind = Literal["closed", "packing", "lp"]
+BoundKind = Literal["closed", "packing", "lp", "relaxation"]
 
 
 @dataclass(frozen=True)
@@ -82,9 +85,14 @@ class BestParams:
     bound
         Lower bound computed: ``closed`` (closed forms), ``packing`` (plus the
         energy and per-GPU packing bounds), ``lp`` (plus the per-GPU
-        cutting-stock LP, default).
+        cutting-stock LP), ``relaxation`` (plus the contention-free relaxation,
+        default).
     bound_share
-        Largest share of the time limit the LP bound may use, in ``(0, 1)``.
+        Largest share of the time limit the LP bound may use, and the
+        relaxation too, in ``(0, 1)``.
+    relaxation_limit
+        Largest number of placement modes (patterns summed over jobs) for which
+        the relaxation is tried; larger instances keep the LP bound.
     global_moves, server_moves
         Length of a round's global and server phases (candidates).
     scheme
@@ -109,8 +117,9 @@ class BestParams:
     """
 
     iterations: int | None = None
-    bound: BoundKind = "lp"
+    bound: BoundKind = "relaxation"
     bound_share: float = 0.15
+    relaxation_limit: int = 2_000
     global_moves: int = 50
     server_moves: int = 10_000
     scheme: Literal["serial", "parallel", "both"] = "both"
@@ -128,6 +137,7 @@ class BestParams:
         check_count("cp_jobs", self.cp_jobs)
         check_count("serial_limit", self.serial_limit)
         check_count("portfolio_limit", self.portfolio_limit)
+        check_count("relaxation_limit", self.relaxation_limit)
         if not (isinstance(self.cp_moves, int) and self.cp_moves >= 0):
             raise ValueError(f"parameter cp_moves: must be an integer >= 0, got {self.cp_moves!r}")
         if not (isinstance(self.cp_effort, int | float) and self.cp_effort > 0):
@@ -222,6 +232,41 @@ def lower_bounds(
     return best, out
 
 
+def relaxation_bound(
+    data: ProblemData, incumbent: float, seconds: float, params: BestParams, seed: int
+) -> tuple[float | None, str]:
+    """The contention-free relaxation's bound (``docs/exact.md``), or ``None`` and why not.
+
+    Searched below the incumbent (horizon ``incumbent - 1``): if the relaxation
+    has no plan ending by then, no schedule does, and the bound is the
+    incumbent's makespan (a proof of optimality); otherwise CP-SAT's bound on
+    the relaxation. Both are valid lower bounds (:mod:`sjfbco.bounds.relaxation`).
+    """
+    from sjfbco.bounds.relaxation import contention_free_bound
+    from sjfbco.formulations.common import Patterns
+
+    if data.cost.time_model != "slotted":
+        return None, "continuous time"
+    if seconds < 0.05:
+        return None, "no time left"
+    try:
+        patterns = Patterns(data)
+    except ValueError:  # too many servers or patterns for the enumeration
+        return None, "too many placement patterns"
+    modes = sum(len(p) for p in patterns.by_job)
+    if modes > params.relaxation_limit:
+        return None, f"{modes} placement modes, above relaxation_limit"
+    rel = contention_free_bound(
+        data,
+        time_limit=seconds,
+        horizon=int(incumbent) - 1,
+        workers=1,
+        seed=seed,
+        patterns=patterns,
+    )
+    return float(rel.bound), rel.status
+
+
 @register("best", BestParams, heuristic=False)
 def best_solve(
     data: ProblemData, params: BestParams, *, time_limit: float | None = None, seed: int = 0
@@ -249,7 +294,9 @@ def best_solve(
         )
         report(f"best: makespan {cand.makespan} ({source})", elapsed, time_limit, "s")
 
-    bound, bounds = lower_bounds(data, "packing" if params.bound == "lp" else params.bound, None)
+    cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
+    bound, bounds = lower_bounds(data, cheap, None)
+    relaxation = "not tried"
     budget = Budget(deadline, params.iterations)
     engine = Engine(data, rng, budget, bound, improved)
 
@@ -304,10 +351,19 @@ def best_solve(
     lap("portfolio")
 
     # 2. the LP bound, within its share of the budget (to completion without a time limit)
-    if params.bound == "lp" and not engine.done:
+    if params.bound in ("lp", "relaxation") and not engine.done:
         lp_seconds = None if time_limit is None else params.bound_share * time_limit
         bound, bounds = lower_bounds(data, "lp", lp_seconds)
         engine.target = bound
+    if params.bound == "relaxation" and not engine.done and time_limit is not None:
+        assert engine.best is not None
+        seconds = min(params.bound_share * time_limit, max(0.0, budget.seconds_left() or 0.0))
+        rel, relaxation = relaxation_bound(data, engine.best.makespan, seconds, params, seed)
+        if rel is not None:
+            bounds["relaxation"] = rel
+        if rel is not None and rel > bound:
+            bound = rel
+            engine.target = bound
     lap("bound")
 
     # 3. search rounds; with a time limit each phase also gets at most a share of it
@@ -353,6 +409,7 @@ def best_solve(
     best = engine.best
     stats: dict[str, Any] = {
         "bounds": bounds,
+        "relaxation": relaxation,
         "portfolio": sources,
         "trajectory": [(t, m) for t, m, _, _ in traj.points],
         "improvements": [
