@@ -1,7 +1,8 @@
-"""Elastic policies on a day of the Philly trace, and heSRPT against its closed form.
+"""Elastic policies on a day of the Philly trace, heSRPT against its closed form, and scaling.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_elastic.py [--trace PATH] [--quick]``. The Philly
-trace is described in ``docs/data.md``.
+trace is described in ``docs/data.md``. ``--scaling [--sizes 1000,5000,20000] [--before N]``
+runs only part 3, which needs no data.
 
 1. The Philly day of ``bench_online.py`` (1,328 jobs, 128 GPUs) run as
    malleable jobs, sizes ``x_j = F_j G_j tau_j(1)`` (slots on one GPU), under
@@ -10,6 +11,11 @@ trace is described in ``docs/data.md``.
    power law), mean and p95 flow time, mean slowdown ``JCT / (x / s(N))``.
 2. 200 random batches (all jobs at 0): heSRPT's total flow time against the
    closed form, and each policy's ratio to it (1 = optimal).
+3. Scaling: generated paper instances of 1,000, 5,000 and 20,000 jobs (``--jobs
+   J --servers J/8``, seed 0, all jobs at 0, the worst case: every job is active
+   at every event) under each policy, wall seconds of ``run_elastic``; with
+   ``--before N`` also the plain-Python simulator this one replaced
+   (``tests/elastic_reference.py``) on the sizes up to ``N`` jobs, and the ratio.
 """
 
 from __future__ import annotations
@@ -102,11 +108,80 @@ def closed_form_table(trials: int = 200, seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
+#: (policy, speedup, mode) rows of the scaling table.
+SCALING_RUNS = (
+    *((policy, "power:0.7", "continuous") for policy in POLICIES),
+    ("hesrpt", "power:0.7", "integer"),
+    ("hesrpt", "model", "continuous"),
+    ("knee", "model", "continuous"),
+)
+
+
+#: Largest instance of the scaling table run with model curves: building each curve calls
+#: the cost model once per GPU count (about 20 curves x 2,500 GPUs at 20,000 jobs), which
+#: costs more than the simulation itself.
+MODEL_UP_TO = 5000
+
+
+def scaling_table(sizes: list[int], before: int = 0) -> list[dict[str, Any]]:
+    """Wall seconds of each run at each size (and of the old simulator up to ``before`` jobs)."""
+    import os
+
+    from sjfbco.elastic import curves_for, elastic_sizes
+    from sjfbco.workloads.paper import paper_instance
+    from tests.elastic_reference import reference_ends
+
+    load = os.getloadavg()[0]
+    print(f"Scaling: paper instances, all jobs at 0, servers = jobs / 8 (load average {load:.1f})")
+    rows = []
+    for jobs in sizes:
+        data = paper_instance(jobs // 8, 0, jobs)
+        for policy, speedup, mode in SCALING_RUNS:
+            if speedup == "model" and jobs > MODEL_UP_TO:
+                continue
+            t0 = time.perf_counter()
+            r = run_elastic(data, policy, speedup=speedup, mode=mode)
+            wall = time.perf_counter() - t0
+            row = {
+                "jobs": jobs,
+                "gpus": data.cluster.num_gpus,
+                "policy": policy,
+                "speedup": speedup,
+                "mode": mode,
+                "makespan": round(r.makespan, 3),
+                "wall_s": round(wall, 3),
+                "before_s": None,
+                "speed-up": None,
+            }
+            if jobs <= before:
+                t0 = time.perf_counter()
+                x, curves = elastic_sizes(data), curves_for(data, speedup)
+                _, end = reference_ends(x, data.cluster.num_gpus, curves, policy, mode=mode)
+                old = time.perf_counter() - t0
+                assert abs(max(end) - r.makespan) <= 1e-6 * r.makespan
+                row.update({"before_s": round(old, 2), "speed-up": round(old / wall, 1)})
+            rows.append(row)
+            print(format_table([row], list(row)).splitlines()[-1], flush=True)
+    print(format_table(rows, list(rows[0])))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_trace_option(ap)
     ap.add_argument("--quick", action="store_true", help="2 hours of the day, 20 random batches")
+    ap.add_argument("--scaling", action="store_true", help="only the scaling table (no data)")
+    ap.add_argument("--sizes", default="1000,5000,20000", help="job counts of the scaling table")
+    ap.add_argument(
+        "--before",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also time the old simulator up to N jobs",
+    )
     args = ap.parse_args(argv)
+    if args.scaling:
+        return {"scaling": scaling_table([int(v) for v in args.sizes.split(",")], args.before)}
     trace = require(args.trace, "the Philly trace")
     philly = philly_table(trace, 2.0 if args.quick else 24.0)
     print()

@@ -228,11 +228,19 @@ def run_task(task: Task) -> Row:
 
     row: Row = dict.fromkeys(COLUMNS)
     name = task.name
-    row.update(instance=name, solver=task.solver, seed=task.seed, params=task.key[3])
     t0 = time.perf_counter()
-    try:
-        for module in task.plugins:
+    plugin_error = None
+    for module in task.plugins:  # first: the key types parameters by the solver's dataclass
+        try:
             import_plugin(module)
+        except InputError as err:
+            plugin_error = str(err)
+            break
+    row.update(instance=name, solver=task.solver, seed=task.seed, params=task.key[3])
+    if plugin_error is not None:
+        row.update(status=ERROR, error=f"{name}: {plugin_error}", runtime_s=0.0)
+        return row
+    try:
         try:
             data = task.load()
         except InputError:
@@ -373,15 +381,19 @@ def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Ro
         if suspects:
             yield _run_alone(suspects.pop(0))
             continue
-        pool = ProcessPoolExecutor(max_workers=n)
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=_pool_context())
         running: dict[Future[Row], Task] = {}
         try:
             while todo or running:
-                while todo and len(running) < 2 * n:
-                    task = todo.popleft()
-                    running[pool.submit(run_task, task)] = task
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
                 broken = False
+                while todo and len(running) < 2 * n and not broken:
+                    task = todo.popleft()
+                    try:
+                        running[pool.submit(run_task, task)] = task
+                    except BrokenProcessPool:  # a worker died since the last wait
+                        todo.appendleft(task)
+                        broken = True
+                done, _ = wait(running, return_when=FIRST_COMPLETED) if running else (set(), set())
                 for fut in done:
                     task = running.pop(fut)
                     try:
@@ -401,12 +413,28 @@ def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Ro
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _pool_context() -> Any:
+    """Worker processes started by a fork server that has imported the solvers.
+
+    Forking the calling process itself is unsafe once it has threads (a
+    progress bar's monitor, a solver library's pool, a notebook's kernel): a
+    lock held by another thread at the fork stays held in the child, which
+    then hangs. The fork server is a clean single-threaded process, and since
+    it has imported sjfbco's solvers a new worker costs a fork, not an import.
+    """
+    import multiprocessing as mp
+
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["sjfbco.batch", "sjfbco.solvers"])
+    return ctx
+
+
 def _run_alone(task: Task) -> Row:
     """``task`` in a fresh one-worker pool; an error row if it kills the worker."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    with ProcessPoolExecutor(max_workers=1) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context()) as pool:
         fut = pool.submit(run_task, task)
         try:
             return fut.result()

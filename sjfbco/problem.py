@@ -496,6 +496,12 @@ class ProblemData:
         if not isinstance(jobs_doc, list):
             raise InputError("must be a list of jobs", where="jobs")
         limits.JOBS.check(len(jobs_doc), where="jobs")  # before building any job
+        declared = sum(
+            jd["gpus"]
+            for jd in jobs_doc
+            if isinstance(jd, dict) and type(jd.get("gpus")) is int and jd["gpus"] > 0
+        )
+        limits.JOB_GPUS.check(declared, where="jobs")
         job_fields = {FILE_FIELD.get(f.name, f.name) for f in fields(Job)}
         attr_of = {v: k for k, v in FILE_FIELD.items()}
         jobs = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from concurrent.futures import Future
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,7 +16,7 @@ from sjfbco.solvers import SOLVERS
 from tests.conftest import INSTANCES
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
 PLUGIN = ("tests.batch_plugin",)
@@ -59,6 +61,49 @@ def test_a_task_that_kills_its_worker_is_an_error_row_local(tmp_path: Path) -> N
     # resuming retries the two error rows and finds the same, without stopping there
     again = B.run_batch(_tasks(), tmp_path / "r.csv", workers=2, resume=True, retry_errors=True)
     assert (again.ran, again.failed, again.skipped) == (2, 2, 6)
+
+
+class _BreakingPool:
+    """A stand-in for ``ProcessPoolExecutor`` that runs tasks in this process, except
+    ``toy-exit`` on odd seeds: its future fails with ``BrokenProcessPool`` at once and
+    every later ``submit`` to this pool raises it, as a real pool does once its
+    manager thread has seen the dead worker. This pins the race behind the flaky
+    local test: a worker died between two waits, so the refill's ``submit`` raised
+    out of the engine."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        self.broken = False
+
+    def submit(self, fn: Callable[[B.Task], B.Row], task: B.Task) -> Future[B.Row]:
+        if self.broken:
+            raise BrokenProcessPool("A child process terminated abruptly")
+        fut: Future[B.Row] = Future()
+        if task.solver == "toy-exit" and task.seed % 2:
+            self.broken = True
+            fut.set_exception(BrokenProcessPool("A child process terminated abruptly"))
+        else:
+            fut.set_result(fn(task))
+        return fut
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+    def __enter__(self) -> _BreakingPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def test_a_pool_that_breaks_between_waits_loses_no_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import concurrent.futures
+
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", _BreakingPool)
+    tasks = list(reversed(_tasks()))  # toy-exit seed 3 first: the second submit meets the break
+    rows = list(B.map_local(tasks, workers=2))
+    _check_rows(rows)
 
 
 @pytest.mark.slow

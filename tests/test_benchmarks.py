@@ -40,6 +40,7 @@ COVERED = {
     "bench_elastic",
     "bench_evaluate",
     "bench_exact",
+    "bench_fuzz",
     "bench_online",
     "bench_paper_ratios",
     "bench_sjf_bco",
@@ -202,6 +203,18 @@ def test_bench_elastic_meets_the_closed_form(monkeypatch: pytest.MonkeyPatch) ->
     for r in out["philly"]:
         if r["bound"] is not None:  # the optimal malleable makespan bounds every policy
             assert r["makespan"] >= r["bound"] * (1 - 1e-9)
+
+
+@pytest.mark.slow
+def test_bench_fuzz_finds_nothing_on_a_few_files(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    argv = ["--files", "8", "--workers", "1", "--keep", str(tmp_path / "kept")]
+    out = run("bench_fuzz", argv, monkeypatch)
+    assert sum(out["files"].values()) == 8
+    assert sum(out["runs"].values()) == sum(out["exit"].values()) >= 8
+    assert out["problems"] == {} and out["examples"] == []
+    assert set(out["exit"]) <= {"0", "2"}  # a run ends in success or one bad-input line
 
 
 @pytest.mark.slow

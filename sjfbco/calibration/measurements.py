@@ -26,8 +26,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sjfbco.errors import check_text, short
 from sjfbco.files import read_text
-from sjfbco.problem import InputError
+from sjfbco.problem import (
+    MAX_BATCH_SIZE,
+    MAX_GRADIENT_MB,
+    MAX_SECONDS,
+    MIN_ITERATION_SECONDS,
+    InputError,
+)
 
 if TYPE_CHECKING:
     import os
@@ -189,16 +196,42 @@ def _layout(header: list[str], src: str) -> str:
     )
 
 
+#: Ranges of the measured values (as in the instance format, docs/formats.md): times in
+#: [1e-6, 1e6] s, message sizes in [1e-6, 1e9] MB, batch sizes and contention levels
+#: integers up to 10^9 and 4096. They keep the fits' residuals finite.
+RANGES: dict[str, tuple[float, float]] = {
+    "local_bsz": (1, MAX_BATCH_SIZE),
+    "step_time": (MIN_ITERATION_SECONDS, MAX_SECONDS),
+    "sync_time": (MIN_ITERATION_SECONDS, MAX_SECONDS),
+    "seconds": (MIN_ITERATION_SECONDS, MAX_SECONDS),
+    "jobs": (1, MAX_GPUS_PER_SERVER),
+    "message_mb": (1e-6, MAX_GRADIENT_MB),
+}
+
+
 def _number(cell: str, where: str, src: str, *, integer: bool = False) -> float:
     text = cell.strip()
     try:
         value = float(int(text)) if integer else float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         kind = "an integer" if integer else "a number"
-        raise InputError(f"must be {kind}, got {text!r}", source=src, where=where) from None
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(f"must be a finite number > 0, got {text!r}", source=src, where=where)
+        raise InputError(f"must be {kind}, got {short(text)}", source=src, where=where) from None
+    lo, hi = RANGES[where.rpartition("column ")[2]]
+    if not (math.isfinite(value) and lo <= value <= hi):
+        raise InputError(
+            f"must be a finite number in [{lo:g}, {hi:g}], got {short(text)}",
+            source=src,
+            where=where,
+        )
     return value
+
+
+def check_text_at(text: str, src: str, where: str) -> None:
+    """A model name must be printable text (``sjfbco.errors.check_text``), named by line."""
+    try:
+        check_text(text, where)
+    except InputError as err:
+        raise InputError(err.problem, source=src, where=where) from None
 
 
 def read_measurements(
@@ -224,8 +257,7 @@ def read_measurements(
         model = default_model
         if "model" in col:
             model = cells[col["model"]].strip()
-            if not model:
-                raise InputError("is empty", source=src, where=f"line {line}, column model")
+            check_text_at(model, src, f"line {line}, column model")
         if kind == "step":
             text, where = cell("placement")
             try:

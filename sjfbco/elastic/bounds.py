@@ -5,12 +5,17 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
 def optimal_makespan(
-    sizes: Sequence[float], n: int, p: float, arrivals: Sequence[float] | None = None
+    sizes: Sequence[float] | np.ndarray,
+    n: int,
+    p: float,
+    arrivals: Sequence[float] | np.ndarray | None = None,
 ) -> float:
     """Lower bound on the makespan of malleable jobs; exact when all arrive at 0.
 
@@ -18,16 +23,20 @@ def optimal_makespan(
     job end at ``T* = (sum_i x_i^(1/p))^p / N^p``; no schedule does better,
     because ``s`` is concave, so running job ``i`` at a varying rate never beats
     its time-averaged GPU count, and ``x_i = (k_i)^p T`` with ``sum k_i <= N``
-    gives ``T >= T*``. With arrivals: ``max_a (a + T*(jobs arriving at or after a))``.
+    gives ``T >= T*``. With arrivals: ``max_a (a + T*(jobs arriving at or after a))``,
+    all arrival times at once in ``O(m log m)``.
     """
-    arr = [0.0] * len(sizes) if arrivals is None else list(arrivals)
-    best = 0.0
-    for a in sorted(set(arr)):
-        xs = [x for x, t in zip(sizes, arr, strict=True) if t >= a]
-        top = max(xs)  # scaled by the largest size: x^(1/p) overflows for small p
-        work = math.fsum((x / top) ** (1.0 / p) for x in xs)
-        best = max(best, a + top * (work / n) ** p)
-    return best
+    x = np.asarray(sizes, dtype=float).reshape(-1)
+    if not len(x):
+        return 0.0
+    arr = np.zeros(len(x)) if arrivals is None else np.asarray(arrivals, dtype=float).reshape(-1)
+    order = np.argsort(arr, kind="stable")
+    ts = arr[order]
+    # log of sum x^(1/p) over the jobs from each one on in arrival order (x^(1/p) itself
+    # overflows for small p): one pass of logaddexp from the last arrival back
+    tail = np.logaddexp.accumulate((np.log(x[order]) / p)[::-1])[::-1]
+    first = np.flatnonzero(np.r_[True, ts[1:] != ts[:-1]])  # first job of each arrival time
+    return float(np.max(ts[first] + np.exp(p * (tail[first] - math.log(n)))))
 
 
 def optimal_total_flow(sizes: Sequence[float], n: int, p: float) -> float:

@@ -3,7 +3,10 @@
 Each policy maps the active jobs (remaining work, original size, speedup
 curve) to a number of GPUs per job, ``k_i >= 0`` with ``sum k_i <= N``, real
 in the continuous mode. The simulator calls it at every arrival and
-completion.
+completion with an :class:`Active` view whose jobs are in *SRPT order*: least
+remaining work first, ties by lower instance position. Policies work on NumPy
+arrays, so one call costs a few vector operations over the active jobs (about
+``O(m)``; see ``benchmarks/bench_elastic.py``).
 
 - ``hesrpt`` (Berg, Vesilo, Harchol-Balter, "heSRPT: Parallel scheduling to
   minimize mean slowdown", Performance 2020; arXiv:1903.09346). Index the
@@ -25,8 +28,9 @@ completion.
 
   - ``hell``: greedy. While GPUs are left and some job has none, give the
     job and count ``(i, k)`` maximising the efficiency per remaining time,
-    ``(s_i(k)/k) / (r_i / s_i(k))``, ``k`` GPUs. GPUs left over go one at a
-    time to the job whose remaining time ``r_i / s_i(k)`` drops most.
+    ``(s_i(k)/k) / (r_i / s_i(k))``, ``k`` GPUs (ties: the job first in SRPT
+    order). GPUs left over go one at a time to the job whose remaining time
+    ``r_i / s_i(k)`` drops most (ties: least remaining, then SRPT order).
   - ``knee``: each job's knee is the largest ``k`` where one more GPU still
     saves at least a fraction ``knee_threshold`` (default 0.05) of the run
     time, ``1 - s(k-1)/s(k) >= threshold``. Jobs in SRPT order get
@@ -35,34 +39,50 @@ completion.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+import numpy as np
 
 from sjfbco.elastic.speedup import Speedup
 
 
 @dataclass(frozen=True)
 class Active:
-    """The active jobs at an event: positions, remaining and original sizes, curves."""
+    """The active jobs at an event, in SRPT order (least remaining first, ties by position).
 
-    jobs: Sequence[int]
-    remaining: Sequence[float]
-    size: Sequence[float]
+    Parameters
+    ----------
+    jobs
+        Instance positions of the active jobs.
+    remaining, size
+        Remaining and original work of each (slots on one GPU).
+    curve
+        Index of each job's speedup curve in ``curves``.
+    curves
+        The distinct speedup curves of the run.
+    n, p, objective, knee_threshold
+        GPUs, the heSRPT exponent, heSRPT's objective, the knee threshold.
+    """
+
+    jobs: np.ndarray
+    remaining: np.ndarray
+    size: np.ndarray
+    curve: np.ndarray
     curves: Sequence[Speedup]
     n: int
     p: float
     objective: str = "flow"
     knee_threshold: float = 0.05
 
+    def __len__(self) -> int:
+        return len(self.jobs)
 
-Allocator = Callable[[Active], list[float]]
 
-
-def _by_remaining(a: Active) -> list[int]:
-    """Local indices, smallest remaining first (ties: lower position first)."""
-    return sorted(range(len(a.jobs)), key=lambda i: (a.remaining[i], a.jobs[i]))
+Allocator = Callable[[Active], np.ndarray]
 
 
 def hesrpt_shares(weights: Sequence[float], p: float) -> list[float]:
@@ -71,56 +91,54 @@ def hesrpt_shares(weights: Sequence[float], p: float) -> list[float]:
     ``share_i = (W_i/W_m)^c - (W_{i-1}/W_m)^c``, ``W_i = w_1 + .. + w_i``,
     ``c = 1/(1-p)``; all weights 1 give the flow-time form ``(i/m)^c - ((i-1)/m)^c``.
     """
+    return _shares(np.asarray(weights, dtype=float), p).tolist()
+
+
+def _shares(weights: np.ndarray, p: float) -> np.ndarray:
     if p >= 1 - 1e-9:
-        return [0.0] * (len(weights) - 1) + [1.0]
+        out = np.zeros(len(weights))
+        out[-1] = 1.0
+        return out
     c = 1.0 / (1.0 - p)
-    total = math.fsum(weights)
-    out, prev, acc = [], 0.0, 0.0
-    for w in weights:
-        acc += w
-        cur = min(1.0, acc / total) ** c
-        out.append(cur - prev)
-        prev = cur
+    acc = np.cumsum(weights)
+    cur = np.minimum(1.0, acc / acc[-1]) ** c
+    return np.diff(cur, prepend=0.0)
+
+
+def hesrpt(a: Active) -> np.ndarray:
+    # heSRPT indexes by decreasing remaining size: the reverse of SRPT order
+    weights = 1.0 / a.size[::-1] if a.objective == "slowdown" else np.ones(len(a))
+    return _shares(weights, a.p)[::-1] * a.n
+
+
+def equi(a: Active) -> np.ndarray:
+    return np.full(len(a), a.n / len(a))
+
+
+def srpt(a: Active) -> np.ndarray:
+    out = np.zeros(len(a))
+    out[0] = float(a.n)
     return out
 
 
-def hesrpt(a: Active) -> list[float]:
-    order = _by_remaining(a)[::-1]  # decreasing remaining: the smallest is last
-    slowdown = a.objective == "slowdown"
-    weights = [1.0 / a.size[i] if slowdown else 1.0 for i in order]
-    out = [0.0] * len(a.jobs)
-    for i, share in zip(order, hesrpt_shares(weights, a.p), strict=True):
-        out[i] = share * a.n
-    return out
-
-
-def equi(a: Active) -> list[float]:
-    return [a.n / len(a.jobs)] * len(a.jobs)
-
-
-def srpt(a: Active) -> list[float]:
-    out = [0.0] * len(a.jobs)
-    out[_by_remaining(a)[0]] = float(a.n)
-    return out
-
-
-def constant_share(a: Active) -> list[float]:
+def constant_share(a: Active) -> np.ndarray:
     if a.p <= 0:
         return equi(a)
-    top = max(a.remaining)  # scaled: r^(1/p) overflows for small p
-    w = [(r / top) ** (1.0 / a.p) for r in a.remaining]
-    total = math.fsum(w)
-    return [a.n * x / total for x in w]
+    top = a.remaining[-1]  # scaled by the largest: r^(1/p) overflows for small p
+    w = (a.remaining / top) ** (1.0 / a.p)
+    return a.n * w / w.sum()
 
 
 @lru_cache(maxsize=1024)
-def curve_table(curve: Speedup, n: int) -> tuple[float, ...]:
+def curve_table(curve: Speedup, n: int) -> np.ndarray:
     """``s(0), s(1), .., s(n)`` (cached per curve: the policies look them up often)."""
-    return tuple(curve(k) for k in range(n + 1))
+    table = np.asarray(curve.many(np.arange(n + 1, dtype=float)), dtype=float)
+    table.setflags(write=False)
+    return table
 
 
 @lru_cache(maxsize=1024)
-def _hell_best(curve: Speedup, n: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+def _hell_best(curve: Speedup, n: int) -> tuple[np.ndarray, np.ndarray]:
     """For ``left = 1..n``: the ``k <= left`` maximising ``s(k)^2 / k``, and that value."""
     tab = curve_table(curve, n)
     ks, vals, best_k, best = [], [], 1, -math.inf
@@ -130,60 +148,162 @@ def _hell_best(curve: Speedup, n: int) -> tuple[tuple[int, ...], tuple[float, ..
             best_k, best = k, v
         ks.append(best_k)
         vals.append(best)
-    return tuple(ks), tuple(vals)
+    return np.array(ks), np.array(vals)
 
 
-def _time(a: Active, i: int, k: int) -> float:
-    s = curve_table(a.curves[i], a.n)[min(k, a.n)]
-    return a.remaining[i] / s if s > 0 else math.inf
+@lru_cache(maxsize=1024)
+def _hell_chain(curve: Speedup, n: int) -> np.ndarray:
+    """One curve for all jobs: ``hell`` hands out these counts in SRPT order (see :func:`hell`)."""
+    ks = _hell_best(curve, n)[0]
+    out, left = [], n
+    while left > 0:
+        out.append(int(ks[left - 1]))
+        left -= out[-1]
+    return np.array(out, dtype=int)
 
 
-def _leftovers(a: Active, alloc: list[int], left: int) -> None:
-    """Give the ``left`` GPUs one at a time where the remaining time drops most."""
-    for _ in range(left):
-        gain = [_time(a, i, alloc[i]) - _time(a, i, alloc[i] + 1) for i in range(len(alloc))]
-        best = max(range(len(alloc)), key=lambda i: (gain[i], -a.remaining[i]))
-        if gain[best] <= 0:
+def hell(a: Active) -> np.ndarray:
+    m, n = len(a), a.n
+    alloc = np.zeros(m, dtype=int)
+    if len(a.curves) == 1:
+        # one curve: every job's best count at ``left`` GPUs is the same, and the score
+        # s(k)^2 / (k r) is largest for the least remaining r, so the greedy walks the
+        # SRPT order handing out the curve's chain of counts
+        chain = _hell_chain(a.curves[0], n)
+        take = min(m, len(chain))
+        alloc[:take] = chain[:take]
+        left = n - int(chain[:take].sum())
+    else:
+        best = [_hell_best(c, n) for c in a.curves]
+        todo = np.ones(m, dtype=bool)
+        left = n
+        while left > 0 and todo.any():
+            value = np.array([b[1][left - 1] for b in best])[a.curve]
+            score = np.where(todo, value / a.remaining, -np.inf)
+            i = int(np.argmax(score))  # first in SRPT order among equal scores
+            k = int(best[a.curve[i]][0][left - 1])
+            alloc[i] = k
+            left -= k
+            todo[i] = False
+    if left > 0:
+        _leftovers(a, alloc, left)
+    return alloc.astype(float)
+
+
+@lru_cache(maxsize=1024)
+def _inverse_table(curve: Speedup, n: int) -> tuple[float, ...]:
+    """``1 / s(k)`` for ``k = 0..n`` (``inf`` where ``s = 0``): a job's time is ``r / s(k)``."""
+    with np.errstate(divide="ignore"):
+        return tuple((1.0 / curve_table(curve, n)).tolist())
+
+
+def _leftovers(a: Active, alloc: np.ndarray, left: int) -> None:
+    """Give the ``left`` GPUs one at a time where the remaining time ``r_i / s_i(k)`` drops most.
+
+    A heap of each job's gain for its next GPU; ties: least remaining, then SRPT order.
+    With one curve whose gains ``1/s(k) - 1/s(k+1)`` strictly fall in ``k`` (a power
+    law), the same GPUs are found at once by a threshold (:func:`_leftovers_by_threshold`).
+    """
+    if len(a.curves) == 1:
+        steps = _falling_steps(a.curves[0], a.n)
+        if steps is not None:
+            left = _leftovers_by_threshold(a.remaining, alloc, left, steps)
+            for _ in range(left):  # the few at the threshold: one at a time, as below
+                gains = np.where(alloc < a.n, a.remaining * steps[np.minimum(alloc, a.n - 1)], 0)
+                i = int(np.argmax(gains))  # first in SRPT order among equal gains
+                if not gains[i] > 0:
+                    return
+                alloc[i] += 1
             return
-        alloc[best] += 1
+    n = a.n
+    inv = [_inverse_table(c, n) for c in a.curves]
+    rem = a.remaining.tolist()
+    cur = a.curve.tolist()
+    have = alloc.tolist()
+
+    def gain(i: int) -> float:
+        t, k = inv[cur[i]], have[i]
+        return rem[i] * (t[min(k, n)] - t[min(k + 1, n)])
+
+    heap = [(-gain(i), rem[i], i) for i in range(len(rem))]
+    heapq.heapify(heap)
+    for _ in range(left):
+        neg, _, i = heap[0]
+        if not -neg > 0:  # also stops at nan (inf - inf: no GPU helps)
+            break
+        have[i] += 1
+        heapq.heapreplace(heap, (-gain(i), rem[i], i))
+    alloc[:] = have
 
 
-def hell(a: Active) -> list[float]:
-    alloc = [0] * len(a.jobs)
-    left = a.n
-    best_of = [_hell_best(c, a.n) for c in a.curves]
-    todo = set(range(len(alloc)))
-    while left > 0 and todo:
-        # score (s(k)/k) / (r / s(k)) = s(k)^2 / (k r): the best k <= left is curve-only
-        i = max(todo, key=lambda i: (best_of[i][1][left - 1] / a.remaining[i], -i))
-        k = best_of[i][0][left - 1]
-        alloc[i] = k
-        left -= k
-        todo.discard(i)
-    _leftovers(a, alloc, left)
-    return [float(k) for k in alloc]
+@lru_cache(maxsize=1024)
+def _falling_steps(curve: Speedup, n: int) -> np.ndarray | None:
+    """``d[k] = 1/s(k) - 1/s(k+1)`` for ``k = 0..n-1`` if it strictly falls for ``k >= 1``."""
+    inv = np.array(_inverse_table(curve, n))
+    d = inv[:-1] - inv[1:]
+    if n > 1 and not (np.all(d[1:] > 0) and np.all(np.diff(d[1:]) < 0)):
+        return None
+    d.setflags(write=False)
+    return d
+
+
+def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np.ndarray) -> int:
+    """The greedy of :func:`_leftovers` for falling gains ``rem_i * d[k]``; the GPUs it leaves.
+
+    The greedy hands out the ``left`` largest gains among the pairs (job, next
+    count); as each job's gains fall with its count, that is every pair above a
+    threshold. Jobs without a GPU first (infinite gain, SRPT order); then the
+    threshold by bisection; the last few GPUs, whose gains tie with the threshold
+    to rounding, go back to the heap (returned count).
+    """
+    n = len(d)
+    empty = np.flatnonzero(alloc == 0)[:left]
+    alloc[empty] = 1
+    left -= len(empty)
+    if left <= 0:
+        return 0
+    neg = -d
+
+    def extra(lam: float) -> np.ndarray:
+        """GPUs each job takes at threshold ``lam``: its pairs with gain >= lam."""
+        k = np.searchsorted(neg, -lam / rem, side="right")
+        return np.maximum(k - alloc, 0)
+
+    room = int(np.sum(n - alloc))
+    if left >= room:  # every job up to n GPUs: every gain is positive
+        alloc[:] = n
+        return 0
+    gains = rem * d[np.minimum(alloc, n - 1)]
+    hi, lo = float(gains.max()) * 2, float(np.min(rem) * d[-1]) / 2
+    for _ in range(200):  # geometric bisection to rounding level
+        mid = math.sqrt(lo * hi)
+        if int(extra(mid).sum()) >= left:
+            lo = mid
+        else:
+            hi = mid
+        if hi <= lo * (1 + 1e-12):
+            break
+    take = extra(hi)  # strictly above the bracket: all of these are given
+    alloc += take
+    return left - int(take.sum())
 
 
 @lru_cache(maxsize=1024)
 def knee_of(curve: Speedup, n: int, threshold: float) -> int:
     """Largest ``k <= n`` with ``1 - s(k-1)/s(k) >= threshold`` (at least 1)."""
     tab = curve_table(curve, n)
-    knee = 1
-    for k in range(2, n + 1):
-        if 1 - tab[k - 1] / tab[k] >= threshold:
-            knee = k
-    return knee
+    ok = np.flatnonzero(1 - tab[1:n] / tab[2 : n + 1] >= threshold)
+    return int(ok[-1]) + 2 if len(ok) else 1
 
 
-def knee(a: Active) -> list[float]:
-    alloc = [0] * len(a.jobs)
-    left = a.n
-    for i in _by_remaining(a):
-        k = min(left, knee_of(a.curves[i], a.n, a.knee_threshold))
-        alloc[i] = k
-        left -= k
-    _leftovers(a, alloc, left)
-    return [float(k) for k in alloc]
+def knee(a: Active) -> np.ndarray:
+    knees = np.array([knee_of(c, a.n, a.knee_threshold) for c in a.curves])[a.curve]
+    before = np.cumsum(knees) - knees  # GPUs handed out to the jobs ahead in SRPT order
+    alloc = np.clip(a.n - before, 0, knees).astype(int)
+    left = a.n - int(alloc.sum())
+    if left > 0:
+        _leftovers(a, alloc, left)
+    return alloc.astype(float)
 
 
 ALLOCATORS: dict[str, Allocator] = {
@@ -204,10 +324,27 @@ def largest_remainder(alloc: Sequence[float], priority: Sequence[int]) -> list[i
     smallest remaining job first). The total is ``floor(sum k_i)`` (``N`` for
     a policy that hands out every GPU).
     """
-    base = [math.floor(k + 1e-9) for k in alloc]
-    total = math.floor(math.fsum(alloc) + 1e-9)
-    rank = {i: r for r, i in enumerate(priority)}
-    frac = sorted(range(len(alloc)), key=lambda i: (-(alloc[i] - base[i]), rank[i]))
-    for i in frac[: total - sum(base)]:
-        base[i] += 1
+    k = np.asarray(alloc, dtype=float)
+    rank = np.empty(len(k), dtype=int)
+    rank[np.asarray(priority, dtype=int)] = np.arange(len(k))
+    order = np.argsort(rank)  # jobs in priority order
+    out = np.empty(len(k), dtype=int)
+    out[order] = round_by_largest_remainder(k[order])
+    return out.tolist()
+
+
+def round_by_largest_remainder(alloc: np.ndarray) -> np.ndarray:
+    """:func:`largest_remainder` for counts already in priority order (``O(m)``)."""
+    base = np.floor(alloc + 1e-9).astype(int)
+    extra = math.floor(float(alloc.sum()) + 1e-9) - int(base.sum())
+    if extra <= 0:
+        return base
+    frac = alloc - base
+    if extra >= len(alloc):
+        return base + 1
+    cut = np.partition(frac, len(frac) - extra)[len(frac) - extra]  # the extra-th largest
+    above = np.flatnonzero(frac > cut)
+    tied = np.flatnonzero(frac == cut)[: extra - len(above)]  # ties: priority order
+    base[above] += 1
+    base[tied] += 1
     return base

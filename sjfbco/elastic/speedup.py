@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,6 +46,10 @@ class Speedup(ABC):
     @abstractmethod
     def __call__(self, k: float) -> float: ...
 
+    def many(self, k: np.ndarray) -> np.ndarray:
+        """``s`` at every entry of ``k`` (the simulator's vector call; subclasses make it fast)."""
+        return np.array([self(float(v)) for v in np.asarray(k).reshape(-1)], dtype=float)
+
     def exponent(self, n: int) -> float:
         """``p`` of the power law that fits ``s`` best on ``k = 1..n`` (least squares in logs).
 
@@ -52,7 +57,7 @@ class Speedup(ABC):
         ``[0, 1]``.
         """
         ks = np.arange(1, max(2, n) + 1, dtype=float)
-        ss = np.array([self(k) for k in ks])
+        ss = np.asarray(self.many(ks), dtype=float)
         lk, ls = np.log(ks), np.log(ss / ss[0])
         return float(min(1.0, max(0.0, (lk @ ls) / (lk @ lk))))
 
@@ -69,6 +74,10 @@ class PowerLaw(Speedup):
 
     def __call__(self, k: float) -> float:
         return float(k**self.p) if k > 0 else 0.0
+
+    def many(self, k: np.ndarray) -> np.ndarray:
+        k = np.asarray(k, dtype=float)
+        return np.where(k > 0, np.maximum(k, 0.0) ** self.p, 0.0)
 
     def exponent(self, n: int) -> float:
         return self.p
@@ -93,6 +102,18 @@ class TableSpeedup(Speedup):
                     f"table speedup: s({k + 1}) = {vals[k]} < s({k}) = "
                     f"{vals[k - 1]}; the curve must not decrease"
                 )
+
+    def many(self, k: np.ndarray) -> np.ndarray:
+        # s(0) = 0, the table at 1..len, flat past the end: exactly np.interp's clamping
+        return np.interp(np.asarray(k, dtype=float), self._points, self._table)
+
+    @cached_property
+    def _points(self) -> np.ndarray:
+        return np.arange(len(self.values) + 1, dtype=float)
+
+    @cached_property
+    def _table(self) -> np.ndarray:
+        return np.array((0.0, *self.values))
 
     def __call__(self, k: float) -> float:
         if k <= 0:
@@ -127,10 +148,14 @@ def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableS
 def elastic_sizes(data: ProblemData) -> list[float]:
     """``x_j = F_j G_j tau_j(1)`` in slots: each job's work on one GPU (see module docstring)."""
     slot = data.cost.slot_seconds
-    return [
-        job.iterations * job.num_gpus * one_gpu_time(job, data.cluster, data.cost) / slot
-        for job in data.jobs
-    ]
+    tau1: dict[tuple[float, float], float] = {}  # tau(1) depends on gradient and compute only
+    out = []
+    for job in data.jobs:
+        key = (job.gradient_mb, job.compute)
+        if key not in tau1:
+            tau1[key] = one_gpu_time(job, data.cluster, data.cost)
+        out.append(job.iterations * job.num_gpus * tau1[key] / slot)
+    return out
 
 
 def parse_speedup(text: str) -> str | Speedup:
@@ -150,10 +175,22 @@ def parse_speedup(text: str) -> str | Speedup:
 
 
 def curves_for(data: ProblemData, speedup: str | Speedup) -> Sequence[Speedup]:
-    """One curve per job: the given one for all, or the model-derived one per job."""
+    """One curve per job: the given one for all, or the model-derived one per job.
+
+    A model curve depends on the job only through its gradient size and compute
+    time, so jobs that share both (one model, e.g. every ResNet-50 job of a
+    generated instance) share one curve, built once.
+    """
     if isinstance(speedup, str):
         spec = parse_speedup(speedup)
         if isinstance(spec, str):
-            return [model_speedup(data, j) for j in range(data.num_jobs)]
+            built: dict[tuple[float, float], TableSpeedup] = {}
+            out = []
+            for j, job in enumerate(data.jobs):
+                key = (job.gradient_mb, job.compute)
+                if key not in built:
+                    built[key] = model_speedup(data, j)
+                out.append(built[key])
+            return out
         speedup = spec
     return [speedup] * data.num_jobs

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sjfbco.errors import check_text
+from sjfbco.problem import MAX_BATCH_SIZE, MAX_GRADIENT_MB, MAX_SECONDS, _integer, _number
+
 
 @dataclass(frozen=True)
 class Model:
@@ -20,6 +23,14 @@ class Model:
     forward_seconds: float
     backward_seconds: float
     batch_size: int
+
+    def __post_init__(self) -> None:
+        # each field's type and range first: job_fields divides by batch_size
+        check_text(self.name, "name")
+        _number(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
+        _number(self.forward_seconds, "forward_seconds", 0, MAX_SECONDS)
+        _number(self.backward_seconds, "backward_seconds", 0, MAX_SECONDS)
+        _integer(self.batch_size, "batch_size", 1, MAX_BATCH_SIZE)
 
     @property
     def compute_seconds(self) -> float:

@@ -200,13 +200,12 @@ class Preset:
             md = _mapping(md, f"models[{i}]")
             try:
                 models.append(Model(**md))
+                Job(id="probe", num_gpus=1, iterations=1, **models[-1].job_fields())
             except TypeError:
                 names = "name, gradient_mb, forward_seconds, backward_seconds, batch_size"
                 raise InputError(
                     f"must have exactly the fields {names}", where=f"models[{i}]"
                 ) from None
-            try:
-                Job(id="probe", num_gpus=1, iterations=1, **models[-1].job_fields())
             except InputError as err:
                 raise err.located(prefix=f"models[{i}]") from None
         c, k = probe.cluster, probe.cost

@@ -1,0 +1,368 @@
+"""Fuzz benchmark: thousands of mutated input files through every command; counts what breaks.
+
+Run: ``PYTHONPATH=. python benchmarks/bench_fuzz.py [--files N] [--workers W] [--seed S]
+[--trace PATH]`` (``--quick``: 300 files; the Philly trace of ``docs/data.md`` gives the
+traces that ``convert`` reads). Each file is a mutation (``tests/fuzz.py``) of a valid
+input, and is run through commands that read it:
+
+- instances (the repository's small, two Philly and one paper instance):
+  ``evaluate``, ``solve`` (each heuristic and ``all``), ``online``, ``elastic``,
+  ``formulate`` (three kinds), ``plot``; every 20th also through ``batch``;
+- schedules of those instances: ``evaluate`` (also ``--strict``), ``plot``;
+- Philly CSV and SWF traces: ``convert``;
+- measurement CSVs: ``calibrate``; preset files: ``generate --preset``;
+- no file, mutated options: ``generate``, ``reproduce --replot``, ``solve``.
+
+Every run is ``sjfbco.cli.main`` inside a worker process; a run that does not
+end within ``--timeout`` seconds (default 20) is a hang, and its worker is
+killed and replaced. The report counts runs by command and exit status, and
+the runs with a traceback (an exception out of ``main``, an internal error, or
+a batch row whose solver raised), a hang, an error message of more than one
+line, or invalid JSON on stdout under ``--json``; the first few of each are
+listed with their input kept in ``--keep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.datasets import SHARED_DATA, add_trace_option, require  # noqa: E402
+from tests import fuzz  # noqa: E402
+
+PROBLEMS = ("traceback", "hang", "multi-line error", "invalid json")
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _philly_excerpt(trace: Path, lines: int = 120) -> str:
+    with open(trace, encoding="utf-8") as fh:
+        return "".join(fh.readline() for _ in range(lines))
+
+
+SWF = (
+    "\n".join(
+        ["; a tiny SWF log"]
+        + [
+            f"{j} {60 * j} 5 {3600 + 97 * j} {1 + j % 4} -1 -1 {1 + j % 4} -1 -1 1 1 1 1 1 -1 -1 -1"
+            for j in range(1, 25)
+        ]
+    )
+    + "\n"
+)
+
+
+def _measurements() -> list[str]:
+    pollux = SHARED_DATA / "pollux_placements" / "ncf.csv"
+    out = [(ROOT / "tests" / "data" / "contention_synthetic.csv").read_text()]
+    if pollux.is_file():
+        out.append(pollux.read_text())
+    return out
+
+
+def _preset() -> Any:
+    from sjfbco.workloads.paper import PRESETS
+
+    return PRESETS["paper"].to_dict()
+
+
+class Inputs:
+    """The valid inputs the mutations start from."""
+
+    def __init__(self, trace: Path) -> None:
+        self.bases = fuzz.load_bases(ROOT)
+        self.philly = _philly_excerpt(trace)
+        self.swf = SWF
+        self.measurements = _measurements()
+        self.preset = _preset()
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[list[Any]]:
+    """Write one mutated file of ``kind`` into ``d``; the command lines that read it."""
+    if kind in ("instance", "batch"):
+        b = rng.choice(inputs.bases)
+        doc = fuzz.mutate_doc(b.instance, rng, rng.choice([1, 1, 1, 2, 3]))
+        text = fuzz.dumps(doc, rng)
+        if rng.random() < 0.1:
+            text = fuzz.mutate_text(text, rng)
+        inst, sched = d / f"{b.name}.json", d / "schedule.json"
+        fuzz.write_text(inst, text)
+        fuzz.write_text(sched, json.dumps(b.schedule))
+        if kind == "batch":
+            other = d / "other.json"
+            fuzz.write_text(other, json.dumps(rng.choice(inputs.bases).instance))
+            out = d / "r.csv"
+            return [["batch", inst, other, "--solvers", "ls,sjf-bco", "-o", out, "-q"]]
+        return fuzz.instance_runs(inst, sched, d, rng, k=rng.choice([1, 2]))
+    if kind == "schedule":
+        b = rng.choice(inputs.bases)
+        doc = fuzz.mutate_doc(b.schedule, rng, rng.choice([1, 1, 2]))
+        text = fuzz.dumps(doc, rng)
+        if rng.random() < 0.1:
+            text = fuzz.mutate_text(text, rng)
+        inst, sched = d / f"{b.name}.json", d / "schedule.json"
+        fuzz.write_text(inst, json.dumps(b.instance))
+        fuzz.write_text(sched, text)
+        return fuzz.schedule_runs(inst, sched, d, rng)
+    if kind == "philly":
+        path = d / "trace.csv"
+        fuzz.write_text(path, fuzz.mutate_csv(inputs.philly, rng))
+        extra = rng.choice(
+            [[], ["--n-jobs", "5"], ["--arrivals"], ["--instances", "2", "--n-jobs", "3"]]
+        )
+        return [["convert", "philly", path, "-o", d / "cv", *extra]]
+    if kind == "swf":
+        path = d / "trace.swf"
+        fuzz.write_text(path, fuzz.mutate_csv(inputs.swf.replace(" ", ","), rng).replace(",", " "))
+        return [["convert", "swf", path, "-o", d / "cv"]]
+    if kind == "calibrate":
+        path = d / "m.csv"
+        fuzz.write_text(path, fuzz.mutate_csv(rng.choice(inputs.measurements), rng))
+        return [["calibrate", path, "--folds", "2"] + (["--json"] if rng.random() < 0.5 else [])]
+    if kind == "preset":
+        path = d / "preset.json"
+        fuzz.write_text(path, fuzz.dumps(fuzz.mutate_doc(inputs.preset, rng), rng))
+        return [["generate", "paper", "--preset", path, "--jobs", "20", "--servers", "3"]]
+    # options only
+    v = str(rng.choice([0, -1, 1, 3, "nan", "inf", "1e12", "1e9", "x", "2.5", "1e-320", "1e6"]))
+    return [
+        rng.choice(
+            [
+                ["generate", "paper", "--jobs", v, "--servers", "3"],
+                ["generate", "paper", "--servers", v, "--jobs", "20"],
+                ["generate", "paper", "--slot-seconds", v, "--jobs", "20", "--servers", "3"],
+                ["reproduce", "--seeds", v, "--figure", "4", "-o", d / "rep", "--replot"],
+                ["solve", ROOT / "instances" / "small" / "example.json", "--time-limit", v],
+                ["solve", ROOT / "instances" / "small" / "example.json", "--seed", v],
+                ["elastic", ROOT / "instances" / "small" / "example.json", "--knee-threshold", v],
+            ]
+        )
+    ]
+
+
+#: Kinds of mutated file and their shares of the files.
+KINDS = (
+    ("instance", 0.5),
+    ("schedule", 0.2),
+    ("batch", 0.03),
+    ("philly", 0.08),
+    ("swf", 0.04),
+    ("calibrate", 0.05),
+    ("preset", 0.05),
+    ("options", 0.05),
+)
+
+
+# --------------------------------------------------------------------------- workers
+
+
+def _worker(conn: Any) -> None:
+    """Run the command lines it is sent; answer with (argv, code, seconds, problems, err)."""
+    import faulthandler
+    import signal
+
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # a hung run's stacks, on demand
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        o, found = fuzz.run_case(job, timeout=1e6)  # the parent enforces the time limit
+        conn.send((o.code, o.seconds, found, o.err[-400:]))
+
+
+class Pool:
+    """Worker processes with a hard time limit per run (a hung worker is killed and replaced)."""
+
+    def __init__(self, n: int, timeout: float):
+        # forkserver: a fresh worker even when the parent has threads (a forked copy of a
+        # threaded parent can deadlock); not daemonic, so that batch runs may start pools
+        self.ctx = mp.get_context("forkserver")
+        self.timeout = timeout
+        self.procs: list[Any] = [self._spawn() for _ in range(n)]
+
+    def _spawn(self) -> tuple[Any, Any]:
+        parent, child = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker, args=(child,), daemon=False)
+        proc.start()
+        return proc, parent
+
+    def run(self, w: int, argv: list[Any]) -> tuple[int | None, float, list[str], str]:
+        proc, conn = self.procs[w]
+        conn.send(argv)
+        t0 = time.perf_counter()
+        if conn.poll(self.timeout):
+            try:
+                return conn.recv()
+            except EOFError:
+                pass
+        else:
+            import signal
+
+            print(f"hang: sjfbco {' '.join(map(str, argv))}; the worker's stacks:", flush=True)
+            os.kill(proc.pid, signal.SIGUSR1)
+            proc.join(2)
+            proc.kill()
+            proc.join()
+            self.procs[w] = self._spawn()
+            return None, time.perf_counter() - t0, ["hang"], ""
+        proc.join()  # the worker died (a crash in native code)
+        self.procs[w] = self._spawn()
+        return None, time.perf_counter() - t0, ["traceback"], "worker process died"
+
+    def close(self) -> None:
+        for proc, conn in self.procs:
+            conn.send(None)
+            proc.join(5)
+            if proc.is_alive():
+                proc.kill()
+
+
+def run(
+    n_files: int, workers: int, seed: int, timeout: float, keep: Path, trace: Path
+) -> dict[str, Any]:
+    """Mutate ``n_files`` files, run them, and return the counts."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    inputs = Inputs(trace)
+    rng = random.Random(seed)
+    kinds, weights = zip(*KINDS, strict=True)
+    plan = [(k, rng.randrange(2**32)) for k in rng.choices(kinds, weights, k=n_files)]
+    pool = Pool(workers, timeout)
+    lock = threading.Lock()
+    stats: dict[str, Any] = {
+        "files": Counter(),
+        "runs": Counter(),
+        "exit": Counter(),
+        "problems": Counter(),
+        "examples": [],
+        "seconds": [],
+        "slowest": [],
+    }
+    work = tempfile.mkdtemp(prefix="sjfbco-fuzz-")
+    free = list(range(workers))
+    t0 = time.perf_counter()
+
+    def one(item: tuple[str, int]) -> None:
+        kind, s = item
+        with lock:
+            w = free.pop()
+        d = Path(work) / f"w{w}"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        try:
+            cases = make_case(kind, random.Random(s), inputs, d)
+            for argv in cases:
+                code, secs, found, err = pool.run(w, [str(a) for a in argv])
+                with lock:
+                    stats["runs"][argv[0]] += 1
+                    stats["exit"][str(code)] += 1
+                    stats["seconds"].append(secs)
+                    stats["slowest"] = sorted(
+                        [*stats["slowest"], (round(secs, 2), [str(a) for a in argv])],
+                        key=lambda t: -t[0],
+                    )[:5]
+                    for f in found:
+                        stats["problems"][f] += 1
+                    if found:
+                        print(f"  {found}: sjfbco {' '.join(map(str, argv))}", flush=True)
+                    if found and len(stats["examples"]) < 30:
+                        kept = keep / f"case-{len(stats['examples'])}"
+                        shutil.copytree(d, kept, dirs_exist_ok=True)
+                        stats["examples"].append(
+                            {
+                                "problems": found,
+                                "argv": [str(a) for a in argv],
+                                "err": err,
+                                "kept": str(kept),
+                            }
+                        )
+            with lock:
+                stats["files"][kind] += 1
+                n = sum(stats["files"].values())
+                if n % 250 == 0:  # a long run shows how it goes (and what broke, as it happens)
+                    print(
+                        f"  {n} files, {sum(stats['runs'].values())} runs, "
+                        f"{time.perf_counter() - t0:.0f} s, problems: "
+                        + (", ".join(f"{k} {v}" for k, v in stats["problems"].items()) or "none"),
+                        flush=True,
+                    )
+        finally:
+            with lock:
+                free.append(w)
+
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(one, plan))
+    pool.close()
+    shutil.rmtree(work, ignore_errors=True)
+    stats["wall_s"] = time.perf_counter() - t0
+    return stats
+
+
+def report(stats: dict[str, Any], args: argparse.Namespace) -> None:
+    secs = sorted(stats["seconds"])
+    runs = sum(stats["runs"].values())
+    load = os.getloadavg()[0]
+    print(
+        f"fuzz: {sum(stats['files'].values())} mutated files, {runs} runs, seed {args.seed}, "
+        f"{args.workers} workers, {stats['wall_s']:.0f} s (load average {load:.1f})"
+    )
+    print("files by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(stats["files"].items())))
+    print("runs by command: " + ", ".join(f"{k} {v}" for k, v in sorted(stats["runs"].items())))
+    print("exit status: " + ", ".join(f"{k}: {v}" for k, v in sorted(stats["exit"].items())))
+    print(
+        f"run time: median {secs[len(secs) // 2]:.2f} s, p99 {secs[int(len(secs) * 0.99)]:.2f} s, "
+        f"max {secs[-1]:.2f} s (hang: > {args.timeout:g} s)"
+    )
+    for p in PROBLEMS:
+        print(f"{p}: {stats['problems'][p]}")
+    for secs_, argv in stats["slowest"]:
+        print(f"  slow: {secs_} s: sjfbco {' '.join(argv)}")
+    for ex in stats["examples"][:10]:
+        print(f"  {ex['problems']}: sjfbco {' '.join(ex['argv'])} -> {ex['err'].strip()[-200:]}")
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_trace_option(ap)
+    ap.add_argument("--files", type=int, default=5000, help="mutated files (default 5000)")
+    ap.add_argument("--quick", action="store_true", help="300 files")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--timeout", type=float, default=20.0, help="seconds before a run is a hang")
+    ap.add_argument(
+        "--keep", type=Path, default=Path("fuzz-failures"), help="where failing inputs go"
+    )
+    ap.add_argument("--json", type=Path, default=None, help="also write the counts here")
+    args = ap.parse_args(argv)
+    trace = require(args.trace, "the Philly trace (its first lines are mutated for convert)")
+    n = 300 if args.quick else args.files
+    stats = run(n, args.workers, args.seed, args.timeout, args.keep, trace)
+    report(stats, args)
+    doc = {k: dict(v) if isinstance(v, Counter) else v for k, v in stats.items()}
+    del doc["seconds"]
+    if args.json:
+        args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+if __name__ == "__main__":
+    main()
