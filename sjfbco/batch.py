@@ -600,17 +600,24 @@ def check_output(out: str | os.PathLike[str]) -> str:
     raise BatchError(f"{out}: unknown output suffix {suffix!r}; use .csv or .parquet")
 
 
-def _clean(row: Mapping[str, Any]) -> Row:
-    """A row (from :func:`run_task`) with exactly :data:`COLUMNS`, NaN as ``None``, ``seed``
-    an int."""
+def _cells(doc: Mapping[str, Any]) -> Row:
+    """The values of :data:`COLUMNS` in ``doc`` (absent: ``None``), NaN as ``None``, numpy
+    scalars as Python ones."""
     out: Row = {}
     for c in COLUMNS:
-        v = row.get(c)
+        v = doc.get(c)
         if isinstance(v, float) and math.isnan(v):
             v = None
         if v is not None and hasattr(v, "item"):  # numpy scalar
             v = v.item()
         out[c] = v
+    return out
+
+
+def _clean(row: Mapping[str, Any]) -> Row:
+    """A row (from :func:`run_task`) with exactly :data:`COLUMNS`, NaN as ``None``, ``seed``
+    an int."""
+    out = _cells(row)
     out["seed"] = int(out["seed"])
     out["params"] = str(out["params"] or "")  # absent in files of older versions
     return out
@@ -664,14 +671,7 @@ def valid_row(doc: Any) -> Row | None:
     """
     if not isinstance(doc, dict):
         return None
-    row: Row = {}
-    for c in COLUMNS:
-        v = doc.get(c)
-        if isinstance(v, float) and math.isnan(v):
-            v = None
-        if v is not None and hasattr(v, "item"):  # numpy scalar
-            v = v.item()
-        row[c] = v
+    row = _cells(doc)
     inst, solver, seed, status = row["instance"], row["solver"], row["seed"], row["status"]
     if not (isinstance(inst, str) and inst and isinstance(solver, str) and solver):
         return None
