@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -11,6 +13,9 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule
 from tests.tiny import extensions
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
@@ -107,3 +112,16 @@ def schedules(draw: st.DrawFn, data: ProblemData, max_start: int = 6) -> Schedul
 def instance_and_schedule(draw: st.DrawFn, **kw: object) -> tuple[ProblemData, Schedule]:
     data = draw(instances(**kw))  # type: ignore[arg-type]
     return data, draw(schedules(data))
+
+
+@pytest.fixture(scope="module")
+def toy_solvers() -> Iterator[None]:
+    """Register the toy solvers of ``tests/batch_plugin.py`` for one module only (other tests
+    iterate over SOLVERS); modules take it with ``pytest.mark.usefixtures("toy_solvers")``."""
+    from sjfbco.solvers import SOLVERS
+    from tests import batch_plugin
+
+    yield
+    for name in batch_plugin.NAMES:
+        SOLVERS.pop(name, None)
+    sys.modules.pop("tests.batch_plugin", None)

@@ -11,31 +11,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pytest
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve, write_instance
 from sjfbco import batch as B
 from sjfbco.cli import main
-from sjfbco.solvers import SOLVERS
 from tests.conftest import ROOT
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 PLUGIN = ("tests.batch_plugin",)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def toy_solvers() -> Iterator[None]:
-    """Register the toy solvers for this module only (other tests iterate over SOLVERS)."""
-    from tests import batch_plugin
-
-    yield
-    for name in batch_plugin.NAMES:
-        SOLVERS.pop(name, None)
-    sys.modules.pop("tests.batch_plugin", None)
+pytestmark = pytest.mark.usefixtures("toy_solvers")
 
 
 def tiny_instance(k: int) -> ProblemData:

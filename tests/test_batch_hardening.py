@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
@@ -12,11 +11,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sjfbco import batch as B
-from sjfbco.solvers import SOLVERS
 from tests.conftest import INSTANCES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from pathlib import Path
 
 PLUGIN = ("tests.batch_plugin",)
@@ -24,15 +22,7 @@ EXAMPLE = str(INSTANCES / "small" / "example.json")
 MUST_SPLIT = str(INSTANCES / "small" / "must-split.json")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def toy_solvers() -> Iterator[None]:
-    """Register the toy solvers for this module only (other tests iterate over SOLVERS)."""
-    from tests import batch_plugin
-
-    yield
-    for name in batch_plugin.NAMES:
-        SOLVERS.pop(name, None)
-    sys.modules.pop("tests.batch_plugin", None)
+pytestmark = pytest.mark.usefixtures("toy_solvers")
 
 
 def _tasks(seeds: int = 4) -> list[B.Task]:
