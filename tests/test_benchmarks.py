@@ -115,7 +115,8 @@ def test_split_contention_measures_the_readme_schedules(monkeypatch: pytest.Monk
     rows = run("split_contention", ["--quick"], monkeypatch)["rows"]
     by = {r["policy"]: r for r in rows}
     assert {p: by[p]["ms"] for p in S20_SEED0} == S20_SEED0
-    ev = evaluate(paper_instance(20, 0), solve(paper_instance(20, 0), "rand", seed=0).schedule)
+    data = paper_instance(20, 0)
+    ev = evaluate(data, solve(data, "rand", seed=0).schedule)
     assert by["rand"]["util"] == pytest.approx(ev.utilisation)
     for r in rows:
         assert 0 <= r["split"] <= 1 and r["width"] >= 1 and r["slow"] >= 1
