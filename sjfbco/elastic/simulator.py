@@ -256,7 +256,12 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
     index: dict[Any, int] = {}
     uniq: list[Speedup] = []
     cid = np.empty(len(curves), dtype=int)
+    seen: dict[int, int] = {}  # by identity first: hashing a long table per job is slow
     for j, c in enumerate(curves):
+        at = seen.get(id(c))
+        if at is not None:
+            cid[j] = at
+            continue
         try:
             key: Any = ("v", c)
             hash(key)
@@ -266,7 +271,7 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
         if at is None:
             at = index[key] = len(uniq)
             uniq.append(c)
-        cid[j] = at
+        cid[j] = seen[id(c)] = at
     return uniq, cid
 
 
