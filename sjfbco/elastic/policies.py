@@ -275,17 +275,48 @@ def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np
         return 0
     gains = rem * d[np.minimum(alloc, n - 1)]
     hi, lo = float(gains.max()) * 2, float(np.min(rem) * d[-1]) / 2
-    for _ in range(200):  # geometric bisection to rounding level
-        mid = math.sqrt(lo * hi)
-        if int(extra(mid).sum()) >= left:
+    take = np.zeros_like(alloc)  # GPUs each job takes above the bracket (fewer than left)
+    goal = math.log(max(left - _SLACK / 2, 1.0))
+    # the search: secant steps on log(count) against log(threshold) (a near-line: the count
+    # is close to a power of the threshold for a power law), from the threshold of the last
+    # call on this curve (the next event's is close); a bisection when a step leaves the
+    # bracket or the same end moved three times in a row
+    seen: list[tuple[float, float]] = []
+    side, same = 0, 0
+    mid = _last_threshold.get(id(d), math.sqrt(lo * hi))
+    for _ in range(200):
+        if left - int(take.sum()) <= _SLACK or hi <= lo * (1 + 1e-12):
+            break
+        if len(seen) >= 2 and same < 3 and seen[-1][1] != seen[-2][1]:
+            (u0, f0), (u1, f1) = seen[-2], seen[-1]
+            mid = math.exp(u1 + (goal - f1) * (u1 - u0) / (f1 - f0))
+        elif len(seen) == 1:
+            mid = math.exp(seen[0][0]) * (0.99 if seen[0][1] < goal else 1.01)
+        if not lo < mid < hi or same >= 3:
+            mid = math.sqrt(lo * hi)
+        got_each = extra(mid)
+        got = int(got_each.sum())
+        seen.append((math.log(mid), math.log(got + 1)))
+        moved = 1 if got >= left else -1
+        same = same + 1 if moved == side else 1
+        side = moved
+        if got >= left:
             lo = mid
         else:
-            hi = mid
-        if hi <= lo * (1 + 1e-12):
-            break
-    take = extra(hi)  # strictly above the bracket: all of these are given
-    alloc += take
+            hi, take = mid, got_each
+    _last_threshold[id(d)] = hi
+    alloc += take  # strictly above the bracket: all of these are given
     return left - int(take.sum())
+
+
+#: The last threshold :func:`_leftovers_by_threshold` found for each gain table (keyed by
+#: the identity of the cached table; only a starting point: the result does not depend on it).
+_last_threshold: dict[int, float] = {}
+
+
+#: GPUs :func:`_leftovers_by_threshold` may leave to the one-at-a-time greedy (each costs
+#: about as much as one step of its threshold search).
+_SLACK = 4
 
 
 @lru_cache(maxsize=1024)

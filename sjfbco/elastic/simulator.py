@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sjfbco.elastic.bounds import optimal_makespan
-from sjfbco.elastic.policies import ALLOCATORS, Active, round_by_largest_remainder
+from sjfbco.elastic.policies import (
+    ALLOCATORS,
+    Active,
+    curve_table,
+    round_by_largest_remainder,
+)
 from sjfbco.elastic.speedup import PowerLaw, Speedup, curves_for, elastic_sizes
 from sjfbco.errors import InputError
 from sjfbco.online.metrics import MetricAttributes, job_metrics
@@ -43,6 +48,10 @@ POLICIES: tuple[str, ...] = tuple(ALLOCATORS)
 
 #: Relative tolerance for "this job ends at this event".
 _TOL = 1e-12
+
+#: Largest number of cells (curves x GPU counts) of the stacked curve tables the event
+#: loop looks whole GPU counts up in (8 bytes each).
+_TABLE_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -167,12 +176,19 @@ def _run_general(
 ) -> tuple[np.ndarray, np.ndarray, float, list[tuple[float, tuple[float, ...]]]]:
     """The event loop for any policy: the policy allocates at every arrival and completion.
 
-    Each event costs a few vector operations over the active jobs; curves are
-    evaluated only for the jobs that get GPUs.
+    Each event costs a few vector operations over the jobs the policy can serve
+    (:func:`window`; all active jobs for most policies); the active list lives in
+    one buffer whose served head is rewritten in place, so an event never copies
+    the jobs behind the window. Curves are evaluated only for the jobs that get
+    GPUs, from a table when the counts are whole.
     """
     x, arr, n, uniq, cid, p = s.x, s.arr, s.n, s.curves, s.cid, s.p
     m = len(x)
     alloc_fn = ALLOCATORS[s.policy]
+    whole_counts = s.mode == "integer" or s.policy in ("hell", "knee", "srpt")
+    tables = None
+    if whole_counts and len(uniq) > 1 and len(uniq) * (n + 1) <= _TABLE_CELLS:
+        tables = np.stack([curve_table(c, n) for c in uniq])
     rem = x.copy()
     first = np.full(m, math.inf)
     end = np.full(m, math.inf)
@@ -180,54 +196,68 @@ def _run_general(
     due = arr[pending]
     nxt, now, used = 0, 0.0, 0.0
     log: list[tuple[float, tuple[float, ...]]] = []
-    act = np.empty(0, dtype=int)  # active jobs, kept in SRPT order (remaining, position)
+    # active jobs in SRPT order (remaining, position): buf[lo:]; only the first `w` of them
+    # can get GPUs (the others keep their work), so the order of the whole list stays right
+    # if the first `w` are kept in order
+    buf = np.empty(0, dtype=int)
+    lo = 0
+    unstarted = 0  # active jobs that never had a GPU
     width = window(s)
-    while nxt < m or len(act):
+    while nxt < m or lo < len(buf):
         upto = int(np.searchsorted(due, now, side="right"))
         arrived = upto > nxt
         if arrived:
-            act = _srpt_order(np.concatenate([act, pending[nxt:upto]]), rem)
-            nxt = upto
-        if not len(act):
+            buf = _srpt_order(np.concatenate([buf[lo:], pending[nxt:upto]]), rem)
+            unstarted += upto - nxt
+            lo, nxt = 0, upto
+        size = len(buf) - lo
+        if not size:
             now = float(due[nxt])
             continue
-        # only the first `w` jobs in SRPT order can get GPUs: the others keep their work,
-        # so the order of the whole list stays right if the first `w` are kept in order
-        w = len(act) if width is None else min(len(act), width)
-        head = act[:w] if arrived else _srpt_order(act[:w], rem)
+        w = size if width is None else min(size, width)
+        head = buf[lo : lo + w]
         left = rem[head]
+        if not arrived and w > 1 and not bool(np.all(left[1:] > left[:-1])):
+            order = _srpt_order(head, rem)
+            if order is not head:
+                buf[lo : lo + w] = order
+                left = rem[head]
         view = Active(head, left, x[head], cid[head], uniq, n, p, s.objective, s.knee_threshold)
         k = alloc_fn(view)
+        counts = None
         if s.mode == "integer":
-            k = round_by_largest_remainder(k).astype(float)
-        rate = _rates(uniq, cid[head], k)
+            counts = round_by_largest_remainder(k)
+            k = counts.astype(float)
+        elif whole_counts:
+            counts = k.astype(int)
+        rate = _rates(uniq, cid[head], k, n, counts, tables)
         if record:
-            full = np.concatenate([k, np.zeros(len(act) - w)])
-            whole = np.concatenate([head, act[w:]])
+            full = np.concatenate([k, np.zeros(size - w)])
+            whole = buf[lo:]
             by_arrival = np.lexsort((whole, arr[whole]))
             log.append((now, tuple(full[by_arrival].tolist())))
         with np.errstate(divide="ignore"):
-            finish = np.where(rate > 0, left / np.where(rate > 0, rate, 1.0), math.inf)
+            finish = left / rate  # remaining work is > 0: no GPU gives inf
         dt = float(finish.min())
         t_arr = float(due[nxt]) if nxt < m else math.inf
         if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
             raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
         step = min(dt, t_arr - now)
         used += float(k.sum()) * step
-        starts = head[(k > 0) & np.isinf(first[head])]
-        first[starts] = now
+        if unstarted:
+            starts = head[(k > 0) & np.isinf(first[head])]
+            first[starts] = now
+            unstarted -= len(starts)
         done = finish <= step * (1 + _TOL) + 1e-12
-        ended = head[done]
-        end[ended] = now + step
-        rem[ended] = 0.0
-        going = ~done
-        rem[head[going]] = left[going] - rate[going] * step
+        rem[head] = left - rate * step
         now += step
-        act = (
-            np.concatenate([head[going], act[w:]])
-            if done.any()
-            else np.concatenate([head, act[w:]])
-        )
+        if done.any():
+            ended = head[done]
+            end[ended] = now
+            rem[ended] = 0.0
+            keep = head[~done]
+            lo += w - len(keep)
+            buf[lo : lo + len(keep)] = keep
     return first, end, used, log
 
 
@@ -276,18 +306,43 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
 
 
 def _srpt_order(act: np.ndarray, rem: np.ndarray) -> np.ndarray:
-    """``act`` sorted by (remaining, position); a linear check first, as it mostly is."""
+    """``act`` sorted by (remaining, position); returned as it is when already sorted.
+
+    A linear check first, as it mostly is. Else a stable sort on the remaining work alone
+    (timsort: about linear on a list that is nearly in order, as after one event with
+    several speedup curves), and the two-key sort only if two jobs tie on it.
+    """
     r = rem[act]
-    if len(act) > 1:
-        dr = np.diff(r)
-        if not np.all((dr > 0) | ((dr == 0) & (np.diff(act) > 0))):
-            act = act[np.lexsort((act, r))]
-    return act
+    if len(act) < 2:
+        return act
+    dr = np.diff(r)
+    if np.all((dr > 0) | ((dr == 0) & (np.diff(act) > 0))):
+        return act
+    order = np.argsort(r, kind="stable")
+    rs = r[order]
+    if np.all(rs[1:] > rs[:-1]):
+        return act[order]
+    return act[np.lexsort((act, r))]
 
 
-def _rates(curves: Sequence[Speedup], cid: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _rates(
+    curves: Sequence[Speedup],
+    cid: np.ndarray,
+    k: np.ndarray,
+    n: int,
+    counts: np.ndarray | None = None,
+    tables: np.ndarray | None = None,
+) -> np.ndarray:
     """``s_j(k_j)`` for every active job: one vector call per distinct curve, only for the
-    jobs that get GPUs (``s(0) = 0``)."""
+    jobs that get GPUs (``s(0) = 0``); looked up in the curve's table
+    (:func:`~sjfbco.elastic.policies.curve_table`, the same values) when the counts
+    are whole (``counts``, ``k`` as integers; ``tables``: the tables of all ``curves``
+    stacked, ``None`` if too large)."""
+    if counts is not None:
+        if len(curves) == 1:
+            return curve_table(curves[0], n)[counts]
+        if tables is not None:
+            return tables[cid, counts]
     out = np.zeros(len(k))
     on = np.flatnonzero(k > 0)
     if len(curves) == 1:
