@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from sjfbco.elastic import POLICIES, PowerLaw, TableSpeedup, simulate_elastic
 from sjfbco.elastic import simulator as sim
 from sjfbco.elastic.bounds import optimal_makespan
+from sjfbco.elastic.speedup import Speedup, curves_for, elastic_sizes
+from sjfbco.workloads.paper import paper_instance
 from tests.elastic_reference import reference_ends
 
 CURVES = {
@@ -104,3 +106,49 @@ def test_makespan_bound_with_many_arrivals_in_one_pass() -> None:
     bound = optimal_makespan([8.0, 1.0, 1.0, 2.0], 4, 0.5, [0.0, 1.0, 1.0, 3.0])
     assert bound == pytest.approx(70**0.5 / 2)
     assert optimal_makespan([8.0, 1.0], 4, 0.5, [0.0, 100.0]) == pytest.approx(100 + 0.5)
+
+
+def _corner_thresholds(curve: Speedup, n: int) -> list[float]:
+    """Knee thresholds at the corners: 0, 1, and exactly a curve's ``1 - s(k-1)/s(k)``
+    (where ``>=`` decides the knee) for the first and last ``k``."""
+    tab = [curve(k) for k in range(n + 1)]
+    exact = [1 - tab[k - 1] / tab[k] for k in range(2, n + 1)]
+    return [0.0, 1.0, *exact[:1], *exact[-1:]]
+
+
+@st.composite
+def speedup_runs(draw: st.DrawFn) -> dict:
+    """Small instances under every kind of speedup: a power law, one table, or the
+    RAR-model curves of a generated instance (several curves, distinct sizes)."""
+    kind = draw(st.sampled_from(["power", "table", "model"]))
+    seed = draw(st.integers(0, 10_000))
+    data = paper_instance(draw(st.integers(1, 2)), seed, draw(st.integers(1, 8)))
+    n = data.cluster.num_gpus
+    m = data.num_jobs
+    # distinct sizes: the old hell breaks exact ties by arrival order, the new by SRPT order
+    sizes = [x * (1 + 1e-3 * j) for j, x in enumerate(elastic_sizes(data))]
+    spec = {"power": "power:0.6", "table": "table:1,1.7,2.2,2.5", "model": "model"}[kind]
+    curves = list(curves_for(data, spec))
+    arrivals = draw(
+        st.one_of(st.none(), st.lists(st.sampled_from([0.0, 1.0, 30.0]), min_size=m, max_size=m))
+    )
+    threshold = draw(st.sampled_from(_corner_thresholds(curves[0], n)))
+    return {
+        "sizes": sizes,
+        "n": n,
+        "curves": curves,
+        "arrivals": arrivals,
+        "objective": draw(st.sampled_from(["flow", "slowdown"])),
+        "knee_threshold": threshold,
+    }
+
+
+@settings(max_examples=25, deadline=None)
+@given(speedup_runs())
+def test_every_policy_mode_and_speedup_as_before(run: dict) -> None:
+    for policy in POLICIES:
+        for mode in ("continuous", "integer"):
+            new = simulate_elastic(**run, policy=policy, mode=mode)
+            old_first, old_end = reference_ends(**run, policy=policy, mode=mode)
+            assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), (policy, mode)
+            assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), (policy, mode)
