@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco.elastic import POLICIES, PowerLaw, TableSpeedup, simulate_elastic
+from sjfbco.elastic import policies as pol
 from sjfbco.elastic import simulator as sim
 from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.speedup import Speedup, curves_for, elastic_sizes
@@ -152,3 +153,26 @@ def test_every_policy_mode_and_speedup_as_before(run: dict) -> None:
             old_first, old_end = reference_ends(**run, policy=policy, mode=mode)
             assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), (policy, mode)
             assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), (policy, mode)
+
+
+def test_vector_shortcuts_give_the_same_bits() -> None:
+    # flow shares without the partial sums, and the rates of several table curves by
+    # one stacked lookup: bit for bit what _shares and TableSpeedup.many give
+    for m in (1, 2, 3, 10, 1000):
+        for p in (0.1, 0.5, 0.7, 0.95, 1.0):
+            assert np.array_equal(pol.flow_shares(m, p), pol._shares(np.ones(m), p)), (m, p)
+    data = paper_instance(20, 1, 100)
+    uniq = list({id(c): c for c in curves_for(data, "model")}.values())
+    assert len(uniq) > 1
+    n = data.cluster.num_gpus
+    rng = np.random.default_rng(0)
+    k = np.concatenate([rng.uniform(0, n, 2000), np.arange(n + 1.0), np.arange(n) + 0.5])
+    cid = rng.integers(0, len(uniq), len(k))
+    tables = np.stack([pol.curve_table(c, n) for c in uniq])
+    fast = sim._rates(uniq, cid, k, n, None, tables)
+    assert np.array_equal(fast, sim._rates(uniq, cid, k, n))
+    whole = np.floor(k).astype(int)
+    assert np.array_equal(
+        sim._rates(uniq, cid, whole.astype(float), n, whole, tables),
+        sim._rates(uniq, cid, whole.astype(float), n),
+    )

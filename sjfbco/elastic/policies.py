@@ -107,8 +107,33 @@ def _shares(weights: np.ndarray, p: float) -> np.ndarray:
 
 def hesrpt(a: Active) -> np.ndarray:
     # heSRPT indexes by decreasing remaining size: the reverse of SRPT order
-    weights = 1.0 / a.size[::-1] if a.objective == "slowdown" else np.ones(len(a))
-    return _shares(weights, a.p)[::-1] * a.n
+    if a.objective == "slowdown":
+        return _shares(1.0 / a.size[::-1], a.p)[::-1] * a.n
+    return flow_shares(len(a), a.p)[::-1] * a.n
+
+
+def flow_shares(m: int, p: float) -> np.ndarray:
+    """:func:`_shares` of ``m`` unit weights (the flow objective), the same values with
+    fewer passes: the partial sums are ``1..m`` and ``i/m <= 1`` needs no clipping."""
+    if p >= 1 - 1e-9 or m < 2:
+        return _shares(np.ones(m), p)
+    cur = (_counting(m) / float(m)) ** (1.0 / (1.0 - p))
+    out = np.empty(m)
+    out[0] = cur[0]
+    np.subtract(cur[1:], cur[:-1], out=out[1:])
+    return out
+
+
+_COUNTING = np.arange(1, 2, dtype=float)
+
+
+def _counting(m: int) -> np.ndarray:
+    """``1.0, 2.0, .., m`` (a view of one cached array, grown on demand)."""
+    global _COUNTING
+    if len(_COUNTING) < m:
+        _COUNTING = np.arange(1, max(m, 2 * len(_COUNTING)) + 1, dtype=float)
+        _COUNTING.setflags(write=False)
+    return _COUNTING[:m]
 
 
 def equi(a: Active) -> np.ndarray:

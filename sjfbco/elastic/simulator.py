@@ -32,7 +32,7 @@ from sjfbco.elastic.policies import (
     curve_table,
     round_by_largest_remainder,
 )
-from sjfbco.elastic.speedup import PowerLaw, Speedup, curves_for, elastic_sizes
+from sjfbco.elastic.speedup import PowerLaw, Speedup, TableSpeedup, curves_for, elastic_sizes
 from sjfbco.errors import InputError
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 
@@ -187,7 +187,8 @@ def _run_general(
     alloc_fn = ALLOCATORS[s.policy]
     whole_counts = s.mode == "integer" or s.policy in ("hell", "knee", "srpt")
     tables = None
-    if whole_counts and len(uniq) > 1 and len(uniq) * (n + 1) <= _TABLE_CELLS:
+    tabulated = whole_counts or all(isinstance(c, TableSpeedup) for c in uniq)
+    if tabulated and len(uniq) > 1 and len(uniq) * (n + 1) <= _TABLE_CELLS:
         tables = np.stack([curve_table(c, n) for c in uniq])
     rem = x.copy()
     first = np.full(m, math.inf)
@@ -217,8 +218,8 @@ def _run_general(
         w = size if width is None else min(size, width)
         head = buf[lo : lo + w]
         left = rem[head]
-        if not arrived and w > 1 and not bool(np.all(left[1:] > left[:-1])):
-            order = _srpt_order(head, rem)
+        if not arrived:
+            order = _srpt_order(head, rem, left)
             if order is not head:
                 buf[lo : lo + w] = order
                 left = rem[head]
@@ -305,14 +306,15 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
     return uniq, cid
 
 
-def _srpt_order(act: np.ndarray, rem: np.ndarray) -> np.ndarray:
+def _srpt_order(act: np.ndarray, rem: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
     """``act`` sorted by (remaining, position); returned as it is when already sorted.
 
     A linear check first, as it mostly is. Else a stable sort on the remaining work alone
     (timsort: about linear on a list that is nearly in order, as after one event with
     several speedup curves), and the two-key sort only if two jobs tie on it.
     """
-    r = rem[act]
+    if r is None:
+        r = rem[act]
     if len(act) < 2:
         return act
     dr = np.diff(r)
@@ -343,6 +345,12 @@ def _rates(
             return curve_table(curves[0], n)[counts]
         if tables is not None:
             return tables[cid, counts]
+    elif tables is not None:
+        # every curve a table on the integers (TableSpeedup): np.interp's own arithmetic,
+        # ``fp[j] + (fp[j+1] - fp[j]) * (k - j)``, for all jobs at once
+        lo = k.astype(int)
+        below = tables[cid, lo]
+        return below + (tables[cid, np.minimum(lo + 1, n)] - below) * (k - lo)
     out = np.zeros(len(k))
     on = np.flatnonzero(k > 0)
     if len(curves) == 1:
