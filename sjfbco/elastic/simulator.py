@@ -317,8 +317,11 @@ def _srpt_order(act: np.ndarray, rem: np.ndarray, r: np.ndarray | None = None) -
         r = rem[act]
     if len(act) < 2:
         return act
-    dr = np.diff(r)
-    if np.all((dr > 0) | ((dr == 0) & (np.diff(act) > 0))):
+    up = r[1:] > r[:-1]
+    if up.all():
+        return act
+    tie = np.flatnonzero(~up)  # in order only if equal remaining, lower position first
+    if np.all(r[tie + 1] == r[tie]) and np.all(act[tie + 1] > act[tie]):
         return act
     order = np.argsort(r, kind="stable")
     rs = r[order]
