@@ -171,6 +171,10 @@ def test_vector_shortcuts_give_the_same_bits() -> None:
     tables = np.stack([pol.curve_table(c, n) for c in uniq])
     fast = sim._rates(uniq, cid, k, n, None, tables)
     assert np.array_equal(fast, sim._rates(uniq, cid, k, n))
+    one = np.zeros(len(k), dtype=int)
+    assert np.array_equal(
+        sim._rates(uniq[:1], one, k, n, None, tables[:1]), sim._rates(uniq[:1], one, k, n)
+    )
     whole = np.floor(k).astype(int)
     assert np.array_equal(
         sim._rates(uniq, cid, whole.astype(float), n, whole, tables),

@@ -188,7 +188,7 @@ def _run_general(
     whole_counts = s.mode == "integer" or s.policy in ("hell", "knee", "srpt")
     tables = None
     tabulated = whole_counts or all(isinstance(c, TableSpeedup) for c in uniq)
-    if tabulated and len(uniq) > 1 and len(uniq) * (n + 1) <= _TABLE_CELLS:
+    if tabulated and len(uniq) * (n + 1) <= _TABLE_CELLS:
         tables = np.stack([curve_table(c, n) for c in uniq])
     rem = x.copy()
     first = np.full(m, math.inf)
@@ -350,10 +350,15 @@ def _rates(
             return tables[cid, counts]
     elif tables is not None:
         # every curve a table on the integers (TableSpeedup): np.interp's own arithmetic,
-        # ``fp[j] + (fp[j+1] - fp[j]) * (k - j)``, for all jobs at once
+        # ``fp[j] + (fp[j+1] - fp[j]) * (k - j)``, for all jobs at once, no search
         lo = k.astype(int)
+        up = np.minimum(lo + 1, n)
+        if len(curves) == 1:
+            tab = tables[0]
+            below = tab[lo]
+            return below + (tab[up] - below) * (k - lo)
         below = tables[cid, lo]
-        return below + (tables[cid, np.minimum(lo + 1, n)] - below) * (k - lo)
+        return below + (tables[cid, up] - below) * (k - lo)
     out = np.zeros(len(k))
     on = np.flatnonzero(k > 0)
     if len(curves) == 1:
