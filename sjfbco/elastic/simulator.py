@@ -190,40 +190,47 @@ def _run_general(
     tabulated = whole_counts or all(isinstance(c, TableSpeedup) for c in uniq)
     if tabulated and len(uniq) * (n + 1) <= _TABLE_CELLS:
         tables = np.stack([curve_table(c, n) for c in uniq])
-    rem = x.copy()
     first = np.full(m, math.inf)
     end = np.full(m, math.inf)
     pending = np.lexsort((np.arange(m), arr))  # by arrival, then position
     due = arr[pending]
     nxt, now, used = 0, 0.0, 0.0
     log: list[tuple[float, tuple[float, ...]]] = []
-    # active jobs in SRPT order (remaining, position): buf[lo:]; only the first `w` of them
-    # can get GPUs (the others keep their work), so the order of the whole list stays right
-    # if the first `w` are kept in order
-    buf = np.empty(0, dtype=int)
+    # the active jobs in SRPT order (remaining, position) are ids[lo:], with their remaining
+    # work, sizes and curves alongside (rb, xb, cb); only the first `w` of them can get GPUs
+    # (the others keep their work), so the order of the whole list stays right if the
+    # first `w` are kept in order
+    ids = np.empty(0, dtype=int)
+    rb, xb, cb = np.empty(0), np.empty(0), np.empty(0, dtype=int)
     lo = 0
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
-    while nxt < m or lo < len(buf):
+    while nxt < m or lo < len(ids):
         upto = int(np.searchsorted(due, now, side="right"))
         arrived = upto > nxt
         if arrived:
-            buf = _srpt_order(np.concatenate([buf[lo:], pending[nxt:upto]]), rem)
+            new = pending[nxt:upto]
+            ids = np.concatenate([ids[lo:], new])
+            rb = np.concatenate([rb[lo:], x[new]])
+            perm = _srpt_perm(ids, rb)
+            if perm is not None:
+                ids, rb = ids[perm], rb[perm]
+            xb, cb = x[ids], cid[ids]
             unstarted += upto - nxt
             lo, nxt = 0, upto
-        size = len(buf) - lo
+        size = len(ids) - lo
         if not size:
             now = float(due[nxt])
             continue
         w = size if width is None else min(size, width)
-        head = buf[lo : lo + w]
-        left = rem[head]
+        hi = lo + w
         if not arrived:
-            order = _srpt_order(head, rem, left)
-            if order is not head:
-                buf[lo : lo + w] = order
-                left = rem[head]
-        view = Active(head, left, x[head], cid[head], uniq, n, p, s.objective, s.knee_threshold)
+            perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
+            if perm is not None:
+                for a in (ids, rb, xb, cb):
+                    a[lo:hi] = a[lo:hi][perm]
+        head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
+        view = Active(head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold)
         k = alloc_fn(view)
         counts = None
         if s.mode == "integer":
@@ -231,10 +238,10 @@ def _run_general(
             k = counts.astype(float)
         elif whole_counts:
             counts = k.astype(int)
-        rate = _rates(uniq, cid[head], k, n, counts, tables)
+        rate = _rates(uniq, cb[lo:hi], k, n, counts, tables)
         if record:
             full = np.concatenate([k, np.zeros(size - w)])
-            whole = buf[lo:]
+            whole = ids[lo:]
             by_arrival = np.lexsort((whole, arr[whole]))
             log.append((now, tuple(full[by_arrival].tolist())))
         with np.errstate(divide="ignore"):
@@ -250,15 +257,18 @@ def _run_general(
             first[starts] = now
             unstarted -= len(starts)
         done = finish <= step * (1 + _TOL) + 1e-12
-        rem[head] = left - rate * step
+        np.subtract(left, rate * step, out=left)
         now += step
-        if done.any():
-            ended = head[done]
-            end[ended] = now
-            rem[ended] = 0.0
-            keep = head[~done]
-            lo += w - len(keep)
-            buf[lo : lo + len(keep)] = keep
+        ended = int(np.count_nonzero(done))
+        if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
+            end[head[:ended]] = now
+            lo += ended
+        elif ended:
+            end[head[done]] = now
+            keep = ~done
+            for a in (ids, rb, xb, cb):
+                a[lo + ended : hi] = a[lo:hi][keep]
+            lo += ended
     return first, end, used, log
 
 
@@ -306,28 +316,27 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
     return uniq, cid
 
 
-def _srpt_order(act: np.ndarray, rem: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
-    """``act`` sorted by (remaining, position); returned as it is when already sorted.
+def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
+    """The permutation that sorts jobs ``ids`` with remaining work ``r`` by (remaining,
+    position); ``None`` if they already are.
 
-    A linear check first, as it mostly is. Else a stable sort on the remaining work alone
-    (timsort: about linear on a list that is nearly in order, as after one event with
-    several speedup curves), and the two-key sort only if two jobs tie on it.
+    A linear check first, as they mostly are. Else a stable sort on the remaining work
+    alone (timsort: about linear on a list that is nearly in order, as after one event
+    with several speedup curves), and the two-key sort only if two jobs tie on it.
     """
-    if r is None:
-        r = rem[act]
-    if len(act) < 2:
-        return act
+    if len(ids) < 2:
+        return None
     up = r[1:] > r[:-1]
     if up.all():
-        return act
+        return None
     tie = np.flatnonzero(~up)  # in order only if equal remaining, lower position first
-    if np.all(r[tie + 1] == r[tie]) and np.all(act[tie + 1] > act[tie]):
-        return act
+    if np.all(r[tie + 1] == r[tie]) and np.all(ids[tie + 1] > ids[tie]):
+        return None
     order = np.argsort(r, kind="stable")
     rs = r[order]
     if np.all(rs[1:] > rs[:-1]):
-        return act[order]
-    return act[np.lexsort((act, r))]
+        return order
+    return np.lexsort((ids, r))
 
 
 def _rates(
