@@ -180,3 +180,24 @@ def test_vector_shortcuts_give_the_same_bits() -> None:
         sim._rates(uniq, cid, whole.astype(float), n, whole, tables),
         sim._rates(uniq, cid, whole.astype(float), n),
     )
+
+
+@settings(max_examples=25)
+@given(
+    st.lists(st.tuples(st.floats(0.5, 50.0), st.integers(0, 2)), min_size=1, max_size=30),
+    st.integers(1, 64),
+    st.booleans(),
+)
+def test_equi_per_curve_clocks_are_the_general_loop(
+    jobs: list[tuple[float, int]], n: int, arrivals: bool
+) -> None:
+    curves = [PowerLaw(0.4), TableSpeedup((1.0, 1.9, 2.6, 3.0)), PowerLaw(0.9)]
+    x = np.asarray([size for size, _ in jobs])
+    cid = np.asarray([c for _, c in jobs])
+    arr = np.arange(len(x)) * 0.75 if arrivals else np.zeros(len(x))
+    setting = sim._Setting(x, arr, n, curves, cid, 0.5, "equi", "flow", "continuous", 0.05)
+    first_c, end_c, used_c = sim._run_equi_classes(setting)
+    first_g, end_g, used_g, _ = sim._run_general(setting, record=False)
+    assert end_c == pytest.approx(end_g, rel=1e-9, abs=1e-9)
+    assert first_c == pytest.approx(first_g, rel=1e-9, abs=1e-9)
+    assert used_c == pytest.approx(used_g, rel=1e-9)

@@ -128,9 +128,11 @@ def simulate_elastic(
     )
     setting = _Setting(x, arr, n, uniq, cid, p, policy, objective, mode, knee_threshold)
     separable = _separable_rate(setting)
+    log: list[tuple[float, tuple[float, ...]]] = []
     if separable is not None and not record:
         first, end, used = _run_separable(setting, *separable)
-        log: list[tuple[float, tuple[float, ...]]] = []
+    elif policy == "equi" and mode == "continuous" and not record:
+        first, end, used = _run_equi_classes(setting)
     else:
         first, end, used, log = _run_general(setting, record)
     ref = x / np.array([c(n) for c in uniq])[cid]
@@ -472,6 +474,66 @@ def _run_separable(
         now += step
         end[act[head:stop]] = now
         head = stop
+    return first, end, used
+
+
+def _run_equi_classes(s: _Setting) -> tuple[np.ndarray, np.ndarray, float]:
+    """``equi`` in the continuous mode with several curves: :func:`_run_separable` per curve.
+
+    Every job of curve ``c`` runs at ``s_c(N/m)``: the jobs of one curve keep their
+    SRPT order and share one clock ``V_c`` (advanced by ``s_c(N/m) dt``), so an event
+    costs ``O(curves)`` plus the jobs that end, an arrival ``O(m log m)``. Completion
+    and tolerance rules are those of :func:`_run_general`.
+    """
+    x, arr, n, curves = s.x, s.arr, s.n, s.curves
+    m_all, nc = len(x), len(s.curves)
+    first = np.full(m_all, math.inf)
+    end = np.full(m_all, math.inf)
+    pending = np.lexsort((np.arange(m_all), arr))
+    due = arr[pending]
+    nxt, now, used = 0, 0.0, 0.0
+    acts = [np.empty(0, dtype=int) for _ in range(nc)]  # per curve, SRPT order
+    r0s = [np.empty(0) for _ in range(nc)]
+    heads = [0] * nc
+    v = [0.0] * nc
+    v0 = [0.0] * nc
+    live = 0
+    while nxt < m_all or live:
+        upto = int(np.searchsorted(due, now, side="right"))
+        if upto > nxt:  # arrivals: bring every curve's jobs up to date, insert the new ones
+            new = pending[nxt:upto]
+            for c in range(nc):
+                mine = new[s.cid[new] == c]
+                h = heads[c]
+                ids = np.concatenate([acts[c][h:], mine])
+                rem = np.concatenate([r0s[c][h:] - (v[c] - v0[c]), x[mine]])
+                order = np.lexsort((ids, rem))
+                acts[c], r0s[c], heads[c], v0[c] = ids[order], rem[order], 0, v[c]
+            first[new] = now
+            live += upto - nxt
+            nxt = upto
+        if not live:
+            now = float(due[nxt])
+            continue
+        share = n / live
+        g = [float(curve.many(np.array([share]))[0]) for curve in curves]  # as _rates does
+        dt = min(
+            (r0s[c][heads[c]] - (v[c] - v0[c])) / g[c] for c in range(nc) if heads[c] < len(acts[c])
+        )
+        t_arr = float(due[nxt]) if nxt < m_all else math.inf
+        step = min(dt, t_arr - now)
+        used += n * step
+        limit = step * (1 + _TOL) + 1e-12
+        now += step
+        for c in range(nc):
+            act, r0, h, gone = acts[c], r0s[c], heads[c], v[c] - v0[c]
+            stop = h
+            while stop < len(act) and (r0[stop] - gone) / g[c] <= limit:
+                stop += 1
+            end[act[h:stop]] = now
+            live -= stop - h
+            heads[c] = stop
+            v[c] += g[c] * step
     return first, end, used
 
 
