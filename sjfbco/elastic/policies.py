@@ -199,17 +199,28 @@ def hell(a: Active) -> np.ndarray:
         alloc[:take] = chain[:take]
         left = n - int(chain[:take].sum())
     else:
+        # the job with the best score (first in SRPT order among equal scores) is, within
+        # one curve, the first not yet served: the score s(k)^2 / (k r) falls with r. So
+        # the greedy compares only each curve's next job in SRPT order.
         best = [_hell_best(c, n) for c in a.curves]
-        todo = np.ones(m, dtype=bool)
+        queue = [np.flatnonzero(a.curve == c) for c in range(len(a.curves))]
+        nxt = [0] * len(queue)
+        rem = a.remaining
         left = n
-        while left > 0 and todo.any():
-            value = np.array([b[1][left - 1] for b in best])[a.curve]
-            score = np.where(todo, value / a.remaining, -np.inf)
-            i = int(np.argmax(score))  # first in SRPT order among equal scores
-            k = int(best[a.curve[i]][0][left - 1])
-            alloc[i] = k
+        while left > 0:
+            pick, top, at = -1, -math.inf, -1
+            for c, q in enumerate(queue):
+                if nxt[c] < len(q):
+                    i = int(q[nxt[c]])
+                    score = best[c][1][left - 1] / rem[i]
+                    if score > top or (score == top and i < pick):
+                        pick, top, at = i, score, c
+            if pick < 0:
+                break
+            k = int(best[at][0][left - 1])
+            alloc[pick] = k
             left -= k
-            todo[i] = False
+            nxt[at] += 1
     if left > 0:
         _leftovers(a, alloc, left)
     return alloc.astype(float)

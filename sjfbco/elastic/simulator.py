@@ -324,7 +324,8 @@ def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
 
     A linear check first, as they mostly are. Else a stable sort on the remaining work
     alone (timsort: about linear on a list that is nearly in order, as after one event
-    with several speedup curves), and the two-key sort only if two jobs tie on it.
+    with several speedup curves), and the two-key sort only if it leaves two jobs of
+    equal remaining work out of position order.
     """
     if len(ids) < 2:
         return None
@@ -335,8 +336,9 @@ def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
     if np.all(r[tie + 1] == r[tie]) and np.all(ids[tie + 1] > ids[tie]):
         return None
     order = np.argsort(r, kind="stable")
-    rs = r[order]
-    if np.all(rs[1:] > rs[:-1]):
+    rs, io = r[order], ids[order]
+    eq = rs[1:] == rs[:-1]  # ties keep their previous order: right if by position
+    if not eq.any() or np.all(io[1:][eq] > io[:-1][eq]):
         return order
     return np.lexsort((ids, r))
 
