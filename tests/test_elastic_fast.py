@@ -223,3 +223,18 @@ def test_equal_sizes_under_several_curves_as_before(
         new = simulate_elastic(sizes, n, curves, policy, mode=mode)
         _, old_end = reference_ends(sizes, n, curves, policy, mode=mode)
         assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), policy
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0]), st.booleans()), max_size=12))
+def test_the_re_sort_is_the_two_key_sort(jobs: list[tuple[float, bool]]) -> None:
+    # remaining work with many ties, positions shuffled: the order _srpt_perm leaves (or
+    # makes) is the (remaining, position) order of a two-key sort, also when a stable sort
+    # on remaining work alone would leave equal jobs out of position order
+    r = np.asarray([v for v, _ in jobs])
+    ids = np.arange(len(jobs))[::-1].copy()
+    flip = np.asarray([f for _, f in jobs], dtype=bool)
+    ids[flip] = ids[flip][::-1]
+    perm = sim._srpt_perm(ids, r)
+    got = ids if perm is None else ids[perm]
+    assert got.tolist() == ids[np.lexsort((ids, r))].tolist()
