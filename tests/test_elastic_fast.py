@@ -20,7 +20,7 @@ from sjfbco.elastic import simulator as sim
 from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.speedup import Speedup, curves_for, elastic_sizes
 from sjfbco.workloads.paper import paper_instance
-from tests.elastic_reference import reference_ends
+from tests.elastic_reference import largest_remainder, reference_ends
 
 CURVES = {
     "power": None,  # PowerLaw(p) for every job
@@ -238,3 +238,11 @@ def test_the_re_sort_is_the_two_key_sort(jobs: list[tuple[float, bool]]) -> None
     perm = sim._srpt_perm(ids, r)
     got = ids if perm is None else ids[perm]
     assert got.tolist() == ids[np.lexsort((ids, r))].tolist()
+
+
+@settings(max_examples=80)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.5, 2.25, 2.5, 3.0, 0.7]), max_size=12))
+def test_rounding_is_the_old_largest_remainder(alloc: list[float]) -> None:
+    # fractional parts from a small set: ties at the cut, handed out in priority order
+    new = pol.round_by_largest_remainder(np.asarray(alloc, dtype=float))
+    assert new.tolist() == largest_remainder(alloc, list(range(len(alloc))))

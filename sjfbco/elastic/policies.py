@@ -402,14 +402,19 @@ def largest_remainder(alloc: Sequence[float], priority: Sequence[int]) -> list[i
 
 def round_by_largest_remainder(alloc: np.ndarray) -> np.ndarray:
     """:func:`largest_remainder` for counts already in priority order (``O(m)``)."""
-    base = np.floor(alloc + 1e-9).astype(int)
+    whole = np.floor(alloc + 1e-9)
+    base = whole.astype(int)
     extra = math.floor(float(alloc.sum()) + 1e-9) - int(base.sum())
     if extra <= 0:
         return base
-    frac = alloc - base
+    frac = alloc - whole
     if extra >= len(alloc):
         return base + 1
     cut = np.partition(frac, len(frac) - extra)[len(frac) - extra]  # the extra-th largest
+    up = frac >= cut
+    if np.count_nonzero(up) == extra:  # no tie at the cut: all of them
+        base[up] += 1
+        return base
     above = np.flatnonzero(frac > cut)
     tied = np.flatnonzero(frac == cut)[: extra - len(above)]  # ties: priority order
     base[above] += 1
