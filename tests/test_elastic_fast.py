@@ -246,3 +246,32 @@ def test_rounding_is_the_old_largest_remainder(alloc: list[float]) -> None:
     # fractional parts from a small set: ties at the cut, handed out in priority order
     new = pol.round_by_largest_remainder(np.asarray(alloc, dtype=float))
     assert new.tolist() == largest_remainder(alloc, list(range(len(alloc))))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0.01, 1e4), min_size=1, max_size=25, unique=True),
+    st.integers(2, 300),
+    st.sampled_from([None, 1e-300, 1e-9, 1.0, 1e9, 1e300]),
+)
+def test_threshold_leftovers_are_the_greedy(rem: list[float], n: int, hint: float | None) -> None:
+    # the threshold search hands out the GPUs the one-at-a-time greedy would (largest gain
+    # rem_i * d[k] first, ties in SRPT order), whatever threshold it starts from
+    r = np.sort(np.asarray(rem))
+    d = pol._falling_steps(PowerLaw(0.7), n)
+    assert d is not None
+    start = np.ones(len(r), dtype=int)
+    left = max(0, n - len(r))  # as knee leaves them: every job holds one GPU
+    want = start.copy()
+    for _ in range(left):
+        gains = np.where(want < n, r * d[np.minimum(want, n - 1)], 0)
+        want[int(np.argmax(gains))] += 1
+    pol._last_threshold.pop(id(d), None)
+    if hint is not None:
+        pol._last_threshold[id(d)] = hint
+    got = start.copy()
+    rest = pol._leftovers_by_threshold(r, got, left, d)
+    for _ in range(rest):
+        gains = np.where(got < n, r * d[np.minimum(got, n - 1)], 0)
+        got[int(np.argmax(gains))] += 1
+    assert got.tolist() == want.tolist()

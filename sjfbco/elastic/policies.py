@@ -319,17 +319,18 @@ def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np
     # bracket or the same end moved three times in a row
     seen: list[tuple[float, float]] = []
     side, same = 0, 0
-    mid = _last_threshold.get(id(d), math.sqrt(lo * hi))
+    mid = _last_threshold.get(id(d), _between(lo, hi))
     for _ in range(200):
         if left - int(take.sum()) <= _SLACK or hi <= lo * (1 + 1e-12):
             break
         if len(seen) >= 2 and same < 3 and seen[-1][1] != seen[-2][1]:
             (u0, f0), (u1, f1) = seen[-2], seen[-1]
-            mid = math.exp(u1 + (goal - f1) * (u1 - u0) / (f1 - f0))
+            u = u1 + (goal - f1) * (u1 - u0) / (f1 - f0)
+            mid = math.exp(u) if math.log(lo) < u < math.log(hi) else _between(lo, hi)
         elif len(seen) == 1:
             mid = math.exp(seen[0][0]) * (0.99 if seen[0][1] < goal else 1.01)
         if not lo < mid < hi or same >= 3:
-            mid = math.sqrt(lo * hi)
+            mid = _between(lo, hi)
         got_each = extra(mid)
         got = int(got_each.sum())
         seen.append((math.log(mid), math.log(got + 1)))
@@ -343,6 +344,11 @@ def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np
     _last_threshold[id(d)] = hi
     alloc += take  # strictly above the bracket: all of these are given
     return left - int(take.sum())
+
+
+def _between(lo: float, hi: float) -> float:
+    """The geometric mean of ``0 < lo < hi``, without the underflow of ``sqrt(lo * hi)``."""
+    return math.exp((math.log(lo) + math.log(hi)) / 2)
 
 
 #: The last threshold :func:`_leftovers_by_threshold` found for each gain table (keyed by
