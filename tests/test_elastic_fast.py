@@ -246,6 +246,11 @@ def test_rounding_is_the_old_largest_remainder(alloc: list[float]) -> None:
     # fractional parts from a small set: ties at the cut, handed out in priority order
     new = pol.round_by_largest_remainder(np.asarray(alloc, dtype=float))
     assert new.tolist() == largest_remainder(alloc, list(range(len(alloc))))
+    for m in (2, 3, 7):  # equal counts (equi): N/m for N = 10, also whole and below 1
+        for n in (1, 10, 21):
+            equal = [n / m] * m
+            got = pol.round_by_largest_remainder(np.asarray(equal)).tolist()
+            assert got == largest_remainder(equal, list(range(m))), (n, m)
 
 
 @settings(max_examples=40, deadline=None)

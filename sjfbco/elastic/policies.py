@@ -408,6 +408,14 @@ def largest_remainder(alloc: Sequence[float], priority: Sequence[int]) -> list[i
 
 def round_by_largest_remainder(alloc: np.ndarray) -> np.ndarray:
     """:func:`largest_remainder` for counts already in priority order (``O(m)``)."""
+    if len(alloc) > 1 and alloc[0] == alloc[-1] and bool(np.all(alloc == alloc[0])):
+        # equal counts (equi): every fraction ties, so the first ones in priority order
+        # take the extra GPUs
+        b = math.floor(float(alloc[0]) + 1e-9)
+        equal = np.full(len(alloc), b, dtype=int)
+        extra = math.floor(float(alloc.sum()) + 1e-9) - b * len(alloc)
+        equal[: max(0, extra)] += 1
+        return equal
     whole = np.floor(alloc + 1e-9)
     base = whole.astype(int)
     extra = math.floor(float(alloc.sum()) + 1e-9) - int(base.sum())
