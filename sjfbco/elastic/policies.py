@@ -370,13 +370,30 @@ def knee_of(curve: Speedup, n: int, threshold: float) -> int:
 
 
 def knee(a: Active) -> np.ndarray:
-    knees = np.array([knee_of(c, a.n, a.knee_threshold) for c in a.curves])[a.curve]
+    if len(a.curves) == 1:
+        one = knee_of(a.curves[0], a.n, a.knee_threshold)
+        if one * len(a) >= a.n:  # no leftovers: the same counts at every such event
+            return _knees_in_order(one, a.n, len(a))
+        knees = np.full(len(a), one)
+    else:
+        knees = np.array([knee_of(c, a.n, a.knee_threshold) for c in a.curves])[a.curve]
     before = np.cumsum(knees) - knees  # GPUs handed out to the jobs ahead in SRPT order
     alloc = np.clip(a.n - before, 0, knees).astype(int)
     left = a.n - int(alloc.sum())
     if left > 0:
         _leftovers(a, alloc, left)
     return alloc.astype(float)
+
+
+@lru_cache(maxsize=64)
+def _knees_in_order(one: int, n: int, m: int) -> np.ndarray:
+    """``knee`` for ``m`` jobs of one curve with knee ``one``, ``one * m >= n``: knees in
+    SRPT order until the ``n`` GPUs are gone (read-only; the event loop asks again and
+    again with the same ``m``, the window of :func:`~sjfbco.elastic.simulator.window`)."""
+    knees = np.full(m, one)
+    alloc = np.clip(n - (np.cumsum(knees) - knees), 0, knees).astype(float)
+    alloc.setflags(write=False)
+    return alloc
 
 
 ALLOCATORS: dict[str, Allocator] = {
