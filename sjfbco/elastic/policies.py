@@ -251,6 +251,8 @@ def _leftovers(a: Active, alloc: np.ndarray, left: int) -> None:
                     return
                 alloc[i] += 1
             return
+    if _leftovers_by_envelope(a, alloc, left):
+        return
     n = a.n
     inv = [_inverse_table(c, n) for c in a.curves]
     rem = a.remaining.tolist()
@@ -311,17 +313,31 @@ def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np
         return 0
     gains = rem * d[np.minimum(alloc, n - 1)]
     hi, lo = float(gains.max()) * 2, float(np.min(rem) * d[-1]) / 2
-    take = np.zeros_like(alloc)  # GPUs each job takes above the bracket (fewer than left)
+    take = _threshold_search(extra, left, lo, hi, id(d))
+    alloc += take  # strictly above the bracket: all of these are given
+    return left - int(take.sum())
+
+
+def _threshold_search(
+    extra: Callable[[float], np.ndarray], left: int, lo: float, hi: float, key: int
+) -> np.ndarray:
+    """GPUs per job strictly above a threshold ``t`` with ``left - _SLACK <= count(t) < left``
+    (or at the end of a bracket ``hi <= lo (1 + 1e-12)``); ``extra(t)``: GPUs each job
+    takes at ``t``, ``extra(hi)`` all 0 and ``extra(lo)`` at least ``left`` in all.
+
+    Secant steps on log(count) against log(threshold) (a near-line: the count is close
+    to a power of the threshold for a power law), from the threshold of the last call
+    with this ``key`` (the next event's is close); a bisection when a step leaves the
+    bracket or the same end moved three times in a row.
+    """
+    take = np.zeros(0, dtype=int)  # GPUs each job takes above the bracket (fewer than left)
+    given = 0
     goal = math.log(max(left - _SLACK / 2, 1.0))
-    # the search: secant steps on log(count) against log(threshold) (a near-line: the count
-    # is close to a power of the threshold for a power law), from the threshold of the last
-    # call on this curve (the next event's is close); a bisection when a step leaves the
-    # bracket or the same end moved three times in a row
     seen: list[tuple[float, float]] = []
     side, same = 0, 0
-    mid = _last_threshold.get(id(d), _between(lo, hi))
+    mid = _last_threshold.get(key, _between(lo, hi))
     for _ in range(200):
-        if left - int(take.sum()) <= _SLACK or hi <= lo * (1 + 1e-12):
+        if left - given <= _SLACK or hi <= lo * (1 + 1e-12):
             break
         if len(seen) >= 2 and same < 3 and seen[-1][1] != seen[-2][1]:
             (u0, f0), (u1, f1) = seen[-2], seen[-1]
@@ -340,10 +356,93 @@ def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np
         if got >= left:
             lo = mid
         else:
-            hi, take = mid, got_each
-    _last_threshold[id(d)] = hi
-    alloc += take  # strictly above the bracket: all of these are given
-    return left - int(take.sum())
+            hi, take, given = mid, got_each, got
+    _last_threshold[key] = hi
+    return take if len(take) else np.zeros_like(extra(hi))
+
+
+def _leftovers_by_envelope(a: Active, alloc: np.ndarray, left: int) -> bool:
+    """The heap greedy of :func:`_leftovers` at once when every job of a curve holds the same
+    count ``a_c >= 1`` (``knee``'s leftovers); ``False`` (nothing done) otherwise.
+
+    The greedy gives a job's next GPU at the level ``min(gain, level of its last GPU)``:
+    a gain above the heap's top is taken at once. So the levels fall, and job ``i``
+    takes its ``k``-th GPU at ``e_i(k) = rem_i * min(d_c[a_c..k])`` (``d_c[k] = 1/s(k) -
+    1/s(k+1)``), which falls in ``k``: the greedy takes every pair above a threshold
+    (:func:`_threshold_search`), and the last few GPUs one at a time on the real gains,
+    as the heap would from there. It stops where no gain is positive.
+    """
+    n = a.n
+    if len(a.curves) * (n + 1) > 4_000_000:  # the stacked gain tables would be too large
+        return False
+    members = [np.flatnonzero(a.curve == c) for c in range(len(a.curves))]
+    starts: list[int] = []
+    for idx in members:
+        first = int(alloc[idx[0]]) if len(idx) else 1
+        if first < 1 or first >= n or not np.all(alloc[idx] == first):
+            return False
+        starts.append(first)
+    rem = a.remaining
+    env = [_falling_envelope(c, n, k) for c, k in zip(a.curves, starts, strict=True)]
+
+    def extra(lam: float) -> np.ndarray:
+        """GPUs each job takes above its start at threshold ``lam``."""
+        out = np.zeros(len(alloc), dtype=int)
+        for idx, neg in zip(members, env, strict=True):
+            if len(idx):
+                out[idx] = np.searchsorted(neg, -lam / rem[idx], side="right")
+        return out
+
+    positive = [int(np.count_nonzero(neg < 0)) for neg in env]
+    room = sum(len(idx) * k for idx, k in zip(members, positive, strict=True))
+    if left >= room:  # every pair of positive gain; then no gain is positive: the heap stops
+        for idx, k in zip(members, positive, strict=True):
+            alloc[idx] += k
+        return True
+    tops = [-float(neg[0]) for neg in env]
+    hi = 2 * max(
+        float(rem[idx].max()) * t for idx, t in zip(members, tops, strict=True) if len(idx)
+    )
+    lo = (
+        min(
+            float(rem[idx].min()) * -float(neg[k - 1])
+            for idx, neg, k in zip(members, env, positive, strict=True)
+            if len(idx) and k
+        )
+        / 2
+    )
+    take = _threshold_search(extra, left, lo, hi, id(env[0]))
+    alloc += take
+    steps = _stacked_steps(tuple(a.curves), n)
+    for _ in range(left - int(take.sum())):  # the few at the threshold, as the heap would
+        gains = rem * steps[a.curve, alloc]
+        i = int(np.argmax(gains))  # first in SRPT order (least remaining) among equal gains
+        if not gains[i] > 0:
+            break
+        alloc[i] += 1
+    return True
+
+
+@lru_cache(maxsize=1024)
+def _falling_envelope(curve: Speedup, n: int, start: int) -> np.ndarray:
+    """``-min(d[start..k])`` for ``k = start..n-1``, ``d[k] = 1/s(k) - 1/s(k+1)`` (read-only;
+    non-decreasing, so ``np.searchsorted`` can count the pairs above a threshold)."""
+    inv = np.array(_inverse_table(curve, n))
+    env = -np.minimum.accumulate(inv[start:n] - inv[start + 1 : n + 1])
+    env.setflags(write=False)
+    return env
+
+
+@lru_cache(maxsize=64)
+def _stacked_steps(curves: tuple[Speedup, ...], n: int) -> np.ndarray:
+    """``steps[c, k] = 1/s_c(k) - 1/s_c(k+1)`` for ``k = 0..n``, 0 at ``k = n`` (read-only)."""
+    rows = []
+    for curve in curves:
+        inv = np.array(_inverse_table(curve, n))
+        rows.append(np.append(inv[:-1] - inv[1:], 0.0))
+    out = np.stack(rows)
+    out.setflags(write=False)
+    return out
 
 
 def _between(lo: float, hi: float) -> float:
