@@ -453,7 +453,10 @@ def _run_separable(
             live = np.concatenate([live, pending[nxt:upto]])
             order = np.lexsort((live, rem))
             act, r0 = live[order], rem[order]
-            h, head, v0, nxt = h_of(len(act)), 0, v, upto
+            # the clock restarts at 0: V - V0 would lose the digits of a small advance
+            # since the arrival to a large V before it (p near 1, few GPUs: G(m) spans
+            # many orders of magnitude)
+            h, head, v, v0, nxt = h_of(len(act)), 0, 0.0, 0.0, upto
             starts = act[np.isinf(first[act])]
             first[starts] = now
         if head == len(act):
@@ -510,7 +513,8 @@ def _run_equi_classes(s: _Setting) -> tuple[np.ndarray, np.ndarray, float]:
                 ids = np.concatenate([acts[c][h:], mine])
                 rem = np.concatenate([r0s[c][h:] - (v[c] - v0[c]), x[mine]])
                 order = np.lexsort((ids, rem))
-                acts[c], r0s[c], heads[c], v0[c] = ids[order], rem[order], 0, v[c]
+                acts[c], r0s[c], heads[c] = ids[order], rem[order], 0
+                v[c] = v0[c] = 0.0  # the clock restarts (as in _run_separable)
             first[new] = now
             live += upto - nxt
             nxt = upto
