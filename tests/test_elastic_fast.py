@@ -324,3 +324,12 @@ def test_envelope_leftovers_are_the_heap_greedy(
     finally:
         pol._leftovers_by_envelope = original
     assert fast.tolist() == heap.tolist()
+
+
+def test_equal_curves_of_two_runs_share_one_object() -> None:
+    # each run builds its model curves anew; the policies' caches find the first run's
+    # object by identity instead of comparing the tables value by value at every event
+    a, b = TableSpeedup((1.0, 1.8, 2.9)), TableSpeedup((1.0, 1.8, 2.9))
+    assert a is not b
+    assert sim._canonical(a) is sim._canonical(b) is sim._canonical(a)
+    assert sim._canonical(TableSpeedup((1.0, 1.9))) is not sim._canonical(a)

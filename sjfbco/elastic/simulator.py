@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -120,6 +121,7 @@ def simulate_elastic(
             "elastic run needs n >= 1, finite positive sizes, one curve and arrival per job"
         )
     uniq, cid = _distinct(curves)
+    uniq = [_canonical(c) for c in uniq]
     counts = np.bincount(cid, minlength=len(uniq))
     p = (
         math.fsum(c.exponent(n) * int(w) for c, w in zip(uniq, counts, strict=True)) / m
@@ -316,6 +318,26 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
             uniq.append(c)
         cid[j] = seen[id(c)] = at
     return uniq, cid
+
+
+@lru_cache(maxsize=64)
+def _canonical_of(curve: Speedup) -> Speedup:
+    return curve
+
+
+def _canonical(curve: Speedup) -> Speedup:
+    """The first-seen curve equal to ``curve`` (itself if unhashable or new).
+
+    The policies cache per curve (``functools.lru_cache``); a lookup with an equal but
+    distinct curve compares the tables value by value (tens of thousands of values for
+    a model curve, at every event), with the cached object itself it is an identity
+    check. Each run builds its model curves anew, so the second run of an instance
+    would pay that on every event.
+    """
+    try:
+        return _canonical_of(curve)
+    except TypeError:
+        return curve
 
 
 def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
