@@ -12,7 +12,7 @@ import pytest
 from sjfbco import InputError, read_instance, read_schedule
 from sjfbco.errors import LimitError, check_text, one_line
 from sjfbco.evaluate import evaluate
-from sjfbco.files import read_bytes
+from sjfbco.files import iterations_keys, read_bytes
 from sjfbco.problem import ProblemData
 from tests.conftest import INSTANCES
 
@@ -176,6 +176,32 @@ def test_huge_job_list_refused_before_building_jobs(monkeypatch: pytest.MonkeyPa
     doc = _doc(jobs=[{"nonsense": True}] * 10)  # would fail on jobs[0] if built
     with pytest.raises(LimitError, match="10 jobs in one instance"):
         ProblemData.from_dict(doc)
+
+
+def test_too_many_jobs_refused_before_parsing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SJFBCO_MAX_JOBS", "3")
+    job = '{"id": "a", "gpus": 1, "iterations" : 5, "gradient_mb": 1}'
+    torn = tmp_path / "torn.json"  # cut mid-file: a parse would fail as malformed JSON
+    torn.write_text('{"format": "sjfbco-instance/1", "jobs": [' + ", ".join([job] * 4))
+    with pytest.raises(
+        LimitError, match=r"torn.json: jobs: 4 jobs in one instance; the limit is 3"
+    ):
+        read_instance(torn)
+    # the same bytes inside strings (after an escaped quote) or as values are no keys
+    decoys = [
+        '{"id": "iterations", "gpus": 1, "iterations": 5, "gradient_mb": 1, "compute_seconds": 1}'
+    ] * 3
+    assert iterations_keys(", ".join(decoys).encode()) == 3  # 6 mentions (above 3): 3 keys
+    assert iterations_keys(decoys[0].encode()) == 0  # 2 mentions: cannot exceed 3, not counted
+    escaped = '{"x\\"iterations": 1, "y": "\\"iterations\\": 2"}'  # keys x"iterations, y
+    assert iterations_keys((", ".join(decoys) + ", " + escaped).encode()) == 3
+    assert iterations_keys(", ".join(decoys[:1] * 4).encode()) == 4
+    ok = tmp_path / "ok.json"
+    jobs = [{**json.loads(d), "id": f"iterations{i}"} for i, d in enumerate(decoys)]
+    ok.write_text(json.dumps(_doc(jobs=jobs)))
+    assert len(read_instance(ok).jobs) == 3
 
 
 def test_only_regular_files_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
-from scipy.ndimage import minimum_filter1d
 
 from sjfbco.cost import least_shape, slots_to_finish
 from sjfbco.evaluate import EPS, Simulator, dispatch
@@ -83,6 +82,17 @@ def split_permissions(data: ProblemData, policy: str) -> list[bool]:
         raise ValueError(f"unknown split policy {policy!r}; known: {', '.join(SPLIT_POLICIES)}")
     biggest = max(data.cluster.gpus_per_server)
     return [policy == "allow" or job.num_gpus > biggest for job in data.jobs]
+
+
+def _window_min(free: np.ndarray, dur: int) -> np.ndarray:
+    """``low[i, t] = min(free[i, t : t + dur])`` (the last column repeated past the end).
+
+    SciPy's ndimage is imported here, not at module level: it adds 0.4 s to every
+    ``sjfbco`` command's start-up.
+    """
+    from scipy.ndimage import minimum_filter1d
+
+    return minimum_filter1d(free, size=dur, axis=1, mode="nearest", origin=-(dur // 2))
 
 
 @dataclass(frozen=True)
@@ -357,9 +367,7 @@ class Profile:
         ``servers``, and the server (ties: fewest free GPUs at the start, i.e. best fit,
         then index)."""
         stop = self._ensure(max(ready, self.latest), dur)
-        low = minimum_filter1d(
-            self.free[servers, ready:stop], size=dur, axis=1, mode="nearest", origin=-(dur // 2)
-        )
+        low = _window_min(self.free[servers, ready:stop], dur)
         ok = low >= g  # ok[i, t]: server i keeps g GPUs free over [ready + t, ready + t + dur)
         first = np.where(ok.any(axis=1), ok.argmax(axis=1), np.iinfo(np.int64).max)
         t = int(first.min())
@@ -376,7 +384,7 @@ class Profile:
         jobs, then index)."""
         stop = self._ensure(max(ready, self.latest), dur)
         free = self.free[:, ready:stop]
-        low = minimum_filter1d(free, size=dur, axis=1, mode="nearest", origin=-(dur // 2))
+        low = _window_min(free, dur)
         t = int(np.argmax(low.sum(axis=0) >= g))
         col = low[:, t]
         order = np.lexsort((np.arange(col.size), n_split, -col))
