@@ -1,7 +1,9 @@
 """How far the exact backends go: proofs, bounds, wall time against the limit, peak memory.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_exact.py [--sizes 10 14 20 30] [--servers 4]
-[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--paper] [--quick]``.
+[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--paper] [--quick]``, or
+``--instances 14/4/0 20/3/3 ...`` (``jobs/servers/seed``: the instances of the before/after
+table in docs/exact.md).
 
 Instances are paper-like jobs scaled down (docs/model.md section 7): models from the
 shared model table, sizes 1, 2, 4 or 6 GPUs (the paper's mix, capped; a 6 must split),
@@ -93,6 +95,15 @@ def one(
     }
 
 
+def parse_spec(spec: str) -> tuple[int, int, int]:
+    """``"14/4/0"`` -> ``(14, 4, 0)``: jobs, servers, seed."""
+    parts = spec.split("/")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"instance {spec!r}: expected jobs/servers/seed")
+    n, servers, seed = (int(p) for p in parts)
+    return n, servers, seed
+
+
 def run(
     sizes: list[int],
     servers: int,
@@ -100,34 +111,37 @@ def run(
     backends: list[str],
     seeds: list[int],
     paper: bool = False,
+    instances: list[tuple[int, int, int]] | None = None,
 ):
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
     rows: list[dict[str, Any]] = []
     largest: dict[str, int] = {}
-    for n in sizes:
-        for seed in seeds:
-            for backend in backends:
-                cmd = [sys.executable, __file__, "--one", str(n), str(servers), str(seed)]
-                cmd += [backend, str(limit), "paper" if paper else "scaled"]
-                proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                lines = proc.stdout.strip().splitlines()
-                got = (
-                    json.loads(lines[-1])
-                    if proc.returncode == 0 and lines
-                    else {"status": f"crashed ({proc.returncode})"}
-                )
-                row = {"jobs": n, "servers": servers, "seed": seed, "backend": backend}
-                row.update(got)
-                rows.append(row)
-                if row["status"] == "optimal":
-                    largest[backend] = max(largest.get(backend, 0), n)
-                print(format_table([row], list(row)).splitlines()[-1], flush=True)
+    if instances is None:
+        instances = [(n, servers, seed) for n in sizes for seed in seeds]
+    for n, servers, seed in instances:
+        for backend in backends:
+            cmd = [sys.executable, __file__, "--one", str(n), str(servers), str(seed)]
+            cmd += [backend, str(limit), "paper" if paper else "scaled"]
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            lines = proc.stdout.strip().splitlines()
+            got = (
+                json.loads(lines[-1])
+                if proc.returncode == 0 and lines
+                else {"status": f"crashed ({proc.returncode})"}
+            )
+            row = {"jobs": n, "servers": servers, "seed": seed, "backend": backend}
+            row.update(got)
+            row["load"] = round(os.getloadavg()[0], 1)
+            rows.append(row)
+            if row["status"] == "optimal":
+                largest[backend] = max(largest.get(backend, 0), n)
+            print(format_table([row], list(row)).splitlines()[-1], flush=True)
     cols = ["jobs", "servers", "seed", "backend", "status", "wall_s", "over_s", "peak_mb"]
-    cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from"]
+    cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from", "load"]
     print("\n" + format_table(rows, cols))
     kind = "paper's workload" if paper else "4 GPUs each"
-    print(f"\nLargest instance proven optimal within {limit:g} s ({servers} servers, {kind}):")
+    print(f"\nLargest instance proven optimal within {limit:g} s ({kind}):")
     for b in backends:
         print(f"  {b:6s} {largest.get(b, 0)} jobs")
     over = [r for r in rows if isinstance(r.get("over_s"), float)]
@@ -148,6 +162,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--time-limit", type=float, default=60.0)
     ap.add_argument("--backends", nargs="+", default=["cpsat", "highs", "cbc"])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument(
+        "--instances",
+        type=parse_spec,
+        nargs="+",
+        metavar="JOBS/SERVERS/SEED",
+        help="these instances instead of --sizes x --seeds (e.g. 14/4/0 20/3/3)",
+    )
     ap.add_argument("--quick", action="store_true", help="6 and 8 jobs, 10 s")
     ap.add_argument(
         "--paper",
@@ -168,7 +189,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {"rows": [row]}
     if args.quick:
         args.sizes, args.time_limit = [6, 8], 10.0
-    rows = run(args.sizes, args.servers, args.time_limit, args.backends, args.seeds, args.paper)
+    rows = run(
+        args.sizes,
+        args.servers,
+        args.time_limit,
+        args.backends,
+        args.seeds,
+        args.paper,
+        args.instances,
+    )
     return {"rows": rows}
 
 

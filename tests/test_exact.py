@@ -417,6 +417,62 @@ def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
+def _undecided_relaxation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make CP-SAT's relaxation end undecided (no packing, no proof), as at a time limit."""
+    import sjfbco.bounds.relaxation as relaxation
+
+    def undecided(data: ProblemData, **_: object) -> relaxation.RelaxationResult:
+        closed = int(relaxation.lower_bound(data))
+        return relaxation.RelaxationResult(closed, None, False, None, "UNKNOWN", 0.0, {})
+
+    monkeypatch.setattr(relaxation, "contention_free_bound", undecided)
+
+
+def _late_pair() -> ProblemData:
+    """Two 1-GPU servers; ``long`` (9 iterations, 8 a slot: tau = 0.3 + 0.01 s in a 2.5 s
+    slot) needs slots 0 and 1; ``a`` and ``b`` (1 iteration) arrive at 1 and need one slot.
+    Slot 1 cannot hold all three, so the optimum is 3; the closed-form bound is 2."""
+    cl = Cluster((1, 1), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.0, slot_seconds=2.5)
+    jobs = (
+        Job(id="long", num_gpus=1, iterations=9, gradient_mb=0.0, compute_seconds=0.3),
+        Job(id="a", num_gpus=1, iterations=1, gradient_mb=0.0, compute_seconds=0.2, arrival=1),
+        Job(id="b", num_gpus=1, iterations=1, gradient_mb=0.0, compute_seconds=0.2, arrival=1),
+    )
+    return ProblemData(cl, jobs, cost, name="late-pair")
+
+
+def test_time_indexed_relaxation_proves_when_cp_sat_is_undecided(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With CP-SAT's relaxation undecided, the time-indexed form (HiGHS) finds no packing
+    ending by 2 and proves the optimum 3 (brute force agrees)."""
+    data = _late_pair()
+    assert brute_force(data, 4)[0] == 3
+    _undecided_relaxation(monkeypatch)
+    res = solve(data, "exact", backend="cpsat")
+    assert res.stats["time_indexed"]["bound"] == 3
+    assert res.stats["bound_from"] == "time-indexed relaxation"
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
+    off = solve(data, "exact", backend="cpsat", time_indexed=False)
+    assert "time_indexed" not in off.stats and off.stats["bound_from"] != "time-indexed relaxation"
+
+
+@settings(max_examples=4, deadline=None)
+@given(trap_instances(max_jobs=3))
+def test_time_indexed_path_never_claims_a_false_optimum(data: ProblemData) -> None:
+    """Trap instances through the time-indexed path (CP-SAT's relaxation undecided), at
+    horizons below, at and above the brute-force optimum: bound never above it."""
+    with pytest.MonkeyPatch.context() as mp:
+        _undecided_relaxation(mp)
+        opt, _ = brute_force(data, int(evaluate(data, serial_schedule(data)).makespan))
+        assert opt is not None
+        res = solve(data, "exact", backend="cpsat")
+        assert res.lower_bound <= opt <= res.makespan
+        assert (res.status is Status.OPTIMAL) == (res.lower_bound >= res.makespan)
+        assert res.makespan == opt  # no time limit: proven
+
+
 # -- issue 11 item 3 (scale): GPU-time caps, the horizon below the incumbent ---------------
 
 

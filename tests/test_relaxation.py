@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
 from sjfbco.bounds.relaxation import contention_free_bound
+from sjfbco.bounds.timeindexed import time_indexed_bound
 from sjfbco.formulations.common import plan_to_schedule
 from sjfbco.solvers.exact import serial_schedule
 from tests.bruteforce import brute_force
@@ -98,3 +101,58 @@ def test_pairwise_cuts_reach_instance_b_optimum() -> None:
     data = instance_b()
     res = contention_free_bound(data)
     assert res.optimal and res.bound == 11 == _optimum(data)
+
+
+# -- the time-indexed form (sjfbco/bounds/timeindexed.py) ----------------------------------
+
+
+def _check_time_indexed(data: ProblemData) -> None:
+    """At horizons below, at and above the optimum: the bound never exceeds the optimum,
+    and agrees with the CP-SAT encoding of the same relaxation (no contention cuts)."""
+    opt = _optimum(data)
+    for horizon in (opt - 2, opt - 1, opt, opt + 1):
+        if horizon < 1:
+            continue
+        ti = time_indexed_bound(data, horizon)
+        cp = contention_free_bound(data, horizon=horizon, pairwise=False)
+        assert ti.bound is not None and ti.bound <= opt, (horizon, ti, opt)
+        # two encodings of one problem: the same optimum (or both nothing by the horizon)
+        assert ti.bound == min(cp.bound, horizon + 1), (horizon, ti, cp)
+        assert ti.infeasible == (cp.makespan is None or cp.makespan > horizon)
+
+
+@settings(max_examples=10, deadline=None)
+@given(tiny_instances())
+def test_time_indexed_bound_against_brute_force(data: ProblemData) -> None:
+    _check_time_indexed(data)
+
+
+@settings(max_examples=4, deadline=None)
+@given(trap_instances(max_jobs=3))
+def test_time_indexed_bound_on_the_trap(data: ProblemData) -> None:
+    """Servers smaller than the number of jobs that may split there (issue 11's trap)."""
+    _check_time_indexed(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=4)))
+def test_time_indexed_bound_against_brute_force_slow(data: ProblemData) -> None:
+    _check_time_indexed(data)
+
+
+def test_time_indexed_hand_computed() -> None:
+    """The hand-computed instance (optimum 7, no contention in it): bound 7 at horizons
+    7 and 8; at 6 nothing fits (the big job alone 5 slots, the small ones 2 more)."""
+    data = _contention_instance()
+    assert time_indexed_bound(data, 8).bound == 7
+    six = time_indexed_bound(data, 6)
+    assert six.infeasible and six.bound == 7
+
+
+def test_time_indexed_refuses_a_huge_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sjfbco.bounds.timeindexed as ti
+
+    monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
+    res = ti.time_indexed_bound(_contention_instance(), 8)
+    assert res.bound is None and res.status.startswith("not built")

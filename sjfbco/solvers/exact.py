@@ -7,7 +7,9 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
    schedule (every job alone on its best placement, one after another);
 2. the contention-free relaxation (:mod:`sjfbco.bounds.relaxation`): a lower
-   bound, and its schedule as one more warm-start candidate;
+   bound, and its schedule as one more warm-start candidate; when CP-SAT ends
+   it without an answer, its time-indexed form on HiGHS
+   (:mod:`sjfbco.bounds.timeindexed`);
 3. the horizon ``H``: the best candidate's makespan under the evaluator minus
    one, so the model only looks for better schedules (infeasible: the bound
    ``H + 1`` proves the incumbent optimal);
@@ -50,7 +52,9 @@ EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 WARM_SOLVERS = ("best", "sjf-bco", "ls", "ff", "fifo-gang")
 #: Shares of the time limit: the anytime heuristic ``best``, the relaxation, the LP bound.
 BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.4, 0.1
-#: Seconds for the relaxation when there is no time limit.
+#: Share of the time limit for the time-indexed relaxation (when CP-SAT's is undecided).
+TIME_INDEXED_SHARE = 0.3
+#: Seconds for the relaxation (and for its time-indexed form) when there is no time limit.
 UNLIMITED_RELAXATION_S = 60.0
 #: Seconds kept back at the end for turning the model's answer into a schedule.
 FINISH_MARGIN_S = 1.0
@@ -79,6 +83,10 @@ class ExactParams:
     relaxation
         Solve the contention-free relaxation first: a lower bound and a warm
         start (:mod:`sjfbco.bounds.relaxation`).
+    time_indexed
+        When CP-SAT ends the relaxation undecided (no packing found, none
+        excluded), solve its time-indexed form with HiGHS
+        (:mod:`sjfbco.bounds.timeindexed`; needs ``relaxation``).
     lp_bound
         Also compute the time-indexed ILP's LP-relaxation bound when optimality
         is not proven (builds the ILP once more; off by default).
@@ -93,6 +101,7 @@ class ExactParams:
     horizon: int | None = None
     warm_start: bool = True
     relaxation: bool = True
+    time_indexed: bool = True
     lp_bound: bool = False
     threads: int = 2
     max_memory_gb: float = 3.0
@@ -281,7 +290,9 @@ def solve_exact(
     run = _Run(data, warm, warm_ev.makespan, int(lower_bound(data)), stats)
     stats["incumbent_from"], stats["bound_from"] = name, "closed-form bound"
     if p.relaxation and run.bound < run.makespan:
-        _relaxation(run, budget, p, seed)
+        undecided = _relaxation(run, budget, p, seed)
+        if p.time_indexed and undecided and run.bound < run.makespan:
+            _time_indexed(run, budget, p)
     stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
@@ -321,8 +332,12 @@ def solve_exact(
     return run.output(Status.TIME_LIMIT if clock else Status.FEASIBLE)
 
 
-def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
-    """The contention-free relaxation: a bound, and its schedule as a candidate."""
+def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> bool:
+    """The contention-free relaxation: a bound, and its schedule as a candidate.
+
+    Returns whether CP-SAT left it undecided: neither a packing ending by the
+    horizon found nor proven that there is none.
+    """
     from sjfbco.bounds.relaxation import contention_free_bound
     from sjfbco.formulations.common import plan_to_schedule
 
@@ -347,6 +362,23 @@ def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         with contextlib.suppress(ConfigurationError):
             run.offer("relaxation", sched, evaluate(run.data, sched).makespan)
     run.raise_bound(rel.bound, "contention-free relaxation")
+    return rel.plan is None and rel.status != "INFEASIBLE"
+
+
+def _time_indexed(run: _Run, budget: Budget, p: ExactParams) -> None:
+    """The contention-free relaxation's time-indexed form on HiGHS, one below the incumbent."""
+    from sjfbco.bounds.timeindexed import time_indexed_bound
+
+    limit = budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S)
+    progress.report("exact: time-indexed relaxation bound")
+    ti = time_indexed_bound(run.data, int(run.makespan) - 1, time_limit=limit, threads=p.threads)
+    run.stats["time_indexed"] = {
+        "bound": ti.bound,
+        "status": ti.status,
+        "seconds": round(ti.seconds, 3),
+        "variables": ti.variables,
+    }
+    run.raise_bound(ti.bound, "time-indexed relaxation")
 
 
 def _lp_bound(run: _Run, budget: Budget, horizon: int) -> None:
