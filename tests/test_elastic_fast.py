@@ -31,7 +31,10 @@ CURVES = {
 @st.composite
 def runs(draw: st.DrawFn) -> dict:
     m = draw(st.integers(1, 9))
-    sizes = draw(st.lists(st.floats(0.5, 50.0), min_size=m, max_size=m, unique=True))
+    # distinct by at least 0.25: the old hell breaks exact ties by arrival order, and sizes
+    # a rounding error apart tie in its arithmetic of the gains but not in the new one
+    quarters = st.lists(st.integers(2, 200), min_size=m, max_size=m, unique=True)
+    sizes = [v / 4 for v in draw(quarters)]
     n = draw(st.integers(1, 24))
     p = draw(st.floats(0.1, 0.9))
     kind = draw(st.sampled_from(sorted(CURVES)))
