@@ -292,7 +292,7 @@ def solve_exact(
     if p.relaxation and run.bound < run.makespan:
         undecided = _relaxation(run, budget, p, seed)
         if p.time_indexed and undecided and run.bound < run.makespan:
-            _time_indexed(run, budget, p)
+            _time_indexed(run, budget, p, seed)
     stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
@@ -365,19 +365,41 @@ def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> bool:
     return rel.plan is None and rel.status != "INFEASIBLE"
 
 
-def _time_indexed(run: _Run, budget: Budget, p: ExactParams) -> None:
-    """The contention-free relaxation's time-indexed form on HiGHS, one below the incumbent."""
+def _time_indexed(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
+    """The contention-free relaxation's time-indexed form on HiGHS, one below the incumbent.
+
+    First, for a quarter of its share, CP-SAT on the same relaxation without the
+    contention cuts: a packing ending by the horizon there means the time-indexed
+    form has one too and can prove nothing (it is skipped, and its time goes to
+    the model); infeasible there is already the proof.
+    """
+    from sjfbco.bounds.relaxation import contention_free_bound
     from sjfbco.bounds.timeindexed import time_indexed_bound
 
+    horizon = int(run.makespan) - 1
     limit = budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S)
+    t0 = time.perf_counter()
+    progress.report("exact: contention-free packing without the cuts")
+    quick = contention_free_bound(
+        run.data,
+        time_limit=None if limit is None else limit / 4,
+        horizon=horizon,
+        workers=p.threads,
+        seed=seed,
+        pairwise=False,
+    )
+    info: dict[str, Any] = {"packing_status": quick.status}
+    run.stats["time_indexed"] = info
+    run.raise_bound(quick.bound, "contention-free relaxation")
+    if quick.status == "INFEASIBLE" or (quick.makespan is not None and quick.makespan <= horizon):
+        return
+    if limit is not None:
+        limit = max(0.0, limit - (time.perf_counter() - t0))
     progress.report("exact: time-indexed relaxation bound")
-    ti = time_indexed_bound(run.data, int(run.makespan) - 1, time_limit=limit, threads=p.threads)
-    run.stats["time_indexed"] = {
-        "bound": ti.bound,
-        "status": ti.status,
-        "seconds": round(ti.seconds, 3),
-        "variables": ti.variables,
-    }
+    ti = time_indexed_bound(run.data, horizon, time_limit=limit, threads=p.threads)
+    info.update(
+        bound=ti.bound, status=ti.status, seconds=round(ti.seconds, 3), variables=ti.variables
+    )
     run.raise_bound(ti.bound, "time-indexed relaxation")
 
 
