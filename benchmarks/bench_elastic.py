@@ -1,8 +1,8 @@
 """Elastic policies on a day of the Philly trace, heSRPT against its closed form, and scaling.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_elastic.py [--trace PATH] [--quick]``. The Philly
-trace is described in ``docs/data.md``. ``--scaling [--sizes 1000,5000,20000] [--before N]``
-runs only part 3, which needs no data.
+trace is described in ``docs/data.md``. ``--scaling [--quick] [--sizes 1000,5000,20000]
+[--before N]`` runs only part 3, which needs no data (``--quick``: 200 and 1,000 jobs).
 
 1. The Philly day of ``bench_online.py`` (1,328 jobs, 128 GPUs) run as
    malleable jobs, sizes ``x_j = F_j G_j tau_j(1)`` (slots on one GPU), under
@@ -13,7 +13,8 @@ runs only part 3, which needs no data.
    closed form, and each policy's ratio to it (1 = optimal).
 3. Scaling: generated paper instances of 1,000, 5,000 and 20,000 jobs (``--jobs
    J --servers J/8``, seed 0, all jobs at 0, the worst case: every job is active
-   at every event) under each policy, wall seconds of ``run_elastic``; with
+   at every event) under every policy, mode and speedup (``SCALING_RUNS``), wall
+   seconds of ``run_elastic`` (building the model curves included); with
    ``--before N`` also the plain-Python simulator this one replaced
    (``tests/elastic_reference.py``) on the sizes up to ``N`` jobs, and the ratio.
 """
@@ -108,19 +109,17 @@ def closed_form_table(trials: int = 200, seed: int = 0) -> list[dict[str, Any]]:
     return rows
 
 
-#: (policy, speedup, mode) rows of the scaling table.
-SCALING_RUNS = (
-    *((policy, "power:0.7", "continuous") for policy in POLICIES),
-    ("hesrpt", "power:0.7", "integer"),
-    ("hesrpt", "model", "continuous"),
-    ("knee", "model", "continuous"),
+#: Speedups of the scaling table: a power law, one table (saturating at 6 GPUs) and the
+#: RAR-model curves of each instance.
+SCALING_SPEEDUPS = ("power:0.7", "table:1,1.8,2.5,3.1,3.6,4.0", "model")
+
+#: (policy, speedup, mode) rows of the scaling table: every combination.
+SCALING_RUNS = tuple(
+    (policy, speedup, mode)
+    for speedup in SCALING_SPEEDUPS
+    for mode in ("continuous", "integer")
+    for policy in POLICIES
 )
-
-
-#: Largest instance of the scaling table run with model curves: building each curve calls
-#: the cost model once per GPU count (about 20 curves x 2,500 GPUs at 20,000 jobs), which
-#: costs more than the simulation itself.
-MODEL_UP_TO = 5000
 
 
 def scaling_table(sizes: list[int], before: int = 0) -> list[dict[str, Any]]:
@@ -137,19 +136,19 @@ def scaling_table(sizes: list[int], before: int = 0) -> list[dict[str, Any]]:
     for jobs in sizes:
         data = paper_instance(jobs // 8, 0, jobs)
         for policy, speedup, mode in SCALING_RUNS:
-            if speedup == "model" and jobs > MODEL_UP_TO:
-                continue
             t0 = time.perf_counter()
             r = run_elastic(data, policy, speedup=speedup, mode=mode)
             wall = time.perf_counter() - t0
-            row = {
+            row: dict[str, Any] = {
                 "jobs": jobs,
                 "gpus": data.cluster.num_gpus,
                 "policy": policy,
                 "speedup": speedup,
                 "mode": mode,
                 "makespan": round(r.makespan, 3),
+                "bound": None if r.bound is None else round(r.bound, 3),
                 "wall_s": round(wall, 3),
+                "load": round(os.getloadavg()[0], 1),
                 "before_s": None,
                 "speed-up": None,
             }
@@ -171,7 +170,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     add_trace_option(ap)
     ap.add_argument("--quick", action="store_true", help="2 hours of the day, 20 random batches")
     ap.add_argument("--scaling", action="store_true", help="only the scaling table (no data)")
-    ap.add_argument("--sizes", default="1000,5000,20000", help="job counts of the scaling table")
+    ap.add_argument(
+        "--sizes",
+        default=None,
+        help="job counts of the scaling table (default 1000,5000,20000; 200,1000 with --quick)",
+    )
     ap.add_argument(
         "--before",
         type=int,
@@ -181,7 +184,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     args = ap.parse_args(argv)
     if args.scaling:
-        return {"scaling": scaling_table([int(v) for v in args.sizes.split(",")], args.before)}
+        sizes = args.sizes or ("200,1000" if args.quick else "1000,5000,20000")
+        return {"scaling": scaling_table([int(v) for v in sizes.split(",")], args.before)}
     trace = require(args.trace, "the Philly trace")
     philly = philly_table(trace, 2.0 if args.quick else 24.0)
     print()

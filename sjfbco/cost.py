@@ -453,6 +453,82 @@ def best_iteration_time(job: Job, cluster: Cluster, cost: CostParams) -> float:
     return iteration_time(job, n, 1 if n > 1 else 0, cluster, cost, max_per_server=g)
 
 
+def best_iteration_times(
+    job: Job, cluster: Cluster, cost: CostParams, workers: Sequence[int] | np.ndarray
+) -> np.ndarray:
+    """:func:`best_iteration_time` of ``job`` with ``w`` workers, for every ``w`` in ``workers``.
+
+    The vector form, for speedup curves over every GPU count
+    (:func:`sjfbco.elastic.speedup.model_speedup`): the same shapes as
+    :func:`best_shape` (fewest servers ``n(w)``, least ``max_per_server``
+    ``g(n)`` on them; every server count from ``n(w)`` on when the sharing
+    terms are on, the fewest on ties) and the same formula
+    (:func:`iteration_seconds`, on arrays), so every entry equals the scalar
+    call exactly (``tests/test_cost_vector.py``). Seconds; ``ValueError`` if
+    some ``w`` is below 1 or above the cluster's GPUs.
+
+    Cost: ``O(len(workers) log(max GPUs per server))`` NumPy work in the
+    paper's model; with sharing terms, one pass per number of servers beyond the fewest.
+    """
+    w = np.asarray(workers, dtype=np.int64).reshape(-1)
+    caps = np.asarray(cluster.capacities_desc, dtype=np.int64)
+    prefix = np.concatenate(([0], np.cumsum(caps)))
+    if w.size and (int(w.min()) < 1 or int(w.max()) > int(prefix[-1])):
+        bad = int(w.min()) if int(w.min()) < 1 else int(w.max())
+        raise ValueError(f"job {job.id!r} asks for {bad} GPUs; the cluster has {prefix[-1]}")
+    n_min = np.searchsorted(prefix[1:], w, side="left") + 1  # Cluster.min_servers_for
+    shared = cost.node_sharing > 0 or cost.two_server_sharing > 0
+    last = np.where((n_min > 1) & shared, np.minimum(w, len(caps)), n_min)
+    f1 = degradation_factor(1, cost) if bool(np.any(last > 1)) else 1.0
+    best = np.full(len(w), math.inf)
+    for extra in range(int((last - n_min).max(initial=0)) + 1):  # servers beyond the fewest
+        on = np.flatnonzero(n_min + extra <= last)
+        ws, n = w[on], n_min[on] + extra
+        g = np.where(n == 1, ws, _fewest_at_most_many(caps, prefix, ws, n))
+        tau = np.asarray(
+            iteration_seconds(
+                job.compute,
+                job.gradient_mb,
+                ws,
+                n,
+                g,
+                np.where(n > 1, f1, 1.0),
+                bandwidth_intra=cluster.bandwidth_intra,
+                bandwidth_inter=cluster.bandwidth_inter,
+                gpu_speed=cluster.gpu_speed,
+                cost=cost,
+            ),
+            dtype=float,
+        )
+        # the fewest servers always count (tau may be inf), more only if strictly faster
+        take = (extra == 0) | (tau < best[on])
+        best[on[take]] = tau[take]
+    return best
+
+
+def _fewest_at_most_many(
+    caps_desc: np.ndarray, prefix: np.ndarray, workers: np.ndarray, n: np.ndarray
+) -> np.ndarray:
+    """:func:`_fewest_at_most` over the ``n[i]`` largest servers for ``workers[i]``, every ``i``.
+
+    ``sum_{s<n} min(c_s, g) = t g + prefix[n] - prefix[t]`` with ``t`` the
+    number of the ``n`` largest capacities ``>= g`` (a prefix, as they are
+    sorted); the same bisection on ``g``, on all entries at once.
+    """
+    lo = -(-workers // n)
+    hi = np.full(len(workers), int(caps_desc[0]), dtype=np.int64)
+    neg = -caps_desc
+    while True:
+        open_ = lo < hi
+        if not open_.any():
+            return lo
+        mid = (lo + hi) // 2
+        t = np.minimum(np.searchsorted(neg, -mid, side="right"), n)
+        ok = t * mid + prefix[n] - prefix[t] >= workers
+        hi = np.where(open_ & ok, mid, hi)
+        lo = np.where(open_ & ~ok, mid + 1, lo)
+
+
 def best_rate(job: Job, cluster: Cluster, cost: CostParams) -> float:
     """Iterations per slot on the best placement, without contention (``p = 1`` if split)."""
     n, g = best_shape(job, cluster, cost)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sjfbco import evaluate, solve
+from sjfbco.elastic import POLICIES
 from sjfbco.workloads.paper import paper_instance
 from tests.oracle import slotted_oracle
 
@@ -262,3 +263,20 @@ def test_scripts_run_as_files() -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "--quick" in proc.stdout
+
+
+def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run("bench_elastic", ["--scaling", "--sizes", "40"], monkeypatch)["scaling"]
+    speedups = bench("bench_elastic", monkeypatch).SCALING_SPEEDUPS
+    assert {s.partition(":")[0] for s in speedups} == {"power", "table", "model"}
+    combos = [(r["policy"], r["speedup"], r["mode"]) for r in out]
+    assert sorted(combos) == sorted(
+        (p, s, m) for p in POLICIES for s in speedups for m in ("continuous", "integer")
+    )
+    for r in out:
+        # no policy beats the optimal malleable makespan; constant-share reaches it
+        # (all jobs at 0, one power law: docs/elastic.md)
+        if r["bound"] is not None:
+            assert r["makespan"] >= r["bound"] * (1 - 1e-6)
+            if (r["policy"], r["mode"]) == ("constant-share", "continuous"):
+                assert r["makespan"] == pytest.approx(r["bound"], rel=1e-6)

@@ -107,8 +107,33 @@ def _shares(weights: np.ndarray, p: float) -> np.ndarray:
 
 def hesrpt(a: Active) -> np.ndarray:
     # heSRPT indexes by decreasing remaining size: the reverse of SRPT order
-    weights = 1.0 / a.size[::-1] if a.objective == "slowdown" else np.ones(len(a))
-    return _shares(weights, a.p)[::-1] * a.n
+    if a.objective == "slowdown":
+        return _shares(1.0 / a.size[::-1], a.p)[::-1] * a.n
+    return flow_shares(len(a), a.p)[::-1] * a.n
+
+
+def flow_shares(m: int, p: float) -> np.ndarray:
+    """:func:`_shares` of ``m`` unit weights (the flow objective), the same values with
+    fewer passes: the partial sums are ``1..m`` and ``i/m <= 1`` needs no clipping."""
+    if p >= 1 - 1e-9 or m < 2:
+        return _shares(np.ones(m), p)
+    cur = (_counting(m) / float(m)) ** (1.0 / (1.0 - p))
+    out = np.empty(m)
+    out[0] = cur[0]
+    np.subtract(cur[1:], cur[:-1], out=out[1:])
+    return out
+
+
+_COUNTING = np.arange(1, 2, dtype=float)
+
+
+def _counting(m: int) -> np.ndarray:
+    """``1.0, 2.0, .., m`` (a view of one cached array, grown on demand)."""
+    global _COUNTING
+    if len(_COUNTING) < m:
+        _COUNTING = np.arange(1, max(m, 2 * len(_COUNTING)) + 1, dtype=float)
+        _COUNTING.setflags(write=False)
+    return _COUNTING[:m]
 
 
 def equi(a: Active) -> np.ndarray:
@@ -174,17 +199,28 @@ def hell(a: Active) -> np.ndarray:
         alloc[:take] = chain[:take]
         left = n - int(chain[:take].sum())
     else:
+        # the job with the best score (first in SRPT order among equal scores) is, within
+        # one curve, the first not yet served: the score s(k)^2 / (k r) falls with r. So
+        # the greedy compares only each curve's next job in SRPT order.
         best = [_hell_best(c, n) for c in a.curves]
-        todo = np.ones(m, dtype=bool)
+        queue = [np.flatnonzero(a.curve == c) for c in range(len(a.curves))]
+        nxt = [0] * len(queue)
+        rem = a.remaining
         left = n
-        while left > 0 and todo.any():
-            value = np.array([b[1][left - 1] for b in best])[a.curve]
-            score = np.where(todo, value / a.remaining, -np.inf)
-            i = int(np.argmax(score))  # first in SRPT order among equal scores
-            k = int(best[a.curve[i]][0][left - 1])
-            alloc[i] = k
+        while left > 0:
+            pick, top, at = -1, -math.inf, -1
+            for c, q in enumerate(queue):
+                if nxt[c] < len(q):
+                    i = int(q[nxt[c]])
+                    score = best[c][1][left - 1] / rem[i]
+                    if score > top or (score == top and i < pick):
+                        pick, top, at = i, score, c
+            if pick < 0:
+                break
+            k = int(best[at][0][left - 1])
+            alloc[pick] = k
             left -= k
-            todo[i] = False
+            nxt[at] += 1
     if left > 0:
         _leftovers(a, alloc, left)
     return alloc.astype(float)
@@ -215,6 +251,8 @@ def _leftovers(a: Active, alloc: np.ndarray, left: int) -> None:
                     return
                 alloc[i] += 1
             return
+    if _leftovers_by_envelope(a, alloc, left):
+        return
     n = a.n
     inv = [_inverse_table(c, n) for c in a.curves]
     rem = a.remaining.tolist()
@@ -275,17 +313,151 @@ def _leftovers_by_threshold(rem: np.ndarray, alloc: np.ndarray, left: int, d: np
         return 0
     gains = rem * d[np.minimum(alloc, n - 1)]
     hi, lo = float(gains.max()) * 2, float(np.min(rem) * d[-1]) / 2
-    for _ in range(200):  # geometric bisection to rounding level
-        mid = math.sqrt(lo * hi)
-        if int(extra(mid).sum()) >= left:
+    take = _threshold_search(extra, left, lo, hi, id(d))
+    alloc += take  # strictly above the bracket: all of these are given
+    return left - int(take.sum())
+
+
+def _threshold_search(
+    extra: Callable[[float], np.ndarray], left: int, lo: float, hi: float, key: int
+) -> np.ndarray:
+    """GPUs per job strictly above a threshold ``t`` with ``left - _SLACK <= count(t) < left``
+    (or at the end of a bracket ``hi <= lo (1 + 1e-12)``); ``extra(t)``: GPUs each job
+    takes at ``t``, ``extra(hi)`` all 0 and ``extra(lo)`` at least ``left`` in all.
+
+    Secant steps on log(count) against log(threshold) (a near-line: the count is close
+    to a power of the threshold for a power law), from the threshold of the last call
+    with this ``key`` (the next event's is close); a bisection when a step leaves the
+    bracket or the same end moved three times in a row.
+    """
+    take = np.zeros(0, dtype=int)  # GPUs each job takes above the bracket (fewer than left)
+    given = 0
+    goal = math.log(max(left - _SLACK / 2, 1.0))
+    seen: list[tuple[float, float]] = []
+    side, same = 0, 0
+    mid = _last_threshold.get(key, _between(lo, hi))
+    for _ in range(200):
+        if left - given <= _SLACK or hi <= lo * (1 + 1e-12):
+            break
+        if len(seen) >= 2 and same < 3 and seen[-1][1] != seen[-2][1]:
+            (u0, f0), (u1, f1) = seen[-2], seen[-1]
+            u = u1 + (goal - f1) * (u1 - u0) / (f1 - f0)
+            mid = math.exp(u) if math.log(lo) < u < math.log(hi) else _between(lo, hi)
+        elif len(seen) == 1:
+            mid = math.exp(seen[0][0]) * (0.99 if seen[0][1] < goal else 1.01)
+        if not lo < mid < hi or same >= 3:
+            mid = _between(lo, hi)
+        got_each = extra(mid)
+        got = int(got_each.sum())
+        seen.append((math.log(mid), math.log(got + 1)))
+        moved = 1 if got >= left else -1
+        same = same + 1 if moved == side else 1
+        side = moved
+        if got >= left:
             lo = mid
         else:
-            hi = mid
-        if hi <= lo * (1 + 1e-12):
-            break
-    take = extra(hi)  # strictly above the bracket: all of these are given
+            hi, take, given = mid, got_each, got
+    _last_threshold[key] = hi
+    return take if len(take) else np.zeros_like(extra(hi))
+
+
+def _leftovers_by_envelope(a: Active, alloc: np.ndarray, left: int) -> bool:
+    """The heap greedy of :func:`_leftovers` at once when every job of a curve holds the same
+    count ``a_c >= 1`` (``knee``'s leftovers); ``False`` (nothing done) otherwise.
+
+    The greedy gives a job's next GPU at the level ``min(gain, level of its last GPU)``:
+    a gain above the heap's top is taken at once. So the levels fall, and job ``i``
+    takes its ``k``-th GPU at ``e_i(k) = rem_i * min(d_c[a_c..k])`` (``d_c[k] = 1/s(k) -
+    1/s(k+1)``), which falls in ``k``: the greedy takes every pair above a threshold
+    (:func:`_threshold_search`), and the last few GPUs one at a time on the real gains,
+    as the heap would from there. It stops where no gain is positive.
+    """
+    n = a.n
+    if len(a.curves) * (n + 1) > 4_000_000:  # the stacked gain tables would be too large
+        return False
+    members = [np.flatnonzero(a.curve == c) for c in range(len(a.curves))]
+    starts: list[int] = []
+    for idx in members:
+        first = int(alloc[idx[0]]) if len(idx) else 1
+        if first < 1 or first >= n or not np.all(alloc[idx] == first):
+            return False
+        starts.append(first)
+    rem = a.remaining
+    env = [_falling_envelope(c, n, k) for c, k in zip(a.curves, starts, strict=True)]
+
+    def extra(lam: float) -> np.ndarray:
+        """GPUs each job takes above its start at threshold ``lam``."""
+        out = np.zeros(len(alloc), dtype=int)
+        for idx, neg in zip(members, env, strict=True):
+            if len(idx):
+                out[idx] = np.searchsorted(neg, -lam / rem[idx], side="right")
+        return out
+
+    positive = [int(np.count_nonzero(neg < 0)) for neg in env]
+    room = sum(len(idx) * k for idx, k in zip(members, positive, strict=True))
+    if left >= room:  # every pair of positive gain; then no gain is positive: the heap stops
+        for idx, k in zip(members, positive, strict=True):
+            alloc[idx] += k
+        return True
+    tops = [-float(neg[0]) for neg in env]
+    hi = 2 * max(
+        float(rem[idx].max()) * t for idx, t in zip(members, tops, strict=True) if len(idx)
+    )
+    lo = (
+        min(
+            float(rem[idx].min()) * -float(neg[k - 1])
+            for idx, neg, k in zip(members, env, positive, strict=True)
+            if len(idx) and k
+        )
+        / 2
+    )
+    take = _threshold_search(extra, left, lo, hi, id(env[0]))
     alloc += take
-    return left - int(take.sum())
+    steps = _stacked_steps(tuple(a.curves), n)
+    for _ in range(left - int(take.sum())):  # the few at the threshold, as the heap would
+        gains = rem * steps[a.curve, alloc]
+        i = int(np.argmax(gains))  # first in SRPT order (least remaining) among equal gains
+        if not gains[i] > 0:
+            break
+        alloc[i] += 1
+    return True
+
+
+@lru_cache(maxsize=1024)
+def _falling_envelope(curve: Speedup, n: int, start: int) -> np.ndarray:
+    """``-min(d[start..k])`` for ``k = start..n-1``, ``d[k] = 1/s(k) - 1/s(k+1)`` (read-only;
+    non-decreasing, so ``np.searchsorted`` can count the pairs above a threshold)."""
+    inv = np.array(_inverse_table(curve, n))
+    env = -np.minimum.accumulate(inv[start:n] - inv[start + 1 : n + 1])
+    env.setflags(write=False)
+    return env
+
+
+@lru_cache(maxsize=64)
+def _stacked_steps(curves: tuple[Speedup, ...], n: int) -> np.ndarray:
+    """``steps[c, k] = 1/s_c(k) - 1/s_c(k+1)`` for ``k = 0..n``, 0 at ``k = n`` (read-only)."""
+    rows = []
+    for curve in curves:
+        inv = np.array(_inverse_table(curve, n))
+        rows.append(np.append(inv[:-1] - inv[1:], 0.0))
+    out = np.stack(rows)
+    out.setflags(write=False)
+    return out
+
+
+def _between(lo: float, hi: float) -> float:
+    """The geometric mean of ``0 < lo < hi``, without the underflow of ``sqrt(lo * hi)``."""
+    return math.exp((math.log(lo) + math.log(hi)) / 2)
+
+
+#: The last threshold :func:`_leftovers_by_threshold` found for each gain table (keyed by
+#: the identity of the cached table; only a starting point: the result does not depend on it).
+_last_threshold: dict[int, float] = {}
+
+
+#: GPUs :func:`_leftovers_by_threshold` may leave to the one-at-a-time greedy (each costs
+#: about as much as one step of its threshold search).
+_SLACK = 4
 
 
 @lru_cache(maxsize=1024)
@@ -297,13 +469,30 @@ def knee_of(curve: Speedup, n: int, threshold: float) -> int:
 
 
 def knee(a: Active) -> np.ndarray:
-    knees = np.array([knee_of(c, a.n, a.knee_threshold) for c in a.curves])[a.curve]
+    if len(a.curves) == 1:
+        one = knee_of(a.curves[0], a.n, a.knee_threshold)
+        if one * len(a) >= a.n:  # no leftovers: the same counts at every such event
+            return _knees_in_order(one, a.n, len(a))
+        knees = np.full(len(a), one)
+    else:
+        knees = np.array([knee_of(c, a.n, a.knee_threshold) for c in a.curves])[a.curve]
     before = np.cumsum(knees) - knees  # GPUs handed out to the jobs ahead in SRPT order
     alloc = np.clip(a.n - before, 0, knees).astype(int)
     left = a.n - int(alloc.sum())
     if left > 0:
         _leftovers(a, alloc, left)
     return alloc.astype(float)
+
+
+@lru_cache(maxsize=64)
+def _knees_in_order(one: int, n: int, m: int) -> np.ndarray:
+    """``knee`` for ``m`` jobs of one curve with knee ``one``, ``one * m >= n``: knees in
+    SRPT order until the ``n`` GPUs are gone (read-only; the event loop asks again and
+    again with the same ``m``, the window of :func:`~sjfbco.elastic.simulator.window`)."""
+    knees = np.full(m, one)
+    alloc = np.clip(n - (np.cumsum(knees) - knees), 0, knees).astype(float)
+    alloc.setflags(write=False)
+    return alloc
 
 
 ALLOCATORS: dict[str, Allocator] = {
@@ -335,14 +524,27 @@ def largest_remainder(alloc: Sequence[float], priority: Sequence[int]) -> list[i
 
 def round_by_largest_remainder(alloc: np.ndarray) -> np.ndarray:
     """:func:`largest_remainder` for counts already in priority order (``O(m)``)."""
-    base = np.floor(alloc + 1e-9).astype(int)
+    if len(alloc) > 1 and alloc[0] == alloc[-1] and bool(np.all(alloc == alloc[0])):
+        # equal counts (equi): every fraction ties, so the first ones in priority order
+        # take the extra GPUs
+        b = math.floor(float(alloc[0]) + 1e-9)
+        equal = np.full(len(alloc), b, dtype=int)
+        extra = math.floor(float(alloc.sum()) + 1e-9) - b * len(alloc)
+        equal[: max(0, extra)] += 1
+        return equal
+    whole = np.floor(alloc + 1e-9)
+    base = whole.astype(int)
     extra = math.floor(float(alloc.sum()) + 1e-9) - int(base.sum())
     if extra <= 0:
         return base
-    frac = alloc - base
+    frac = alloc - whole
     if extra >= len(alloc):
         return base + 1
     cut = np.partition(frac, len(frac) - extra)[len(frac) - extra]  # the extra-th largest
+    up = frac >= cut
+    if np.count_nonzero(up) == extra:  # no tie at the cut: all of them
+        base[up] += 1
+        return base
     above = np.flatnonzero(frac > cut)
     tied = np.flatnonzero(frac == cut)[: extra - len(above)]  # ties: priority order
     base[above] += 1

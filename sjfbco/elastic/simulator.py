@@ -21,13 +21,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sjfbco.elastic.bounds import optimal_makespan
-from sjfbco.elastic.policies import ALLOCATORS, Active, round_by_largest_remainder
-from sjfbco.elastic.speedup import PowerLaw, Speedup, curves_for, elastic_sizes
+from sjfbco.elastic.policies import (
+    ALLOCATORS,
+    Active,
+    curve_table,
+    round_by_largest_remainder,
+)
+from sjfbco.elastic.speedup import PowerLaw, Speedup, TableSpeedup, curves_for, elastic_sizes
 from sjfbco.errors import InputError
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 
@@ -43,6 +49,10 @@ POLICIES: tuple[str, ...] = tuple(ALLOCATORS)
 
 #: Relative tolerance for "this job ends at this event".
 _TOL = 1e-12
+
+#: Largest number of cells (curves x GPU counts) of the stacked curve tables the event
+#: loop looks whole GPU counts up in (8 bytes each).
+_TABLE_CELLS = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,7 @@ def simulate_elastic(
             "elastic run needs n >= 1, finite positive sizes, one curve and arrival per job"
         )
     uniq, cid = _distinct(curves)
+    uniq = [_canonical(c) for c in uniq]
     counts = np.bincount(cid, minlength=len(uniq))
     p = (
         math.fsum(c.exponent(n) * int(w) for c, w in zip(uniq, counts, strict=True)) / m
@@ -119,9 +130,11 @@ def simulate_elastic(
     )
     setting = _Setting(x, arr, n, uniq, cid, p, policy, objective, mode, knee_threshold)
     separable = _separable_rate(setting)
+    log: list[tuple[float, tuple[float, ...]]] = []
     if separable is not None and not record:
         first, end, used = _run_separable(setting, *separable)
-        log: list[tuple[float, tuple[float, ...]]] = []
+    elif policy == "equi" and mode == "continuous" and not record:
+        first, end, used = _run_equi_classes(setting)
     else:
         first, end, used, log = _run_general(setting, record)
     ref = x / np.array([c(n) for c in uniq])[cid]
@@ -167,67 +180,99 @@ def _run_general(
 ) -> tuple[np.ndarray, np.ndarray, float, list[tuple[float, tuple[float, ...]]]]:
     """The event loop for any policy: the policy allocates at every arrival and completion.
 
-    Each event costs a few vector operations over the active jobs; curves are
-    evaluated only for the jobs that get GPUs.
+    Each event costs a few vector operations over the jobs the policy can serve
+    (:func:`window`; all active jobs for most policies); the active list lives in
+    one buffer whose served head is rewritten in place, so an event never copies
+    the jobs behind the window. Curves are evaluated only for the jobs that get
+    GPUs, from a table when the counts are whole.
     """
     x, arr, n, uniq, cid, p = s.x, s.arr, s.n, s.curves, s.cid, s.p
     m = len(x)
     alloc_fn = ALLOCATORS[s.policy]
-    rem = x.copy()
+    whole_counts = s.mode == "integer" or s.policy in ("hell", "knee", "srpt")
+    tables = None
+    tabulated = whole_counts or all(isinstance(c, TableSpeedup) for c in uniq)
+    if tabulated and len(uniq) * (n + 1) <= _TABLE_CELLS:
+        tables = np.stack([curve_table(c, n) for c in uniq])
     first = np.full(m, math.inf)
     end = np.full(m, math.inf)
     pending = np.lexsort((np.arange(m), arr))  # by arrival, then position
     due = arr[pending]
     nxt, now, used = 0, 0.0, 0.0
     log: list[tuple[float, tuple[float, ...]]] = []
-    act = np.empty(0, dtype=int)  # active jobs, kept in SRPT order (remaining, position)
+    # the active jobs in SRPT order (remaining, position) are ids[lo:], with their remaining
+    # work, sizes and curves alongside (rb, xb, cb); only the first `w` of them can get GPUs
+    # (the others keep their work), so the order of the whole list stays right if the
+    # first `w` are kept in order
+    ids = np.empty(0, dtype=int)
+    rb, xb, cb = np.empty(0), np.empty(0), np.empty(0, dtype=int)
+    lo = 0
+    unstarted = 0  # active jobs that never had a GPU
     width = window(s)
-    while nxt < m or len(act):
+    while nxt < m or lo < len(ids):
         upto = int(np.searchsorted(due, now, side="right"))
         arrived = upto > nxt
         if arrived:
-            act = _srpt_order(np.concatenate([act, pending[nxt:upto]]), rem)
-            nxt = upto
-        if not len(act):
+            new = pending[nxt:upto]
+            ids = np.concatenate([ids[lo:], new])
+            rb = np.concatenate([rb[lo:], x[new]])
+            perm = _srpt_perm(ids, rb)
+            if perm is not None:
+                ids, rb = ids[perm], rb[perm]
+            xb, cb = x[ids], cid[ids]
+            unstarted += upto - nxt
+            lo, nxt = 0, upto
+        size = len(ids) - lo
+        if not size:
             now = float(due[nxt])
             continue
-        # only the first `w` jobs in SRPT order can get GPUs: the others keep their work,
-        # so the order of the whole list stays right if the first `w` are kept in order
-        w = len(act) if width is None else min(len(act), width)
-        head = act[:w] if arrived else _srpt_order(act[:w], rem)
-        left = rem[head]
-        view = Active(head, left, x[head], cid[head], uniq, n, p, s.objective, s.knee_threshold)
+        w = size if width is None else min(size, width)
+        hi = lo + w
+        if not arrived:
+            perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
+            if perm is not None:
+                for a in (ids, rb, xb, cb):
+                    a[lo:hi] = a[lo:hi][perm]
+        head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
+        view = Active(head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold)
         k = alloc_fn(view)
+        counts = None
         if s.mode == "integer":
-            k = round_by_largest_remainder(k).astype(float)
-        rate = _rates(uniq, cid[head], k)
+            counts = round_by_largest_remainder(k)
+            k = counts.astype(float)
+        elif whole_counts:
+            counts = k.astype(int)
+        rate = _rates(uniq, cb[lo:hi], k, n, counts, tables)
         if record:
-            full = np.concatenate([k, np.zeros(len(act) - w)])
-            whole = np.concatenate([head, act[w:]])
+            full = np.concatenate([k, np.zeros(size - w)])
+            whole = ids[lo:]
             by_arrival = np.lexsort((whole, arr[whole]))
             log.append((now, tuple(full[by_arrival].tolist())))
         with np.errstate(divide="ignore"):
-            finish = np.where(rate > 0, left / np.where(rate > 0, rate, 1.0), math.inf)
+            finish = left / rate  # remaining work is > 0: no GPU gives inf
         dt = float(finish.min())
         t_arr = float(due[nxt]) if nxt < m else math.inf
         if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
             raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
         step = min(dt, t_arr - now)
         used += float(k.sum()) * step
-        starts = head[(k > 0) & np.isinf(first[head])]
-        first[starts] = now
+        if unstarted:
+            starts = head[(k > 0) & np.isinf(first[head])]
+            first[starts] = now
+            unstarted -= len(starts)
         done = finish <= step * (1 + _TOL) + 1e-12
-        ended = head[done]
-        end[ended] = now + step
-        rem[ended] = 0.0
-        going = ~done
-        rem[head[going]] = left[going] - rate[going] * step
+        np.subtract(left, rate * step, out=left)
         now += step
-        act = (
-            np.concatenate([head[going], act[w:]])
-            if done.any()
-            else np.concatenate([head, act[w:]])
-        )
+        ended = int(np.count_nonzero(done))
+        if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
+            end[head[:ended]] = now
+            lo += ended
+        elif ended:
+            end[head[done]] = now
+            keep = ~done
+            for a in (ids, rb, xb, cb):
+                a[lo + ended : hi] = a[lo:hi][keep]
+            lo += ended
     return first, end, used, log
 
 
@@ -256,7 +301,12 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
     index: dict[Any, int] = {}
     uniq: list[Speedup] = []
     cid = np.empty(len(curves), dtype=int)
+    seen: dict[int, int] = {}  # by identity first: hashing a long table per job is slow
     for j, c in enumerate(curves):
+        at = seen.get(id(c))
+        if at is not None:
+            cid[j] = at
+            continue
         try:
             key: Any = ("v", c)
             hash(key)
@@ -266,23 +316,84 @@ def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
         if at is None:
             at = index[key] = len(uniq)
             uniq.append(c)
-        cid[j] = at
+        cid[j] = seen[id(c)] = at
     return uniq, cid
 
 
-def _srpt_order(act: np.ndarray, rem: np.ndarray) -> np.ndarray:
-    """``act`` sorted by (remaining, position); a linear check first, as it mostly is."""
-    r = rem[act]
-    if len(act) > 1:
-        dr = np.diff(r)
-        if not np.all((dr > 0) | ((dr == 0) & (np.diff(act) > 0))):
-            act = act[np.lexsort((act, r))]
-    return act
+@lru_cache(maxsize=64)
+def _canonical_of(curve: Speedup) -> Speedup:
+    return curve
 
 
-def _rates(curves: Sequence[Speedup], cid: np.ndarray, k: np.ndarray) -> np.ndarray:
+def _canonical(curve: Speedup) -> Speedup:
+    """The first-seen curve equal to ``curve`` (itself if unhashable or new).
+
+    The policies cache per curve (``functools.lru_cache``); a lookup with an equal but
+    distinct curve compares the tables value by value (tens of thousands of values for
+    a model curve, at every event), with the cached object itself it is an identity
+    check. Each run builds its model curves anew, so the second run of an instance
+    would pay that on every event.
+    """
+    try:
+        return _canonical_of(curve)
+    except TypeError:
+        return curve
+
+
+def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
+    """The permutation that sorts jobs ``ids`` with remaining work ``r`` by (remaining,
+    position); ``None`` if they already are.
+
+    A linear check first, as they mostly are. Else a stable sort on the remaining work
+    alone (timsort: about linear on a list that is nearly in order, as after one event
+    with several speedup curves), and the two-key sort only if it leaves two jobs of
+    equal remaining work out of position order.
+    """
+    if len(ids) < 2:
+        return None
+    up = r[1:] > r[:-1]
+    if up.all():
+        return None
+    tie = np.flatnonzero(~up)  # in order only if equal remaining, lower position first
+    if np.all(r[tie + 1] == r[tie]) and np.all(ids[tie + 1] > ids[tie]):
+        return None
+    order = np.argsort(r, kind="stable")
+    rs, io = r[order], ids[order]
+    eq = rs[1:] == rs[:-1]  # ties keep their previous order: right if by position
+    if not eq.any() or np.all(io[1:][eq] > io[:-1][eq]):
+        return order
+    return np.lexsort((ids, r))
+
+
+def _rates(
+    curves: Sequence[Speedup],
+    cid: np.ndarray,
+    k: np.ndarray,
+    n: int,
+    counts: np.ndarray | None = None,
+    tables: np.ndarray | None = None,
+) -> np.ndarray:
     """``s_j(k_j)`` for every active job: one vector call per distinct curve, only for the
-    jobs that get GPUs (``s(0) = 0``)."""
+    jobs that get GPUs (``s(0) = 0``); looked up in the curve's table
+    (:func:`~sjfbco.elastic.policies.curve_table`, the same values) when the counts
+    are whole (``counts``, ``k`` as integers; ``tables``: the tables of all ``curves``
+    stacked, ``None`` if too large)."""
+    if counts is not None:
+        if len(curves) == 1:
+            return curve_table(curves[0], n)[counts]
+        if tables is not None:
+            return tables[cid, counts]
+    elif tables is not None:
+        # every curve a table on the integers (TableSpeedup): np.interp's own arithmetic,
+        # ``fp[j] + (fp[j+1] - fp[j]) * (k - j)``, for all jobs at once, no search
+        lo = k.astype(int)
+        up = np.minimum(lo + 1, n)
+        if len(curves) == 1:
+            tab = tables[0]
+            below = tab[lo]
+            return below + (tab[up] - below) * (k - lo)
+        below = tables[cid, lo]
+        return below + (tables[cid, up] - below) * (k - lo)
     out = np.zeros(len(k))
     on = np.flatnonzero(k > 0)
     if len(curves) == 1:
@@ -364,7 +475,10 @@ def _run_separable(
             live = np.concatenate([live, pending[nxt:upto]])
             order = np.lexsort((live, rem))
             act, r0 = live[order], rem[order]
-            h, head, v0, nxt = h_of(len(act)), 0, v, upto
+            # the clock restarts at 0: V - V0 would lose the digits of a small advance
+            # since the arrival to a large V before it (p near 1, few GPUs: G(m) spans
+            # many orders of magnitude)
+            h, head, v, v0, nxt = h_of(len(act)), 0, 0.0, 0.0, upto
             starts = act[np.isinf(first[act])]
             first[starts] = now
         if head == len(act):
@@ -387,6 +501,67 @@ def _run_separable(
         now += step
         end[act[head:stop]] = now
         head = stop
+    return first, end, used
+
+
+def _run_equi_classes(s: _Setting) -> tuple[np.ndarray, np.ndarray, float]:
+    """``equi`` in the continuous mode with several curves: :func:`_run_separable` per curve.
+
+    Every job of curve ``c`` runs at ``s_c(N/m)``: the jobs of one curve keep their
+    SRPT order and share one clock ``V_c`` (advanced by ``s_c(N/m) dt``), so an event
+    costs ``O(curves)`` plus the jobs that end, an arrival ``O(m log m)``. Completion
+    and tolerance rules are those of :func:`_run_general`.
+    """
+    x, arr, n, curves = s.x, s.arr, s.n, s.curves
+    m_all, nc = len(x), len(s.curves)
+    first = np.full(m_all, math.inf)
+    end = np.full(m_all, math.inf)
+    pending = np.lexsort((np.arange(m_all), arr))
+    due = arr[pending]
+    nxt, now, used = 0, 0.0, 0.0
+    acts = [np.empty(0, dtype=int) for _ in range(nc)]  # per curve, SRPT order
+    r0s = [np.empty(0) for _ in range(nc)]
+    heads = [0] * nc
+    v = [0.0] * nc
+    v0 = [0.0] * nc
+    live = 0
+    while nxt < m_all or live:
+        upto = int(np.searchsorted(due, now, side="right"))
+        if upto > nxt:  # arrivals: bring every curve's jobs up to date, insert the new ones
+            new = pending[nxt:upto]
+            for c in range(nc):
+                mine = new[s.cid[new] == c]
+                h = heads[c]
+                ids = np.concatenate([acts[c][h:], mine])
+                rem = np.concatenate([r0s[c][h:] - (v[c] - v0[c]), x[mine]])
+                order = np.lexsort((ids, rem))
+                acts[c], r0s[c], heads[c] = ids[order], rem[order], 0
+                v[c] = v0[c] = 0.0  # the clock restarts (as in _run_separable)
+            first[new] = now
+            live += upto - nxt
+            nxt = upto
+        if not live:
+            now = float(due[nxt])
+            continue
+        share = n / live
+        g = [float(curve.many(np.array([share]))[0]) for curve in curves]  # as _rates does
+        dt = min(
+            (r0s[c][heads[c]] - (v[c] - v0[c])) / g[c] for c in range(nc) if heads[c] < len(acts[c])
+        )
+        t_arr = float(due[nxt]) if nxt < m_all else math.inf
+        step = min(dt, t_arr - now)
+        used += n * step
+        limit = step * (1 + _TOL) + 1e-12
+        now += step
+        for c in range(nc):
+            act, r0, h, gone = acts[c], r0s[c], heads[c], v[c] - v0[c]
+            stop = h
+            while stop < len(act) and (r0[stop] - gone) / g[c] <= limit:
+                stop += 1
+            end[act[h:stop]] = now
+            live -= stop - h
+            heads[c] = stop
+            v[c] += g[c] * step
     return first, end, used
 
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sjfbco.cost import best_iteration_time
+from sjfbco.cost import best_iteration_time, best_iteration_times
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
@@ -107,6 +107,15 @@ class TableSpeedup(Speedup):
         # s(0) = 0, the table at 1..len, flat past the end: exactly np.interp's clamping
         return np.interp(np.asarray(k, dtype=float), self._points, self._table)
 
+    def __hash__(self) -> int:
+        # a model curve holds one value per GPU of the cluster (tens of thousands): hash
+        # them once, not at every cache lookup of the policies (functools.lru_cache)
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(self.values)
+
     @cached_property
     def _points(self) -> np.ndarray:
         return np.arange(len(self.values) + 1, dtype=float)
@@ -134,15 +143,22 @@ def one_gpu_time(job: Job, cluster: Cluster, cost: CostParams, k: int = 1) -> fl
 
 
 def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableSpeedup:
-    """``s(k) = k tau(1) / tau(k)`` for job ``j`` (running maximum), ``k = 1..max_k``."""
+    """``s(k) = k tau(1) / tau(k)`` for job ``j`` (running maximum), ``k = 1..max_k``.
+
+    ``tau(k)`` for every ``k`` in one vector call of the cost model
+    (:func:`sjfbco.cost.best_iteration_times`, equal to :func:`one_gpu_time`
+    entry by entry).
+    """
     job = data.jobs[j]
     top = data.cluster.num_gpus if max_k is None else max_k
-    t1 = one_gpu_time(job, data.cluster, data.cost, 1)
-    vals, best = [], 0.0
-    for k in range(1, top + 1):
-        best = max(best, k * t1 / one_gpu_time(job, data.cluster, data.cost, k))
-        vals.append(best)
-    return TableSpeedup(tuple(vals))
+    if top > data.cluster.num_gpus:
+        raise ValueError(f"job {job.id!r}: the cluster has fewer than {top} GPUs")
+    if top < 1:
+        return TableSpeedup(())  # refused there: no s(1)
+    ks = np.arange(1, top + 1)
+    tau = best_iteration_times(job, data.cluster, data.cost, ks)
+    vals = np.maximum.accumulate(ks * tau[0] / tau)
+    return TableSpeedup(tuple(vals.tolist()))
 
 
 def elastic_sizes(data: ProblemData) -> list[float]:
