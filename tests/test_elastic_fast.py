@@ -161,12 +161,50 @@ def test_every_policy_mode_and_speedup_as_before(run: dict) -> None:
             assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), (policy, mode)
 
 
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+def test_flow_shares_from_increments_are_the_power_differences(p: float) -> None:
+    # the increments i^c - (i-1)^c times m^-c against the old (i/m)^c - ((i-1)/m)^c: equal
+    # within 1e-12 relative (the old form's own cancellation error grows as i / c ulp)
+    c = 1.0 / (1.0 - p)
+    for m in (2, 3, 7, 100, 1000, 4000):
+        new = pol.flow_shares(m, p)
+        old = pol._shares(np.ones(m), p)
+        assert np.all(np.abs(new - old) <= 1e-12 * old), (m, p)
+        assert float(np.sum(new)) == pytest.approx(1.0, rel=1e-12)
+        # the policy: the same values in SRPT order, times N
+        a = pol.Active(
+            np.arange(m),
+            np.arange(1.0, m + 1),
+            np.ones(m),
+            np.zeros(m, dtype=int),
+            [PowerLaw(p)],
+            37,
+            p,
+        )
+        if pol._by_increments(m, p):
+            fast = pol.hesrpt_increments(c, m)[m - 1 :: -1] * (37 * float(m) ** -c)
+        else:  # m^c near overflow (p = 0.99, m >= 1000): the old form
+            assert p == 0.99
+            assert m >= 1000
+            fast = old[::-1] * 37
+        assert np.array_equal(pol.hesrpt(a), fast)
+        assert np.allclose(pol.hesrpt(a), old[::-1] * 37, rtol=1e-12, atol=0)
+    # by hand: p = 0.5, c = 2: 1, 3, 5, 7 over m^2
+    assert pol.flow_shares(4, 0.5).tolist() == [1 / 16, 3 / 16, 5 / 16, 7 / 16]
+    # grown on demand: the first values do not change when more are computed
+    first = pol.hesrpt_increments(c, 10)[:10].copy()
+    more = 50_000 if p <= 0.9 else 500
+    assert np.array_equal(pol.hesrpt_increments(c, more)[:10], first)
+    assert pol.increment(300, c) == pytest.approx(300**c - 299**c, rel=1e-9)
+
+
 def test_vector_shortcuts_give_the_same_bits() -> None:
     # flow shares without the partial sums, and the rates of several table curves by
     # one stacked lookup: bit for bit what _shares and TableSpeedup.many give
     for m in (1, 2, 3, 10, 1000):
         for p in (0.1, 0.5, 0.7, 0.95, 1.0):
-            assert np.array_equal(pol.flow_shares(m, p), pol._shares(np.ones(m), p)), (m, p)
+            shares = pol.flow_shares(m, p)
+            assert np.allclose(shares, pol._shares(np.ones(m), p), rtol=1e-12, atol=0), (m, p)
     data = paper_instance(20, 1, 100)
     uniq = list({id(c): c for c in curves_for(data, "model")}.values())
     assert len(uniq) > 1
