@@ -209,70 +209,73 @@ def _run_general(
     lo = 0
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
-    while nxt < m or lo < len(ids):
-        upto = int(np.searchsorted(due, now, side="right"))
-        arrived = upto > nxt
-        if arrived:
-            new = pending[nxt:upto]
-            ids = np.concatenate([ids[lo:], new])
-            rb = np.concatenate([rb[lo:], x[new]])
-            perm = _srpt_perm(ids, rb)
-            if perm is not None:
-                ids, rb = ids[perm], rb[perm]
-            xb, cb = x[ids], cid[ids]
-            unstarted += upto - nxt
-            lo, nxt = 0, upto
-        size = len(ids) - lo
-        if not size:
-            now = float(due[nxt])
-            continue
-        w = size if width is None else min(size, width)
-        hi = lo + w
-        if not arrived:
-            perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
-            if perm is not None:
+    # one errstate for the whole loop (entering it per event costs as much as a vector pass)
+    with np.errstate(divide="ignore"):
+        while nxt < m or lo < len(ids):
+            arrived = nxt < m and bool(due[nxt] <= now)  # as searchsorted: due is sorted
+            if arrived:
+                upto = int(np.searchsorted(due, now, side="right"))
+                new = pending[nxt:upto]
+                ids = np.concatenate([ids[lo:], new])
+                rb = np.concatenate([rb[lo:], x[new]])
+                perm = _srpt_perm(ids, rb)
+                if perm is not None:
+                    ids, rb = ids[perm], rb[perm]
+                xb, cb = x[ids], cid[ids]
+                unstarted += upto - nxt
+                lo, nxt = 0, upto
+            size = len(ids) - lo
+            if not size:
+                now = float(due[nxt])
+                continue
+            w = size if width is None else min(size, width)
+            hi = lo + w
+            if not arrived:
+                perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
+                if perm is not None:
+                    for a in (ids, rb, xb, cb):
+                        a[lo:hi] = a[lo:hi][perm]
+            head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
+            view = Active(
+                head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
+            )
+            k = alloc_fn(view)
+            counts = None
+            if s.mode == "integer":
+                counts = round_by_largest_remainder(k)
+                k = counts.astype(float)
+            elif whole_counts:
+                counts = k.astype(int)
+            rate = _rates(uniq, cb[lo:hi], k, n, counts, tables)
+            if record:
+                full = np.concatenate([k, np.zeros(size - w)])
+                whole = ids[lo:]
+                by_arrival = np.lexsort((whole, arr[whole]))
+                log.append((now, tuple(full[by_arrival].tolist())))
+            finish = left / rate  # remaining work is > 0: no GPU gives inf (errstate above)
+            dt = float(finish.min())
+            t_arr = float(due[nxt]) if nxt < m else math.inf
+            if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
+                raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
+            step = min(dt, t_arr - now)
+            used += float(k.sum()) * step
+            if unstarted:
+                starts = head[(k > 0) & np.isinf(first[head])]
+                first[starts] = now
+                unstarted -= len(starts)
+            done = finish <= step * (1 + _TOL) + 1e-12
+            np.subtract(left, rate * step, out=left)
+            now += step
+            ended = int(np.count_nonzero(done))
+            if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
+                end[head[:ended]] = now
+                lo += ended
+            elif ended:
+                end[head[done]] = now
+                keep = ~done
                 for a in (ids, rb, xb, cb):
-                    a[lo:hi] = a[lo:hi][perm]
-        head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
-        view = Active(head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold)
-        k = alloc_fn(view)
-        counts = None
-        if s.mode == "integer":
-            counts = round_by_largest_remainder(k)
-            k = counts.astype(float)
-        elif whole_counts:
-            counts = k.astype(int)
-        rate = _rates(uniq, cb[lo:hi], k, n, counts, tables)
-        if record:
-            full = np.concatenate([k, np.zeros(size - w)])
-            whole = ids[lo:]
-            by_arrival = np.lexsort((whole, arr[whole]))
-            log.append((now, tuple(full[by_arrival].tolist())))
-        with np.errstate(divide="ignore"):
-            finish = left / rate  # remaining work is > 0: no GPU gives inf
-        dt = float(finish.min())
-        t_arr = float(due[nxt]) if nxt < m else math.inf
-        if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
-            raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
-        step = min(dt, t_arr - now)
-        used += float(k.sum()) * step
-        if unstarted:
-            starts = head[(k > 0) & np.isinf(first[head])]
-            first[starts] = now
-            unstarted -= len(starts)
-        done = finish <= step * (1 + _TOL) + 1e-12
-        np.subtract(left, rate * step, out=left)
-        now += step
-        ended = int(np.count_nonzero(done))
-        if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
-            end[head[:ended]] = now
-            lo += ended
-        elif ended:
-            end[head[done]] = now
-            keep = ~done
-            for a in (ids, rb, xb, cb):
-                a[lo + ended : hi] = a[lo:hi][keep]
-            lo += ended
+                    a[lo + ended : hi] = a[lo:hi][keep]
+                lo += ended
     return first, end, used, log
 
 
@@ -354,8 +357,12 @@ def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
     up = r[1:] > r[:-1]
     if up.all():
         return None
-    tie = np.flatnonzero(~up)  # in order only if equal remaining, lower position first
-    if np.all(r[tie + 1] == r[tie]) and np.all(ids[tie + 1] > ids[tie]):
+    # in order where not up only if equal remaining, lower position first: whole-length
+    # passes (often thousands of ties: jobs of equal size not yet served), no gathers
+    ok = r[1:] == r[:-1]
+    ok &= ids[1:] > ids[:-1]
+    ok |= up
+    if ok.all():
         return None
     order = np.argsort(r, kind="stable")
     rs, io = r[order], ids[order]
