@@ -201,11 +201,12 @@ def _run_general(
     nxt, now, used = 0, 0.0, 0.0
     log: list[tuple[float, tuple[float, ...]]] = []
     # the active jobs in SRPT order (remaining, position) are ids[lo:], with their remaining
-    # work, sizes and curves alongside (rb, xb, cb); only the first `w` of them can get GPUs
-    # (the others keep their work), so the order of the whole list stays right if the
-    # first `w` are kept in order
+    # work, sizes, curves and whether they wait for their first GPU alongside (rb, xb, cb,
+    # wb); only the first `w` of them can get GPUs (the others keep their work), so the
+    # order of the whole list stays right if the first `w` are kept in order
     ids = np.empty(0, dtype=int)
     rb, xb, cb = np.empty(0), np.empty(0), np.empty(0, dtype=int)
+    wb = np.empty(0, dtype=bool)
     lo = 0
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
@@ -222,6 +223,7 @@ def _run_general(
                 if perm is not None:
                     ids, rb = ids[perm], rb[perm]
                 xb, cb = x[ids], cid[ids]
+                wb = np.isinf(first[ids])  # never had a GPU yet
                 unstarted += upto - nxt
                 lo, nxt = 0, upto
             size = len(ids) - lo
@@ -233,7 +235,7 @@ def _run_general(
             if not arrived:
                 perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
                 if perm is not None:
-                    for a in (ids, rb, xb, cb):
+                    for a in (ids, rb, xb, cb, wb):
                         a[lo:hi] = a[lo:hi][perm]
             head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
             view = Active(
@@ -243,10 +245,12 @@ def _run_general(
             counts = None
             if s.mode == "integer":
                 counts = round_by_largest_remainder(k)
-                k = counts.astype(float)
+                if record:
+                    k = counts.astype(float)
             elif whole_counts:
                 counts = k.astype(int)
-            rate = _rates(uniq, cb[lo:hi], k, n, counts, tables)
+            given = k if counts is None else counts  # the integer mode: k is not rounded
+            rate = _rates(uniq, cb[lo:hi], given, n, counts, tables)
             if record:
                 full = np.concatenate([k, np.zeros(size - w)])
                 whole = ids[lo:]
@@ -258,11 +262,15 @@ def _run_general(
             if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
                 raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
             step = min(dt, t_arr - now)
-            used += float(k.sum()) * step
+            used += float(given.sum()) * step
             if unstarted:
-                starts = head[(k > 0) & np.isinf(first[head])]
-                first[starts] = now
-                unstarted -= len(starts)
+                fresh = given > 0
+                fresh &= wb[lo:hi]
+                at = np.flatnonzero(fresh)
+                if len(at):
+                    first[head[at]] = now
+                    wb[lo + at] = False
+                    unstarted -= len(at)
             done = finish <= step * (1 + _TOL) + 1e-12
             np.subtract(left, rate * step, out=left)
             now += step
@@ -273,7 +281,7 @@ def _run_general(
             elif ended:
                 end[head[done]] = now
                 keep = ~done
-                for a in (ids, rb, xb, cb):
+                for a in (ids, rb, xb, cb, wb):
                     a[lo + ended : hi] = a[lo:hi][keep]
                 lo += ended
     return first, end, used, log
@@ -366,8 +374,10 @@ def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
         return None
     order = np.argsort(r, kind="stable")
     rs, io = r[order], ids[order]
-    eq = rs[1:] == rs[:-1]  # ties keep their previous order: right if by position
-    if not eq.any() or np.all(io[1:][eq] > io[:-1][eq]):
+    # ties keep their previous order: right if by position (whole-length passes again)
+    ok = rs[1:] != rs[:-1]
+    ok |= io[1:] > io[:-1]
+    if ok.all():
         return order
     return np.lexsort((ids, r))
 
