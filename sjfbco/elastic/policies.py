@@ -451,7 +451,7 @@ def _leftovers_by_envelope(a: Active, alloc: np.ndarray, left: int) -> bool:
                 out[idx] = np.searchsorted(neg, -lam / rem[idx], side="right")
         return out
 
-    positive = [int(np.count_nonzero(neg < 0)) for neg in env]
+    positive = [_positive_gains(c, n, k) for c, k in zip(a.curves, starts, strict=True)]
     room = sum(len(idx) * k for idx, k in zip(members, positive, strict=True))
     if left >= room:  # every pair of positive gain; then no gain is positive: the heap stops
         for idx, k in zip(members, positive, strict=True):
@@ -489,6 +489,12 @@ def _falling_envelope(curve: Speedup, n: int, start: int) -> np.ndarray:
     env = -np.minimum.accumulate(inv[start:n] - inv[start + 1 : n + 1])
     env.setflags(write=False)
     return env
+
+
+@lru_cache(maxsize=1024)
+def _positive_gains(curve: Speedup, n: int, start: int) -> int:
+    """How many entries of :func:`_falling_envelope` are gains above 0 (a prefix)."""
+    return int(np.count_nonzero(_falling_envelope(curve, n, start) < 0))
 
 
 @lru_cache(maxsize=64)
@@ -533,13 +539,25 @@ def knee(a: Active) -> np.ndarray:
             return _knees_in_order(one, a.n, len(a))
         knees = np.full(len(a), one)
     else:
-        knees = np.array([knee_of(c, a.n, a.knee_threshold) for c in a.curves])[a.curve]
-    before = np.cumsum(knees) - knees  # GPUs handed out to the jobs ahead in SRPT order
-    alloc = np.clip(a.n - before, 0, knees).astype(int)
+        knees = _knee_array(tuple(a.curves), a.n, a.knee_threshold)[a.curve]
+    before = np.cumsum(knees)
+    before -= knees  # GPUs handed out to the jobs ahead in SRPT order
+    # min(knee, GPUs left, at least 0): np.clip's own overhead is several passes here
+    alloc = np.subtract(a.n, before, out=before)
+    np.minimum(alloc, knees, out=alloc)
+    np.maximum(alloc, 0, out=alloc)
     left = a.n - int(alloc.sum())
     if left > 0:
         _leftovers(a, alloc, left)
     return alloc.astype(float)
+
+
+@lru_cache(maxsize=64)
+def _knee_array(curves: tuple[Speedup, ...], n: int, threshold: float) -> np.ndarray:
+    """:func:`knee_of` of each curve (read-only, integers)."""
+    out = np.array([knee_of(c, n, threshold) for c in curves], dtype=int)
+    out.setflags(write=False)
+    return out
 
 
 @lru_cache(maxsize=64)

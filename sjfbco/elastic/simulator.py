@@ -181,7 +181,8 @@ def _run_general(
     """The event loop for any policy: the policy allocates at every arrival and completion.
 
     Each event costs a few vector operations over the jobs the policy can serve
-    (:func:`window`; all active jobs for most policies); the active list lives in
+    (:func:`window`; all active jobs for most policies; for `knee` the jobs its GPUs
+    reach, :func:`_knee_reach`); the active list lives in
     one buffer whose served head is rewritten in place, so an event never copies
     the jobs behind the window. Curves are evaluated only for the jobs that get
     GPUs, from a table when the counts are whole.
@@ -210,6 +211,9 @@ def _run_general(
     lo = 0
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
+    knees = _knee_table(s)
+    served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
+    ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
     # one errstate for the whole loop (entering it per event costs as much as a vector pass)
     with np.errstate(divide="ignore"):
         while nxt < m or lo < len(ids):
@@ -225,18 +229,23 @@ def _run_general(
                 xb, cb = x[ids], cid[ids]
                 wb = np.isinf(first[ids])  # never had a GPU yet
                 unstarted += upto - nxt
-                lo, nxt = 0, upto
+                lo, nxt, ahead = 0, upto, 0
             size = len(ids) - lo
             if not size:
                 now = float(due[nxt])
                 continue
             w = size if width is None else min(size, width)
-            hi = lo + w
-            if not arrived:
-                perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
+            if not arrived and ahead > lo:
+                # the jobs an event served can only move ahead of those it did not serve
+                # (their remaining work fell): sorting the served ones sorts the list
+                top = max(ahead, lo + w)
+                perm = _srpt_perm(ids[lo:top], rb[lo:top])
                 if perm is not None:
                     for a in (ids, rb, xb, cb, wb):
-                        a[lo:hi] = a[lo:hi][perm]
+                        a[lo:top] = a[lo:top][perm]
+            if knees is not None:
+                w = served = _knee_reach(knees, cb[lo : lo + w], n, served)
+            hi = lo + w
             head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
             view = Active(
                 head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
@@ -284,6 +293,7 @@ def _run_general(
                 for a in (ids, rb, xb, cb, wb):
                     a[lo + ended : hi] = a[lo:hi][keep]
                 lo += ended
+            ahead = hi
     return first, end, used, log
 
 
@@ -305,6 +315,36 @@ def window(s: _Setting) -> int | None:
     if s.policy == "hell" and len(s.curves) == 1:
         return len(_hell_chain(s.curves[0], s.n))
     return None
+
+
+def _knee_table(s: _Setting) -> np.ndarray | None:
+    """``knee`` with curves of different knees: each curve's knee
+    (:func:`~sjfbco.elastic.policies.knee_of`); else ``None``."""
+    from sjfbco.elastic.policies import knee_of
+
+    if s.policy != "knee":
+        return None
+    knees = np.array([knee_of(c, s.n, s.knee_threshold) for c in s.curves])
+    # equal knees: the window (:func:`window`) is already the jobs the GPUs reach
+    return knees if knees.min() != knees.max() else None
+
+
+def _knee_reach(knees: np.ndarray, cb: np.ndarray, n: int, guess: int) -> int:
+    """How many jobs, first in SRPT order, ``knee`` gives GPUs to: up to the first whose
+    knee the ``n`` GPUs do not cover (all of ``cb`` if their knees sum to less: then the
+    leftovers go to all of them). ``knee`` on those jobs alone gives them the same GPUs
+    (the jobs behind get none). ``guess``: the last event's answer (a start; the result
+    does not depend on it).
+    """
+    size = len(cb)
+    reach = min(size, max(64, 2 * guess))
+    while True:
+        total = np.cumsum(knees[cb[:reach]])
+        if total[-1] >= n:
+            return int(np.searchsorted(total, n)) + 1  # the first job the GPUs run out at
+        if reach == size:
+            return size
+        reach = min(size, 4 * reach)
 
 
 def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
