@@ -18,6 +18,23 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
     """Redirect file descriptor 1 (C-level stdout too) to stderr inside the block."""
+    with _stdout_to(to_null=False):
+        yield
+
+
+@contextlib.contextmanager
+def stdout_silenced() -> Iterator[None]:
+    """Send file descriptor 1 (C-level stdout too) to the null device inside the block.
+
+    For a library's start-up banner, which says nothing about the run (HiGHS
+    prints two lines of copyright whenever a solver object is created).
+    """
+    with _stdout_to(to_null=True):
+        yield
+
+
+@contextlib.contextmanager
+def _stdout_to(*, to_null: bool) -> Iterator[None]:
     try:
         sys.stdout.flush()
         fd = sys.stdout.fileno()
@@ -26,7 +43,7 @@ def stdout_to_stderr() -> Iterator[None]:
         return
     saved = os.dup(fd)
     try:
-        target = sys.stderr.fileno() if _has_fileno(sys.stderr) else None
+        target = None if to_null or not _has_fileno(sys.stderr) else sys.stderr.fileno()
         if target is None:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, fd)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -230,3 +232,13 @@ def test_bounds_never_exceed_any_schedule(data: ProblemData) -> None:
         ms = solve(data, name).makespan
         for bname, value in bounds.items():
             assert value <= ms + 1e-9, (bname, name, value, ms)
+
+
+def test_the_pattern_lp_prints_nothing() -> None:
+    """HiGHS prints a two-line banner at its first solver object in a process (a fresh
+    process, so no earlier test has printed it already); the bound says nothing on
+    either stream."""
+    code = "import numpy as np; from sjfbco.bounds.cutting_stock import PatternLP; "
+    code += "PatternLP(np.array([1.0, 2.0]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert (out.stdout, out.stderr) == ("", "")

@@ -79,9 +79,9 @@ class PatternLP:
     def __init__(self, demand: np.ndarray):
         import highspy
 
-        from sjfbco.stdio import stdout_to_stderr
+        from sjfbco.stdio import stdout_silenced
 
-        with stdout_to_stderr():  # HiGHS prints a banner on creation
+        with stdout_silenced():  # HiGHS prints a banner on creation
             self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
         self.inf = highspy.kHighsInf
