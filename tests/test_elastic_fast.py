@@ -374,3 +374,39 @@ def test_equal_curves_of_two_runs_share_one_object() -> None:
     assert a is not b
     assert sim._canonical(a) is sim._canonical(b) is sim._canonical(a)
     assert sim._canonical(TableSpeedup((1.0, 1.9))) is not sim._canonical(a)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=400),
+    st.integers(1, 600),
+    st.integers(0, 500),
+)
+def test_knee_reach_is_where_the_gpus_run_out(cb: list[int], n: int, guess: int) -> None:
+    # the jobs knee gives GPUs to: up to the first whose knee the n GPUs do not cover, or
+    # all; the same from any starting guess (it only sets where the search starts)
+    knees = np.array([1, 3, 7, 19])
+    total = np.cumsum(knees[np.asarray(cb)])
+    want = int(np.argmax(total >= n)) + 1 if total[-1] >= n else len(cb)
+    assert sim._knee_reach(knees, np.asarray(cb), n, guess) == want
+
+
+@pytest.mark.parametrize("mode", ["continuous", "integer"])
+def test_knee_with_unequal_knees_on_many_jobs_as_before(mode: str) -> None:
+    # enough jobs (150) that the jobs knee's GPUs reach are a small, changing part of
+    # the active ones, with two curves of different knees (1 and 4 at 0.2) and arrivals
+    rng = np.random.default_rng(7)
+    m = 150
+    sizes = rng.choice(np.arange(1, 400), m, replace=False) / 4
+    flat, steep = TableSpeedup((1.0, 1.05)), TableSpeedup((1.0, 1.9, 2.7, 3.4, 3.6))
+    curves: list[Speedup] = [flat if v else steep for v in rng.integers(0, 2, m)]
+    arrivals = np.repeat([0.0, 3.0, 9.5], [100, 30, 20]).tolist()
+    assert [pol.knee_of(c, 40, 0.2) for c in (flat, steep)] == [1, 4]
+    new = simulate_elastic(
+        sizes, 40, curves, "knee", arrivals=arrivals, mode=mode, knee_threshold=0.2
+    )
+    old_first, old_end = reference_ends(
+        sizes, 40, curves, "knee", arrivals=arrivals, mode=mode, knee_threshold=0.2
+    )
+    assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9)
+    assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9)
