@@ -4,7 +4,10 @@ A plain-Python copy of ``sjfbco/elastic/simulator.py`` and ``policies.py`` at co
 ``093f836``: one list operation per job per event. ``tests/test_elastic_fast.py``
 checks that the NumPy implementation gives the same end times. Only the tie rule of
 ``hell`` differs on exact ties (SRPT order there, arrival order here), which the tests
-avoid by drawing distinct sizes.
+avoid by drawing distinct sizes. One change since: heSRPT's flow shares use the
+increments ``i^c - (i-1)^c`` of ``sjfbco.elastic.policies.increment`` times ``m^-c``
+(the arithmetic of the policy since then; ``tests/test_elastic_fast.py`` checks
+them against ``(i/m)^c - ((i-1)/m)^c`` to 1e-12 relative).
 """
 
 # ruff: noqa
@@ -67,6 +70,16 @@ def hesrpt(a: Active) -> list[float]:
     slowdown = a.objective == "slowdown"
     weights = [1.0 / a.size[i] if slowdown else 1.0 for i in order]
     out = [0.0] * len(a.jobs)
+    m = len(order)
+    if not slowdown and a.p < 1 - 1e-9 and m >= 2 and math.log(2 * m) / (1.0 - a.p) < 600.0:
+        # the flow shares as the policy computes them since the increments change:
+        # (i^c - (i-1)^c) written -i^c expm1(c log1p(-1/i)), times N m^-c
+        c = 1.0 / (1.0 - a.p)
+        scale = a.n * float(m) ** -c
+        for rank, i in enumerate(order, start=1):
+            d = 1.0 if rank == 1 else -(float(rank) ** c) * math.expm1(c * math.log1p(-1.0 / rank))
+            out[i] = d * scale
+        return out
     for i, share in zip(order, hesrpt_shares(weights, a.p), strict=True):
         out[i] = share * a.n
     return out

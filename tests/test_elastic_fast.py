@@ -161,12 +161,50 @@ def test_every_policy_mode_and_speedup_as_before(run: dict) -> None:
             assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), (policy, mode)
 
 
+@pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
+def test_flow_shares_from_increments_are_the_power_differences(p: float) -> None:
+    # the increments i^c - (i-1)^c times m^-c against the old (i/m)^c - ((i-1)/m)^c: equal
+    # within 1e-12 relative (the old form's own cancellation error grows as i / c ulp)
+    c = 1.0 / (1.0 - p)
+    for m in (2, 3, 7, 100, 1000, 4000):
+        new = pol.flow_shares(m, p)
+        old = pol._shares(np.ones(m), p)
+        assert np.all(np.abs(new - old) <= 1e-12 * old), (m, p)
+        assert float(np.sum(new)) == pytest.approx(1.0, rel=1e-12)
+        # the policy: the same values in SRPT order, times N
+        a = pol.Active(
+            np.arange(m),
+            np.arange(1.0, m + 1),
+            np.ones(m),
+            np.zeros(m, dtype=int),
+            [PowerLaw(p)],
+            37,
+            p,
+        )
+        if pol._by_increments(m, p):
+            fast = pol.hesrpt_increments(c, m)[m - 1 :: -1] * (37 * float(m) ** -c)
+        else:  # m^c near overflow (p = 0.99, m >= 1000): the old form
+            assert p == 0.99
+            assert m >= 1000
+            fast = old[::-1] * 37
+        assert np.array_equal(pol.hesrpt(a), fast)
+        assert np.allclose(pol.hesrpt(a), old[::-1] * 37, rtol=1e-12, atol=0)
+    # by hand: p = 0.5, c = 2: 1, 3, 5, 7 over m^2
+    assert pol.flow_shares(4, 0.5).tolist() == [1 / 16, 3 / 16, 5 / 16, 7 / 16]
+    # grown on demand: the first values do not change when more are computed
+    first = pol.hesrpt_increments(c, 10)[:10].copy()
+    more = 50_000 if p <= 0.9 else 500
+    assert np.array_equal(pol.hesrpt_increments(c, more)[:10], first)
+    assert pol.increment(300, c) == pytest.approx(300**c - 299**c, rel=1e-9)
+
+
 def test_vector_shortcuts_give_the_same_bits() -> None:
     # flow shares without the partial sums, and the rates of several table curves by
     # one stacked lookup: bit for bit what _shares and TableSpeedup.many give
     for m in (1, 2, 3, 10, 1000):
         for p in (0.1, 0.5, 0.7, 0.95, 1.0):
-            assert np.array_equal(pol.flow_shares(m, p), pol._shares(np.ones(m), p)), (m, p)
+            shares = pol.flow_shares(m, p)
+            assert np.allclose(shares, pol._shares(np.ones(m), p), rtol=1e-12, atol=0), (m, p)
     data = paper_instance(20, 1, 100)
     uniq = list({id(c): c for c in curves_for(data, "model")}.values())
     assert len(uniq) > 1
@@ -336,3 +374,39 @@ def test_equal_curves_of_two_runs_share_one_object() -> None:
     assert a is not b
     assert sim._canonical(a) is sim._canonical(b) is sim._canonical(a)
     assert sim._canonical(TableSpeedup((1.0, 1.9))) is not sim._canonical(a)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.integers(0, 3), min_size=1, max_size=400),
+    st.integers(1, 600),
+    st.integers(0, 500),
+)
+def test_knee_reach_is_where_the_gpus_run_out(cb: list[int], n: int, guess: int) -> None:
+    # the jobs knee gives GPUs to: up to the first whose knee the n GPUs do not cover, or
+    # all; the same from any starting guess (it only sets where the search starts)
+    knees = np.array([1, 3, 7, 19])
+    total = np.cumsum(knees[np.asarray(cb)])
+    want = int(np.argmax(total >= n)) + 1 if total[-1] >= n else len(cb)
+    assert sim._knee_reach(knees, np.asarray(cb), n, guess) == want
+
+
+@pytest.mark.parametrize("mode", ["continuous", "integer"])
+def test_knee_with_unequal_knees_on_many_jobs_as_before(mode: str) -> None:
+    # enough jobs (150) that the jobs knee's GPUs reach are a small, changing part of
+    # the active ones, with two curves of different knees (1 and 4 at 0.2) and arrivals
+    rng = np.random.default_rng(7)
+    m = 150
+    sizes = rng.choice(np.arange(1, 400), m, replace=False) / 4
+    flat, steep = TableSpeedup((1.0, 1.05)), TableSpeedup((1.0, 1.9, 2.7, 3.4, 3.6))
+    curves: list[Speedup] = [flat if v else steep for v in rng.integers(0, 2, m)]
+    arrivals = np.repeat([0.0, 3.0, 9.5], [100, 30, 20]).tolist()
+    assert [pol.knee_of(c, 40, 0.2) for c in (flat, steep)] == [1, 4]
+    new = simulate_elastic(
+        sizes, 40, curves, "knee", arrivals=arrivals, mode=mode, knee_threshold=0.2
+    )
+    old_first, old_end = reference_ends(
+        sizes, 40, curves, "knee", arrivals=arrivals, mode=mode, knee_threshold=0.2
+    )
+    assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9)
+    assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9)

@@ -181,7 +181,8 @@ def _run_general(
     """The event loop for any policy: the policy allocates at every arrival and completion.
 
     Each event costs a few vector operations over the jobs the policy can serve
-    (:func:`window`; all active jobs for most policies); the active list lives in
+    (:func:`window`; all active jobs for most policies; for `knee` the jobs its GPUs
+    reach, :func:`_knee_reach`); the active list lives in
     one buffer whose served head is rewritten in place, so an event never copies
     the jobs behind the window. Curves are evaluated only for the jobs that get
     GPUs, from a table when the counts are whole.
@@ -201,78 +202,98 @@ def _run_general(
     nxt, now, used = 0, 0.0, 0.0
     log: list[tuple[float, tuple[float, ...]]] = []
     # the active jobs in SRPT order (remaining, position) are ids[lo:], with their remaining
-    # work, sizes and curves alongside (rb, xb, cb); only the first `w` of them can get GPUs
-    # (the others keep their work), so the order of the whole list stays right if the
-    # first `w` are kept in order
+    # work, sizes, curves and whether they wait for their first GPU alongside (rb, xb, cb,
+    # wb); only the first `w` of them can get GPUs (the others keep their work), so the
+    # order of the whole list stays right if the first `w` are kept in order
     ids = np.empty(0, dtype=int)
     rb, xb, cb = np.empty(0), np.empty(0), np.empty(0, dtype=int)
+    wb = np.empty(0, dtype=bool)
     lo = 0
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
-    while nxt < m or lo < len(ids):
-        upto = int(np.searchsorted(due, now, side="right"))
-        arrived = upto > nxt
-        if arrived:
-            new = pending[nxt:upto]
-            ids = np.concatenate([ids[lo:], new])
-            rb = np.concatenate([rb[lo:], x[new]])
-            perm = _srpt_perm(ids, rb)
-            if perm is not None:
-                ids, rb = ids[perm], rb[perm]
-            xb, cb = x[ids], cid[ids]
-            unstarted += upto - nxt
-            lo, nxt = 0, upto
-        size = len(ids) - lo
-        if not size:
-            now = float(due[nxt])
-            continue
-        w = size if width is None else min(size, width)
-        hi = lo + w
-        if not arrived:
-            perm = _srpt_perm(ids[lo:hi], rb[lo:hi])
-            if perm is not None:
-                for a in (ids, rb, xb, cb):
-                    a[lo:hi] = a[lo:hi][perm]
-        head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
-        view = Active(head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold)
-        k = alloc_fn(view)
-        counts = None
-        if s.mode == "integer":
-            counts = round_by_largest_remainder(k)
-            k = counts.astype(float)
-        elif whole_counts:
-            counts = k.astype(int)
-        rate = _rates(uniq, cb[lo:hi], k, n, counts, tables)
-        if record:
-            full = np.concatenate([k, np.zeros(size - w)])
-            whole = ids[lo:]
-            by_arrival = np.lexsort((whole, arr[whole]))
-            log.append((now, tuple(full[by_arrival].tolist())))
-        with np.errstate(divide="ignore"):
-            finish = left / rate  # remaining work is > 0: no GPU gives inf
-        dt = float(finish.min())
-        t_arr = float(due[nxt]) if nxt < m else math.inf
-        if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
-            raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
-        step = min(dt, t_arr - now)
-        used += float(k.sum()) * step
-        if unstarted:
-            starts = head[(k > 0) & np.isinf(first[head])]
-            first[starts] = now
-            unstarted -= len(starts)
-        done = finish <= step * (1 + _TOL) + 1e-12
-        np.subtract(left, rate * step, out=left)
-        now += step
-        ended = int(np.count_nonzero(done))
-        if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
-            end[head[:ended]] = now
-            lo += ended
-        elif ended:
-            end[head[done]] = now
-            keep = ~done
-            for a in (ids, rb, xb, cb):
-                a[lo + ended : hi] = a[lo:hi][keep]
-            lo += ended
+    knees = _knee_table(s)
+    served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
+    ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
+    # one errstate for the whole loop (entering it per event costs as much as a vector pass)
+    with np.errstate(divide="ignore"):
+        while nxt < m or lo < len(ids):
+            arrived = nxt < m and bool(due[nxt] <= now)  # as searchsorted: due is sorted
+            if arrived:
+                upto = int(np.searchsorted(due, now, side="right"))
+                new = pending[nxt:upto]
+                ids = np.concatenate([ids[lo:], new])
+                rb = np.concatenate([rb[lo:], x[new]])
+                perm = _srpt_perm(ids, rb)
+                if perm is not None:
+                    ids, rb = ids[perm], rb[perm]
+                xb, cb = x[ids], cid[ids]
+                wb = np.isinf(first[ids])  # never had a GPU yet
+                unstarted += upto - nxt
+                lo, nxt, ahead = 0, upto, 0
+            size = len(ids) - lo
+            if not size:
+                now = float(due[nxt])
+                continue
+            w = size if width is None else min(size, width)
+            if not arrived and ahead > lo:
+                # the jobs an event served can only move ahead of those it did not serve
+                # (their remaining work fell): sorting the served ones sorts the list
+                top = max(ahead, lo + w)
+                perm = _srpt_perm(ids[lo:top], rb[lo:top])
+                if perm is not None:
+                    for a in (ids, rb, xb, cb, wb):
+                        a[lo:top] = a[lo:top][perm]
+            if knees is not None:
+                w = served = _knee_reach(knees, cb[lo : lo + w], n, served)
+            hi = lo + w
+            head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
+            view = Active(
+                head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
+            )
+            k = alloc_fn(view)
+            counts = None
+            if s.mode == "integer":
+                counts = round_by_largest_remainder(k)
+                if record:
+                    k = counts.astype(float)
+            elif whole_counts:
+                counts = k.astype(int)
+            given = k if counts is None else counts  # the integer mode: k is not rounded
+            rate = _rates(uniq, cb[lo:hi], given, n, counts, tables)
+            if record:
+                full = np.concatenate([k, np.zeros(size - w)])
+                whole = ids[lo:]
+                by_arrival = np.lexsort((whole, arr[whole]))
+                log.append((now, tuple(full[by_arrival].tolist())))
+            finish = left / rate  # remaining work is > 0: no GPU gives inf (errstate above)
+            dt = float(finish.min())
+            t_arr = float(due[nxt]) if nxt < m else math.inf
+            if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
+                raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
+            step = min(dt, t_arr - now)
+            used += float(given.sum()) * step
+            if unstarted:
+                fresh = given > 0
+                fresh &= wb[lo:hi]
+                at = np.flatnonzero(fresh)
+                if len(at):
+                    first[head[at]] = now
+                    wb[lo + at] = False
+                    unstarted -= len(at)
+            done = finish <= step * (1 + _TOL) + 1e-12
+            np.subtract(left, rate * step, out=left)
+            now += step
+            ended = int(np.count_nonzero(done))
+            if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
+                end[head[:ended]] = now
+                lo += ended
+            elif ended:
+                end[head[done]] = now
+                keep = ~done
+                for a in (ids, rb, xb, cb, wb):
+                    a[lo + ended : hi] = a[lo:hi][keep]
+                lo += ended
+            ahead = hi
     return first, end, used, log
 
 
@@ -294,6 +315,36 @@ def window(s: _Setting) -> int | None:
     if s.policy == "hell" and len(s.curves) == 1:
         return len(_hell_chain(s.curves[0], s.n))
     return None
+
+
+def _knee_table(s: _Setting) -> np.ndarray | None:
+    """``knee`` with curves of different knees: each curve's knee
+    (:func:`~sjfbco.elastic.policies.knee_of`); else ``None``."""
+    from sjfbco.elastic.policies import knee_of
+
+    if s.policy != "knee":
+        return None
+    knees = np.array([knee_of(c, s.n, s.knee_threshold) for c in s.curves])
+    # equal knees: the window (:func:`window`) is already the jobs the GPUs reach
+    return knees if knees.min() != knees.max() else None
+
+
+def _knee_reach(knees: np.ndarray, cb: np.ndarray, n: int, guess: int) -> int:
+    """How many jobs, first in SRPT order, ``knee`` gives GPUs to: up to the first whose
+    knee the ``n`` GPUs do not cover (all of ``cb`` if their knees sum to less: then the
+    leftovers go to all of them). ``knee`` on those jobs alone gives them the same GPUs
+    (the jobs behind get none). ``guess``: the last event's answer (a start; the result
+    does not depend on it).
+    """
+    size = len(cb)
+    reach = min(size, max(64, 2 * guess))
+    while True:
+        total = np.cumsum(knees[cb[:reach]])
+        if total[-1] >= n:
+            return int(np.searchsorted(total, n)) + 1  # the first job the GPUs run out at
+        if reach == size:
+            return size
+        reach = min(size, 4 * reach)
 
 
 def _distinct(curves: Sequence[Speedup]) -> tuple[list[Speedup], np.ndarray]:
@@ -354,13 +405,19 @@ def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
     up = r[1:] > r[:-1]
     if up.all():
         return None
-    tie = np.flatnonzero(~up)  # in order only if equal remaining, lower position first
-    if np.all(r[tie + 1] == r[tie]) and np.all(ids[tie + 1] > ids[tie]):
+    # in order where not up only if equal remaining, lower position first: whole-length
+    # passes (often thousands of ties: jobs of equal size not yet served), no gathers
+    ok = r[1:] == r[:-1]
+    ok &= ids[1:] > ids[:-1]
+    ok |= up
+    if ok.all():
         return None
     order = np.argsort(r, kind="stable")
     rs, io = r[order], ids[order]
-    eq = rs[1:] == rs[:-1]  # ties keep their previous order: right if by position
-    if not eq.any() or np.all(io[1:][eq] > io[:-1][eq]):
+    # ties keep their previous order: right if by position (whole-length passes again)
+    ok = rs[1:] != rs[:-1]
+    ok |= io[1:] > io[:-1]
+    if ok.all():
         return order
     return np.lexsort((ids, r))
 
