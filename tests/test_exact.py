@@ -395,6 +395,21 @@ def test_budget_shares_one_limit() -> None:
     assert left is not None and 9.9 < left <= 10.0
     unlimited = Budget(None)
     assert unlimited.left() is None and unlimited.share(0.15, 60.0) == 60.0
+    assert unlimited.share(0.4, 60.0, keep=0.2) == 60.0
+
+
+def test_bound_phases_leave_the_model_its_reserve() -> None:
+    """Packing check, time-indexed form and relaxation take 0.1 + 0.4 + 0.4 of the limit
+    after the warm start's 0.2: undecided all, they would leave the model nothing."""
+    from sjfbco.solvers.exact import MODEL_RESERVE, Budget
+
+    b = Budget(100.0)
+    assert b.share(0.4, keep=MODEL_RESERVE) == pytest.approx(40.0, abs=0.1)
+    b.start -= 70.0  # 70 s used: 30 s left, 20 s of them kept for the model
+    assert b.share(0.4, keep=MODEL_RESERVE) == pytest.approx(10.0, abs=0.1)
+    b.start -= 15.0  # 15 s left: all of it kept
+    assert b.share(0.4, keep=MODEL_RESERVE) == 0.0
+    assert b.share(0.4) == pytest.approx(15.0, abs=0.1)  # the model's own share: what is left
 
 
 def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:

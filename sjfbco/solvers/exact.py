@@ -55,6 +55,10 @@ BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.4, 0.1
 #: Shares of the time limit: CP-SAT on the relaxation without its cuts (a quick packing
 #: check), and the time-indexed relaxation on HiGHS when that check is undecided.
 PACKING_SHARE, TIME_INDEXED_SHARE = 0.1, 0.4
+#: Share of the time limit that the bound phases (packing check, time-indexed form,
+#: relaxation) leave to the model: their shares add up to 0.9, so without this reserve
+#: a run where all three stay undecided would leave the model no time at all.
+MODEL_RESERVE = 0.2
 #: Seconds for the relaxation (and for its time-indexed form) when there is no time limit.
 UNLIMITED_RELAXATION_S = 60.0
 #: Seconds for the packing check when there is no time limit.
@@ -231,12 +235,15 @@ class Budget:
             return None
         return max(0.0, self.limit - (time.perf_counter() - self.start))
 
-    def share(self, fraction: float, unlimited: float | None = None) -> float | None:
-        """``fraction`` of the limit, at most what is left; ``unlimited`` without a limit."""
+    def share(
+        self, fraction: float, unlimited: float | None = None, *, keep: float = 0.0
+    ) -> float | None:
+        """``fraction`` of the limit, at most what is left less ``keep`` of the limit
+        (never below 0); ``unlimited`` without a limit."""
         left = self.left()
         if left is None or self.limit is None:
             return unlimited
-        return min(left, fraction * self.limit)
+        return max(0.0, min(left - keep * self.limit, fraction * self.limit))
 
 
 @dataclass
@@ -339,7 +346,10 @@ def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     """The contention-free relaxation with its pairwise cuts: a bound, its plan a candidate."""
     from sjfbco.bounds.relaxation import contention_free_bound
 
-    limit = budget.share(RELAXATION_SHARE, UNLIMITED_RELAXATION_S)
+    limit = budget.share(RELAXATION_SHARE, UNLIMITED_RELAXATION_S, keep=MODEL_RESERVE)
+    if limit == 0.0:  # the phases before used the time the model is kept
+        run.stats["relaxation"] = {"status": "no time left (MODEL_RESERVE)"}
+        return
     progress.report("exact: contention-free relaxation bound")
     rel = contention_free_bound(
         run.data,
@@ -386,7 +396,7 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     progress.report("exact: contention-free packing")
     quick = contention_free_bound(
         run.data,
-        time_limit=budget.share(PACKING_SHARE, UNLIMITED_PACKING_S),
+        time_limit=budget.share(PACKING_SHARE, UNLIMITED_PACKING_S, keep=MODEL_RESERVE),
         horizon=horizon,
         workers=p.threads,
         seed=seed,
@@ -399,11 +409,15 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     run.raise_bound(quick.bound, "contention-free packing")
     if quick.status == "INFEASIBLE" or quick.plan is not None or run.bound >= run.makespan:
         return
+    limit = budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S, keep=MODEL_RESERVE)
+    if limit == 0.0:
+        info["status"] = "no time left (MODEL_RESERVE)"
+        return
     progress.report("exact: time-indexed relaxation bound")
     ti = time_indexed_bound(
         run.data,
         horizon,
-        time_limit=budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S),
+        time_limit=limit,
         threads=p.threads,
     )
     info.update(
