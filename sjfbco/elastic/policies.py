@@ -234,6 +234,11 @@ def _hell_best(curve: Speedup, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ks), np.array(vals)
 
 
+#: Jobs, first in SRPT order, whose curves ``hell`` with several curves sorts into queues
+#: at first (more when a curve's queue runs out; see :func:`hell`).
+_HELL_REACH = 256
+
+
 @lru_cache(maxsize=1024)
 def _hell_chain(curve: Speedup, n: int) -> np.ndarray:
     """One curve for all jobs: ``hell`` hands out these counts in SRPT order (see :func:`hell`)."""
@@ -260,10 +265,16 @@ def hell(a: Active) -> np.ndarray:
         # the job with the best score (first in SRPT order among equal scores) is, within
         # one curve, the first not yet served: the score s(k)^2 / (k r) falls with r. So
         # the greedy compares only each curve's next job in SRPT order.
+        # The queues hold the jobs of each curve among the first `reach` only (a few per
+        # curve are served); a curve whose queue ran out within them is looked up further
+        # only if a job behind could win: its score is at most best / rem[reach - 1]
+        # (remaining work rises along SRPT order), and on a tie it loses (it comes later).
         best = [_hell_best(c, n) for c in a.curves]
-        queue = [np.flatnonzero(a.curve == c) for c in range(len(a.curves))]
-        nxt = [0] * len(queue)
-        rem = a.remaining
+        nc = len(a.curves)
+        rem, cur = a.remaining, a.curve
+        reach = min(m, _HELL_REACH)
+        queue = [np.flatnonzero(cur[:reach] == c) for c in range(nc)]
+        nxt = [0] * nc
         left = n
         while left > 0:
             pick, top, at = -1, -math.inf, -1
@@ -273,6 +284,13 @@ def hell(a: Active) -> np.ndarray:
                     score = best[c][1][left - 1] / rem[i]
                     if score > top or (score == top and i < pick):
                         pick, top, at = i, score, c
+            if reach < m and any(
+                nxt[c] >= len(queue[c]) and best[c][1][left - 1] / rem[reach - 1] > top
+                for c in range(nc)
+            ):
+                reach = min(m, 4 * reach)
+                queue = [np.flatnonzero(cur[:reach] == c) for c in range(nc)]
+                continue
             if pick < 0:
                 break
             k = int(best[at][0][left - 1])

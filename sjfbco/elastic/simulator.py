@@ -213,6 +213,7 @@ def _run_general(
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
     knees = _knee_table(s)
+    trim = s.policy == "hell" and len(uniq) > 1
     served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
     ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
     # one errstate for the whole loop (entering it per event costs as much as a vector pass)
@@ -237,13 +238,13 @@ def _run_general(
                 continue
             w = size if width is None else min(size, width)
             if not arrived and ahead > lo:
-                # the jobs an event served can only move ahead of those it did not serve
-                # (their remaining work fell): sorting the served ones sorts the list
-                top = max(ahead, lo + w)
-                perm = _srpt_perm(ids[lo:top], rb[lo:top])
+                # the jobs the last event served, ids[lo:ahead], can only move ahead of the
+                # others (their remaining work fell; the others kept theirs and their
+                # order): sorting the served ones sorts the list
+                perm = _srpt_perm(ids[lo:ahead], rb[lo:ahead])
                 if perm is not None:
                     for a in (ids, rb, xb, cb, wb):
-                        a[lo:top] = a[lo:top][perm]
+                        a[lo:ahead] = a[lo:ahead][perm]
             if knees is not None:
                 w = served = _knee_reach(knees, cb[lo : lo + w], n, served)
             hi = lo + w
@@ -252,6 +253,13 @@ def _run_general(
                 head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
             )
             k = alloc_fn(view)
+            if trim and w > 1:
+                # hell with several curves serves the first few jobs of each curve: the
+                # rest of the event works on the jobs up to the last one served
+                served_to = np.flatnonzero(k)
+                w = int(served_to[-1]) + 1 if len(served_to) else 1
+                hi = lo + w
+                k, head, left = k[:w], head[:w], left[:w]
             counts = None
             if s.mode == "integer":
                 counts = round_by_largest_remainder(k)
