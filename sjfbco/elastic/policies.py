@@ -234,8 +234,26 @@ def _hell_best(curve: Speedup, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ks), np.array(vals)
 
 
+@lru_cache(maxsize=64)
+def _hell_bests(curves: tuple[Speedup, ...], n: int) -> list[tuple[list[int], list[float]]]:
+    """:func:`_hell_best` of each curve as Python lists (one cache lookup per event)."""
+    out = []
+    for c in curves:
+        ks, vals = _hell_best(c, n)
+        out.append(([int(k) for k in ks], vals.tolist()))
+    return out
+
+
+def _hell_queues(
+    cur: np.ndarray, rem: np.ndarray, lo: int, hi: int, curves: Sequence[int]
+) -> tuple[list[list[int]], list[list[float]]]:
+    """For each of ``curves``, its jobs at ``lo..hi-1`` (SRPT order) and their remaining work."""
+    idx = [np.flatnonzero(cur[lo:hi] == c) + lo for c in curves]
+    return [q.tolist() for q in idx], [rem[q].tolist() for q in idx]
+
+
 #: Jobs, first in SRPT order, whose curves ``hell`` with several curves sorts into queues
-#: at first (more when a curve's queue runs out; see :func:`hell`).
+#: at first (a curve's queue grows fourfold when it runs out; see :func:`hell`).
 _HELL_REACH = 256
 
 
@@ -265,35 +283,44 @@ def hell(a: Active) -> np.ndarray:
         # the job with the best score (first in SRPT order among equal scores) is, within
         # one curve, the first not yet served: the score s(k)^2 / (k r) falls with r. So
         # the greedy compares only each curve's next job in SRPT order.
-        # The queues hold the jobs of each curve among the first `reach` only (a few per
-        # curve are served); a curve whose queue ran out within them is looked up further
-        # only if a job behind could win: its score is at most best / rem[reach - 1]
+        # Each curve's queue holds its jobs among the first `reach[c]` only (a few per
+        # curve are served); a curve whose queue ran out is looked further into only if
+        # a job behind could win: its score is at most best / rem[reach[c] - 1]
         # (remaining work rises along SRPT order), and on a tie it loses (it comes later).
-        best = [_hell_best(c, n) for c in a.curves]
+        # Python lists: a pick compares one job per curve, a few hundred per event.
+        best = _hell_bests(tuple(a.curves), n)
         nc = len(a.curves)
         rem, cur = a.remaining, a.curve
-        reach = min(m, _HELL_REACH)
-        queue = [np.flatnonzero(cur[:reach] == c) for c in range(nc)]
+        have = np.bincount(cur, minlength=nc).tolist()  # each curve's active jobs
+        start = min(m, _HELL_REACH)
+        reach = [start] * nc
+        queue, qrem = _hell_queues(cur, rem, 0, start, range(nc))
         nxt = [0] * nc
         left = n
         while left > 0:
             pick, top, at = -1, -math.inf, -1
-            for c, q in enumerate(queue):
-                if nxt[c] < len(q):
-                    i = int(q[nxt[c]])
-                    score = best[c][1][left - 1] / rem[i]
+            dry = []
+            for c in range(nc):
+                j = nxt[c]
+                if j < len(queue[c]):
+                    i = queue[c][j]
+                    score = best[c][1][left - 1] / qrem[c][j]
                     if score > top or (score == top and i < pick):
                         pick, top, at = i, score, c
-            if reach < m and any(
-                nxt[c] >= len(queue[c]) and best[c][1][left - 1] / rem[reach - 1] > top
-                for c in range(nc)
-            ):
-                reach = min(m, 4 * reach)
-                queue = [np.flatnonzero(cur[:reach] == c) for c in range(nc)]
+                elif j < have[c]:  # more jobs of this curve behind reach[c]
+                    dry.append(c)
+            grow = [c for c in dry if best[c][1][left - 1] / float(rem[reach[c] - 1]) > top]
+            if grow:
+                for c in grow:
+                    upto = min(m, 4 * reach[c])
+                    more, more_rem = _hell_queues(cur, rem, reach[c], upto, (c,))
+                    queue[c] += more[0]
+                    qrem[c] += more_rem[0]
+                    reach[c] = upto
                 continue
             if pick < 0:
                 break
-            k = int(best[at][0][left - 1])
+            k = best[at][0][left - 1]
             alloc[pick] = k
             left -= k
             nxt[at] += 1
