@@ -447,3 +447,23 @@ def test_hell_with_a_rare_curve_deep_in_the_list_as_before() -> None:
         assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), mode
     # the rare jobs run first, one after the other, on all 60 GPUs
     assert sorted(new.end)[:5] == pytest.approx([111 / 60, 223 / 60, 336 / 60, 450 / 60, 565 / 60])
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs(), st.integers(1, 3))
+def test_hell_first_picks_at_once_are_the_pick_by_pick_greedy(run: dict, reach: int) -> None:
+    # the picks made while every curve's best score is its final one, taken at once in
+    # falling score order, give the same GPUs as the pick-by-pick loop (also from a short
+    # reach, where jobs behind it bound how far the picks at once may go)
+    saved = pol._HELL_STATIC, pol._HELL_REACH
+    try:
+        pol._HELL_REACH = reach
+        for mode in ("continuous", "integer"):
+            pol._HELL_STATIC = True
+            fast = simulate_elastic(**run, policy="hell", mode=mode, record=True)
+            pol._HELL_STATIC = False
+            slow = simulate_elastic(**run, policy="hell", mode=mode, record=True)
+            assert fast.allocations == slow.allocations, mode
+            assert fast.end == slow.end, mode
+    finally:
+        pol._HELL_STATIC, pol._HELL_REACH = saved

@@ -244,6 +244,57 @@ def _hell_bests(curves: tuple[Speedup, ...], n: int) -> list[tuple[list[int], li
     return out
 
 
+def _hell_static_picks(a: Active, alloc: np.ndarray, start: int, nxt: list[int]) -> int:
+    """The first picks of ``hell`` with several curves at once; the GPUs left after them.
+
+    While ``left >= K_c`` for every curve, curve ``c``'s best score at ``left`` GPUs is
+    its final one, ``B_c`` (the running maximum of ``s(k)^2 / k`` stops growing at
+    ``k = K_c``), with the count ``k_c``: every job's score ``B_c / r`` is fixed, so the
+    greedy takes the jobs by falling score (ties: SRPT order), each its ``k_c`` GPUs,
+    as long as ``left >= K = max K_c`` before the pick. Among the first ``start``
+    jobs only, and only picks whose score beats every job behind them (at most
+    ``max B_c / r[start - 1]``; a tie goes to the earlier job). Fills ``alloc`` and
+    ``nxt`` (picks per curve: the first of each curve's queue).
+    """
+    n = a.n
+    big_k, kbest, bfinal = _hell_final(tuple(a.curves), n)
+    if n < big_k:
+        return n
+    cur, rem = a.curve[:start], a.remaining[:start]
+    score = bfinal[cur] / rem
+    order = np.lexsort((np.arange(start), -score))
+    ks = kbest[cur[order]]
+    before = n - (np.cumsum(ks) - ks)
+    ok = before >= big_k
+    if start < len(a):
+        ok &= score[order] > float(bfinal.max()) / float(a.remaining[start - 1])
+    count = int(np.argmin(ok)) if not ok.all() else start
+    take = order[:count]
+    alloc[take] = ks[:count]
+    for c, got in enumerate(np.bincount(cur[take], minlength=len(a.curves)).tolist()):
+        nxt[c] = got
+    return n - int(ks[:count].sum())
+
+
+@lru_cache(maxsize=64)
+def _hell_final(curves: tuple[Speedup, ...], n: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """``K = max K_c`` and each curve's final count ``k_c`` and score ``B_c`` (see
+    :func:`_hell_static_picks`; from :func:`_hell_best`: ``K_c`` is the first ``left``
+    whose best value is the last one)."""
+    big_k, ks, vals = 1, [], []
+    for c in curves:
+        k, v = _hell_best(c, n)
+        big_k = max(big_k, int(np.argmax(v == v[-1])) + 1)
+        ks.append(int(k[-1]))
+        vals.append(float(v[-1]))
+    return big_k, np.array(ks), np.array(vals)
+
+
+#: Whether :func:`hell` takes its first picks at once (:func:`_hell_static_picks`;
+#: ``tests/test_elastic_fast.py`` compares with the pick-by-pick loop).
+_HELL_STATIC = True
+
+
 def _hell_queues(
     cur: np.ndarray, rem: np.ndarray, lo: int, hi: int, curves: Sequence[int]
 ) -> tuple[list[list[int]], list[list[float]]]:
@@ -297,6 +348,8 @@ def hell(a: Active) -> np.ndarray:
         queue, qrem = _hell_queues(cur, rem, 0, start, range(nc))
         nxt = [0] * nc
         left = n
+        if _HELL_STATIC:
+            left = _hell_static_picks(a, alloc, start, nxt)
         while left > 0:
             pick, top, at = -1, -math.inf, -1
             dry = []
