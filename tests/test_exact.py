@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -417,15 +418,33 @@ def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
-def _undecided_relaxation(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make CP-SAT's relaxation end undecided (no packing, no proof), as at a time limit."""
+def _undecided_relaxation(monkeypatch: pytest.MonkeyPatch, *, cuts_only: bool = False) -> None:
+    """Make CP-SAT's relaxation end undecided (no packing, no proof), as at a time limit;
+    ``cuts_only``: only with the pairwise cuts (the quick check without them runs)."""
     import sjfbco.bounds.relaxation as relaxation
 
-    def undecided(data: ProblemData, **_: object) -> relaxation.RelaxationResult:
+    real = relaxation.contention_free_bound
+
+    def undecided(data: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
+        if cuts_only and not kw.get("pairwise", True):
+            return real(data, **kw)
         closed = int(relaxation.lower_bound(data))
         return relaxation.RelaxationResult(closed, None, False, None, "UNKNOWN", 0.0, {})
 
     monkeypatch.setattr(relaxation, "contention_free_bound", undecided)
+
+
+def test_time_indexed_is_skipped_when_a_packing_ends_by_the_horizon(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Instance B (optimum 11): without the cuts the relaxation packs all three jobs by 8,
+    below the horizon 10, so the time-indexed form could prove nothing and is skipped; the
+    model proves 11."""
+    _undecided_relaxation(monkeypatch, cuts_only=True)
+    res = solve(instance_b(), "exact", backend="cpsat")
+    info = res.stats["time_indexed"]
+    assert info["packing_status"] == "OPTIMAL" and "bound" not in info
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
 def _late_pair() -> ProblemData:

@@ -52,10 +52,13 @@ EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 WARM_SOLVERS = ("best", "sjf-bco", "ls", "ff", "fifo-gang")
 #: Shares of the time limit: the anytime heuristic ``best``, the relaxation, the LP bound.
 BEST_SHARE, RELAXATION_SHARE, LP_SHARE = 0.15, 0.4, 0.1
-#: Share of the time limit for the time-indexed relaxation (when CP-SAT's is undecided).
-TIME_INDEXED_SHARE = 0.3
+#: Shares of the time limit: CP-SAT on the relaxation without its cuts (a quick packing
+#: check), and the time-indexed relaxation on HiGHS when that check is undecided.
+PACKING_SHARE, TIME_INDEXED_SHARE = 0.1, 0.4
 #: Seconds for the relaxation (and for its time-indexed form) when there is no time limit.
 UNLIMITED_RELAXATION_S = 60.0
+#: Seconds for the packing check when there is no time limit.
+UNLIMITED_PACKING_S = 10.0
 #: Seconds kept back at the end for turning the model's answer into a schedule.
 FINISH_MARGIN_S = 1.0
 #: Seconds per estimated variable to build a model and hand it to the solver
@@ -289,10 +292,10 @@ def solve_exact(
     stats["warm_makespan"] = warm_ev.makespan
     run = _Run(data, warm, warm_ev.makespan, int(lower_bound(data)), stats)
     stats["incumbent_from"], stats["bound_from"] = name, "closed-form bound"
+    if p.relaxation and run.bound < run.makespan and p.time_indexed:
+        _packing(run, budget, p, seed)
     if p.relaxation and run.bound < run.makespan:
-        undecided = _relaxation(run, budget, p, seed)
-        if p.time_indexed and undecided and run.bound < run.makespan:
-            _time_indexed(run, budget, p)
+        _relaxation(run, budget, p, seed)
     stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
@@ -332,14 +335,9 @@ def solve_exact(
     return run.output(Status.TIME_LIMIT if clock else Status.FEASIBLE)
 
 
-def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> bool:
-    """The contention-free relaxation: a bound, and its schedule as a candidate.
-
-    Returns whether CP-SAT left it undecided: neither a packing ending by the
-    horizon found nor proven that there is none.
-    """
+def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
+    """The contention-free relaxation with its pairwise cuts: a bound, its plan a candidate."""
     from sjfbco.bounds.relaxation import contention_free_bound
-    from sjfbco.formulations.common import plan_to_schedule
 
     limit = budget.share(RELAXATION_SHARE, UNLIMITED_RELAXATION_S)
     progress.report("exact: contention-free relaxation bound")
@@ -356,28 +354,61 @@ def _relaxation(run: _Run, budget: Budget, p: ExactParams, seed: int) -> bool:
         "status": rel.status,
         "seconds": round(rel.seconds, 3),
     }
-    if rel.plan is not None:
-        sched = plan_to_schedule(run.data, rel.plan)
+    _offer_plan(run, "relaxation", rel.plan)
+    run.raise_bound(rel.bound, "contention-free relaxation")
+
+
+def _offer_plan(run: _Run, name: str, plan: Any) -> None:
+    """Offer a relaxation's plan (``None``: none) as an incumbent, scored by the evaluator."""
+    from sjfbco.formulations.common import plan_to_schedule
+
+    if plan is not None:
+        sched = plan_to_schedule(run.data, plan)
         # contention may push some tau over a slot: then it is not a schedule
         with contextlib.suppress(ConfigurationError):
-            run.offer("relaxation", sched, evaluate(run.data, sched).makespan)
-    run.raise_bound(rel.bound, "contention-free relaxation")
-    return rel.plan is None and rel.status != "INFEASIBLE"
+            run.offer(name, sched, evaluate(run.data, sched).makespan)
 
 
-def _time_indexed(run: _Run, budget: Budget, p: ExactParams) -> None:
-    """The contention-free relaxation's time-indexed form on HiGHS, one below the incumbent."""
+def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
+    """Is there a contention-free packing ending one below the incumbent? (``docs/exact.md``)
+
+    First CP-SAT on the relaxation without the contention cuts, for
+    ``PACKING_SHARE`` of the limit: infeasible is the proof (bound = the
+    incumbent's makespan); a packing found means the time-indexed form could
+    prove nothing, and the relaxation with its cuts (next) is what may. Undecided:
+    the packing is tight, and the time-indexed form on HiGHS gets
+    ``TIME_INDEXED_SHARE``.
+    """
+    from sjfbco.bounds.relaxation import contention_free_bound
     from sjfbco.bounds.timeindexed import time_indexed_bound
 
-    limit = budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S)
+    horizon = int(run.makespan) - 1
+    progress.report("exact: contention-free packing")
+    quick = contention_free_bound(
+        run.data,
+        time_limit=budget.share(PACKING_SHARE, UNLIMITED_PACKING_S),
+        horizon=horizon,
+        workers=p.threads,
+        seed=seed,
+        pairwise=False,
+    )
+    info: dict[str, Any] = {"packing_status": quick.status, "packing_bound": quick.bound}
+    info["packing_seconds"] = round(quick.seconds, 3)
+    run.stats["time_indexed"] = info
+    _offer_plan(run, "packing", quick.plan)
+    run.raise_bound(quick.bound, "contention-free packing")
+    if quick.status == "INFEASIBLE" or quick.plan is not None or run.bound >= run.makespan:
+        return
     progress.report("exact: time-indexed relaxation bound")
-    ti = time_indexed_bound(run.data, int(run.makespan) - 1, time_limit=limit, threads=p.threads)
-    run.stats["time_indexed"] = {
-        "bound": ti.bound,
-        "status": ti.status,
-        "seconds": round(ti.seconds, 3),
-        "variables": ti.variables,
-    }
+    ti = time_indexed_bound(
+        run.data,
+        horizon,
+        time_limit=budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S),
+        threads=p.threads,
+    )
+    info.update(
+        bound=ti.bound, status=ti.status, seconds=round(ti.seconds, 3), variables=ti.variables
+    )
     run.raise_bound(ti.bound, "time-indexed relaxation")
 
 
