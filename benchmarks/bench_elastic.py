@@ -2,7 +2,10 @@
 
 Run: ``PYTHONPATH=. python benchmarks/bench_elastic.py [--trace PATH] [--quick]``. The Philly
 trace is described in ``docs/data.md``. ``--scaling [--quick] [--sizes 1000,5000,20000]
-[--before N]`` runs only part 3, which needs no data (``--quick``: 200 and 1,000 jobs).
+[--before N] [--only POLICY/SPEEDUP/MODE ...]`` runs only part 3, which needs no data
+(``--quick``: 200 and 1,000 jobs; ``--only`` keeps the rows whose policy, speedup kind
+(``power``, ``table``, ``model``) and mode match, ``*`` for any, e.g.
+``--only 'hesrpt/*/integer' 'knee/model/*'``).
 
 1. The Philly day of ``bench_online.py`` (1,328 jobs, 128 GPUs) run as
    malleable jobs, sizes ``x_j = F_j G_j tau_j(1)`` (slots on one GPU), under
@@ -122,7 +125,36 @@ SCALING_RUNS = tuple(
 )
 
 
-def scaling_table(sizes: list[int], before: int = 0) -> list[dict[str, Any]]:
+def row_filter(only: list[str] | None) -> list[tuple[str, str, str]]:
+    """The rows of :data:`SCALING_RUNS` that ``only`` selects (all of them if empty).
+
+    Each entry is ``POLICY/SPEEDUP/MODE`` with ``SPEEDUP`` the kind (``power``, ``table``,
+    ``model``) and ``*`` for any; a row is kept if some entry matches it.
+    """
+    if not only:
+        return list(SCALING_RUNS)
+    wanted = []
+    for entry in only:
+        parts = entry.split("/")
+        if len(parts) != 3:
+            raise SystemExit(f"--only {entry!r}: expected POLICY/SPEEDUP/MODE (* for any)")
+        wanted.append(parts)
+    return [
+        (policy, speedup, mode)
+        for policy, speedup, mode in SCALING_RUNS
+        if any(
+            all(
+                w in ("*", v)
+                for w, v in zip(ws, (policy, speedup.partition(":")[0], mode), strict=True)
+            )
+            for ws in wanted
+        )
+    ]
+
+
+def scaling_table(
+    sizes: list[int], before: int = 0, only: list[str] | None = None
+) -> list[dict[str, Any]]:
     """Wall seconds of each run at each size (and of the old simulator up to ``before`` jobs)."""
     import os
 
@@ -135,7 +167,7 @@ def scaling_table(sizes: list[int], before: int = 0) -> list[dict[str, Any]]:
     rows = []
     for jobs in sizes:
         data = paper_instance(jobs // 8, 0, jobs)
-        for policy, speedup, mode in SCALING_RUNS:
+        for policy, speedup, mode in row_filter(only):
             t0 = time.perf_counter()
             r = run_elastic(data, policy, speedup=speedup, mode=mode)
             wall = time.perf_counter() - t0
@@ -182,10 +214,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         metavar="N",
         help="also time the old simulator up to N jobs",
     )
+    ap.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        metavar="POLICY/SPEEDUP/MODE",
+        help="scaling rows to run, e.g. hesrpt/table/integer or '*/model/*' (default: all)",
+    )
     args = ap.parse_args(argv)
     if args.scaling:
         sizes = args.sizes or ("200,1000" if args.quick else "1000,5000,20000")
-        return {"scaling": scaling_table([int(v) for v in sizes.split(",")], args.before)}
+        runs = [int(v) for v in sizes.split(",")]
+        return {"scaling": scaling_table(runs, args.before, args.only)}
     trace = require(args.trace, "the Philly trace")
     philly = philly_table(trace, 2.0 if args.quick else 24.0)
     print()

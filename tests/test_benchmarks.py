@@ -265,6 +265,31 @@ def test_scripts_run_as_files() -> None:
         assert "--quick" in proc.stdout
 
 
+def test_bench_elastic_only_keeps_the_matching_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = bench("bench_elastic", monkeypatch)
+    assert mod.row_filter(None) == list(mod.SCALING_RUNS)
+    rows = mod.row_filter(["hesrpt/*/integer", "knee/model/continuous"])
+    assert rows == [  # in the table's order
+        ("hesrpt", "power:0.7", "integer"),
+        ("hesrpt", "table:1,1.8,2.5,3.1,3.6,4.0", "integer"),
+        ("knee", "model", "continuous"),
+        ("hesrpt", "model", "integer"),
+    ]
+    assert mod.row_filter(["srpt/power/*"]) == [
+        ("srpt", "power:0.7", "continuous"),
+        ("srpt", "power:0.7", "integer"),
+    ]
+    with pytest.raises(SystemExit):
+        mod.row_filter(["hesrpt/integer"])
+    out = run(
+        "bench_elastic", ["--scaling", "--sizes", "40", "--only", "equi/table/*"], monkeypatch
+    )
+    assert [(r["policy"], r["mode"], r["jobs"]) for r in out["scaling"]] == [
+        ("equi", "continuous", 40),
+        ("equi", "integer", 40),
+    ]
+
+
 def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.MonkeyPatch) -> None:
     out = run("bench_elastic", ["--scaling", "--sizes", "40"], monkeypatch)["scaling"]
     speedups = bench("bench_elastic", monkeypatch).SCALING_SPEEDUPS

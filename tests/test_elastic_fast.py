@@ -410,3 +410,60 @@ def test_knee_with_unequal_knees_on_many_jobs_as_before(mode: str) -> None:
     )
     assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9)
     assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs(), st.integers(1, 3))
+def test_hell_queues_from_a_short_reach_as_before(run: dict, reach: int) -> None:
+    # hell with several curves sorts only the first jobs into per-curve queues and looks
+    # further when a curve's queue runs out and a job behind could still win: with a reach
+    # of 1 to 3 jobs that happens at almost every pick (the default reach is 256)
+    saved = pol._HELL_REACH
+    pol._HELL_REACH = reach
+    try:
+        for mode in ("continuous", "integer"):
+            new = simulate_elastic(**run, policy="hell", mode=mode)
+            old_first, old_end = reference_ends(**run, policy="hell", mode=mode)
+            assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), mode
+            assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), mode
+    finally:
+        pol._HELL_REACH = saved
+
+
+def test_hell_with_a_rare_curve_deep_in_the_list_as_before() -> None:
+    # 400 jobs, three curves; the third (linear up to 60 GPUs: the best score by far) is
+    # held by 5 jobs a little larger than all others, so they sit behind the first 256 in
+    # SRPT order and still win the GPUs first: found by looking past the first queues
+    rng = np.random.default_rng(3)
+    common = (100 + rng.permutation(395) / 40).tolist()
+    sizes = [*common, 111.0, 112.0, 113.0, 114.0, 115.0]
+    a, b = CURVES["tables"] or ()
+    rare = TableSpeedup(tuple(float(k) for k in range(1, 61)))
+    curves: list[Speedup] = [a if v else b for v in rng.integers(0, 2, 395)] + [rare] * 5
+    for mode in ("continuous", "integer"):
+        new = simulate_elastic(sizes, 60, curves, "hell", mode=mode)
+        old_first, old_end = reference_ends(sizes, 60, curves, "hell", mode=mode)
+        assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), mode
+        assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), mode
+    # the rare jobs run first, one after the other, on all 60 GPUs
+    assert sorted(new.end)[:5] == pytest.approx([111 / 60, 223 / 60, 336 / 60, 450 / 60, 565 / 60])
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs(), st.integers(1, 3))
+def test_hell_first_picks_at_once_are_the_pick_by_pick_greedy(run: dict, reach: int) -> None:
+    # the picks made while every curve's best score is its final one, taken at once in
+    # falling score order, give the same GPUs as the pick-by-pick loop (also from a short
+    # reach, where jobs behind it bound how far the picks at once may go)
+    saved = pol._HELL_STATIC, pol._HELL_REACH
+    try:
+        pol._HELL_REACH = reach
+        for mode in ("continuous", "integer"):
+            pol._HELL_STATIC = True
+            fast = simulate_elastic(**run, policy="hell", mode=mode, record=True)
+            pol._HELL_STATIC = False
+            slow = simulate_elastic(**run, policy="hell", mode=mode, record=True)
+            assert fast.allocations == slow.allocations, mode
+            assert fast.end == slow.end, mode
+    finally:
+        pol._HELL_STATIC, pol._HELL_REACH = saved

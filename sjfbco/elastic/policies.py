@@ -234,6 +234,80 @@ def _hell_best(curve: Speedup, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.array(ks), np.array(vals)
 
 
+@lru_cache(maxsize=64)
+def _hell_bests(curves: tuple[Speedup, ...], n: int) -> list[tuple[list[int], list[float]]]:
+    """:func:`_hell_best` of each curve as Python lists (one cache lookup per event)."""
+    out = []
+    for c in curves:
+        ks, vals = _hell_best(c, n)
+        out.append(([int(k) for k in ks], vals.tolist()))
+    return out
+
+
+def _hell_static_picks(a: Active, alloc: np.ndarray, start: int, nxt: list[int]) -> int:
+    """The first picks of ``hell`` with several curves at once; the GPUs left after them.
+
+    While ``left >= K_c`` for every curve, curve ``c``'s best score at ``left`` GPUs is
+    its final one, ``B_c`` (the running maximum of ``s(k)^2 / k`` stops growing at
+    ``k = K_c``), with the count ``k_c``: every job's score ``B_c / r`` is fixed, so the
+    greedy takes the jobs by falling score (ties: SRPT order), each its ``k_c`` GPUs,
+    as long as ``left >= K = max K_c`` before the pick. Among the first ``start``
+    jobs only, and only picks whose score beats every job behind them (at most
+    ``max B_c / r[start - 1]``; a tie goes to the earlier job). Fills ``alloc`` and
+    ``nxt`` (picks per curve: the first of each curve's queue).
+    """
+    n = a.n
+    big_k, kbest, bfinal = _hell_final(tuple(a.curves), n)
+    if n < big_k:
+        return n
+    cur, rem = a.curve[:start], a.remaining[:start]
+    score = bfinal[cur] / rem
+    order = np.lexsort((np.arange(start), -score))
+    ks = kbest[cur[order]]
+    before = n - (np.cumsum(ks) - ks)
+    ok = before >= big_k
+    if start < len(a):
+        ok &= score[order] > float(bfinal.max()) / float(a.remaining[start - 1])
+    count = int(np.argmin(ok)) if not ok.all() else start
+    take = order[:count]
+    alloc[take] = ks[:count]
+    for c, got in enumerate(np.bincount(cur[take], minlength=len(a.curves)).tolist()):
+        nxt[c] = got
+    return n - int(ks[:count].sum())
+
+
+@lru_cache(maxsize=64)
+def _hell_final(curves: tuple[Speedup, ...], n: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """``K = max K_c`` and each curve's final count ``k_c`` and score ``B_c`` (see
+    :func:`_hell_static_picks`; from :func:`_hell_best`: ``K_c`` is the first ``left``
+    whose best value is the last one)."""
+    big_k, ks, vals = 1, [], []
+    for c in curves:
+        k, v = _hell_best(c, n)
+        big_k = max(big_k, int(np.argmax(v == v[-1])) + 1)
+        ks.append(int(k[-1]))
+        vals.append(float(v[-1]))
+    return big_k, np.array(ks), np.array(vals)
+
+
+#: Whether :func:`hell` takes its first picks at once (:func:`_hell_static_picks`;
+#: ``tests/test_elastic_fast.py`` compares with the pick-by-pick loop).
+_HELL_STATIC = True
+
+
+def _hell_queues(
+    cur: np.ndarray, rem: np.ndarray, lo: int, hi: int, curves: Sequence[int]
+) -> tuple[list[list[int]], list[list[float]]]:
+    """For each of ``curves``, its jobs at ``lo..hi-1`` (SRPT order) and their remaining work."""
+    idx = [np.flatnonzero(cur[lo:hi] == c) + lo for c in curves]
+    return [q.tolist() for q in idx], [rem[q].tolist() for q in idx]
+
+
+#: Jobs, first in SRPT order, whose curves ``hell`` with several curves sorts into queues
+#: at first (a curve's queue grows fourfold when it runs out; see :func:`hell`).
+_HELL_REACH = 256
+
+
 @lru_cache(maxsize=1024)
 def _hell_chain(curve: Speedup, n: int) -> np.ndarray:
     """One curve for all jobs: ``hell`` hands out these counts in SRPT order (see :func:`hell`)."""
@@ -260,22 +334,46 @@ def hell(a: Active) -> np.ndarray:
         # the job with the best score (first in SRPT order among equal scores) is, within
         # one curve, the first not yet served: the score s(k)^2 / (k r) falls with r. So
         # the greedy compares only each curve's next job in SRPT order.
-        best = [_hell_best(c, n) for c in a.curves]
-        queue = [np.flatnonzero(a.curve == c) for c in range(len(a.curves))]
-        nxt = [0] * len(queue)
-        rem = a.remaining
+        # Each curve's queue holds its jobs among the first `reach[c]` only (a few per
+        # curve are served); a curve whose queue ran out is looked further into only if
+        # a job behind could win: its score is at most best / rem[reach[c] - 1]
+        # (remaining work rises along SRPT order), and on a tie it loses (it comes later).
+        # Python lists: a pick compares one job per curve, a few hundred per event.
+        best = _hell_bests(tuple(a.curves), n)
+        nc = len(a.curves)
+        rem, cur = a.remaining, a.curve
+        have = np.bincount(cur, minlength=nc).tolist()  # each curve's active jobs
+        start = min(m, _HELL_REACH)
+        reach = [start] * nc
+        queue, qrem = _hell_queues(cur, rem, 0, start, range(nc))
+        nxt = [0] * nc
         left = n
+        if _HELL_STATIC:
+            left = _hell_static_picks(a, alloc, start, nxt)
         while left > 0:
             pick, top, at = -1, -math.inf, -1
-            for c, q in enumerate(queue):
-                if nxt[c] < len(q):
-                    i = int(q[nxt[c]])
-                    score = best[c][1][left - 1] / rem[i]
+            dry = []
+            for c in range(nc):
+                j = nxt[c]
+                if j < len(queue[c]):
+                    i = queue[c][j]
+                    score = best[c][1][left - 1] / qrem[c][j]
                     if score > top or (score == top and i < pick):
                         pick, top, at = i, score, c
+                elif j < have[c]:  # more jobs of this curve behind reach[c]
+                    dry.append(c)
+            grow = [c for c in dry if best[c][1][left - 1] / float(rem[reach[c] - 1]) > top]
+            if grow:
+                for c in grow:
+                    upto = min(m, 4 * reach[c])
+                    more, more_rem = _hell_queues(cur, rem, reach[c], upto, (c,))
+                    queue[c] += more[0]
+                    qrem[c] += more_rem[0]
+                    reach[c] = upto
+                continue
             if pick < 0:
                 break
-            k = int(best[at][0][left - 1])
+            k = best[at][0][left - 1]
             alloc[pick] = k
             left -= k
             nxt[at] += 1

@@ -195,6 +195,7 @@ def _run_general(
     tabulated = whole_counts or all(isinstance(c, TableSpeedup) for c in uniq)
     if tabulated and len(uniq) * (n + 1) <= _TABLE_CELLS:
         tables = np.stack([curve_table(c, n) for c in uniq])
+    slopes = None if tables is None else table_slopes(tables)
     first = np.full(m, math.inf)
     end = np.full(m, math.inf)
     pending = np.lexsort((np.arange(m), arr))  # by arrival, then position
@@ -212,6 +213,7 @@ def _run_general(
     unstarted = 0  # active jobs that never had a GPU
     width = window(s)
     knees = _knee_table(s)
+    trim = s.policy == "hell" and len(uniq) > 1
     served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
     ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
     # one errstate for the whole loop (entering it per event costs as much as a vector pass)
@@ -236,13 +238,13 @@ def _run_general(
                 continue
             w = size if width is None else min(size, width)
             if not arrived and ahead > lo:
-                # the jobs an event served can only move ahead of those it did not serve
-                # (their remaining work fell): sorting the served ones sorts the list
-                top = max(ahead, lo + w)
-                perm = _srpt_perm(ids[lo:top], rb[lo:top])
+                # the jobs the last event served, ids[lo:ahead], can only move ahead of the
+                # others (their remaining work fell; the others kept theirs and their
+                # order): sorting the served ones sorts the list
+                perm = _srpt_perm(ids[lo:ahead], rb[lo:ahead])
                 if perm is not None:
                     for a in (ids, rb, xb, cb, wb):
-                        a[lo:top] = a[lo:top][perm]
+                        a[lo:ahead] = a[lo:ahead][perm]
             if knees is not None:
                 w = served = _knee_reach(knees, cb[lo : lo + w], n, served)
             hi = lo + w
@@ -251,6 +253,13 @@ def _run_general(
                 head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
             )
             k = alloc_fn(view)
+            if trim and w > 1:
+                # hell with several curves serves the first few jobs of each curve: the
+                # rest of the event works on the jobs up to the last one served
+                served_to = np.flatnonzero(k)
+                w = int(served_to[-1]) + 1 if len(served_to) else 1
+                hi = lo + w
+                k, head, left = k[:w], head[:w], left[:w]
             counts = None
             if s.mode == "integer":
                 counts = round_by_largest_remainder(k)
@@ -259,7 +268,7 @@ def _run_general(
             elif whole_counts:
                 counts = k.astype(int)
             given = k if counts is None else counts  # the integer mode: k is not rounded
-            rate = _rates(uniq, cb[lo:hi], given, n, counts, tables)
+            rate = _rates(uniq, cb[lo:hi], given, n, counts, tables, slopes)
             if record:
                 full = np.concatenate([k, np.zeros(size - w)])
                 whole = ids[lo:]
@@ -429,12 +438,14 @@ def _rates(
     n: int,
     counts: np.ndarray | None = None,
     tables: np.ndarray | None = None,
+    slopes: np.ndarray | None = None,
 ) -> np.ndarray:
     """``s_j(k_j)`` for every active job: one vector call per distinct curve, only for the
     jobs that get GPUs (``s(0) = 0``); looked up in the curve's table
     (:func:`~sjfbco.elastic.policies.curve_table`, the same values) when the counts
     are whole (``counts``, ``k`` as integers; ``tables``: the tables of all ``curves``
-    stacked, ``None`` if too large)."""
+    stacked, ``None`` if too large; ``slopes``: their :func:`table_slopes`, computed
+    here if not given)."""
     if counts is not None:
         if len(curves) == 1:
             return curve_table(curves[0], n)[counts]
@@ -442,15 +453,19 @@ def _rates(
             return tables[cid, counts]
     elif tables is not None:
         # every curve a table on the integers (TableSpeedup): np.interp's own arithmetic,
-        # ``fp[j] + (fp[j+1] - fp[j]) * (k - j)``, for all jobs at once, no search
+        # ``fp[j] + (fp[j+1] - fp[j]) * (k - j)``, for all jobs at once, no search; the
+        # differences ``fp[j+1] - fp[j]`` from a table of them (the same subtraction)
+        if slopes is None:
+            slopes = table_slopes(tables)
         lo = k.astype(int)
-        up = np.minimum(lo + 1, n)
+        part = k - lo
         if len(curves) == 1:
-            tab = tables[0]
-            below = tab[lo]
-            return below + (tab[up] - below) * (k - lo)
-        below = tables[cid, lo]
-        return below + (tables[cid, up] - below) * (k - lo)
+            part *= slopes[0][lo]
+            part += tables[0][lo]
+            return part
+        part *= slopes[cid, lo]
+        part += tables[cid, lo]
+        return part
     out = np.zeros(len(k))
     on = np.flatnonzero(k > 0)
     if len(curves) == 1:
@@ -460,6 +475,14 @@ def _rates(
         sel = on[cid[on] == u]
         if len(sel):
             out[sel] = curve.many(k[sel])
+    return out
+
+
+def table_slopes(tables: np.ndarray) -> np.ndarray:
+    """``tables[:, j+1] - tables[:, j]``, and 0 in the last column (past the end the
+    interpolation stays at the last value: ``np.interp`` clamps, ``fp[n] - fp[n] = 0``)."""
+    out = np.zeros_like(tables)
+    np.subtract(tables[:, 1:], tables[:, :-1], out=out[:, :-1])
     return out
 
 
