@@ -79,28 +79,11 @@ class TimeIndexedBound:
     variables: int
 
 
-def alone_durations(data: ProblemData, patterns: Patterns) -> list[list[int | None]]:
-    """``d(j, q)``, slots alone (contention 1 when split); ``None`` where one iteration
-    takes more than a slot even alone (no schedule uses that pattern)."""
-    from sjfbco.cost import ConfigurationError
-    from sjfbco.formulations.common import duration
-
-    out: list[list[int | None]] = []
-    for j in range(data.num_jobs):
-        row: list[int | None] = []
-        for q in patterns[j]:
-            try:
-                row.append(duration(data, j, q, 1))
-            except ConfigurationError:
-                row.append(None)
-        out.append(row)
-    return out
-
-
-def count_variables(data: ProblemData, patterns: Patterns, horizon: int) -> int:
-    """Start variables of the ILP at ``horizon``, counted without building it."""
+def count_variables(data: ProblemData, durations: list[list[int | None]], horizon: int) -> int:
+    """Start variables of the ILP at ``horizon``, counted without building it, from the
+    patterns' durations alone (:func:`~sjfbco.formulations.common.pattern_durations`)."""
     total = 0
-    for j, durs in enumerate(alone_durations(data, patterns)):
+    for j, durs in enumerate(durations):
         arrival = data.jobs[j].arrival
         total += sum(max(0, horizon - d - arrival + 1) for d in durs if d is not None)
     return total
@@ -141,16 +124,17 @@ def time_indexed_bound(
         Patterns,
         identical_job_groups,
         model_bound,
+        pattern_durations,
         require_slotted,
     )
 
     require_slotted(data, "the time-indexed relaxation")
     t0 = time.perf_counter()
     pats = patterns or Patterns(data)
-    nvars = count_variables(data, pats, horizon)
+    dur = pattern_durations(data, pats)
+    nvars = count_variables(data, dur, horizon)
     if nvars > MAX_VARIABLES:
         return TimeIndexedBound(None, False, f"not built: {nvars:,} variables", 0.0, nvars)
-    dur = alone_durations(data, pats)
     caps = data.cluster.gpus_per_server
     prob = pulp.LpProblem("contention_free", pulp.LpMinimize)
     closed = int(lower_bound(data))

@@ -13,7 +13,6 @@ Units: slots throughout.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 import time
@@ -279,6 +278,22 @@ def duration(data: ProblemData, j: int, pattern: Pattern, level: int = 1) -> int
     return int(slots_to_finish(data.jobs[j].iterations, r, data.cost))
 
 
+def pattern_durations(data: ProblemData, patterns: Patterns) -> list[list[int | None]]:
+    """``d(j, q)``: slots job ``j`` needs alone on each of its patterns (contention 1);
+    ``None`` where one iteration takes more than a slot even alone (no schedule can
+    use that pattern)."""
+    out: list[list[int | None]] = []
+    for j in range(data.num_jobs):
+        row: list[int | None] = []
+        for q in patterns[j]:
+            try:
+                row.append(duration(data, j, q, 1))
+            except ConfigurationError:
+                row.append(None)
+        out.append(row)
+    return out
+
+
 def level_cap(data: ProblemData, j: int, pattern: Pattern, top: int) -> int:
     """Highest contention level ``<= top`` at which job ``j`` on a split ``pattern`` is valid.
 
@@ -310,13 +325,10 @@ def duration_caps(data: ProblemData, patterns: Patterns, horizon: int) -> list[i
     runs do not fit (no schedule ends by ``H``).
     """
     G = [job.num_gpus for job in data.jobs]
-    dmin = []
-    for j in range(len(G)):
-        alone = []
-        for q in patterns[j]:
-            with contextlib.suppress(ConfigurationError):  # unusable: tau > 1 slot at level 1
-                alone.append(duration(data, j, q, 1))
-        dmin.append(min(alone, default=0))
+    dmin = [
+        min((d for d in row if d is not None), default=0)
+        for row in pattern_durations(data, patterns)
+    ]
     room = data.cluster.num_gpus * horizon - sum(g * d for g, d in zip(G, dmin, strict=True))
     if room < 0:
         return [-1] * len(G)
