@@ -63,11 +63,18 @@ def runs(draw: st.DrawFn) -> dict:
 @settings(max_examples=30)
 @given(runs())
 def test_every_policy_ends_every_job_as_before(run: dict) -> None:
+    _assert_as_reference(run)
+
+
+def _assert_as_reference(run: dict) -> None:
+    """Every policy in both modes: each job's first GPU time and end equal the old
+    plain-Python simulator's (``tests/elastic_reference.py``) to 1e-9."""
     for policy in POLICIES:
         for mode in ("continuous", "integer"):
             new = simulate_elastic(**run, policy=policy, mode=mode)
-            _, old_end = reference_ends(**run, policy=policy, mode=mode)
+            old_first, old_end = reference_ends(**run, policy=policy, mode=mode)
             assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), (policy, mode)
+            assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), (policy, mode)
 
 
 def test_allocations_are_recorded_in_arrival_order() -> None:
@@ -153,12 +160,7 @@ def speedup_runs(draw: st.DrawFn) -> dict:
 @settings(max_examples=25, deadline=None)
 @given(speedup_runs())
 def test_every_policy_mode_and_speedup_as_before(run: dict) -> None:
-    for policy in POLICIES:
-        for mode in ("continuous", "integer"):
-            new = simulate_elastic(**run, policy=policy, mode=mode)
-            old_first, old_end = reference_ends(**run, policy=policy, mode=mode)
-            assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), (policy, mode)
-            assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), (policy, mode)
+    _assert_as_reference(run)
 
 
 @pytest.mark.parametrize("p", [0.05, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99])
