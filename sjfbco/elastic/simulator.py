@@ -214,6 +214,7 @@ def _run_general(
     width = window(s)
     knees = _knee_table(s)
     trim = s.policy == "hell" and len(uniq) > 1
+    memo: dict[str, Any] = {}  # the policy's hints from one event to the next
     served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
     ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
     # one errstate for the whole loop (entering it per event costs as much as a vector pass)
@@ -250,7 +251,7 @@ def _run_general(
             hi = lo + w
             head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
             view = Active(
-                head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
+                head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold, memo
             )
             k = alloc_fn(view)
             if trim and w > 1:
