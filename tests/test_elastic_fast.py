@@ -287,6 +287,29 @@ def test_the_re_sort_is_the_two_key_sort(jobs: list[tuple[float, bool]]) -> None
 
 
 @settings(max_examples=80)
+@given(
+    st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0, 3.0]), st.booleans()), max_size=14),
+    st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]), min_size=14, max_size=14),
+    st.permutations(range(14)),
+)
+def test_merging_the_served_jobs_is_the_two_key_sort(
+    jobs: list[tuple[float, bool]], cut: list[float], names: list[int]
+) -> None:
+    # a list in (remaining, position) order with ties; the served jobs' remaining work falls
+    # (to values equal to others' too): merging them back gives the two-key sort
+    ids = np.asarray(names[: len(jobs)], dtype=int)
+    r = np.asarray([v for v, _ in jobs])
+    order = np.lexsort((ids, r))
+    ids, r = ids[order], r[order].copy()
+    served = np.asarray([s for _, s in jobs], dtype=bool)[order]
+    moved = np.flatnonzero(served)
+    r[moved] = np.maximum(r[moved] - np.asarray(cut[: len(moved)]), 0.25)
+    perm = sim._srpt_merge(ids, r, moved)
+    got = ids if perm is None else ids[perm]
+    assert got.tolist() == ids[np.lexsort((ids, r))].tolist()
+
+
+@settings(max_examples=80)
 @given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.5, 2.25, 2.5, 3.0, 0.7]), max_size=12))
 def test_rounding_is_the_old_largest_remainder(alloc: list[float]) -> None:
     # fractional parts from a small set: ties at the cut, handed out in priority order
