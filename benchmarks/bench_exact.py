@@ -89,7 +89,7 @@ def one(
         "H": st.get("horizon"),
         "makespan": res.makespan,
         "bound": res.lower_bound,
-        "relax": st.get("relaxation", {}).get("bound"),
+        "relax": st.get("relaxation", st.get("relaxation_quick", {})).get("bound"),
         "closed": lower_bound(data),
         "from": st.get("bound_from"),
     }

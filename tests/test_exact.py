@@ -462,6 +462,30 @@ def test_time_indexed_is_skipped_when_a_packing_ends_by_the_horizon(
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
+def test_quick_relaxation_pass_comes_before_the_time_indexed_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Instance B (optimum 11) with the packing check (no cuts) forced undecided: the short
+    first pass of the relaxation with its pairwise cuts bounds 11 (test_relaxation.py) and
+    proves the warm start, so neither the time-indexed form nor the long pass runs."""
+    import sjfbco.bounds.relaxation as relaxation
+
+    real = relaxation.contention_free_bound
+
+    def undecided_packing(data: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
+        if kw.get("pairwise", True):
+            return real(data, **kw)
+        closed = int(relaxation.lower_bound(data))
+        return relaxation.RelaxationResult(closed, None, False, None, "UNKNOWN", 0.0, {})
+
+    monkeypatch.setattr(relaxation, "contention_free_bound", undecided_packing)
+    res = solve(instance_b(), "exact", backend="cpsat", time_limit=60)
+    assert res.stats["relaxation_quick"]["bound"] == 11
+    assert "bound" not in res.stats["time_indexed"] and "relaxation" not in res.stats
+    assert res.stats["bound_from"] == "contention-free relaxation"
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
+
+
 def _late_pair() -> ProblemData:
     """Two 1-GPU servers; ``long`` (9 iterations, 8 a slot: tau = 0.3 + 0.01 s in a 2.5 s
     slot) needs slots 0 and 1; ``a`` and ``b`` (1 iteration) arrive at 1 and need one slot.

@@ -156,3 +156,51 @@ def test_time_indexed_refuses_a_huge_model(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
     res = ti.time_indexed_bound(_contention_instance(), 8)
     assert res.bound is None and res.status.startswith("not built")
+
+
+# -- GPU-time cuts (caps on run lengths, sum_j G_j d_j <= N C) ------------------------------
+
+
+def _check_gpu_time_cuts(data: ProblemData) -> None:
+    """At horizons below, at and above the optimum, with and without the pairwise cuts: the
+    GPU-time cuts never lift the bound above the optimum, and, solved to optimality, they
+    change nothing (they hold for every solution of the relaxation ending by the horizon:
+    relaxation.py's docstring)."""
+    opt = _optimum(data)
+    for pairwise in (True, False):
+        for horizon in (opt - 2, opt - 1, opt, opt + 1):
+            if horizon < 1:
+                continue
+            on = contention_free_bound(data, horizon=horizon, pairwise=pairwise)
+            off = contention_free_bound(data, horizon=horizon, pairwise=pairwise, gpu_time=False)
+            assert on.bound <= opt, (pairwise, horizon, on, opt)
+            assert on.status in ("OPTIMAL", "INFEASIBLE") and off.status == on.status
+            assert min(on.bound, horizon + 1) == min(off.bound, horizon + 1)
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=3)))
+def test_gpu_time_cuts_against_brute_force(data: ProblemData) -> None:
+    _check_gpu_time_cuts(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=4)))
+def test_gpu_time_cuts_against_brute_force_slow(data: ProblemData) -> None:
+    _check_gpu_time_cuts(data)
+
+
+def test_gpu_time_caps_prune_slow_patterns() -> None:
+    """Instance B (three 3-GPU jobs on three 2-GPU servers, optimum 11; every job alone
+    4 slots on its fastest split): at horizon 10 the caps are 4 + floor((6 x 10 - 3 x 3 x 4)
+    / 3) = 12 slots, so no pattern is cut, and the relaxation with its pairwise cuts still
+    proves that nothing ends by 10 (bound 11); at the horizon 8, 4 + floor((48 - 36) / 3) =
+    8, and the bound is 9 = horizon + 1 either way."""
+    from sjfbco.formulations.common import Patterns, duration_caps
+
+    data = instance_b()
+    assert duration_caps(data, Patterns(data), 10) == [12, 12, 12]
+    assert duration_caps(data, Patterns(data), 8) == [8, 8, 8]
+    assert contention_free_bound(data, horizon=10).bound == 11
+    assert contention_free_bound(data, horizon=8).bound == 9

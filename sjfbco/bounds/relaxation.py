@@ -47,6 +47,19 @@ is invalid for the pattern (one iteration longer than a slot, a
 ``ConfigurationError`` of the evaluator), no such overlap can happen
 (``o_j = 0``). Tested against the brute force like the rest.
 
+**GPU-time cuts** (``gpu_time=True``, default) keep it valid too. In a
+schedule with makespan ``T <= H`` (the horizon) the jobs hold distinct GPUs
+inside ``[0, T)`` and every run lasts at least its fastest duration alone, so
+no run is longer than its cap (:func:`~sjfbco.formulations.common.duration_caps`
+at ``H``, proof there); the solution built from the schedule above has lengths
+``d_j <= e_j - a_j``, within the caps, so patterns slower alone than the cap
+and lengths above it are left out. The row ``sum_j G_j d_j <= N C`` (``N``
+GPUs in all) holds for every solution of the relaxation: its own intervals
+respect every server's capacity inside ``[0, C)``, so they hold at most
+``N C`` GPU-slots. It is implied, and added for CP-SAT's linear relaxation.
+A schedule ending after ``H`` has makespan ``>= H + 1``, above every bound this
+model reports (its ``C`` is at most ``H``).
+
 Its schedule is feasible under the evaluator (patterns turned into GPUs in start
 order) but contention may stretch it: it is a warm start, not an answer.
 """
@@ -117,6 +130,7 @@ def contention_free_bound(
     patterns: Patterns | None = None,
     encoding: str = "jobs",
     pairwise: bool = True,
+    gpu_time: bool = True,
 ) -> RelaxationResult:
     """Solve the contention-free multi-mode relaxation (module docstring) with CP-SAT.
 
@@ -139,6 +153,10 @@ def contention_free_bound(
         ``"modes"`` (one optional interval per pattern, for comparison).
     pairwise
         Add the pairwise contention cuts (module docstring; ``"jobs"`` only).
+    gpu_time
+        Add the GPU-time cuts (module docstring): no run longer than its cap
+        (:func:`~sjfbco.formulations.common.duration_caps` at the horizon) and
+        ``sum_j G_j d_j <= N C`` (``"jobs"`` only).
 
     Returns
     -------
@@ -147,7 +165,12 @@ def contention_free_bound(
     """
     from ortools.sat.python import cp_model
 
-    from sjfbco.formulations.common import Patterns, identical_job_groups, require_slotted
+    from sjfbco.formulations.common import (
+        Patterns,
+        duration_caps,
+        identical_job_groups,
+        require_slotted,
+    )
 
     require_slotted(data, "the contention-free relaxation")
     t0 = time.perf_counter()
@@ -157,13 +180,19 @@ def contention_free_bound(
     if horizon is None:
         horizon = max((job.arrival for job in data.jobs), default=0) + sum(min(d) for d in dur)
     horizon = max(horizon, closed)
+    longest = duration_caps(data, pats, horizon) if gpu_time else [horizon] * data.num_jobs
+    if min(longest, default=0) < 0:  # the jobs' GPU time alone overfills [0, H)
+        return RelaxationResult(
+            horizon + 1, None, False, None, "INFEASIBLE", time.perf_counter() - t0, {}
+        )
     m = cp_model.CpModel()
     caps = data.cluster.gpus_per_server
     demands: list[list[tuple[Any, Any, int]]] = [[] for _ in caps]
     starts, uses = [], []
     ends, lengths, ivs = [], [], []
     for j, job in enumerate(data.jobs):
-        fits = [k for k, d in enumerate(dur[j]) if job.arrival + d <= horizon]
+        cap = min(horizon - job.arrival, longest[j])
+        fits = [k for k, d in enumerate(dur[j]) if d <= cap]
         if not fits:  # pragma: no cover - horizon >= closed-form bound >= every job alone
             raise ValueError(f"job {job.id!r} cannot finish by the horizon {horizon}")
         dmin = min(dur[j][k] for k in fits)
@@ -181,7 +210,7 @@ def contention_free_bound(
             alone = sum(dur[j][k] * use[k] for k in fits)
             if pairwise and any(pats[j][k].split for k in fits):
                 # contention may stretch a split job: its length is at least alone
-                d = m.new_int_var(dmin, horizon - job.arrival, f"d_{j}")
+                d = m.new_int_var(dmin, cap, f"d_{j}")
                 for k in fits:
                     if pats[j][k].split:
                         m.add(d >= dur[j][k]).only_enforce_if(use[k])
@@ -217,6 +246,11 @@ def contention_free_bound(
             m.add(starts[j] <= starts[k])
     C = m.new_int_var(closed, horizon, "C")
     m.add_max_equality(C, ends)
+    if gpu_time and encoding == "jobs":  # the jobs hold distinct GPUs inside [0, C)
+        m.add(
+            sum(job.num_gpus * d for job, d in zip(data.jobs, lengths, strict=True))
+            <= data.cluster.num_gpus * C
+        )
     # Second objective: fewest split jobs. A plan whose split jobs never share a
     # server runs at contention 1 under the evaluator, so it keeps its makespan
     # and can prove itself optimal. Lexicographic through one weight W > splits:

@@ -13,7 +13,9 @@ contention-free relaxation"):
 - makespan ``C >= sum_{q,a} (a + d(j, q)) x[j,q,a]`` per job,
   ``C >= sjfbco.bounds.lower_bound``; minimise ``C``;
 - symmetry, as in the CP-SAT relaxation: one job's patterns canonical,
-  interchangeable jobs start in input order.
+  interchangeable jobs start in input order;
+- GPU-time caps: a pattern whose duration alone exceeds the job's cap
+  (:func:`~sjfbco.formulations.common.duration_caps` at ``H``) is left out.
 
 **Why.** At a horizon one below the incumbent the relaxation is a feasibility
 question about a tight packing (on the exact benchmark's 12-job, 3-server
@@ -28,7 +30,9 @@ energy argument per slot and HiGHS proves infeasibility (figures in
 each job its pattern ``q_j`` and start ``a_j``, and the alone-run
 ``[a_j, a_j + d(j, q_j))`` lies inside its true run, so every capacity row
 holds and ``C = max_j (a_j + d(j, q_j)) <= T``; the symmetry cuts keep one such
-solution (same arguments as there). So the ILP's optimum, and HiGHS's bound
+solution (same arguments as there), and ``d(j, q_j) <= e_j - a_j`` is within
+the job's GPU-time cap at ``H`` (proof in ``duration_caps``), so no pattern it
+uses is left out. So the ILP's optimum, and HiGHS's bound
 ``L`` on it, are at most the makespan of every schedule ending by ``H``, and
 :func:`~sjfbco.formulations.common.model_bound` (``min(ceil(L), H + 1)``;
 ``H + 1`` when infeasible) bounds every schedule. Tested against the brute
@@ -122,6 +126,7 @@ def time_indexed_bound(
     from sjfbco.formulations.backends import solve_mip
     from sjfbco.formulations.common import (
         Patterns,
+        duration_caps,
         identical_job_groups,
         model_bound,
         pattern_durations,
@@ -132,6 +137,11 @@ def time_indexed_bound(
     t0 = time.perf_counter()
     pats = patterns or Patterns(data)
     dur = pattern_durations(data, pats)
+    longest = duration_caps(data, pats, horizon)  # GPU-time caps (module docstring)
+    dur = [
+        [d if d is not None and d <= cap else None for d in row]
+        for row, cap in zip(dur, longest, strict=True)
+    ]
     nvars = count_variables(data, dur, horizon)
     if nvars > MAX_VARIABLES:
         return TimeIndexedBound(None, False, f"not built: {nvars:,} variables", 0.0, nvars)
