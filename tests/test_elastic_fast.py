@@ -287,6 +287,29 @@ def test_the_re_sort_is_the_two_key_sort(jobs: list[tuple[float, bool]]) -> None
 
 
 @settings(max_examples=80)
+@given(
+    st.lists(st.tuples(st.sampled_from([0.5, 1.0, 2.0, 3.0]), st.booleans()), max_size=14),
+    st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]), min_size=14, max_size=14),
+    st.permutations(range(14)),
+)
+def test_merging_the_served_jobs_is_the_two_key_sort(
+    jobs: list[tuple[float, bool]], cut: list[float], names: list[int]
+) -> None:
+    # a list in (remaining, position) order with ties; the served jobs' remaining work falls
+    # (to values equal to others' too): merging them back gives the two-key sort
+    ids = np.asarray(names[: len(jobs)], dtype=int)
+    r = np.asarray([v for v, _ in jobs])
+    order = np.lexsort((ids, r))
+    ids, r = ids[order], r[order].copy()
+    served = np.asarray([s for _, s in jobs], dtype=bool)[order]
+    moved = np.flatnonzero(served)
+    r[moved] = np.maximum(r[moved] - np.asarray(cut[: len(moved)]), 0.25)
+    perm = sim._srpt_merge(ids, r, moved)
+    got = ids if perm is None else ids[perm]
+    assert got.tolist() == ids[np.lexsort((ids, r))].tolist()
+
+
+@settings(max_examples=80)
 @given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.5, 2.25, 2.5, 3.0, 0.7]), max_size=12))
 def test_rounding_is_the_old_largest_remainder(alloc: list[float]) -> None:
     # fractional parts from a small set: ties at the cut, handed out in priority order
@@ -414,22 +437,79 @@ def test_knee_with_unequal_knees_on_many_jobs_as_before(mode: str) -> None:
     assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9)
 
 
-@settings(max_examples=40, deadline=None)
-@given(runs(), st.integers(1, 3))
-def test_hell_queues_from_a_short_reach_as_before(run: dict, reach: int) -> None:
-    # hell with several curves sorts only the first jobs into per-curve queues and looks
-    # further when a curve's queue runs out and a job behind could still win: with a reach
-    # of 1 to 3 jobs that happens at almost every pick (the default reach is 256)
-    saved = pol._HELL_REACH
-    pol._HELL_REACH = reach
+@st.composite
+def crowded_runs(draw: st.DrawFn) -> dict:
+    """Many jobs on few GPUs under several curves (non-concave tables among them), with
+    arrivals that land among the jobs ``hell`` leaves waiting; sizes on a coarse grid
+    (many exact ties) unless ``distinct``."""
+    m = draw(st.integers(2, 40))
+    distinct = draw(st.booleans())
+    if distinct:  # off the grid of the arrivals and table values: no ties in remaining work
+        grid = draw(st.lists(st.integers(2, 400), min_size=m, max_size=m, unique=True))
+        sizes = [v / 4 + 1e-3 / 7 for v in grid]
+    else:
+        sizes = draw(st.lists(st.sampled_from([1.0, 2.0, 3.0, 5.0]), min_size=m, max_size=m))
+    pool = (*BUMPY, *(CURVES["tables"] or ()), TableSpeedup(tuple(float(k) for k in range(1, 9))))
+    pick = draw(st.lists(st.integers(0, len(pool) - 1), min_size=m, max_size=m))
+    arrivals = draw(st.lists(st.sampled_from([0.0, 0.0, 0.5, 1.25, 4.0]), min_size=m, max_size=m))
+    n = draw(st.integers(1, 9))
+    return {
+        "sizes": sizes,
+        "n": n,
+        "curves": [pool[i] for i in pick],
+        "arrivals": arrivals,
+        "distinct": distinct,
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(crowded_runs(), st.sampled_from([0, 3, 256]))
+def test_hell_kept_queues_and_merged_picks_are_the_plain_greedy(run: dict, slack: int) -> None:
+    # hell keeps the curves' queues of the jobs behind its last pick from one event to the
+    # next (checked against the list's ends at an arrival) and takes its first picks by
+    # one merge: the same allocation at every event as sorting every job into the queues
+    # anew and picking one job at a time, also with exact ties (SRPT order decides)
+    args = {k: v for k, v in run.items() if k != "distinct"}
+    saved = pol._HELL_CACHE, pol._HELL_STATIC, pol._HELL_SLACK
     try:
+        pol._HELL_SLACK = slack  # 0: queues kept from the first event on, often rebuilt
         for mode in ("continuous", "integer"):
-            new = simulate_elastic(**run, policy="hell", mode=mode)
-            old_first, old_end = reference_ends(**run, policy="hell", mode=mode)
+            pol._HELL_CACHE, pol._HELL_STATIC = True, True
+            fast = simulate_elastic(**args, policy="hell", mode=mode, record=True)
+            plain = simulate_elastic(**args, policy="hell", mode=mode)  # the unrecorded loop
+            pol._HELL_CACHE, pol._HELL_STATIC = False, False
+            slow = simulate_elastic(**args, policy="hell", mode=mode, record=True)
+            assert fast.allocations == slow.allocations, mode
+            assert fast.end == slow.end == plain.end, mode
+            if run["distinct"]:  # the old rule differs on ties
+                old_first, old_end = reference_ends(**args, policy="hell", mode=mode)
+                assert fast.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), mode
+                assert fast.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), mode
+    finally:
+        pol._HELL_CACHE, pol._HELL_STATIC, pol._HELL_SLACK = saved
+
+
+def test_hell_kept_queues_after_an_arrival_among_them() -> None:
+    # 30 jobs at 0 on 2 GPUs, three curves: hell serves the first few, the rest wait (their
+    # queues are kept); at 0.5 a job arrives whose size puts it among the waiting ones, so
+    # the kept queues must not be used (the list's end jobs tell): as the old simulator
+    rng = np.random.default_rng(5)
+    sizes = [*(10 + rng.permutation(300)[:30] / 8).tolist(), 20.05]
+    a, b = CURVES["tables"] or ()
+    curves: list[Speedup] = [(a, b, BUMPY[0])[i] for i in rng.integers(0, 3, 30)] + [b]
+    arrivals = [0.0] * 30 + [0.5]
+    saved = pol._HELL_SLACK
+    try:
+        pol._HELL_SLACK = 0  # keep the queues of the waiting jobs from the first event on
+        for mode in ("continuous", "integer"):
+            new = simulate_elastic(sizes, 2, curves, "hell", arrivals=arrivals, mode=mode)
+            old_first, old_end = reference_ends(
+                sizes, 2, curves, "hell", arrivals=arrivals, mode=mode
+            )
             assert new.end == pytest.approx(old_end, rel=1e-9, abs=1e-9), mode
             assert new.first == pytest.approx(old_first, rel=1e-9, abs=1e-9), mode
     finally:
-        pol._HELL_REACH = saved
+        pol._HELL_SLACK = saved
 
 
 def test_hell_with_a_rare_curve_deep_in_the_list_as_before() -> None:
@@ -452,14 +532,12 @@ def test_hell_with_a_rare_curve_deep_in_the_list_as_before() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(runs(), st.integers(1, 3))
-def test_hell_first_picks_at_once_are_the_pick_by_pick_greedy(run: dict, reach: int) -> None:
+@given(runs())
+def test_hell_first_picks_at_once_are_the_pick_by_pick_greedy(run: dict) -> None:
     # the picks made while every curve's best score is its final one, taken at once in
-    # falling score order, give the same GPUs as the pick-by-pick loop (also from a short
-    # reach, where jobs behind it bound how far the picks at once may go)
-    saved = pol._HELL_STATIC, pol._HELL_REACH
+    # falling score order, give the same GPUs as the pick-by-pick loop
+    saved = pol._HELL_STATIC
     try:
-        pol._HELL_REACH = reach
         for mode in ("continuous", "integer"):
             pol._HELL_STATIC = True
             fast = simulate_elastic(**run, policy="hell", mode=mode, record=True)
@@ -468,4 +546,4 @@ def test_hell_first_picks_at_once_are_the_pick_by_pick_greedy(run: dict, reach: 
             assert fast.allocations == slow.allocations, mode
             assert fast.end == slow.end, mode
     finally:
-        pol._HELL_STATIC, pol._HELL_REACH = saved
+        pol._HELL_STATIC = saved

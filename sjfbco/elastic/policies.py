@@ -44,6 +44,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +67,11 @@ class Active:
         The distinct speedup curves of the run.
     n, p, objective, knee_threshold
         GPUs, the heSRPT exponent, heSRPT's objective, the knee threshold.
+    memo
+        One dict per run (``None``: none), where a policy may keep what it found at one
+        event for the next (``hell``: its queues of the jobs it left waiting). Between
+        two calls with one memo, jobs that got no GPU keep their remaining work, as in a
+        simulation; the policy checks the rest (an arrival) itself.
 
     Not frozen: the event loop builds one per event, and a frozen dataclass's
     ``__init__`` (``object.__setattr__`` per field) costs as much as several vector
@@ -81,6 +87,7 @@ class Active:
     p: float
     objective: str = "flow"
     knee_threshold: float = 0.05
+    memo: dict[str, Any] | None = None
 
     def __len__(self) -> int:
         return len(self.jobs)
@@ -244,42 +251,10 @@ def _hell_bests(curves: tuple[Speedup, ...], n: int) -> list[tuple[list[int], li
     return out
 
 
-def _hell_static_picks(a: Active, alloc: np.ndarray, start: int, nxt: list[int]) -> int:
-    """The first picks of ``hell`` with several curves at once; the GPUs left after them.
-
-    While ``left >= K_c`` for every curve, curve ``c``'s best score at ``left`` GPUs is
-    its final one, ``B_c`` (the running maximum of ``s(k)^2 / k`` stops growing at
-    ``k = K_c``), with the count ``k_c``: every job's score ``B_c / r`` is fixed, so the
-    greedy takes the jobs by falling score (ties: SRPT order), each its ``k_c`` GPUs,
-    as long as ``left >= K = max K_c`` before the pick. Among the first ``start``
-    jobs only, and only picks whose score beats every job behind them (at most
-    ``max B_c / r[start - 1]``; a tie goes to the earlier job). Fills ``alloc`` and
-    ``nxt`` (picks per curve: the first of each curve's queue).
-    """
-    n = a.n
-    big_k, kbest, bfinal = _hell_final(tuple(a.curves), n)
-    if n < big_k:
-        return n
-    cur, rem = a.curve[:start], a.remaining[:start]
-    score = bfinal[cur] / rem
-    order = np.lexsort((np.arange(start), -score))
-    ks = kbest[cur[order]]
-    before = n - (np.cumsum(ks) - ks)
-    ok = before >= big_k
-    if start < len(a):
-        ok &= score[order] > float(bfinal.max()) / float(a.remaining[start - 1])
-    count = int(np.argmin(ok)) if not ok.all() else start
-    take = order[:count]
-    alloc[take] = ks[:count]
-    for c, got in enumerate(np.bincount(cur[take], minlength=len(a.curves)).tolist()):
-        nxt[c] = got
-    return n - int(ks[:count].sum())
-
-
 @lru_cache(maxsize=64)
 def _hell_final(curves: tuple[Speedup, ...], n: int) -> tuple[int, np.ndarray, np.ndarray]:
     """``K = max K_c`` and each curve's final count ``k_c`` and score ``B_c`` (see
-    :func:`_hell_static_picks`; from :func:`_hell_best`: ``K_c`` is the first ``left``
+    :func:`_hell_merged_picks`; from :func:`_hell_best`: ``K_c`` is the first ``left``
     whose best value is the last one)."""
     big_k, ks, vals = 1, [], []
     for c in curves:
@@ -290,22 +265,9 @@ def _hell_final(curves: tuple[Speedup, ...], n: int) -> tuple[int, np.ndarray, n
     return big_k, np.array(ks), np.array(vals)
 
 
-#: Whether :func:`hell` takes its first picks at once (:func:`_hell_static_picks`;
+#: Whether :func:`hell` takes its first picks at once (:func:`_hell_merged_picks`;
 #: ``tests/test_elastic_fast.py`` compares with the pick-by-pick loop).
 _HELL_STATIC = True
-
-
-def _hell_queues(
-    cur: np.ndarray, rem: np.ndarray, lo: int, hi: int, curves: Sequence[int]
-) -> tuple[list[list[int]], list[list[float]]]:
-    """For each of ``curves``, its jobs at ``lo..hi-1`` (SRPT order) and their remaining work."""
-    idx = [np.flatnonzero(cur[lo:hi] == c) + lo for c in curves]
-    return [q.tolist() for q in idx], [rem[q].tolist() for q in idx]
-
-
-#: Jobs, first in SRPT order, whose curves ``hell`` with several curves sorts into queues
-#: at first (a curve's queue grows fourfold when it runs out; see :func:`hell`).
-_HELL_REACH = 256
 
 
 @lru_cache(maxsize=1024)
@@ -331,55 +293,183 @@ def hell(a: Active) -> np.ndarray:
         alloc[:take] = chain[:take]
         left = n - int(chain[:take].sum())
     else:
-        # the job with the best score (first in SRPT order among equal scores) is, within
-        # one curve, the first not yet served: the score s(k)^2 / (k r) falls with r. So
-        # the greedy compares only each curve's next job in SRPT order.
-        # Each curve's queue holds its jobs among the first `reach[c]` only (a few per
-        # curve are served); a curve whose queue ran out is looked further into only if
-        # a job behind could win: its score is at most best / rem[reach[c] - 1]
-        # (remaining work rises along SRPT order), and on a tie it loses (it comes later).
-        # Python lists: a pick compares one job per curve, a few hundred per event.
-        best = _hell_bests(tuple(a.curves), n)
-        nc = len(a.curves)
-        rem, cur = a.remaining, a.curve
-        have = np.bincount(cur, minlength=nc).tolist()  # each curve's active jobs
-        start = min(m, _HELL_REACH)
-        reach = [start] * nc
-        queue, qrem = _hell_queues(cur, rem, 0, start, range(nc))
-        nxt = [0] * nc
-        left = n
-        if _HELL_STATIC:
-            left = _hell_static_picks(a, alloc, start, nxt)
-        while left > 0:
-            pick, top, at = -1, -math.inf, -1
-            dry = []
-            for c in range(nc):
-                j = nxt[c]
-                if j < len(queue[c]):
-                    i = queue[c][j]
-                    score = best[c][1][left - 1] / qrem[c][j]
-                    if score > top or (score == top and i < pick):
-                        pick, top, at = i, score, c
-                elif j < have[c]:  # more jobs of this curve behind reach[c]
-                    dry.append(c)
-            grow = [c for c in dry if best[c][1][left - 1] / float(rem[reach[c] - 1]) > top]
-            if grow:
-                for c in grow:
-                    upto = min(m, 4 * reach[c])
-                    more, more_rem = _hell_queues(cur, rem, reach[c], upto, (c,))
-                    queue[c] += more[0]
-                    qrem[c] += more_rem[0]
-                    reach[c] = upto
-                continue
-            if pick < 0:
-                break
-            k = best[at][0][left - 1]
-            alloc[pick] = k
-            left -= k
-            nxt[at] += 1
+        left = _hell_several(a, alloc)
     if left > 0:
         _leftovers(a, alloc, left)
     return alloc.astype(float)
+
+
+def _hell_several(a: Active, alloc: np.ndarray) -> int:
+    """``hell``'s greedy with several curves: fills ``alloc`` and returns the GPUs left.
+
+    Within one curve the job with the best score ``s(k)^2 / (k r)`` is the first not yet
+    served in SRPT order (the score falls with ``r``; ties go to the first), so the
+    greedy compares only each curve's next job: a k-way merge of the curves' queues
+    (:class:`_HellQueues`), at once while the scores are fixed
+    (:func:`_hell_merged_picks`), then one pick at a time (:func:`_hell_pick_by_pick`).
+    """
+    q = _HellQueues.of(a)
+    left, taken = a.n, [0] * len(a.curves)
+    if _HELL_STATIC:
+        left, taken = _hell_merged_picks(a, alloc, q)
+    left = _hell_pick_by_pick(a, alloc, left, q, taken)
+    if a.memo is not None and _HELL_CACHE:
+        q.keep(a, taken)
+    return left
+
+
+#: Whether :func:`hell` keeps the queues of the jobs behind its last pick for the next
+#: event (:class:`_HellQueues`; ``tests/test_elastic_fast.py`` compares with sorting all
+#: jobs at every event).
+_HELL_CACHE = True
+
+#: Jobs the kept queues may begin behind twice the depth of the picks before they are
+#: rebuilt from there (:meth:`_HellQueues.keep`; only the cost depends on it).
+_HELL_SLACK = 256
+
+
+@dataclass(slots=True)
+class _HellQueues:
+    """Each curve's jobs in SRPT order: positions ``head[c]`` in the active list, then
+    ``m + tail[c]`` (``tail``: counted from the end of the list, ``m`` jobs).
+
+    ``head`` comes from one stable sort by curve (a radix sort on small integers) of the
+    jobs up to the last one the previous event of the run picked; ``tail``, the queues of
+    the jobs behind it, from that event (``a.memo``). They are still right: the simulator
+    re-sorts only the jobs whose remaining work changed, the ones with GPUs, so the jobs
+    behind the last pick are still the last ones of the list, in the same order, until
+    an arrival. An arrival keeps their order but may put new jobs among them: the kept
+    queues are used only if the list still ends with as many jobs, from the same first
+    to the same last job (then no new job is among them: all of them are still active,
+    and in order). Else ``head`` holds every job.
+    """
+
+    head: list[np.ndarray]
+    tail: list[np.ndarray]
+    m: int
+
+    @classmethod
+    def of(cls, a: Active) -> _HellQueues:
+        m, nc = len(a), len(a.curves)
+        kept = None if a.memo is None or not _HELL_CACHE else a.memo.get("hell_tail")
+        if kept is not None:
+            size, first, last, tail = kept
+            if 0 < size <= m and a.jobs[m - size] == first and a.jobs[-1] == last:
+                return cls(_by_curve(a.curve[: m - size], nc), tail, m)
+        return cls(_by_curve(a.curve, nc), [np.empty(0, dtype=int)] * nc, m)
+
+    def first(self, c: int, k: int) -> np.ndarray:
+        """The first ``k`` jobs of curve ``c``'s queue."""
+        head = self.head[c]
+        if k <= len(head):
+            return head[:k]
+        return np.concatenate([head, self.tail[c][: k - len(head)] + self.m])
+
+    def at(self, c: int, i: int) -> int:
+        """The ``i``-th job of curve ``c``'s queue (-1 past its end)."""
+        head, tail = self.head[c], self.tail[c]
+        if i < len(head):
+            return int(head[i])
+        return int(tail[i - len(head)]) + self.m if i - len(head) < len(tail) else -1
+
+    def keep(self, a: Active, taken: list[int]) -> None:
+        """Keep the queues of jobs behind the last one picked (``taken[c]`` of each curve's
+        queue) in ``a.memo`` for the next event: the kept ones (``tail``), cut where the
+        picks went into them; or, when the picks ended well before them, also the sorted
+        jobs behind the picks (a copy; else the next event sorts up to twice as many as
+        the picks reached, and :data:`_HELL_SLACK` more)."""
+        assert a.memo is not None
+        m = self.m
+        depth = max((self.at(c, t - 1) + 1 for c, t in enumerate(taken) if t), default=0)
+        start = m - sum(len(t) for t in self.tail)  # where the kept queues begin
+        if depth >= start or start <= 2 * depth + _HELL_SLACK:
+            cut = max(depth, start)
+            tail = [t[np.searchsorted(t, cut - m) :] for t in self.tail]
+        else:
+            cut = depth
+            tail = [
+                np.concatenate([h[np.searchsorted(h, cut) :] - m, t])
+                for h, t in zip(self.head, self.tail, strict=True)
+            ]
+        if cut < m:
+            a.memo["hell_tail"] = (m - cut, int(a.jobs[cut]), int(a.jobs[-1]), tail)
+        else:
+            a.memo.pop("hell_tail", None)
+
+
+def _by_curve(cur: np.ndarray, nc: int) -> list[np.ndarray]:
+    """For each of ``nc`` curves, the positions in ``cur`` holding it, in order: one stable
+    sort (a radix sort on small integers)."""
+    small = cur.astype(np.int8 if nc <= 127 else np.int16 if nc <= 32767 else np.int64)
+    order = np.argsort(small, kind="stable")
+    ends = np.searchsorted(small[order], np.arange(nc), side="right").tolist()
+    return [order[s:e] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def _hell_merged_picks(a: Active, alloc: np.ndarray, q: _HellQueues) -> tuple[int, list[int]]:
+    """The first picks of ``hell`` with several curves at once; the GPUs left after them
+    and the picks per curve (the first jobs of its queue).
+
+    While ``left >= K_c`` for every curve, curve ``c``'s best score at ``left`` GPUs is
+    its final one, ``B_c`` (the running maximum of ``s(k)^2 / k`` stops growing at
+    ``k = K_c``), with the count ``k_c``: every job's score ``B_c / r`` is fixed, so the
+    greedy takes the jobs by falling score (ties: SRPT order), each its ``k_c`` GPUs, as
+    long as ``left >= K = max K_c`` before the pick: a merge of the curves' queues by one
+    sort. Curve ``c`` gets at most ``q_c = (N - K) // k_c + 1`` such picks (all but the
+    last leave ``K`` GPUs or more), so only the first ``q_c`` jobs of its queue take part.
+    """
+    n, nc = a.n, len(a.curves)
+    big_k, kbest, bfinal = _hell_final(tuple(a.curves), n)
+    if n < big_k:
+        return n, [0] * nc
+    most = ((n - big_k) // kbest + 1).tolist()
+    parts = [q.first(c, k) for c, k in enumerate(most)]
+    cand = np.concatenate(parts)
+    cc = np.repeat(np.arange(nc), [len(p) for p in parts])
+    score = bfinal[cc] / a.remaining[cand]
+    seq = np.lexsort((cand, -score))
+    cand, cc = cand[seq], cc[seq]
+    ks = kbest[cc]
+    before = n - (np.cumsum(ks) - ks)
+    ok = before >= big_k
+    count = len(ok) if ok.all() else int(np.argmin(ok))
+    alloc[cand[:count]] = ks[:count]
+    return n - int(ks[:count].sum()), np.bincount(cc[:count], minlength=nc).tolist()
+
+
+def _hell_pick_by_pick(
+    a: Active, alloc: np.ndarray, left: int, q: _HellQueues, taken: list[int]
+) -> int:
+    """The rest of ``hell``'s greedy one pick at a time, from ``taken[c]`` jobs of each
+    curve's queue picked (updated). Python lists: a pick compares one job per curve."""
+    n, nc = a.n, len(a.curves)
+    best = _hell_bests(tuple(a.curves), n)
+    rem = a.remaining
+    head, hrem = [-1] * nc, [0.0] * nc
+
+    def advance(c: int) -> None:
+        head[c] = q.at(c, taken[c])
+        if head[c] >= 0:
+            hrem[c] = float(rem[head[c]])
+
+    for c in range(nc):
+        advance(c)
+    while left > 0:
+        pick, top, at = -1, -math.inf, -1
+        for c in range(nc):
+            i = head[c]
+            if i >= 0:
+                score = best[c][1][left - 1] / hrem[c]
+                if score > top or (score == top and i < pick):
+                    pick, top, at = i, score, c
+        if pick < 0:
+            break
+        k = best[at][0][left - 1]
+        alloc[pick] = k
+        left -= k
+        taken[at] += 1
+        advance(at)
+    return left
 
 
 @lru_cache(maxsize=1024)

@@ -214,8 +214,10 @@ def _run_general(
     width = window(s)
     knees = _knee_table(s)
     trim = s.policy == "hell" and len(uniq) > 1
+    memo: dict[str, Any] = {}  # the policy's hints from one event to the next
     served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
     ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
+    moved: np.ndarray | None = None  # if only these of them (from lo) did
     # one errstate for the whole loop (entering it per event costs as much as a vector pass)
     with np.errstate(divide="ignore"):
         while nxt < m or lo < len(ids):
@@ -237,45 +239,68 @@ def _run_general(
                 now = float(due[nxt])
                 continue
             w = size if width is None else min(size, width)
-            if not arrived and ahead > lo:
+            if arrived:
+                moved = None
+            elif ahead > lo:
                 # the jobs the last event served, ids[lo:ahead], can only move ahead of the
                 # others (their remaining work fell; the others kept theirs and their
-                # order): sorting the served ones sorts the list
-                perm = _srpt_perm(ids[lo:ahead], rb[lo:ahead])
+                # order): sorting the served ones sorts the list; if only some of them
+                # got GPUs (`moved`), merging those into the others does
+                if moved is None:
+                    perm = _srpt_perm(ids[lo:ahead], rb[lo:ahead])
+                else:
+                    perm = _srpt_merge(ids[lo:ahead], rb[lo:ahead], moved)
                 if perm is not None:
                     for a in (ids, rb, xb, cb, wb):
                         a[lo:ahead] = a[lo:ahead][perm]
             if knees is not None:
                 w = served = _knee_reach(knees, cb[lo : lo + w], n, served)
             hi = lo + w
-            head, left = ids[lo:hi], rb[lo:hi]  # views: `left` is updated in place below
             view = Active(
-                head, left, xb[lo:hi], cb[lo:hi], uniq, n, p, s.objective, s.knee_threshold
+                ids[lo:hi],
+                rb[lo:hi],
+                xb[lo:hi],
+                cb[lo:hi],
+                uniq,
+                n,
+                p,
+                s.objective,
+                s.knee_threshold,
+                memo,
             )
             k = alloc_fn(view)
+            on = None  # the jobs with GPUs (from lo) if only few of the first w have any
             if trim and w > 1:
                 # hell with several curves serves the first few jobs of each curve: the
-                # rest of the event works on the jobs up to the last one served
+                # rest of the event works on the jobs up to the last one served, or
+                # (unrecorded) on the served ones only
                 served_to = np.flatnonzero(k)
                 w = int(served_to[-1]) + 1 if len(served_to) else 1
                 hi = lo + w
-                k, head, left = k[:w], head[:w], left[:w]
+                if record:
+                    k = k[:w]
+                else:
+                    on, k = served_to, k[served_to]
+            at = slice(lo, hi) if on is None else on + lo  # the jobs the event works on
             counts = None
-            if s.mode == "integer":
+            if on is not None:
+                counts = k.astype(int)  # whole counts (hell): the integer mode keeps them
+            elif s.mode == "integer":
                 counts = round_by_largest_remainder(k)
                 if record:
                     k = counts.astype(float)
             elif whole_counts:
                 counts = k.astype(int)
             given = k if counts is None else counts  # the integer mode: k is not rounded
-            rate = _rates(uniq, cb[lo:hi], given, n, counts, tables, slopes)
+            rate = _rates(uniq, cb[at], given, n, counts, tables, slopes)
             if record:
                 full = np.concatenate([k, np.zeros(size - w)])
                 whole = ids[lo:]
                 by_arrival = np.lexsort((whole, arr[whole]))
                 log.append((now, tuple(full[by_arrival].tolist())))
+            left = rb[at]  # a view if `at` is a slice: updated in place below
             finish = left / rate  # remaining work is > 0: no GPU gives inf (errstate above)
-            dt = float(finish.min())
+            dt = float(finish.min()) if len(finish) else math.inf
             t_arr = float(due[nxt]) if nxt < m else math.inf
             if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
                 raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
@@ -283,16 +308,26 @@ def _run_general(
             used += float(given.sum()) * step
             if unstarted:
                 fresh = given > 0
-                fresh &= wb[lo:hi]
-                at = np.flatnonzero(fresh)
-                if len(at):
-                    first[head[at]] = now
-                    wb[lo + at] = False
-                    unstarted -= len(at)
+                fresh &= wb[at]
+                got = np.flatnonzero(fresh)
+                if len(got):
+                    got = lo + got if on is None else lo + on[got]
+                    first[ids[got]] = now
+                    wb[got] = False
+                    unstarted -= len(got)
             done = finish <= step * (1 + _TOL) + 1e-12
-            np.subtract(left, rate * step, out=left)
+            if on is None:
+                np.subtract(left, rate * step, out=left)
+            else:
+                rb[at] = left - rate * step
+                gone = on[done]
+                moved = on[~done]
+                moved -= np.searchsorted(gone, moved)  # their places once `gone` have left
+                done = np.zeros(w, dtype=bool)
+                done[gone] = True
             now += step
             ended = int(np.count_nonzero(done))
+            head = ids[lo:hi]
             if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
                 end[head[:ended]] = now
                 lo += ended
@@ -429,6 +464,33 @@ def _srpt_perm(ids: np.ndarray, r: np.ndarray) -> np.ndarray | None:
     if ok.all():
         return order
     return np.lexsort((ids, r))
+
+
+def _srpt_merge(ids: np.ndarray, r: np.ndarray, moved: np.ndarray) -> np.ndarray | None:
+    """:func:`_srpt_perm` when only the jobs at ``moved`` (sorted positions) may be out of
+    order: the others are in (remaining, position) order. The moved ones sorted, then
+    merged into the others by remaining work (a search each); a tie in remaining work
+    between a moved job and another goes to the two-key sort of :func:`_srpt_perm`.
+    """
+    if not len(moved):
+        return None
+    mv = moved[np.lexsort((ids[moved], r[moved]))]
+    stay = np.ones(len(r), dtype=bool)
+    stay[moved] = False
+    others = np.flatnonzero(stay)
+    ro, rm = r[others], r[mv]
+    into = np.searchsorted(ro, rm)  # the first other job with as much remaining work or more
+    if len(ro) and np.any(ro[np.minimum(into, len(ro) - 1)] == rm):
+        return _srpt_perm(ids, r)
+    into += np.arange(len(mv))  # the moved jobs' places in the merged list
+    if np.array_equal(into, mv):
+        return None
+    out = np.empty(len(r), dtype=int)
+    out[into] = mv
+    stay[:] = True
+    stay[into] = False
+    out[stay] = others
+    return out
 
 
 def _rates(
