@@ -400,3 +400,19 @@ def test_generate_bad_input(
     err = capsys.readouterr().err
     assert err.startswith("sjfbco generate: error: ") and message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_mix_over_the_gpu_limit_is_refused_before_any_job_is_drawn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sjfbco.workloads.paper as paper
+    from sjfbco.errors import InputError
+
+    def no_draw(*args: object) -> int:
+        raise AssertionError("a job was drawn")
+
+    monkeypatch.setattr(paper, "_randint", no_draw)
+    monkeypatch.setattr(paper, "draw_servers", no_draw)
+    # 1,000,000 jobs of the paper's mix ask for 4,025,000 GPUs; the limit is 4,000,000
+    with pytest.raises(InputError, match=r"4,025,000 GPUs asked for .* SJFBCO_MAX_JOB_GPUS"):
+        paper.paper_instance(servers=3, jobs=1_000_000)

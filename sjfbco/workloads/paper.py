@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import limits
 from sjfbco.cost import iteration_time
 from sjfbco.files import load_json, write_json
 from sjfbco.problem import (
@@ -405,6 +406,10 @@ def paper_instance(
     if not models:
         raise InputError("models must not be empty")
     mix = size_mix(jobs)
+    try:  # the GPU total is known from the mix: refuse before drawing a million jobs
+        limits.JOB_GPUS.check(sum(g * c for g, c in mix.items()), where="jobs")
+    except InputError as err:
+        raise InputError(f"preset {p.name!r} does not fit this workload: {err}") from None
     rng = random.Random(seed)
     largest = max(g for g, c in mix.items() if c > 0)
     caps = draw_servers(servers, rng, largest)
