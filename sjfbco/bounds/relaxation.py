@@ -115,13 +115,6 @@ class RelaxationResult:
     size: dict[str, int]
 
 
-def mode_durations(data: ProblemData, patterns: Patterns) -> list[list[int]]:
-    """``d(j, q)``: slots job ``j`` needs alone on each of its patterns (contention 1)."""
-    from sjfbco.formulations.common import duration
-
-    return [[duration(data, j, q, 1) for q in patterns[j]] for j in range(data.num_jobs)]
-
-
 def contention_free_bound(
     data: ProblemData,
     *,
@@ -178,16 +171,23 @@ def contention_free_bound(
         Patterns,
         duration_caps,
         identical_job_groups,
+        pattern_durations,
         require_slotted,
     )
 
     require_slotted(data, "the contention-free relaxation")
     t0 = time.perf_counter()
     pats = patterns or Patterns(data)
-    dur = mode_durations(data, pats)
+    # d(j, q) alone, keyed by pattern index; patterns unusable even alone (one
+    # iteration longer than a slot) are left out: no valid schedule uses them
+    dur = [
+        {k: d for k, d in enumerate(row) if d is not None} for row in pattern_durations(data, pats)
+    ]
     closed = int(lower_bound(data))
     if horizon is None:
-        horizon = max((job.arrival for job in data.jobs), default=0) + sum(min(d) for d in dur)
+        horizon = max((job.arrival for job in data.jobs), default=0) + sum(
+            min(d.values()) for d in dur
+        )
     horizon = max(horizon, closed)
     longest = duration_caps(data, pats, horizon) if gpu_time else [horizon] * data.num_jobs
     if min(longest, default=0) < 0:  # the jobs' GPU time alone overfills [0, H)
@@ -201,7 +201,7 @@ def contention_free_bound(
     ends, lengths, ivs = [], [], []
     for j, job in enumerate(data.jobs):
         cap = min(horizon - job.arrival, longest[j])
-        fits = [k for k, d in enumerate(dur[j]) if d <= cap]
+        fits = [k for k, d in dur[j].items() if d <= cap]
         if not fits:  # pragma: no cover - horizon >= closed-form bound >= every job alone
             raise ValueError(f"job {job.id!r} cannot finish by the horizon {horizon}")
         dmin = min(dur[j][k] for k in fits)

@@ -31,19 +31,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
 from sjfbco import progress
 from sjfbco.bounds import lower_bound
-from sjfbco.cost import ConfigurationError, best_shape, fill_shape, min_run_time
+from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError, LimitError
 from sjfbco.evaluate import evaluate
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
-from sjfbco.solvers.common import check_choice
+from sjfbco.solvers.common import check_choice, serial_schedule
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
 
 log = logging.getLogger(__name__)
@@ -136,29 +135,6 @@ class ExactParams:
         gb = self.max_memory_gb
         if isinstance(gb, bool) or not isinstance(gb, int | float) or not 0 < gb < 1e6:
             raise InputError(f"max_memory_gb: must be a number of GB > 0, got {gb!r}")
-
-
-def serial_schedule(data: ProblemData) -> Schedule:
-    """Every job alone on its best placement, one after another in input order.
-
-    The best placement has the shape of :func:`sjfbco.cost.best_shape` on the
-    largest servers (:func:`sjfbco.cost.fill_shape`; in the paper's model: the
-    fewest servers, largest first); planned starts are the running sums of the
-    jobs' alone run times on it, so no two jobs ever overlap (respecting
-    arrivals).
-    """
-    cl = data.cluster
-    gpus: list[list[tuple[int, int]]] = []
-    start: list[int] = []
-    t = 0
-    for job in data.jobs:
-        counts = fill_shape(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
-        pairs = [(s, i) for s, c in enumerate(counts) for i in range(c)]
-        t = max(t, job.arrival)
-        gpus.append(pairs)
-        start.append(t)
-        t += math.ceil(min_run_time(job, data))  # whole slots in the slotted model
-    return Schedule.build(gpus, start)
 
 
 def warm_candidates(
