@@ -577,3 +577,18 @@ class RateCache:
     def alone(self, job: int, num_servers: int, max_per_server: int | None = None) -> float:
         """Rate without contention from other jobs (``p = 1`` if split)."""
         return self.rate(job, num_servers, 1, max_per_server)
+
+    def alone_slots(self, job: int, num_servers: int, max_per_server: int | None = None) -> float:
+        """Slots job ``job`` needs alone on ``num_servers`` servers (contention 1), or
+        ``inf`` where one iteration takes more than a slot even alone there.
+
+        No valid schedule uses such a placement (the evaluator raises
+        :class:`ConfigurationError` for it, ``docs/model.md``), so solvers that
+        tabulate durations treat it as unavailable. Validation guarantees every
+        job a finite value on its best placement.
+        """
+        try:
+            r = self.alone(job, num_servers, max_per_server)
+        except ConfigurationError:
+            return math.inf
+        return slots_to_finish(self._data.jobs[job].iterations, r, self._data.cost)

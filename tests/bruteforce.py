@@ -5,7 +5,9 @@ any per-server GPU counts that fit the free GPUs (waiting is a choice too), and
 scores every complete choice with the package's evaluator engine. Shares no code
 with the formulations: its own count enumeration, no symmetry breaking, no
 levels, no horizon tricks beyond "a schedule that cannot beat the best so far
-is dropped".
+is dropped". A choice that puts a job above one slot per iteration (alone or
+under the contention it meets when it starts; a job's end only lowers
+contention) is invalid and dropped, as the evaluator rejects it.
 
 Complete because the cost model depends on a placement only through its
 per-server counts (GPUs inside a server are identical) and on starts; every
@@ -18,7 +20,7 @@ import copy
 import itertools
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import min_run_time
+from sjfbco.cost import ConfigurationError, min_run_time
 from sjfbco.evaluate import Simulator, evaluate, evaluation_of
 from sjfbco.schedule import Schedule
 
@@ -96,13 +98,16 @@ def brute_force(
             nsim = copy.deepcopy(sim, {id(data): data, id(data.rates): data.rates})
             free = free_lists(nsim)
             nstarts = dict(starts)
-            for j, c in choice:
-                gpus = []
-                for s, k in enumerate(c):
-                    gpus += free[s][:k]
-                    free[s] = free[s][k:]
-                nsim.start(j, gpus)
-                nstarts[j] = t
+            try:
+                for j, c in choice:
+                    gpus = []
+                    for s, k in enumerate(c):
+                        gpus += free[s][:k]
+                        free[s] = free[s][k:]
+                    nsim.start(j, gpus)
+                    nstarts[j] = t
+            except ConfigurationError:  # a job above one slot per iteration: invalid choice
+                continue
             while nsim.now < t + 1:
                 nsim.advance(until=t + 1)
             started = {j for j, _ in choice}

@@ -210,19 +210,30 @@ def test_convert_name_stays_in_the_output_folder(
 
 
 def test_formulate_paper_ilp_error_is_one_line(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # with 0.5 s slots, some heuristics' placements push tau above one slot: their warm
-    # starts are skipped quietly and the one error is the evaluator's
+    # with 0.5 s slots, some heuristics' passes push tau above one slot: they skip those
+    # passes (docs/solvers.md), so the model is written and --json prints one line only
     doc = json.loads(EXAMPLE.read_text())
     doc["cost"]["slot_seconds"] = 0.5
     inst = tmp_path / "tight.json"
     inst.write_text(json.dumps(doc))
-    code, out, err = _run(
-        capsys, "formulate", inst, "--kind", "paper-ilp", "-o", tmp_path / "m.lp", "--json"
-    )
+    argv = ("formulate", inst, "--kind", "paper-ilp", "-o", tmp_path / "m.lp", "--json")
+    code, out, err = _run(capsys, *argv)
+    assert (code, err) == (0, "") and len(out.splitlines()) == 1
+    assert "serial" in json.loads(out)["candidates"] and (tmp_path / "m.lp").exists()
+    # an error while building the candidates is one line, and nothing on stdout
+    import sjfbco.solvers.exact as exact
+    from sjfbco.cost import ConfigurationError
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise ConfigurationError("job 'j1': one iteration takes 1.2 slots (> 1)")
+
+    monkeypatch.setattr(exact, "candidate_schedules", failing)
+    code, out, err = _run(capsys, *argv[:-2], tmp_path / "m2.lp", "--json")
     assert (code, out) == (2, "")
     assert "one iteration takes" in _one_line_error(err)
+    assert not (tmp_path / "m2.lp").exists()
 
 
 def test_plot_shows_dollar_signs_literally(

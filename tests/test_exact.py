@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -483,6 +484,34 @@ def test_quick_relaxation_pass_comes_before_the_time_indexed_form(
     assert res.stats["relaxation_quick"]["bound"] == 11
     assert "bound" not in res.stats["time_indexed"] and "relaxation" not in res.stats
     assert res.stats["bound_from"] == "contention-free relaxation"
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
+
+
+def test_plan_search_finds_what_the_relaxation_plan_missed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Instance B (optimum 11, brute force) with the serial warm start (12) and the
+    relaxation's own plan withheld (as when contention stretches it under the evaluator):
+    the relaxation bounds 11 and has a plan ending by 11, so the plan search enumerates
+    its plans by the horizon 11 and keeps the first the evaluator ends below 12."""
+    import sjfbco.bounds.relaxation as relaxation
+    import sjfbco.solvers.exact as exact
+
+    data = instance_b()
+    serial = serial_schedule(data)
+    assert evaluate(data, serial).makespan == 12 and brute_force(data, 12)[0] == 11
+    monkeypatch.setattr(
+        exact, "best_warm_start", lambda d, **kw: ("serial", serial, evaluate(d, serial))
+    )
+    real = relaxation.contention_free_bound
+
+    def no_plan(d: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
+        res = real(d, **kw)
+        return res if kw.get("accept") else replace(res, plan=None)
+
+    monkeypatch.setattr(relaxation, "contention_free_bound", no_plan)
+    res = solve(data, "exact", backend="cpsat", time_limit=60)
+    assert res.stats["plan_search"]["found"] and res.stats["incumbent_from"] == "plan search"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 

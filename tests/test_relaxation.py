@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -11,11 +12,14 @@ from hypothesis import strategies as st
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
 from sjfbco.bounds.relaxation import contention_free_bound
 from sjfbco.bounds.timeindexed import time_indexed_bound
-from sjfbco.formulations.common import plan_to_schedule
+from sjfbco.formulations.common import Plan, plan_to_schedule
 from sjfbco.solvers.exact import serial_schedule
 from tests.bruteforce import brute_force
 from tests.test_exact import _contention_instance, instance_b
 from tests.tiny import tiny_instances, trap_instances
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def _optimum(data: ProblemData) -> int:
@@ -204,3 +208,56 @@ def test_gpu_time_caps_prune_slow_patterns() -> None:
     assert duration_caps(data, Patterns(data), 8) == [8, 8, 8]
     assert contention_free_bound(data, horizon=10).bound == 11
     assert contention_free_bound(data, horizon=8).bound == 9
+
+
+# -- the plan search (``accept``): the incumbent side ------------------------------------
+
+
+def _by_horizon(data: ProblemData, horizon: int, taken: list[Plan]) -> Callable[[Plan], bool]:
+    """``accept`` for the plan search: the plan's schedule ends by ``horizon``; records
+    every plan it takes."""
+
+    def accept(plan: Plan) -> bool:
+        ok = evaluate(data, plan_to_schedule(data, plan)).makespan <= horizon
+        if ok:
+            taken.append(plan)
+        return ok
+
+    return accept
+
+
+def _check_plan_search(data: ProblemData) -> None:
+    """At horizons from one below the optimum to one above: a plan the search returns is
+    the one ``accept`` took (its schedule evaluates by the horizon, so never below the
+    optimum); the search claims no bound (the closed form's) and no optimality."""
+    from sjfbco.bounds.closed import lower_bound
+
+    opt = _optimum(data)
+    for horizon in (opt - 1, opt, opt + 1):
+        if horizon < 1:
+            continue
+        taken: list[Plan] = []
+        res = contention_free_bound(data, horizon=horizon, accept=_by_horizon(data, horizon, taken))
+        assert res.bound == int(lower_bound(data)) and not res.optimal
+        if res.plan is None:
+            assert not taken
+            continue
+        assert taken == [res.plan]  # the search stops at the first plan taken
+        assert opt <= evaluate(data, plan_to_schedule(data, res.plan)).makespan <= horizon
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=3)))
+def test_plan_search_against_brute_force(data: ProblemData) -> None:
+    _check_plan_search(data)
+
+
+def test_plan_search_finds_instance_b_optimum() -> None:
+    """Instance B at the horizon 11 (the optimum): a plan whose schedule ends at 11; at 10,
+    none (no schedule ends by 10), and still no bound claimed."""
+    data = instance_b()
+    res = contention_free_bound(data, horizon=11, accept=_by_horizon(data, 11, []))
+    assert res.plan is not None
+    assert evaluate(data, plan_to_schedule(data, res.plan)).makespan == 11
+    below = contention_free_bound(data, horizon=10, accept=_by_horizon(data, 10, []))
+    assert below.plan is None and below.bound <= 11

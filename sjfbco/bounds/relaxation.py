@@ -76,6 +76,8 @@ from sjfbco.bounds.closed import lower_bound
 from sjfbco.formulations.common import Plan
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sjfbco.formulations.common import Patterns
     from sjfbco.problem import ProblemData
 
@@ -113,13 +115,6 @@ class RelaxationResult:
     size: dict[str, int]
 
 
-def mode_durations(data: ProblemData, patterns: Patterns) -> list[list[int]]:
-    """``d(j, q)``: slots job ``j`` needs alone on each of its patterns (contention 1)."""
-    from sjfbco.formulations.common import duration
-
-    return [[duration(data, j, q, 1) for q in patterns[j]] for j in range(data.num_jobs)]
-
-
 def contention_free_bound(
     data: ProblemData,
     *,
@@ -131,6 +126,7 @@ def contention_free_bound(
     encoding: str = "jobs",
     pairwise: bool = True,
     gpu_time: bool = True,
+    accept: Callable[[Plan], bool] | None = None,
 ) -> RelaxationResult:
     """Solve the contention-free multi-mode relaxation (module docstring) with CP-SAT.
 
@@ -157,6 +153,12 @@ def contention_free_bound(
         Add the GPU-time cuts (module docstring): no run longer than its cap
         (:func:`~sjfbco.formulations.common.duration_caps` at the horizon) and
         ``sum_j G_j d_j <= N C`` (``"jobs"`` only).
+    accept
+        Plan search instead of a bound: enumerate solutions ending by the horizon
+        (one CP-SAT worker, no objective; with the pairwise cuts their slack pinned,
+        see :func:`_pairwise_cuts`) and stop at the first plan ``accept`` takes,
+        returned as ``plan``. The model is then no relaxation: ``bound`` is the
+        closed-form bound, whatever the status.
 
     Returns
     -------
@@ -169,16 +171,23 @@ def contention_free_bound(
         Patterns,
         duration_caps,
         identical_job_groups,
+        pattern_durations,
         require_slotted,
     )
 
     require_slotted(data, "the contention-free relaxation")
     t0 = time.perf_counter()
     pats = patterns or Patterns(data)
-    dur = mode_durations(data, pats)
+    # d(j, q) alone, keyed by pattern index; patterns unusable even alone (one
+    # iteration longer than a slot) are left out: no valid schedule uses them
+    dur = [
+        {k: d for k, d in enumerate(row) if d is not None} for row in pattern_durations(data, pats)
+    ]
     closed = int(lower_bound(data))
     if horizon is None:
-        horizon = max((job.arrival for job in data.jobs), default=0) + sum(min(d) for d in dur)
+        horizon = max((job.arrival for job in data.jobs), default=0) + sum(
+            min(d.values()) for d in dur
+        )
     horizon = max(horizon, closed)
     longest = duration_caps(data, pats, horizon) if gpu_time else [horizon] * data.num_jobs
     if min(longest, default=0) < 0:  # the jobs' GPU time alone overfills [0, H)
@@ -192,7 +201,7 @@ def contention_free_bound(
     ends, lengths, ivs = [], [], []
     for j, job in enumerate(data.jobs):
         cap = min(horizon - job.arrival, longest[j])
-        fits = [k for k, d in enumerate(dur[j]) if d <= cap]
+        fits = [k for k, d in dur[j].items() if d <= cap]
         if not fits:  # pragma: no cover - horizon >= closed-form bound >= every job alone
             raise ValueError(f"job {job.id!r} cannot finish by the horizon {horizon}")
         dmin = min(dur[j][k] for k in fits)
@@ -237,7 +246,9 @@ def contention_free_bound(
         if sum(hi for _, _, hi in demands[s]) > cap:  # else the server can never overfill
             m.add_cumulative([iv for iv, _, _ in demands[s]], [c for _, c, _ in demands[s]], cap)
     if pairwise and encoding == "jobs":
-        _pairwise_cuts(data, m, pats, uses, starts, ends, lengths, horizon)
+        _pairwise_cuts(
+            data, m, pats, uses, starts, ends, lengths, horizon, tight=accept is not None
+        )
         gpus = [job.num_gpus for job in data.jobs]
         if sum(gpus) > data.cluster.num_gpus:  # redundant: all GPUs as one resource
             m.add_cumulative(ivs, gpus, data.cluster.num_gpus)
@@ -257,26 +268,55 @@ def contention_free_bound(
     # minimise W C + splits; a bound L on it gives C >= ceil((L - splits_max) / W).
     splits = [use[k] for j, use in enumerate(uses) for k in use if pats[j][k].split]
     weight = len(data.jobs) + 1
-    m.minimize(weight * C + sum(splits))
+
+    def plan_of(value: Callable[[Any], int]) -> Plan:
+        counts, start, end = [], [], []
+        for j, use in enumerate(uses):
+            k = next(k for k, u in use.items() if value(u))
+            counts.append(pats[j][k].counts)
+            start.append(int(value(starts[j])))
+            end.append(int(value(ends[j])))
+        return Plan(tuple(counts), tuple(start), tuple(end))
+
     solver = cp_model.CpSolver()
     if time_limit is not None:
         solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
     solver.parameters.num_search_workers = workers
     solver.parameters.random_seed = seed
-    st = solver.solve(m)
+    if accept is None:
+        m.minimize(weight * C + sum(splits))
+        st = solver.solve(m)
+    else:
+        check = accept
+        found: list[Plan] = []
+        seen: set[tuple[Any, ...]] = set()
+
+        class _Search(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                plan = plan_of(self.value)
+                key = (plan.counts, plan.start)  # lengths aside, a plan seen before
+                if key in seen:
+                    return
+                seen.add(key)
+                if check(plan):
+                    found.append(plan)
+                    self.stop_search()
+
+        solver.parameters.enumerate_all_solutions = True
+        solver.parameters.num_search_workers = 1
+        st = solver.solve(m, _Search())
     has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     plan = None
     makespan = None
-    if has:
-        counts, start, end = [], [], []
-        for j, use in enumerate(uses):
-            k = next(k for k, u in use.items() if solver.value(u))
-            counts.append(pats[j][k].counts)
-            start.append(int(solver.value(starts[j])))
-            end.append(int(solver.value(ends[j])))
-        plan = Plan(tuple(counts), tuple(start), tuple(end))
+    if has and accept is None:
+        plan = plan_of(solver.value)
         makespan = int(solver.value(C))
-    if st == cp_model.INFEASIBLE:  # nothing ends by the horizon: every schedule ends later
+    elif accept is not None and found:
+        plan = found[0]
+        makespan = plan.makespan
+    if accept is not None:  # a plan search (``tight``): no longer a relaxation, no bound
+        bound = closed
+    elif st == cp_model.INFEASIBLE:  # nothing ends by the horizon: every schedule ends later
         bound = horizon + 1
     else:  # CP-SAT's bound on an integral objective, valid whenever it stops
         best = solver.best_objective_bound
@@ -292,7 +332,7 @@ def contention_free_bound(
     return RelaxationResult(
         bound,
         makespan,
-        st == cp_model.OPTIMAL,
+        st == cp_model.OPTIMAL and accept is None,
         plan,
         solver.status_name(st),
         time.perf_counter() - t0,
@@ -309,6 +349,8 @@ def _pairwise_cuts(
     ends: list[Any],
     lengths: list[Any],
     horizon: int,
+    *,
+    tight: bool = False,
 ) -> None:
     """Pairwise contention cuts (module docstring): ``F_j <= r1 (d_j - o_j) + r2 o_j``.
 
@@ -316,8 +358,12 @@ def _pairwise_cuts(
     split job sharing one of its servers; ``r1``, ``r2`` are the chosen split
     pattern's iterations per slot at contention 1 and 2. Where contention 2 is
     invalid for the pattern (one iteration longer than a slot), ``o_j = 0``.
+
+    ``tight`` (plan search only: no longer a relaxation) pins the slack: ``o_j``
+    equals the largest such overlap and ``d_j`` is the shortest length the cut
+    allows, so that enumerated solutions differ in patterns and starts.
     """
-    from sjfbco.formulations.common import level_cap, max_level, rate
+    from sjfbco.formulations.common import duration, level_cap, max_level, rate
 
     top = max_level(data, pats)
     S = data.cluster.num_servers
@@ -331,6 +377,7 @@ def _pairwise_cuts(
                 m.add(b == sum(uses[j][k] for k in ks))
                 on[j, s] = b
     over = {j: m.new_int_var(0, horizon, f"o_{j}") for j in splitters}
+    overlaps: dict[int, list[Any]] = {j: [] for j in splitters}
     for j, k in itertools.combinations(splitters, 2):
         both = []
         for s in range(S):
@@ -349,6 +396,17 @@ def _pairwise_cuts(
         m.add_min_equality(hi, [ends[j], ends[k]])
         m.add(over[j] >= hi - lo).only_enforce_if(shared)
         m.add(over[k] >= hi - lo).only_enforce_if(shared)
+        if tight:
+            ov = m.new_int_var(0, horizon, f"ov_{j}_{k}")
+            m.add_max_equality(ov, [hi - lo, 0])
+            sh = m.new_int_var(0, horizon, f"ovs_{j}_{k}")
+            m.add(sh == ov).only_enforce_if(shared)
+            m.add(sh == 0).only_enforce_if(~shared)
+            overlaps[j].append(sh)
+            overlaps[k].append(sh)
+    if tight:
+        for j in splitters:
+            m.add_max_equality(over[j], [*overlaps[j], 0])
     for j in splitters:
         need = data.jobs[j].iterations
         for k, u in uses[j].items():
@@ -359,5 +417,9 @@ def _pairwise_cuts(
             if level_cap(data, j, q, top) >= 2:
                 r2 = int(rate(data, j, q, 2))
                 m.add(r1 * lengths[j] + (r2 - r1) * over[j] >= need).only_enforce_if(u)
+                if tight:
+                    m.add(r1 * lengths[j] + (r2 - r1) * over[j] <= need + r1 - 1).only_enforce_if(u)
             else:
                 m.add(over[j] == 0).only_enforce_if(u)
+                if tight:
+                    m.add(lengths[j] == duration(data, j, q, 1)).only_enforce_if(u)

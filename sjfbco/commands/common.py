@@ -17,6 +17,7 @@ Imports here stay light: ``sjfbco --help`` loads this module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
     from sjfbco.problem import ProblemData
     from sjfbco.progress import Progress
@@ -174,6 +176,19 @@ def read_instance_and_schedule(
             f"(read {schedule} as the instance and {instance} as the schedule)"
         )
     return data, sched
+
+
+@contextlib.contextmanager
+def naming(path: str, what: str = "") -> Iterator[None]:
+    """Prefix a :class:`~sjfbco.cost.ConfigurationError` raised inside with ``path`` (and
+    ``what``, e.g. the policy): the one-line message then names the file whose
+    schedule put a job past one slot per iteration."""
+    from sjfbco.cost import ConfigurationError
+
+    try:
+        yield
+    except ConfigurationError as err:
+        raise ConfigurationError(f"{path}: {what}{err}") from err
 
 
 def debugging(args: argparse.Namespace | None = None) -> bool:

@@ -32,13 +32,14 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import read_instance_and_schedule
+    from sjfbco.commands.common import naming, read_instance_and_schedule
     from sjfbco.evaluate import evaluate
     from sjfbco.files import json_line
     from sjfbco.tables import format_table
 
     data, schedule = read_instance_and_schedule(args.instance, args.schedule, "evaluate")
-    ev = evaluate(data, schedule, strict=args.strict)
+    with naming(args.schedule):
+        ev = evaluate(data, schedule, strict=args.strict)
     doc = {"instance": data.name, **ev.to_dict()}
     if args.json:
         print(json_line(doc))

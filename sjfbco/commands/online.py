@@ -56,7 +56,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import load_plugins
+    from sjfbco.commands.common import load_plugins, naming
     from sjfbco.errors import InputError
     from sjfbco.files import json_line, read_instance
     from sjfbco.online import make_policy, run_online
@@ -73,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         policy = make_policy(policy)  # an unknown name fails before reading the instance
     data = read_instance(args.instance)
-    result = run_online(data, policy, admission=args.admission)
+    with naming(args.instance, f"policy {args.policy!r}: "):
+        result = run_online(data, policy, admission=args.admission)
     doc = {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}
     if args.json:
         print(json_line(doc))

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from sjfbco import limits
-from sjfbco.commands.common import add_output, read_instance_and_schedule
+from sjfbco.commands.common import add_output, naming, read_instance_and_schedule
 from sjfbco.errors import check_text
 
 
@@ -42,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
         check_text(args.title, "--title", empty=True)
     data, schedule = read_instance_and_schedule(args.instance, args.schedule, "plot")
     limits.PLOT_BARS.check(sum(job.num_gpus for job in data.jobs), source=args.instance)
-    ax = gantt(data, schedule, labels=not args.no_labels, title=args.title, waits=args.waits)
+    with naming(args.schedule):
+        ax = gantt(data, schedule, labels=not args.no_labels, title=args.title, waits=args.waits)
     fig = ax.get_figure()
     assert fig is not None
     save(fig, args.output)  # type: ignore[arg-type]

@@ -37,6 +37,7 @@ first; with no time limit that run is deterministic for a seed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -44,6 +45,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from sjfbco.cost import ConfigurationError
 from sjfbco.evaluate import dispatch
 from sjfbco.progress import report
 from sjfbco.schedule import check_schedule
@@ -333,6 +335,8 @@ def best_solve(
                     tuple(split_permissions(data, policy)),
                 )
                 cand = engine.decode(g)
+                if cand is None:
+                    continue
                 label = f"list {rule}/{scheme}/{policy}"
                 sources[label] = cand.makespan
                 engine.offer(cand, label, g)
@@ -348,7 +352,9 @@ def best_solve(
             cand = evaluated(data, res.schedule)
             sources[name] = cand.makespan
             engine.offer(cand, name)
-    assert best_genome is not None and engine.best is not None
+    assert engine.best is not None  # SJF-BCO always returns a schedule
+    if best_genome is None:  # every list genome was invalid: start from the best schedule
+        best_genome = genome_of(engine.best, data, tuple(split_permissions(data, "allow")))
     lap("portfolio")
 
     # 2. the LP bound, within its share of the budget (to completion without a time limit)
@@ -393,6 +399,8 @@ def best_solve(
         cand = engine.decode(start)
         # a hand-out after a phase (servers, CP-SAT) costs up to about two decodes
         budget.reserve = max(budget.reserve, 2 * (time.perf_counter() - tick))
+        if cand is None:  # the incumbent's genome decodes invalid: search from its schedule
+            cand = engine.best
         engine.lahc(start, cand, moves=params.global_moves)
         lap("global")
         if engine.done or budget.stopped_by is not None or budget.expired():
@@ -406,10 +414,12 @@ def best_solve(
             except ValueError:  # a split job starts between slots (continuous model)
                 continue
             budget.window(share(0.3))
-            if server_search(servers, rng, budget.spend, params.server_moves):
-                cand = servers.schedule()
-                if engine.offer(cand, "search (servers)"):
-                    engine.best_genome = genome_of(cand, data, split_now)
+            # ConfigurationError: the hand-out put a job above one slot per iteration
+            with contextlib.suppress(ConfigurationError):
+                if server_search(servers, rng, budget.spend, params.server_moves):
+                    cand = servers.schedule()
+                    if engine.offer(cand, "search (servers)"):
+                        engine.best_genome = genome_of(cand, data, split_now)
         lap("servers")
         for _ in range(params.cp_moves):
             budget.window(share(0.1))
@@ -418,7 +428,10 @@ def best_solve(
             assert engine.best is not None
             left = budget.seconds_left()  # less one more evaluation: the model's set-up
             left = None if left is None else left - budget.reserve
-            found = cp_move(data, engine.best, rng, params, left)
+            try:
+                found = cp_move(data, engine.best, rng, params, left)
+            except ConfigurationError:  # the re-packing put a job above one slot per iteration
+                found = None
             if found is not None and engine.offer(found, "search (cp-sat)"):
                 engine.best_genome = genome_of(found, data, split_now)
         budget.window(None)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
+from sjfbco.cost import best_shape, fill_shape, min_run_time
 from sjfbco.errors import InputError
+from sjfbco.schedule import Schedule
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.placement import (
     AssignmentMode,
@@ -85,6 +88,8 @@ class Prepared:
     runner: TrialRunner
     order: list[int]
     horizon: int
+    #: ``horizon`` is the default one, under which ``theta = horizon`` always fits
+    default_horizon: bool = True
 
 
 def prepare(
@@ -103,7 +108,8 @@ def prepare(
     init = None if initial_load is None else np.asarray(initial_load, dtype=float)
     horizon = params.horizon or default_horizon(increments, init)
     runner = TrialRunner(data, increments, params.mode, init, indexed=indexed)
-    return Prepared(rho_hat, runner, job_order(data, params.order, rho_hat), horizon)
+    order = job_order(data, params.order, rho_hat)
+    return Prepared(rho_hat, runner, order, horizon, default_horizon=params.horizon is None)
 
 
 def run_list_scheduler(
@@ -143,7 +149,37 @@ def run_list_scheduler(
     }
     if res.label is not None:
         stats[label_name] = res.label
+    stats["invalid_passes"] = prep.runner.invalid
+    if not res.trial.feasible and prep.runner.invalid and prep.default_horizon:
+        # under the default horizon every pass fits theta = horizon, so each one put
+        # some job above one slot per iteration (alone or under contention): fall back
+        # to the serial schedule, valid on every valid instance (docs/solvers.md)
+        stats["fallback"] = "serial"
+        return SolverOutput(serial_schedule(prep.runner.data), Status.FEASIBLE, stats=stats)
     if not res.trial.feasible:
         return SolverOutput(None, Status.INFEASIBLE, stats=stats)
     status = Status.TIME_LIMIT if res.timed_out else Status.FEASIBLE
     return SolverOutput(res.trial.schedule(prep.runner.data.cluster), status, stats=stats)
+
+
+def serial_schedule(data: ProblemData) -> Schedule:
+    """Every job alone on its best placement, one after another in input order.
+
+    The best placement has the shape of :func:`sjfbco.cost.best_shape` on the
+    largest servers (:func:`sjfbco.cost.fill_shape`; in the paper's model: the
+    fewest servers, largest first); planned starts are the running sums of the
+    jobs' alone run times on it, so no two jobs ever overlap (respecting
+    arrivals).
+    """
+    cl = data.cluster
+    gpus: list[list[tuple[int, int]]] = []
+    start: list[int] = []
+    t = 0
+    for job in data.jobs:
+        counts = fill_shape(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
+        pairs = [(s, i) for s, c in enumerate(counts) for i in range(c)]
+        t = max(t, job.arrival)
+        gpus.append(pairs)
+        start.append(t)
+        t += math.ceil(min_run_time(job, data))  # whole slots in the slotted model
+    return Schedule.build(gpus, start)

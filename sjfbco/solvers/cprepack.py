@@ -36,7 +36,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import shape_of, slots_to_finish
+from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.sgs import Plan, hand_out
 
@@ -146,8 +146,8 @@ def repack(
 
     def whole(j: int, parts: Sequence[tuple[int, int]]) -> tuple[int, float]:
         k, g = shape_of(c for _, c in parts)
-        d = slots_to_finish(data.jobs[j].iterations, rates.alone(j, k, g), data.cost)
-        return max(1, math.ceil(d - EPS)), d
+        d = rates.alone_slots(j, k, g)  # inf: unusable even alone, left out below
+        return (max(1, math.ceil(d - EPS)) if math.isfinite(d) else 0), d
 
     modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int, float]]] = {}
     for j in free:
@@ -155,7 +155,7 @@ def repack(
         opts: list[tuple[tuple[int, int], ...]] = [((s, g),) for s in chosen if caps[s] >= g]
         if g >= 2 and (split or not opts):  # a job no chosen server holds must split
             opts += split_patterns(caps, chosen, g)
-        modes[j] = [(p, *whole(j, p)) for p in opts]
+        modes[j] = [m for m in ((p, *whole(j, p)) for p in opts) if math.isfinite(m[2])]
         if not modes[j]:  # pragma: no cover - the job lay on these servers, so some mode fits
             return None
     blocks: dict[int, list[tuple[int, int, int, bool]]] = {s: [] for s in chosen}

@@ -10,6 +10,8 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    bound, and its schedule as one more warm-start candidate; when CP-SAT ends
    it without an answer, its time-indexed form on HiGHS
    (:mod:`sjfbco.bounds.timeindexed`);
+   when the relaxation has a plan below the incumbent that contention stretches,
+   a plan search enumerates its plans until one evaluates below the incumbent;
 3. the horizon ``H``: the best candidate's makespan under the evaluator minus
    one, so the model only looks for better schedules (infeasible: the bound
    ``H + 1`` proves the incumbent optimal);
@@ -28,19 +30,18 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, get_args
 
 from sjfbco import progress
 from sjfbco.bounds import lower_bound
-from sjfbco.cost import ConfigurationError, best_shape, fill_shape, min_run_time
+from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError, LimitError
 from sjfbco.evaluate import evaluate
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
-from sjfbco.solvers.common import check_choice
+from sjfbco.solvers.common import check_choice, serial_schedule
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,10 @@ PACKING_SHARE, TIME_INDEXED_SHARE = 0.1, 0.4
 #: instances are proven by the cuts in a second or two (10/4/2 and 10/4/3 of docs/exact.md)
 #: but would wait behind the time-indexed form's 40% otherwise.
 QUICK_RELAXATION_SHARE = 0.1
+#: Share of the time limit for the plan search: when the relaxation has a plan ending
+#: below the incumbent that contention stretches under the evaluator, CP-SAT enumerates
+#: the relaxation's plans by that horizon until one evaluates below the incumbent.
+PLAN_SEARCH_SHARE = 0.1
 #: Share of the time limit that the bound phases (packing check, time-indexed form,
 #: relaxation) leave to the model: their shares add up to 0.9, so without this reserve
 #: a run where all three stay undecided would leave the model no time at all.
@@ -129,29 +134,6 @@ class ExactParams:
         gb = self.max_memory_gb
         if isinstance(gb, bool) or not isinstance(gb, int | float) or not 0 < gb < 1e6:
             raise InputError(f"max_memory_gb: must be a number of GB > 0, got {gb!r}")
-
-
-def serial_schedule(data: ProblemData) -> Schedule:
-    """Every job alone on its best placement, one after another in input order.
-
-    The best placement has the shape of :func:`sjfbco.cost.best_shape` on the
-    largest servers (:func:`sjfbco.cost.fill_shape`; in the paper's model: the
-    fewest servers, largest first); planned starts are the running sums of the
-    jobs' alone run times on it, so no two jobs ever overlap (respecting
-    arrivals).
-    """
-    cl = data.cluster
-    gpus: list[list[tuple[int, int]]] = []
-    start: list[int] = []
-    t = 0
-    for job in data.jobs:
-        counts = fill_shape(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
-        pairs = [(s, i) for s, c in enumerate(counts) for i in range(c)]
-        t = max(t, job.arrival)
-        gpus.append(pairs)
-        start.append(t)
-        t += math.ceil(min_run_time(job, data))  # whole slots in the slotted model
-    return Schedule.build(gpus, start)
 
 
 def warm_candidates(
@@ -308,6 +290,8 @@ def solve_exact(
         _packing(run, budget, p, seed)
     if p.relaxation and run.bound < run.makespan:
         _relaxation(run, budget, p, seed)
+    if p.relaxation and run.bound < run.makespan:
+        _plan_search(run, budget, p, seed)
     stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
@@ -385,6 +369,53 @@ def _relaxation(
     _offer_plan(run, "relaxation", rel.plan)
     run.raise_bound(rel.bound, "contention-free relaxation")
     return rel
+
+
+def _plan_search(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
+    """The incumbent side: a plan of the relaxation that the evaluator keeps below the incumbent.
+
+    Runs when the relaxation with its cuts (either pass) found a plan ending below the
+    incumbent whose schedule contention stretched to the incumbent or beyond: CP-SAT then
+    enumerates such plans (:func:`~sjfbco.bounds.relaxation.contention_free_bound` with
+    ``accept``) for ``PLAN_SEARCH_SHARE`` of the limit, and the first whose schedule
+    evaluates below the incumbent becomes the incumbent. Every schedule is scored by the
+    evaluator; no bound comes from this phase.
+    """
+    from sjfbco.bounds.relaxation import contention_free_bound
+    from sjfbco.formulations.common import plan_to_schedule
+
+    rel = run.stats.get("relaxation") or run.stats.get("relaxation_quick") or {}
+    if rel.get("makespan") is None or rel["makespan"] >= run.makespan:
+        return  # no relaxed plan below the incumbent: nothing to search
+    limit = budget.share(PLAN_SEARCH_SHARE, UNLIMITED_PACKING_S, keep=MODEL_RESERVE)
+    if limit == 0.0:
+        run.stats["plan_search"] = {"status": "no time left (MODEL_RESERVE)"}
+        return
+    target = run.makespan
+    tried = [0]
+
+    def better(plan: Any) -> bool:
+        tried[0] += 1
+        try:
+            return evaluate(run.data, plan_to_schedule(run.data, plan)).makespan < target
+        except ConfigurationError:  # contention pushed some tau over a slot
+            return False
+
+    progress.report("exact: plan search")
+    res = contention_free_bound(
+        run.data,
+        time_limit=limit,
+        horizon=int(target) - 1,
+        seed=seed,
+        accept=better,
+    )
+    run.stats["plan_search"] = {
+        "status": res.status,
+        "plans": tried[0],
+        "found": res.plan is not None,
+        "seconds": round(res.seconds, 3),
+    }
+    _offer_plan(run, "plan search", res.plan)
 
 
 def _offer_plan(run: _Run, name: str, plan: Any) -> None:

@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.solvers.common import check_choice
+from sjfbco.cost import ConfigurationError
+from sjfbco.solvers.common import check_choice, serial_schedule
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.placement import AssignmentMode, Estimate, estimates
 from sjfbco.solvers.sgs import (
@@ -78,10 +79,14 @@ def list_schedule(
     policy."""
     rho_hat = estimates(data, params.estimate)
     order = priority_order(data, params.rule, rho_hat)
-    cand = build(data, SCHEME[params.mode], order, split_permissions(data, params.split))
     stats: dict[str, Any] = {
         "rule": params.rule,
         "scheme": SCHEME[params.mode],
         "split": params.split,
     }
+    try:
+        cand = build(data, SCHEME[params.mode], order, split_permissions(data, params.split))
+    except ConfigurationError:  # contention put a job above one slot per iteration
+        stats["fallback"] = "serial"  # valid on every valid instance (docs/solvers.md)
+        return SolverOutput(serial_schedule(data), Status.FEASIBLE, stats=stats)
     return SolverOutput(cand.schedule(data.cluster), Status.FEASIBLE, stats=stats)

@@ -14,7 +14,10 @@ A *rule* picks ``G_j`` GPUs among the qualifying ones:
 queues in placement order, then the evaluator's dispatch; ``timestepped``: a
 forward-only clock driving the :class:`~sjfbco.evaluate.Simulator`), and
 :func:`search` is the search over ``theta`` that SJF-BCO, FF and LS share.
-Every makespan comes from the evaluator.
+Every makespan comes from the evaluator. A pass whose placement makes some job
+take more than a slot per iteration (alone or under contention: the evaluator's
+:class:`~sjfbco.cost.ConfigurationError`) is infeasible, like one that finds no
+GPUs: the search keeps the best valid pass.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.cost import best_shape, slots_to_finish
+from sjfbco.cost import ConfigurationError, best_shape
 from sjfbco.evaluate import Simulator, makespan_of
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Schedule
@@ -149,10 +152,12 @@ def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
             out[j] = job.rho_hat
             continue
         n, g = best_shape(job, data.cluster, data.cost)
+        out[j] = rates.alone_slots(j, n, g)  # finite: validation checks the best shape
         if method == "spread" and n < min(job.num_gpus, data.cluster.num_servers):
             n = min(job.num_gpus, data.cluster.num_servers)
-            g = -(-job.num_gpus // n)
-        out[j] = slots_to_finish(job.iterations, rates.alone(j, n, g), data.cost)
+            spread = rates.alone_slots(j, n, -(-job.num_gpus // n))
+            if math.isfinite(spread):  # a spread unusable even alone keeps the best shape's
+                out[j] = spread
     return out
 
 
@@ -234,6 +239,8 @@ class TrialRunner:
         )
         self.passes = 0
         self.evaluations = 0
+        #: passes whose placement put a job above one slot per iteration (invalid)
+        self.invalid = 0
         self._memo: dict[tuple[tuple[int, ...], ...], float] = {}
 
     def run(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
@@ -285,7 +292,14 @@ class TrialRunner:
         makespan = self._memo.get(key)
         if makespan is None:
             self.evaluations += 1
-            makespan = self._memo[key] = makespan_of(self.data, gpu_ids, rank)
+            try:
+                makespan = makespan_of(self.data, gpu_ids, rank)
+            except ConfigurationError:  # a job above one slot per iteration: invalid
+                makespan = math.inf
+                self.invalid += 1
+            self._memo[key] = makespan
+        if not math.isfinite(makespan):
+            return INFEASIBLE
         return Trial(makespan, tuple(gpu_ids), tuple(rank), (0,) * n)
 
     @staticmethod
@@ -294,6 +308,13 @@ class TrialRunner:
             idle[list(sim.gpu_ids_of[f])] = True
 
     def _timestepped(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
+        try:
+            return self._timestepped_pass(order, rule, theta)
+        except ConfigurationError:  # a job above one slot per iteration: invalid
+            self.invalid += 1
+            return INFEASIBLE
+
+    def _timestepped_pass(self, order: Sequence[int], rule: Rule, theta: float) -> Trial:
         n = self.data.num_jobs
         sim = Simulator(self.data)
         idle = np.ones(self.placer.n, dtype=bool)

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sjfbco.cost import ConfigurationError
 from sjfbco.solvers.sgs import Candidate, alone_durations, build
 
 if TYPE_CHECKING:
@@ -167,9 +168,14 @@ class Engine:
         self.flippable = [j for j, job in enumerate(data.jobs) if 1 < job.num_gpus <= biggest]
 
     # -- decoding ----------------------------------------------------------------------------
-    def decode(self, genome: Genome) -> Candidate:
+    def decode(self, genome: Genome) -> Candidate | None:
+        """The genome's schedule, or ``None`` when it puts a job above one slot per
+        iteration (contention the plan did not foresee: an invalid schedule)."""
         self.evaluated += 1
-        return build(self.data, genome.scheme, genome.order, genome.split, self.durations)
+        try:
+            return build(self.data, genome.scheme, genome.order, genome.split, self.durations)
+        except ConfigurationError:
+            return None
 
     def offer(self, cand: Candidate, source: str, genome: Genome | None = None) -> bool:
         """Keep ``cand`` if it beats the incumbent (makespan, then mean JCT)."""
@@ -271,6 +277,8 @@ class Engine:
                 break
             g, move = self.neighbour(cur_g, cur_c)
             c = self.decode(g)
+            if c is None:
+                continue
             s = self.score(c)
             v = it % history
             if s <= hist[v] or s <= cur_s:

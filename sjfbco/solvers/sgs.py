@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.cost import least_shape, slots_to_finish
+from sjfbco.cost import least_shape
 from sjfbco.evaluate import EPS, Simulator, dispatch
 from sjfbco.schedule import Schedule
 
@@ -324,7 +324,8 @@ def alone_durations(data: ProblemData) -> np.ndarray:
     """``d[j, k]``: slots job ``j`` needs alone on ``k`` servers (``k = 0`` unused; split
     jobs at contention 1, with the fewest GPUs on the fullest server that ``k`` servers
     allow, :func:`~sjfbco.cost.least_shape`), for ``k`` up to ``G_j`` servers; ``inf``
-    where ``k`` servers cannot hold the job or ``k > G_j``."""
+    where ``k`` servers cannot hold the job, ``k > G_j``, or one iteration there takes
+    more than a slot even alone (:meth:`~sjfbco.cost.RateCache.alone_slots`)."""
     cl = data.cluster
     kmax = min(cl.num_servers, max((job.num_gpus for job in data.jobs), default=1))
     out = np.full((data.num_jobs, kmax + 1), np.inf)
@@ -333,7 +334,7 @@ def alone_durations(data: ProblemData) -> np.ndarray:
         lo = cl.min_servers_for(job.num_gpus)
         for k in range(lo, min(job.num_gpus, kmax) + 1):
             g = least_shape(cl, job.num_gpus, k).max_per_server
-            out[j, k] = slots_to_finish(job.iterations, rates.alone(j, k, g), data.cost)
+            out[j, k] = rates.alone_slots(j, k, g)
     return out
 
 
