@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import contention_count, slots_to_finish
+from sjfbco.cost import ConfigurationError, contention_count, slots_to_finish
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
@@ -126,6 +126,38 @@ class Simulator:
                 return t
             heapq.heappop(heap)
         return None
+
+    def fits(self, job: int, gpu_ids: Sequence[int]) -> bool:
+        """Whether :meth:`start` of ``job`` now on ``gpu_ids`` keeps it and every split job
+        it would meet within one slot per iteration (always true in continuous time).
+
+        A dry run: nothing changes. A start that fails it would raise
+        :class:`~sjfbco.cost.ConfigurationError` in :meth:`start`.
+        """
+        if self._continuous:
+            return True
+        server_of = self._server_of
+        per_server: dict[int, int] = {}
+        for g in gpu_ids:
+            per_server[server_of[g]] = per_server.get(server_of[g], 0) + 1
+        servers = tuple(sorted(per_server))
+        rates = self._rates
+        try:
+            if len(servers) == 1:
+                rates.rate(job, 1, 0)
+                return True
+            n_split = list(self._n_split)
+            for s in servers:
+                n_split[s] += 1
+            p = contention_count(servers, n_split)
+            rates.rate(job, len(servers), p, max(per_server.values()))
+            for j in set().union(*(self._split_jobs[s] for s in servers)):
+                run = self._runs[j]
+                p = contention_count(run.servers, n_split)
+                rates.rate(j, len(run.servers), p, run.max_per_server)
+        except ConfigurationError:
+            return False
+        return True
 
     # -- events ------------------------------------------------------------------
     def start(self, job: int, gpu_ids: Sequence[int]) -> None:

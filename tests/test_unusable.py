@@ -21,6 +21,8 @@ from sjfbco.cli import main
 from sjfbco.cost import ConfigurationError, iteration_time
 from sjfbco.evaluate import evaluate
 from sjfbco.files import write_instance, write_schedule
+from sjfbco.online import POLICIES, FreePool, Policy, View, make_policy, run_online
+from sjfbco.online.policies import POLICY_CLASSES
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.common import serial_schedule
 from sjfbco.solvers.contract import SOLVERS, Status
@@ -133,21 +135,104 @@ def test_a_user_horizon_too_short_stays_infeasible_not_a_fallback() -> None:
     assert "fallback" not in res.stats
 
 
+#: A policy plugin that starts job j0 of SLOW_SPLIT split 1+1 (5.1 slots per iteration).
+PLUGIN = """
+from sjfbco.online import Policy, register_policy
+
+
+@register_policy
+class AlwaysSplit(Policy):
+    name = "always-split"
+
+    def select(self, view, pool):
+        if 0 in view.waiting and pool.take_exact([0, 2]):
+            return [(0, [0, 2])]
+        return []
+"""
+
+
 def test_commands_name_the_file_whose_schedule_crosses_a_slot(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     inst, sched = tmp_path / "contended.json", tmp_path / "overlap.json"
     write_instance(CONTENDED, inst)
     write_schedule(_overlapping(), CONTENDED, sched)
+    plugin, slow = tmp_path / "always_split.py", tmp_path / "slow.json"
+    plugin.write_text(PLUGIN)
+    write_instance(SLOW_SPLIT, slow)
     runs = {
         ("evaluate", str(inst), str(sched)): f"{sched}: job ",
         ("plot", str(inst), str(sched), "-o", str(tmp_path / "g.png")): f"{sched}: job ",
-        ("online", str(inst)): f"{inst}: policy 'fcfs-gang': job 'a'",
+        ("online", str(slow), "--policy", "always-split", "--plugin", str(plugin)): (
+            f"{slow}: policy 'always-split' starts job 'j0' only"
+        ),
     }
+    registered = dict(POLICY_CLASSES)
     for argv, head in runs.items():
-        code = main(list(argv))
+        try:
+            code = main(list(argv))
+        finally:  # the plugin's policy leaves the registry as it was
+            POLICY_CLASSES.clear()
+            POLICY_CLASSES.update(registered)
         out, err = capsys.readouterr()
         assert code == 2 and out == "", argv
         assert err.startswith(f"sjfbco: error: {head}") and len(err.splitlines()) == 1, err
-        assert "needs tau <= 1 slot" in err and "Traceback" not in err
+        assert "lengthen cost.slot_seconds" in err and "Traceback" not in err
     assert not (tmp_path / "g.png").exists()  # nothing half-written
+
+
+def test_fits_is_a_dry_run_of_start() -> None:
+    from sjfbco.evaluate import Simulator
+
+    sim = Simulator(CONTENDED)
+    gid = CONTENDED.cluster.gpu_index
+    a = [gid(0, 0), gid(0, 1), gid(1, 0)]
+    b = [gid(1, 1), gid(2, 0), gid(2, 1)]
+    assert sim.fits(0, a)
+    sim.start(0, a)
+    before = list(sim.split_counts)
+    assert not sim.fits(1, b)  # b would share server 1 with a: 1.25 slots per iteration
+    assert sim.split_counts == before  # nothing changed
+    with pytest.raises(ConfigurationError):
+        sim.start(1, b)  # what fits predicted
+    fresh = Simulator(CONTENDED)
+    fresh.start(0, a)
+    assert fresh.fits(2, [gid(2, 0), gid(2, 1)])  # c inside one server meets no one
+    fresh.run_to_end()
+    assert fresh.fits(1, b)  # a has ended
+    assert not Simulator(SLOW_SPLIT).fits(0, [0, 2])  # a 1+1 split: 5.1 slots even alone
+
+
+@pytest.mark.parametrize("admission", ["gang", "partial"])
+@pytest.mark.parametrize("policy", sorted(POLICIES))
+@pytest.mark.parametrize("data", [SLOW_SPLIT, CONTENDED], ids=lambda d: d.name)
+def test_online_policies_put_off_starts_past_a_slot(
+    data: ProblemData, policy: str, admission: str
+) -> None:
+    pol = make_policy(policy)
+    if admission == "partial" and not pol.partial_ok:
+        return
+    if admission == "partial" and data is SLOW_SPLIT:
+        # the round-robin hand-out gives j0's two workers GPUs on both servers, the only
+        # placement it knows, and a 1+1 split is 5.1 slots per iteration: named, not hung
+        with pytest.raises(ConfigurationError, match=f"policy {policy!r} starts job 'j0' only"):
+            run_online(data, pol, admission=admission)  # type: ignore[arg-type]
+        return
+    res = run_online(data, pol, admission=admission)  # type: ignore[arg-type]
+    assert res.status != "deadlock"
+    assert res.makespan is not None and res.makespan >= OPTIMUM[data.name]
+    # every start was valid: the run replays in the evaluator, which rejects any other
+    assert all(e is not None for e in res.end)
+
+
+def test_a_policy_insisting_on_an_unusable_placement_is_named() -> None:
+    class AlwaysSplit(Policy):
+        name = "always-split"
+
+        def select(self, view: View, pool: FreePool) -> list[tuple[int, list[int]]]:
+            if 0 in view.waiting and pool.take_exact([0, 2]):
+                return [(0, [0, 2])]  # j0 split 1+1: 5.1 slots per iteration
+            return []
+
+    with pytest.raises(ConfigurationError, match="policy 'always-split' starts job 'j0' only"):
+        run_online(SLOW_SPLIT, AlwaysSplit())

@@ -179,16 +179,16 @@ def read_instance_and_schedule(
 
 
 @contextlib.contextmanager
-def naming(path: str, what: str = "") -> Iterator[None]:
-    """Prefix a :class:`~sjfbco.cost.ConfigurationError` raised inside with ``path`` (and
-    ``what``, e.g. the policy): the one-line message then names the file whose
-    schedule put a job past one slot per iteration."""
+def naming(path: str) -> Iterator[None]:
+    """Prefix a :class:`~sjfbco.cost.ConfigurationError` raised inside with ``path``: the
+    one-line message then names the file whose schedule put a job past one slot per
+    iteration."""
     from sjfbco.cost import ConfigurationError
 
     try:
         yield
     except ConfigurationError as err:
-        raise ConfigurationError(f"{path}: {what}{err}") from err
+        raise ConfigurationError(f"{path}: {err}") from err
 
 
 def debugging(args: argparse.Namespace | None = None) -> bool:

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         policy = make_policy(policy)  # an unknown name fails before reading the instance
     data = read_instance(args.instance)
-    with naming(args.instance, f"policy {args.policy!r}: "):
+    with naming(args.instance):
         result = run_online(data, policy, admission=args.admission)
     doc = {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}
     if args.json:

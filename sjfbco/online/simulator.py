@@ -23,6 +23,14 @@ Admission modes (docs/model.md section 8):
   GPUs, no GPU can ever free up again (arrivals only take GPUs): that is a
   **deadlock**, reported as a result with ``status == "deadlock"`` and the
   ids of the jobs holding GPUs, not an exception.
+
+A start the cost model rejects (it would take the job, or a split job it shares
+a server with, past one slot per iteration; :meth:`sjfbco.evaluate.Simulator.fits`)
+is put off: the job keeps waiting and the policy sees it again at the next
+event (under ``partial`` admission its workers let go of their GPUs). If the
+cluster is idle and the policy still picks only such placements, the run stops
+with a :class:`~sjfbco.cost.ConfigurationError` naming the policy and the job
+(docs/solvers.md, "Placements slower than a slot per iteration").
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from sjfbco.cost import min_run_time
+from sjfbco.cost import ConfigurationError, min_run_time
 from sjfbco.errors import InputError
 from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
@@ -148,6 +156,7 @@ def run_online(
     nxt = done = 0
     idle = 0.0
     while done < n:
+        deferred = 0  # starts put off: they would take a job past one slot per iteration
         arrived = []
         while nxt < n and jobs[arrivals[nxt]].arrival <= sim.now + sim.eps:
             arrived.append(arrivals[nxt])
@@ -161,6 +170,9 @@ def run_online(
         else:
             starts = _grab(pol.order(view), pool, held, data)
         for j, gpu_ids in starts:
+            if not sim.fits(j, gpu_ids):  # past one slot per iteration: the job waits
+                deferred += 1  # (partial admission: its workers let go of their GPUs)
+                continue
             sim.start(j, gpu_ids)
             waiting.remove(j)
         if not sim.running and held:
@@ -172,6 +184,12 @@ def run_online(
         ]
         until = min(t_next, default=None)
         if until is None and not sim.running:
+            if deferred:
+                raise ConfigurationError(
+                    f"policy {pol.name!r} starts job {jobs[waiting[0]].id!r} only on placements "
+                    "where one iteration takes more than a slot, even on an idle cluster "
+                    "(lengthen cost.slot_seconds, or use a policy that places it otherwise)"
+                )
             raise RuntimeError(
                 f"policy {pol.name!r} left {len(waiting)} jobs waiting on an idle cluster"
             )

@@ -7,9 +7,10 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
    schedule (every job alone on its best placement, one after another);
 2. the contention-free relaxation (:mod:`sjfbco.bounds.relaxation`): a lower
-   bound, and its schedule as one more warm-start candidate; when CP-SAT ends
-   it without an answer, its time-indexed form on HiGHS
-   (:mod:`sjfbco.bounds.timeindexed`);
+   bound, and its schedule as one more warm-start candidate. First a packing
+   check (CP-SAT without the contention cuts); when it ends without an answer,
+   a short pass of the relaxation with its cuts, then the time-indexed form on
+   HiGHS (:mod:`sjfbco.bounds.timeindexed`); then the relaxation with its cuts;
    when the relaxation has a plan below the incumbent that contention stretches,
    a plan search enumerates its plans until one evaluates below the incumbent;
 3. the horizon ``H``: the best candidate's makespan under the evaluator minus
