@@ -430,11 +430,13 @@ def _hell_merged_picks(a: Active, alloc: np.ndarray, q: _HellQueues) -> tuple[in
     seq = np.lexsort((cand, -score))
     cand, cc = cand[seq], cc[seq]
     ks = kbest[cc]
-    before = n - (np.cumsum(ks) - ks)
-    ok = before >= big_k
-    count = len(ok) if ok.all() else int(np.argmin(ok))
+    given = np.cumsum(ks)
+    # the picks while the GPUs handed out before them, given[t - 1] (increasing), leave
+    # K or more
+    count = min(len(ks), int(np.searchsorted(given, n - big_k, side="right")) + 1)
     alloc[cand[:count]] = ks[:count]
-    return n - int(ks[:count].sum()), np.bincount(cc[:count], minlength=nc).tolist()
+    left = n - int(given[count - 1]) if count else n
+    return left, np.bincount(cc[:count], minlength=nc).tolist()
 
 
 def _hell_pick_by_pick(
