@@ -446,7 +446,10 @@ def crowded_runs(draw: st.DrawFn) -> dict:
     distinct = draw(st.booleans())
     if distinct:  # off the grid of the arrivals and table values: no ties in remaining work
         grid = draw(st.lists(st.integers(2, 400), min_size=m, max_size=m, unique=True))
-        sizes = [v / 4 + 1e-3 / 7 for v in grid]
+        # a different offset per job: with one offset for all, two sizes a multiple of
+        # 0.25 apart tie in remaining work once the larger has done that much (served
+        # before the other arrives), and the reference breaks such ties another way
+        sizes = [v / 4 + (k + 1) * 1e-3 / 7 for k, v in enumerate(grid)]
     else:
         sizes = draw(st.lists(st.sampled_from([1.0, 2.0, 3.0, 5.0]), min_size=m, max_size=m))
     pool = (*BUMPY, *(CURVES["tables"] or ()), TableSpeedup(tuple(float(k) for k in range(1, 9))))
