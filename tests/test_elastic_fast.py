@@ -517,8 +517,8 @@ def test_hell_kept_queues_after_an_arrival_among_them() -> None:
 
 def test_hell_with_a_rare_curve_deep_in_the_list_as_before() -> None:
     # 400 jobs, three curves; the third (linear up to 60 GPUs: the best score by far) is
-    # held by 5 jobs a little larger than all others, so they sit behind the first 256 in
-    # SRPT order and still win the GPUs first: found by looking past the first queues
+    # held by 5 jobs a little larger than all others, so they sit at the end of the SRPT
+    # order and still win the GPUs first: its queue is far behind the others' first jobs
     rng = np.random.default_rng(3)
     common = (100 + rng.permutation(395) / 40).tolist()
     sizes = [*common, 111.0, 112.0, 113.0, 114.0, 115.0]

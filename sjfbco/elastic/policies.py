@@ -75,7 +75,7 @@ class Active:
 
     Not frozen: the event loop builds one per event, and a frozen dataclass's
     ``__init__`` (``object.__setattr__`` per field) costs as much as several vector
-    passes. Policies only read it.
+    passes. Policies only read it (and may write to ``memo``).
     """
 
     jobs: np.ndarray
