@@ -532,17 +532,25 @@ def _late_pair() -> ProblemData:
 def test_time_indexed_relaxation_proves_when_cp_sat_is_undecided(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """With CP-SAT's relaxation undecided, the time-indexed form (HiGHS) finds no packing
-    ending by 2 and proves the optimum 3 (brute force agrees)."""
+    """With CP-SAT's relaxation undecided, the time-indexed forms (HiGHS) find no packing
+    ending by 2 and prove the optimum 3 (brute force agrees): the pooled form first, and
+    the per-server form when the pooled one is switched off."""
     data = _late_pair()
     assert brute_force(data, 4)[0] == 3
     _undecided_relaxation(monkeypatch)
     res = solve(data, "exact", backend="cpsat")
-    assert res.stats["time_indexed"]["bound"] == 3
+    assert res.stats["pooled"]["bound"] == 3 and "time_indexed" not in res.stats
+    assert res.stats["bound_from"] == "pooled time-indexed relaxation"
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
+    res = solve(data, "exact", backend="cpsat", pooled=False)
+    assert "pooled" not in res.stats and res.stats["time_indexed"]["bound"] == 3
     assert res.stats["bound_from"] == "time-indexed relaxation"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
-    off = solve(data, "exact", backend="cpsat", time_indexed=False)
-    assert "time_indexed" not in off.stats and off.stats["bound_from"] != "time-indexed relaxation"
+    off = solve(data, "exact", backend="cpsat", pooled=False, time_indexed=False)
+    assert "time_indexed" not in off.stats and off.stats["bound_from"] not in (
+        "time-indexed relaxation",
+        "pooled time-indexed relaxation",
+    )
 
 
 @settings(max_examples=4, deadline=None)
@@ -554,10 +562,11 @@ def test_time_indexed_path_never_claims_a_false_optimum(data: ProblemData) -> No
         _undecided_relaxation(mp)
         opt, _ = brute_force(data, int(evaluate(data, serial_schedule(data)).makespan))
         assert opt is not None
-        res = solve(data, "exact", backend="cpsat")
-        assert res.lower_bound <= opt <= res.makespan
-        assert (res.status is Status.OPTIMAL) == (res.lower_bound >= res.makespan)
-        assert res.makespan == opt  # no time limit: proven
+        for pooled in (True, False):  # the pooled form first, or the per-server form
+            res = solve(data, "exact", backend="cpsat", pooled=pooled)
+            assert res.lower_bound <= opt <= res.makespan
+            assert (res.status is Status.OPTIMAL) == (res.lower_bound >= res.makespan)
+            assert res.makespan == opt  # no time limit: proven
 
 
 # -- issue 11 item 3 (scale): GPU-time caps, the horizon below the incumbent ---------------

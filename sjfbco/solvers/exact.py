@@ -7,7 +7,9 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
    schedule (every job alone on its best placement, one after another);
 2. the contention-free relaxation (:mod:`sjfbco.bounds.relaxation`): a lower
-   bound, and its schedule as one more warm-start candidate. First a packing
+   bound, and its schedule as one more warm-start candidate. First its pooled
+   time-indexed form on HiGHS (identical servers pooled,
+   :mod:`sjfbco.bounds.timeindexed`), then a packing
    check (CP-SAT without the contention cuts); when it ends without an answer,
    a short pass of the relaxation with its cuts, then the time-indexed form on
    HiGHS (:mod:`sjfbco.bounds.timeindexed`); then the relaxation with its cuts;
@@ -62,6 +64,10 @@ PACKING_SHARE, TIME_INDEXED_SHARE = 0.1, 0.4
 #: instances are proven by the cuts in a second or two (10/4/2 and 10/4/3 of docs/exact.md)
 #: but would wait behind the time-indexed form's 40% otherwise.
 QUICK_RELAXATION_SHARE = 0.1
+#: Share of the time limit for the pooled form of the time-indexed relaxation, the first
+#: bound phase (identical servers pooled; small, and on the benchmark's tight packings it
+#: decides in about a second what the per-server forms need tens of seconds for).
+POOLED_SHARE = 0.1
 #: Share of the time limit for the plan search: when the relaxation has a plan ending
 #: below the incumbent that contention stretches under the evaluator, CP-SAT enumerates
 #: the relaxation's plans by that horizon until one evaluates below the incumbent.
@@ -101,6 +107,9 @@ class ExactParams:
     relaxation
         Solve the contention-free relaxation first: a lower bound and a warm
         start (:mod:`sjfbco.bounds.relaxation`).
+    pooled
+        First solve the pooled form of the time-indexed relaxation with HiGHS
+        (:mod:`sjfbco.bounds.timeindexed`, ``pooled=True``; needs ``relaxation``).
     time_indexed
         When CP-SAT ends the relaxation undecided (no packing found, none
         excluded), solve its time-indexed form with HiGHS
@@ -119,6 +128,7 @@ class ExactParams:
     horizon: int | None = None
     warm_start: bool = True
     relaxation: bool = True
+    pooled: bool = True
     time_indexed: bool = True
     lp_bound: bool = False
     threads: int = 2
@@ -287,6 +297,8 @@ def solve_exact(
     stats["warm_makespan"] = warm_ev.makespan
     run = _Run(data, warm, warm_ev.makespan, int(lower_bound(data)), stats)
     stats["incumbent_from"], stats["bound_from"] = name, "closed-form bound"
+    if p.relaxation and run.bound < run.makespan and p.pooled:
+        _pooled(run, budget, p)
     if p.relaxation and run.bound < run.makespan and p.time_indexed:
         _packing(run, budget, p, seed)
     if p.relaxation and run.bound < run.makespan:
@@ -428,6 +440,31 @@ def _offer_plan(run: _Run, name: str, plan: Any) -> None:
         # contention may push some tau over a slot: then it is not a schedule
         with contextlib.suppress(ConfigurationError):
             run.offer(name, sched, evaluate(run.data, sched).makespan)
+
+
+def _pooled(run: _Run, budget: Budget, p: ExactParams) -> None:
+    """The pooled time-indexed relaxation one below the incumbent (``POOLED_SHARE``).
+
+    Infeasible is the proof (bound = the incumbent's makespan); solved, its optimum is a
+    bound (which may lift the bound when the incumbent is two or more above it).
+    """
+    from sjfbco.bounds.timeindexed import time_indexed_bound
+
+    limit = budget.share(POOLED_SHARE, UNLIMITED_PACKING_S, keep=MODEL_RESERVE)
+    if limit == 0.0:
+        run.stats["pooled"] = {"status": "no time left (MODEL_RESERVE)"}
+        return
+    progress.report("exact: pooled time-indexed relaxation bound")
+    res = time_indexed_bound(
+        run.data, int(run.makespan) - 1, time_limit=limit, threads=p.threads, pooled=True
+    )
+    run.stats["pooled"] = {
+        "bound": res.bound,
+        "status": res.status,
+        "seconds": round(res.seconds, 3),
+        "variables": res.variables,
+    }
+    run.raise_bound(res.bound, "pooled time-indexed relaxation")
 
 
 def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
