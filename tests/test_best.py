@@ -258,10 +258,40 @@ def test_the_relaxation_certifies_what_the_lp_bound_cannot() -> None:
     # bound="relaxation" by default; the run stops at the proof (0.3 s on an idle machine):
     # the generous limit only keeps a loaded machine from cutting the relaxation short
     res = solve(data, "best", time_limit=120)
-    assert res.stats["relaxation"] == "INFEASIBLE"
+    assert res.stats["relaxation"] == "INFEASIBLE"  # the pooled form has a packing by 16
     assert res.lower_bound == res.makespan == 17 and res.status is Status.OPTIMAL
     for name in ("sjf-bco", "ls", "ff", "lwf", "list"):  # a valid bound is below every schedule
         assert solve(data, name).makespan >= res.lower_bound
+
+
+def test_the_pooled_form_comes_first_in_the_relaxation_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The exact benchmark's 10/4/3 (optimum 20, docs/exact.md): below an incumbent of 20
+    the pooled form has no packing, so it proves 20 and the CP-SAT relaxation is not run;
+    below 21 it has one (the relaxation's own bound there is at most 20), and the CP-SAT
+    relaxation follows."""
+    from pathlib import Path
+
+    import sjfbco.bounds.relaxation as relaxation
+    from sjfbco.solvers.best import BestParams, relaxation_bound
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from benchmarks.bench_exact import make_instance
+
+    data = make_instance(10, 4, 3)
+    calls = []
+    real = relaxation.contention_free_bound
+
+    def counted(*args: object, **kw: object) -> relaxation.RelaxationResult:
+        calls.append(kw.get("horizon"))
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(relaxation, "contention_free_bound", counted)
+    assert relaxation_bound(data, 20, 120, BestParams(), 0) == (20.0, "pooled form: infeasible")
+    assert calls == []
+    bound, _ = relaxation_bound(data, 21, 120, BestParams(), 0)
+    assert calls == [20] and bound is not None and 18 <= bound <= 20
 
 
 def test_the_relaxation_is_skipped_where_it_cannot_help_or_would_break_determinism() -> None:

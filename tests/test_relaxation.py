@@ -223,6 +223,18 @@ def test_pooled_form_proves_a_tight_packing(monkeypatch: pytest.MonkeyPatch) -> 
     assert time_indexed_bound(data, 19, pooled=True, time_limit=120).bound == 19
 
 
+def test_highs_runs_with_any_thread_count_in_one_process() -> None:
+    """HiGHS sizes one thread pool per process at its first run, and a later run asking
+    for another ``threads`` value used to return without solving (status ``kNotset``,
+    read as no verdict): ``best`` runs the pooled form on one thread, then ``exact`` on
+    two. Every run must reach its verdict whatever ran before it."""
+    data = _contention_instance()
+    for threads in (1, 2, 1, 2):
+        for pooled in (False, True):
+            six = time_indexed_bound(data, 6, threads=threads, pooled=pooled)
+            assert six.infeasible and six.bound == 7, (threads, pooled, six)
+
+
 def test_time_indexed_refuses_a_huge_model(monkeypatch: pytest.MonkeyPatch) -> None:
     import sjfbco.bounds.timeindexed as ti
 

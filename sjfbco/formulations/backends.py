@@ -47,6 +47,8 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
         self.dual_bound: float | None = None
 
     def callSolver(self, lp: Any) -> None:
+        import highspy
+
         h = lp.solverModel
         if self.deadline is not None:  # PuLP's model transfer took part of the time
             h.setOptionValue("time_limit", max(0.05, self.deadline - time.perf_counter()))
@@ -59,12 +61,14 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
                     values[var.index] = float(v)
                     have = True
             if have:
-                import highspy
-
                 sol = highspy.HighsSolution()
                 sol.col_value = values
                 sol.value_valid = True
                 h.setSolution(sol)
+        # HiGHS keeps one thread pool per process, sized by the first run: a later run
+        # asking for another ``threads`` value does not solve at all (model status
+        # ``kNotset``, which would read as "no verdict"). Each run starts a fresh pool.
+        highspy.Highs.resetGlobalScheduler(True)
         h.run()
         self.model_status = h.getModelStatus()
         info = h.getInfo()
