@@ -9,7 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -33,34 +34,51 @@ def stdout_silenced() -> Iterator[None]:
         yield
 
 
+#: One redirection for the whole process: solver calls may overlap in threads (``exact``
+#: runs a HiGHS bound beside CP-SAT), and nested ``dup2`` pairs undone out of order would
+#: leave file descriptor 1 on stderr for good. The first block in redirects, the last out
+#: restores; blocks inside keep the first one's target.
+_LOCK = threading.Lock()
+_DEPTH = 0
+_SAVED: int | None = None
+
+
 @contextlib.contextmanager
 def _stdout_to(*, to_null: bool) -> Iterator[None]:
-    try:
+    global _DEPTH, _SAVED
+    # C libraries write to file descriptor 1 whatever object sys.stdout is (under pytest's
+    # capture it has no file descriptor of its own, and a banner used to go through).
+    with contextlib.suppress(AttributeError, OSError, ValueError):
         sys.stdout.flush()
-        fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # pytest capture or a closed stream
-        yield
-        return
-    saved = os.dup(fd)
+    with _LOCK:
+        if _DEPTH == 0:
+            _SAVED = _redirect(to_null)
+        _DEPTH += 1
     try:
-        target = None if to_null or not _has_fileno(sys.stderr) else sys.stderr.fileno()
-        if target is None:
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, fd)
-            os.close(null)
-        else:
-            os.dup2(target, fd)
         yield
     finally:
-        with contextlib.suppress(OSError, ValueError):
-            sys.stdout.flush()
-        os.dup2(saved, fd)
-        os.close(saved)
+        with _LOCK:
+            _DEPTH -= 1
+            if _DEPTH == 0 and _SAVED is not None:
+                with contextlib.suppress(AttributeError, OSError, ValueError):
+                    sys.stdout.flush()
+                os.dup2(_SAVED, 1)
+                os.close(_SAVED)
+                _SAVED = None
 
 
-def _has_fileno(stream: Any) -> bool:
+def _redirect(to_null: bool) -> int | None:
+    """Point file descriptor 1 at stderr (2) or the null device; a copy of the old one
+    (``None``: there is no file descriptor 1, nothing to keep clean)."""
     try:
-        stream.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False
-    return True
+        saved = os.dup(1)
+    except OSError:
+        return None
+    if not to_null:
+        with contextlib.suppress(OSError):  # no file descriptor 2: the null device
+            os.dup2(2, 1)
+            return saved
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.close(null)
+    return saved

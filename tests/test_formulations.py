@@ -150,6 +150,43 @@ def test_highs_banner_does_not_reach_stdout(capfd: pytest.CaptureFixture[str]) -
     assert capfd.readouterr().out == ""
 
 
+_OVERLAP = """
+import os, sys, threading
+from sjfbco.stdio import stdout_to_stderr
+inside_a, a_may_leave, b_left = threading.Event(), threading.Event(), threading.Event()
+def a():
+    with stdout_to_stderr():
+        os.write(1, b"a-in\\n")
+        inside_a.set()
+        a_may_leave.wait()
+def b():
+    inside_a.wait()
+    with stdout_to_stderr():
+        os.write(1, b"b-in\\n")
+        a_may_leave.set()
+        t.join()  # a leaves first, while b is still inside
+        os.write(1, b"b-still-in\\n")
+t = threading.Thread(target=a)
+t.start()
+b()
+os.write(1, b"after\\n")
+"""
+
+
+def test_overlapping_redirections_restore_stdout() -> None:
+    """Two threads' solver calls overlap, and the first to enter leaves first: everything
+    written inside goes to stderr, and stdout is itself again afterwards (nested ``dup2``
+    pairs undone out of order used to leave it on stderr)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _OVERLAP], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout == "after\n"
+    assert out.stderr.split() == ["a-in", "b-in", "b-still-in"]
+
+
 def test_time_limit_is_not_reported_as_optimal() -> None:
     jobs = tuple(
         Job(
