@@ -553,6 +553,112 @@ def test_time_indexed_relaxation_proves_when_cp_sat_is_undecided(
     )
 
 
+def _no_sjfbco_threads() -> bool:
+    import threading
+
+    return not any(t.name.startswith("sjfbco-") for t in threading.enumerate())
+
+
+def test_spare_core_solves_the_per_server_form() -> None:
+    """The child process alone: ``_late_pair`` at horizon 2 has no packing (optimum 3,
+    brute force), so the result is infeasible with bound 3 and ``proved`` is set; stopping
+    it leaves no thread and no process behind."""
+    from sjfbco.solvers.spare import Spare
+
+    data = _late_pair()
+    assert brute_force(data, 4)[0] == 3
+    spare = Spare(data, 2, 120)
+    assert spare.finished.wait(120)
+    assert spare.error is None and spare.result is not None
+    assert spare.result.infeasible and spare.result.bound == 3 and spare.proved.is_set()
+    spare.stop()
+    spare.stop()  # twice is fine
+    assert _no_sjfbco_threads() and spare._proc.returncode is not None
+
+
+def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a time limit the per-server form runs on the spare core from the start, at
+    the closed-form bound 2. With CP-SAT's relaxation undecided, the pooled form off and a
+    model that would run until stopped, the spare's infeasibility stops the model and
+    proves the optimum 3. Without a time limit, or with one thread, there is no spare core
+    (the run stays deterministic) and the per-server form runs in turn."""
+    import sjfbco.solvers.exact as exact
+
+    data = _late_pair()
+    _undecided_relaxation(monkeypatch)
+    waited = []
+
+    def long_model(run: Any, *args: Any) -> dict[str, Any]:
+        waited.append(run.spare is not None and run.spare.proved.wait(120))
+        return {"proven": False, "infeasible": False, "has_solution": False}
+
+    warm = best_warm_start(data)
+    assert warm[2].makespan == 3
+    with monkeypatch.context() as mp:  # every phase before the model takes no time
+        mp.setattr(exact, "_run_model", long_model)
+        for phase in ("_packing", "_relaxation", "_plan_search"):
+            mp.setattr(exact, phase, lambda *a, **k: None)
+        mp.setattr(exact, "best_warm_start", lambda d, **k: warm)
+        res = solve(data, "exact", backend="cpsat", pooled=False, time_limit=120)
+    # the model is reached before the child has even started Python, and waits for it
+    assert waited == [True]
+    assert res.stats["time_indexed_spare"]["horizon"] == 2
+    assert res.stats["time_indexed_spare"]["bound"] == 3
+    assert res.stats["bound_from"] == "time-indexed relaxation"
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
+    assert _no_sjfbco_threads()
+    seq = solve(data, "exact", backend="cpsat", pooled=False)
+    assert "time_indexed_spare" not in seq.stats and seq.stats["time_indexed"]["bound"] == 3
+    one = solve(data, "exact", backend="cpsat", pooled=False, time_limit=60, threads=1)
+    assert "time_indexed_spare" not in one.stats and one.status is Status.OPTIMAL
+
+
+def test_spare_core_is_aimed_below_the_incumbent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Instance B (optimum 11, closed-form bound below 10) with the serial warm start (12):
+    the spare starts at the closed-form bound, then is restarted one below the incumbent,
+    at 11, where it has a packing (done or stopped when the run ends); the run still
+    proves 11 and leaves no thread behind."""
+    import sjfbco.solvers.exact as exact
+
+    data = instance_b()
+    serial = serial_schedule(data)
+    monkeypatch.setattr(
+        exact, "best_warm_start", lambda d, **kw: ("serial", serial, evaluate(d, serial))
+    )
+    res = solve(data, "exact", backend="cpsat", time_limit=60)
+    spare = res.stats["time_indexed_spare"]
+    assert spare["horizon"] == 11  # aimed one below the incumbent 12
+    assert spare.get("bound") is None or spare["bound"] <= 11  # done, or stopped at the end
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
+    assert _no_sjfbco_threads()
+
+
+def test_a_stop_event_ends_cp_sat_with_a_valid_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``NonconvexModel.solve(stop=...)``: the exact benchmark's 14/4/0 at horizon 25 (left
+    open by CP-SAT after 600 s, docs/exact.md) stops once the event is set a second into
+    the search, long before its 300 s limit, and what it reports is still a valid bound
+    (the incumbent 26 is feasible)."""
+    import threading
+    import time
+    from pathlib import Path
+
+    from sjfbco.formulations.nonconvex import NonconvexModel
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from benchmarks.bench_exact import make_instance
+
+    model = NonconvexModel(make_instance(14, 4, 0), 25)
+    stop = threading.Event()
+    timer = threading.Timer(1.0, stop.set)
+    timer.start()
+    t0 = time.perf_counter()
+    out = model.solve(time_limit=300, stop=stop)
+    assert time.perf_counter() - t0 < 250  # the event ended it, not the limit
+    assert not out.proven and not out.infeasible and (out.bound is None or out.bound <= 26)
+    timer.join()
+    assert _no_sjfbco_threads()
+
+
 @settings(max_examples=4, deadline=None)
 @given(trap_instances(max_jobs=3))
 def test_time_indexed_path_never_claims_a_false_optimum(data: ProblemData) -> None:

@@ -84,6 +84,7 @@ class PatternLP:
         with stdout_silenced():  # HiGHS prints a banner on creation
             self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
+        self.h.setOptionValue("threads", 1)  # a small LP; shares HiGHS's pool (highs_pool)
         self.inf = highspy.kHighsInf
         m = demand.size
         empty_i = np.array([], dtype=np.int32)
@@ -100,7 +101,10 @@ class PatternLP:
         """Primal value and row duals (``>= 0``), or ``None`` if HiGHS failed."""
         import highspy
 
-        self.h.run()
+        from sjfbco.formulations.backends import highs_pool
+
+        with highs_pool(self.h):
+            self.h.run()
         if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         duals = np.maximum(np.asarray(self.h.getSolution().row_dual, dtype=float), 0.0)

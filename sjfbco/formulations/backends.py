@@ -18,12 +18,14 @@ OR-Tools' own HiGHS backend crashes the process on this kind of machine.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
+import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulp
 
@@ -31,15 +33,33 @@ from sjfbco.errors import InputError
 from sjfbco.formulations.common import Outcome as MipOutcome
 from sjfbco.stdio import stdout_to_stderr
 
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
 #: MILP solvers the time-indexed ILP can be handed to (through PuLP).
 MILP_BACKENDS: tuple[str, ...] = ("highs", "cbc")
+
+
+#: HiGHS keeps one thread pool per process, sized by the run that starts it: a run asking
+#: for another ``threads`` value does not solve at all (model status ``kNotset``, which
+#: would read as "no verdict"). The pool is reset when the count changes, never while
+#: another run (in another thread) uses it; such a run is then left without a verdict,
+#: never with a wrong one.
+_POOL_LOCK = threading.Lock()
+_POOL_THREADS: int | None = None
+_POOL_USERS = 0
 
 
 class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
     """``pulp.HiGHS`` that passes the variables' initial values as a MIP start
     and keeps the model status and the dual bound."""
 
-    def __init__(self, warm: bool, deadline: float | None = None, **kw: Any):
+    def __init__(
+        self,
+        warm: bool,
+        deadline: float | None = None,
+        **kw: Any,
+    ):
         super().__init__(**kw)
         self.warm = warm
         self.deadline = deadline
@@ -65,15 +85,34 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
                 sol.col_value = values
                 sol.value_valid = True
                 h.setSolution(sol)
-        # HiGHS keeps one thread pool per process, sized by the first run: a later run
-        # asking for another ``threads`` value does not solve at all (model status
-        # ``kNotset``, which would read as "no verdict"). Each run starts a fresh pool.
-        highspy.Highs.resetGlobalScheduler(True)
-        h.run()
+        with highs_pool(h):
+            h.run()
         self.model_status = h.getModelStatus()
         info = h.getInfo()
         bound = getattr(info, "mip_dual_bound", None)
         self.dual_bound = float(bound) if bound is not None and abs(bound) < 1e29 else None
+
+
+@contextlib.contextmanager
+def highs_pool(h: Any) -> Iterator[None]:
+    """Around ``h.run()`` of a ``highspy.Highs`` ``h``: HiGHS's thread pool sized for its
+    ``threads`` option (see ``_POOL_LOCK``). Every HiGHS run of the package goes through
+    it."""
+    import highspy
+
+    global _POOL_THREADS, _POOL_USERS
+    value = h.getOptionValue("threads")  # (status, value) in highspy 1.16
+    threads = int(value[-1] if isinstance(value, tuple) else value)
+    with _POOL_LOCK:
+        if threads != _POOL_THREADS and _POOL_USERS == 0:
+            highspy.Highs.resetGlobalScheduler(True)
+            _POOL_THREADS = threads
+        _POOL_USERS += 1
+    try:
+        yield
+    finally:
+        with _POOL_LOCK:
+            _POOL_USERS -= 1
 
 
 class _Deadline:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -387,7 +388,16 @@ class NonconvexModel:
     # tests/test_exact.py::test_cpsat_regression_wrong_optimum_with_hint). The horizon
     # already bounds the makespan by the warm start's, and the exact solver keeps the
     # warm start as its incumbent.
-    def solve(self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0) -> Outcome:
+    def solve(
+        self,
+        *,
+        time_limit: float | None = None,
+        workers: int = 2,
+        seed: int = 0,
+        stop: threading.Event | None = None,
+    ) -> Outcome:
+        """Solve with CP-SAT; ``stop`` (set from another thread) ends the search early,
+        as a time limit would: the outcome holds what was found and proven by then."""
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
@@ -395,7 +405,25 @@ class NonconvexModel:
             solver.parameters.max_time_in_seconds = float(time_limit)
         solver.parameters.num_search_workers = workers
         solver.parameters.random_seed = seed
-        st = solver.solve(self.model)
+        finished = threading.Event()
+
+        def watch() -> None:
+            assert stop is not None
+            while not finished.is_set():
+                if stop.wait(0.05):
+                    solver.stop_search()
+                    return
+
+        watcher = None
+        if stop is not None:
+            watcher = threading.Thread(target=watch, name="sjfbco-cpsat-stop", daemon=True)
+            watcher.start()
+        try:
+            st = solver.solve(self.model)
+        finally:
+            finished.set()
+            if watcher is not None:
+                watcher.join()
         if st == cp_model.MODEL_INVALID:  # pragma: no cover - a bug in this module
             raise RuntimeError(f"CP-SAT rejects the model: {self.model.validate()}")
         self._solver = solver

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import pickle
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
 from sjfbco import progress
@@ -46,6 +47,7 @@ from sjfbco.problem import ProblemData
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers.common import check_choice, serial_schedule
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
+from sjfbco.solvers.spare import Spare
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +255,36 @@ class _Run:
     makespan: float
     bound: int
     stats: dict[str, Any]
+    spare: Spare | None = None  # the spare core's current run
+    spares: list[Spare] = field(default_factory=list)  # all started (stopped at the end)
+
+    def workers(self, p: ExactParams) -> int:
+        """CP-SAT workers: one less while the spare core's HiGHS run is going."""
+        return max(1, p.threads - 1) if self.spare is not None and self.spare.alive() else p.threads
+
+    def collect(self) -> None:
+        """Take the spare core's bound once it has one (re-raising its error, if any)."""
+        spare = self.spare
+        if spare is None or spare.alive() or spare.collected:
+            return
+        spare.collected = True
+        if spare.error is not None or spare.result is None:  # never ends the run
+            if spare.error is not None:
+                log.warning("exact: the spare core failed: %s", spare.error)
+            self.stats["time_indexed_spare"] = {
+                "horizon": spare.horizon,
+                "error": spare.error or "stopped",
+            }
+            return
+        res = spare.result
+        self.stats["time_indexed_spare"] = {
+            "horizon": spare.horizon,
+            "bound": res.bound,
+            "status": res.status,
+            "seconds": round(res.seconds, 3),
+            "variables": res.variables,
+        }
+        self.raise_bound(res.bound, "time-indexed relaxation")
 
     def offer(self, name: str, schedule: Schedule, makespan: float) -> None:
         """Keep ``schedule`` if it ends earlier than the incumbent."""
@@ -274,6 +306,10 @@ class _Run:
             self.stats["bound_from"] = source
 
     def output(self, status: Status) -> SolverOutput:
+        """The answer; the spare core is stopped first and what it proved is taken."""
+        if self.spare is not None:
+            self.spare.stop()
+            self.collect()
         if self.bound >= self.makespan:
             status = Status.OPTIMAL
         return SolverOutput(self.schedule, status, float(self.bound), self.stats)
@@ -284,27 +320,85 @@ def solve_exact(
     data: ProblemData, params: ExactParams, *, time_limit: float | None, seed: int
 ) -> SolverOutput:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
-    from sjfbco.formulations.common import BuildTimeout, plan_from_schedule, require_slotted
-    from sjfbco.formulations.size import estimate
+    from sjfbco.formulations.common import require_slotted
 
     p = params
     require_slotted(data, "solver 'exact'")
     budget = Budget(time_limit)
+    closed = int(lower_bound(data))
+    spares: list[Spare] = []  # every spare core started, each stopped at the end
+    first = _start_spare(data, closed, budget) if _spare_wanted(p, budget) else None
+    spares += [first] if first is not None else []
+    try:
+        return _solve(data, p, budget, closed, spares, time_limit, seed)
+    finally:
+        for spare in spares:
+            spare.stop()
+
+
+def _spare_wanted(p: ExactParams, budget: Budget) -> bool:
+    """The spare core runs under a time limit only (without one the run stays
+    deterministic: which phase sees its result would depend on the machine), with CP-SAT
+    as the model (HiGHS and CBC models would compete with it for HiGHS's one thread pool),
+    at least two threads, and no horizon given by the user."""
+    return (
+        budget.limit is not None
+        and p.backend == "cpsat"
+        and p.threads >= 2
+        and p.relaxation
+        and p.time_indexed
+        and p.horizon is None
+    )
+
+
+def _start_spare(data: ProblemData, horizon: int, budget: Budget) -> Spare | None:
+    """The spare core at ``horizon`` for what is left of the limit; ``None`` when no child
+    process can be started: the run then solves the per-server form in turn, as without
+    a time limit."""
+    left = budget.left()
+    assert left is not None
+    try:
+        return Spare(data, horizon, max(0.05, left - FINISH_MARGIN_S))
+    except (OSError, pickle.PicklingError) as err:  # no child process: the run goes on
+        log.warning("exact: no spare core: %s", err)
+        return None
+
+
+def _solve(
+    data: ProblemData,
+    p: ExactParams,
+    budget: Budget,
+    closed: int,
+    spares: list[Spare],
+    time_limit: float | None,
+    seed: int,
+) -> SolverOutput:
+    """:func:`solve_exact` once the spare core (if any) is started; see the module doc."""
+    from sjfbco.formulations.common import BuildTimeout, plan_from_schedule
+    from sjfbco.formulations.size import estimate
+
     name, warm, warm_ev = best_warm_start(
         data, seed=seed, time_limit=budget.share(BEST_SHARE + 0.05)
     )
     stats: dict[str, Any] = {"backend": p.backend, "warm_start": name, "params": asdict(p)}
     stats["warm_makespan"] = warm_ev.makespan
-    run = _Run(data, warm, warm_ev.makespan, int(lower_bound(data)), stats)
+    run = _Run(data, warm, warm_ev.makespan, closed, stats, spares[0] if spares else None, spares)
     stats["incumbent_from"], stats["bound_from"] = name, "closed-form bound"
+    run.collect()
     if p.relaxation and run.bound < run.makespan and p.pooled:
         _pooled(run, budget, p)
+    run.collect()
+    if run.spare is not None and run.bound < run.makespan:
+        _aim_spare(run, budget)
     if p.relaxation and run.bound < run.makespan and p.time_indexed:
         _packing(run, budget, p, seed)
+    run.collect()
     if p.relaxation and run.bound < run.makespan:
         _relaxation(run, budget, p, seed)
+    run.collect()
     if p.relaxation and run.bound < run.makespan:
         _plan_search(run, budget, p, seed)
+    run.collect()
     stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
@@ -335,6 +429,12 @@ def solve_exact(
     except BuildTimeout as err:
         stats["note"] = str(err)
         return run.output(Status.TIME_LIMIT)
+    if run.spare is not None:
+        run.spare.stop()  # the model is done: what the spare has proven is read now
+        run.collect()
+        if run.bound >= run.makespan and stats["bound_from"] == "time-indexed relaxation":
+            stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
+            return run.output(Status.OPTIMAL)
     clock = time_limit is not None and not (out["proven"] or out["infeasible"])
     if run.bound < run.makespan and p.lp_bound and not out["infeasible"]:
         _lp_bound(run, budget, horizon)
@@ -342,6 +442,29 @@ def solve_exact(
         stats["note"] = f"no schedule ends by the horizon {horizon}"
     # the clock stopped the model: time limit; else the model finished below the optimum
     return run.output(Status.TIME_LIMIT if clock else Status.FEASIBLE)
+
+
+def _aim_spare(run: _Run, budget: Budget) -> None:
+    """Point the spare core at the horizon one below the incumbent, now that it is known.
+
+    It started at the closed-form bound (before the warm start had an incumbent). If that
+    is not ``makespan - 1``, or the pooled form has since proven a bound above it, it is
+    restarted there with what is left of the limit; one that has already ended at that
+    horizon is left alone.
+    """
+    spare = run.spare
+    assert spare is not None
+    target = int(run.makespan) - 1
+    if spare.horizon == target and spare.horizon >= run.bound:
+        return
+    spare.stop()
+    run.collect()
+    run.spare = None
+    if run.bound >= run.makespan:
+        return
+    run.spare = _start_spare(run.data, target, budget)
+    if run.spare is not None:
+        run.spares.append(run.spare)
 
 
 def _relaxation(
@@ -370,7 +493,7 @@ def _relaxation(
         run.data,
         time_limit=limit,
         horizon=int(run.makespan) - 1,  # only better plans; none: bound = the makespan
-        workers=p.threads,
+        workers=run.workers(p),
         seed=seed,
     )
     run.stats[key] = {
@@ -455,9 +578,9 @@ def _pooled(run: _Run, budget: Budget, p: ExactParams) -> None:
         run.stats["pooled"] = {"status": "no time left (MODEL_RESERVE)"}
         return
     progress.report("exact: pooled time-indexed relaxation bound")
-    res = time_indexed_bound(
-        run.data, int(run.makespan) - 1, time_limit=limit, threads=p.threads, pooled=True
-    )
+    res = time_indexed_bound(  # one thread: HiGHS gains little from more on these models,
+        run.data, int(run.makespan) - 1, time_limit=limit, threads=1, pooled=True
+    )  # and it shares HiGHS's thread pool with the spare core's run
     run.stats["pooled"] = {
         "bound": res.bound,
         "status": res.status,
@@ -490,7 +613,7 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         run.data,
         time_limit=budget.share(PACKING_SHARE, UNLIMITED_PACKING_S, keep=MODEL_RESERVE),
         horizon=horizon,
-        workers=p.threads,
+        workers=run.workers(p),
         seed=seed,
         pairwise=False,
     )
@@ -506,6 +629,9 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         return
     if first is not None and first.makespan is not None and first.makespan < run.makespan:
         info["status"] = "skipped: the relaxation with its cuts packs by the horizon"
+        return
+    if run.spare is not None:  # the spare core is on the per-server form at this horizon
+        info["status"] = "on the spare core"
         return
     limit = budget.share(TIME_INDEXED_SHARE, UNLIMITED_RELAXATION_S, keep=MODEL_RESERVE)
     if limit == 0.0:
@@ -583,7 +709,8 @@ def _run_model(
         + ("(no time limit)" if limit is None else f"(limit {limit:.3g} s)")
     )
     if p.backend == "cpsat":
-        res = model.solve(time_limit=limit, workers=p.threads, seed=seed)
+        stop = None if run.spare is None else run.spare.proved
+        res = model.solve(time_limit=limit, workers=run.workers(p), seed=seed, stop=stop)
     else:
         res = model.solve(p.backend, time_limit=limit, threads=p.threads, warm=warm)
     stats["solve_s"] = round(time.perf_counter() - t1, 3)

@@ -1,0 +1,163 @@
+"""The spare core of the exact solver: the per-server time-indexed relaxation in a child process.
+
+``exact`` (:mod:`sjfbco.solvers.exact`) runs its bound phases one after another on
+CP-SAT, while the warm start is mostly single-threaded Python: one of the machine's
+cores is idle for much of a run. Under a time limit, the per-server time-indexed
+form of the contention-free relaxation (:func:`sjfbco.bounds.timeindexed.time_indexed_bound`,
+HiGHS on one thread) runs on that core from the start, in a child process, and the run
+reads its result between phases (``docs/exact.md``, "The spare core").
+
+**A process, not a thread.** HiGHS releases the GIL while it solves, so a thread would
+do, but it notices a cancel only at its own checkpoints (15 s late on the exact
+benchmark's 14/4/7), and a run that has proven its optimum must not wait for that. A
+child process is killed at once. It is a fresh interpreter (``python -m
+sjfbco.solvers.spare IN OUT``), not a fork or a fork server: those re-import the
+caller's ``__main__`` (a script, a notebook, ``python -``) and may not be started from
+daemonic workers (Dask's). Input and result are pickles in a private temporary
+directory; the result is written to a temporary name and renamed, so a killed child
+leaves no half-written result.
+
+**Failures never end the run.** A child that cannot start, dies, or raises is recorded
+(:attr:`Spare.error`) and the run goes on without it, as without a time limit.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sjfbco.bounds.timeindexed import TimeIndexedBound
+    from sjfbco.problem import ProblemData
+
+#: Seconds between two looks of the watcher thread at the child.
+POLL_S = 0.05
+
+
+class Spare:
+    """One solve of the per-server time-indexed relaxation in a child process.
+
+    Parameters
+    ----------
+    data
+        The instance.
+    horizon
+        The horizon ``H`` (slots): infeasible there proves every schedule ends after ``H``.
+    seconds
+        The child's time limit for build and solve.
+
+    Attributes
+    ----------
+    proved
+        Set once the child has found no packing ending by ``horizon`` (the bound
+        ``horizon + 1``); the exact solver stops its model on it.
+    finished
+        Set once the child has ended (result or error) or was stopped.
+    result
+        The child's :class:`~sjfbco.bounds.timeindexed.TimeIndexedBound`, once in.
+    error
+        Why there is no result (a message), if so.
+    """
+
+    def __init__(self, data: ProblemData, horizon: int, seconds: float):
+        import sjfbco
+
+        self.horizon = horizon
+        self.proved = threading.Event()
+        self.finished = threading.Event()
+        self.result: TimeIndexedBound | None = None
+        self.error: str | None = None
+        self.collected = False
+        self._stop = threading.Event()
+        self._dir = tempfile.TemporaryDirectory(prefix="sjfbco-spare-")
+        folder = Path(self._dir.name)
+        (folder / "in.pkl").write_bytes(pickle.dumps((data, horizon, seconds)))
+        self._out = folder / "out.pkl"
+        self._log = folder / "stderr.txt"
+        env = dict(os.environ)
+        root = str(Path(sjfbco.__file__).resolve().parents[1])  # this very package first
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        with open(self._log, "wb") as err:
+            self._proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sjfbco.solvers.spare",
+                    str(folder / "in.pkl"),
+                    str(self._out),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env=env,
+            )
+        self._watcher = threading.Thread(target=self._watch, name="sjfbco-spare-core", daemon=True)
+        self._watcher.start()
+
+    def _watch(self) -> None:
+        try:
+            while not self._stop.is_set():
+                code = self._proc.poll()
+                if code is None:
+                    self._stop.wait(POLL_S)
+                    continue
+                self._read(code)
+                return
+        finally:
+            self.finished.set()
+
+    def _read(self, code: int) -> None:
+        if not self._out.exists():
+            tail = self._log.read_text(errors="replace").strip().splitlines()[-1:]
+            self.error = f"the child ended (exit code {code}) without a result" + (
+                f": {tail[0]}" if tail else ""
+            )
+            return
+        kind, value = pickle.loads(self._out.read_bytes())
+        if kind == "error":
+            self.error = f"the child raised {value}"
+            return
+        self.result = value
+        if value.infeasible:
+            self.proved.set()
+
+    def alive(self) -> bool:
+        """Whether the child is still at work (no result or error yet, not stopped)."""
+        return not self.finished.is_set()
+
+    def stop(self) -> None:
+        """Kill the child if it is still at work, wait for it, and remove its files; a
+        result already in is kept. Safe to call more than once."""
+        self._stop.set()
+        self._watcher.join()
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._dir.cleanup()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child: ``python -m sjfbco.solvers.spare IN OUT``; one solve, its result to ``OUT``."""
+    from sjfbco.bounds.timeindexed import time_indexed_bound
+
+    src, dst = (argv if argv is not None else sys.argv[1:])[:2]
+    data, horizon, seconds = pickle.loads(Path(src).read_bytes())
+    out: tuple[str, Any]
+    try:
+        out = ("result", time_indexed_bound(data, horizon, time_limit=seconds, threads=1))
+    except Exception as err:  # reported by the parent; the run goes on without it
+        out = ("error", f"{type(err).__name__}: {err}")
+    tmp = Path(dst).with_suffix(".tmp")
+    tmp.write_bytes(pickle.dumps(out))
+    tmp.replace(dst)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
