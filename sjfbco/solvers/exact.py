@@ -23,7 +23,10 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
 5. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
    on HiGHS or CBC, or the non-convex program
    (:class:`~sjfbco.formulations.nonconvex.NonconvexModel`) on CP-SAT;
-6. the answer: ``optimal`` only when the best valid bound meets the evaluated
+6. under a time limit, the spare core (:mod:`sjfbco.solvers.spare`): the per-server
+   time-indexed relaxation in a child process from the start, beside every phase
+   above; its proof stops the model (``docs/exact.md``, "The spare core");
+7. the answer: ``optimal`` only when the best valid bound meets the evaluated
    makespan, ``time limit`` with the incumbent and the best bound when the
    clock ends the run. The schedule (patterns turned into GPUs greedily in
    start order) is scored by the evaluator like every other.
