@@ -576,6 +576,50 @@ def test_spare_core_solves_the_per_server_form() -> None:
     assert _no_sjfbco_threads() and spare._proc.returncode is not None
 
 
+_ORPHAN = """
+import os, sys
+sys.path.insert(0, {root!r})
+from benchmarks.bench_exact import make_instance
+from sjfbco.solvers.spare import Spare
+spare = Spare(make_instance(14, 4, 7), 18, 300)  # about 35 s of HiGHS
+print(spare._proc.pid, flush=True)
+os._exit(0)  # killed, as it were: no stop() for the child
+"""
+
+
+def _gone(pid: int) -> bool:
+    from pathlib import Path
+
+    status = Path(f"/proc/{pid}/status")
+    try:
+        return "State:\tZ" in status.read_text()  # a zombie has ended
+    except OSError:
+        return True
+
+
+def test_spare_core_child_ends_when_its_parent_is_killed() -> None:
+    """A parent that dies without stopping its spare core: the orphaned child notices
+    (it watches its parent) and ends itself, long before its 300 s limit."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    out = subprocess.run(
+        [sys.executable, "-c", _ORPHAN.format(root=root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    pid = int(out.stdout.split()[0])
+    deadline = time.monotonic() + 60
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _gone(pid)
+
+
 def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a time limit the per-server form runs on the spare core from the start, at
     the closed-form bound 2. With CP-SAT's relaxation undecided, the pooled form off and a

@@ -11,14 +11,15 @@ reads its result between phases (``docs/exact.md``, "The spare core").
 do, but it notices a cancel only at its own checkpoints (15 s late on the exact
 benchmark's 14/4/7), and a run that has proven its optimum must not wait for that. A
 child process is killed at once. It is a fresh interpreter (``python -m
-sjfbco.solvers.spare IN OUT``), not a fork or a fork server: those re-import the
+sjfbco.solvers.spare IN OUT PID``), not a fork or a fork server: those re-import the
 caller's ``__main__`` (a script, a notebook, ``python -``) and may not be started from
 daemonic workers (Dask's). Input and result are pickles in a private temporary
 directory; the result is written to a temporary name and renamed, so a killed child
 leaves no half-written result.
 
 **Failures never end the run.** A child that cannot start, dies, or raises is recorded
-(:attr:`Spare.error`) and the run goes on without it, as without a time limit.
+(:attr:`Spare.error`) and the run goes on without it, as without a time limit. A child
+whose parent is killed (so that no ``stop`` comes) ends itself within half a second.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 #: Seconds between two looks of the watcher thread at the child.
 POLL_S = 0.05
+#: Seconds between two looks of the child at its parent (an orphan ends itself).
+ORPHAN_POLL_S = 0.5
 
 
 class Spare:
@@ -91,6 +95,7 @@ class Spare:
                     "sjfbco.solvers.spare",
                     str(folder / "in.pkl"),
                     str(self._out),
+                    str(os.getpid()),
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -143,10 +148,12 @@ class Spare:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The child: ``python -m sjfbco.solvers.spare IN OUT``; one solve, its result to ``OUT``."""
+    """The child: ``python -m sjfbco.solvers.spare IN OUT PARENT_PID``; one solve, its
+    result to ``OUT``."""
     from sjfbco.bounds.timeindexed import time_indexed_bound
 
-    src, dst = (argv if argv is not None else sys.argv[1:])[:2]
+    src, dst, parent = (argv if argv is not None else sys.argv[1:])[:3]
+    threading.Thread(target=_orphan_watch, args=(int(parent),), daemon=True).start()
     data, horizon, seconds = pickle.loads(Path(src).read_bytes())
     out: tuple[str, Any]
     try:
@@ -157,6 +164,16 @@ def main(argv: list[str] | None = None) -> int:
     tmp.write_bytes(pickle.dumps(out))
     tmp.replace(dst)
     return 0
+
+
+def _orphan_watch(parent: int) -> None:
+    """End the child as soon as its parent is gone (killed: no ``stop`` will come), rather
+    than at the end of its time limit; a parent gone before the child started (its parent
+    is then another process already) counts too. HiGHS releases the GIL, so this thread
+    runs."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_POLL_S)
+    os._exit(3)
 
 
 if __name__ == "__main__":
