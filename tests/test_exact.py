@@ -620,6 +620,27 @@ def test_spare_core_child_ends_when_its_parent_is_killed() -> None:
     assert _gone(pid)
 
 
+def test_spare_core_child_killed_is_an_error_not_an_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child killed mid-solve: the spare reports why there is no result, and an exact run
+    whose spare core dies at once still proves its optimum (3, brute force) without it."""
+    import sjfbco.solvers.exact as exact
+    from sjfbco.solvers.spare import Spare
+
+    class Doomed(Spare):
+        def __init__(self, *args: Any) -> None:
+            super().__init__(*args)
+            self._proc.kill()
+
+    spare = Doomed(_late_pair(), 2, 120)
+    assert spare.finished.wait(120)
+    assert spare.result is None and spare.error is not None and "without a result" in spare.error
+    spare.stop()
+    monkeypatch.setattr(exact, "Spare", Doomed)
+    res = solve(_late_pair(), "exact", backend="cpsat", time_limit=60)
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
+    assert _no_sjfbco_threads()
+
+
 def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a time limit the per-server form runs on the spare core from the start, at
     the closed-form bound 2. With CP-SAT's relaxation undecided, the pooled form off and a

@@ -362,7 +362,7 @@ def _start_spare(data: ProblemData, horizon: int, budget: Budget) -> Spare | Non
     assert left is not None
     try:
         return Spare(data, horizon, max(0.05, left - FINISH_MARGIN_S))
-    except (OSError, pickle.PicklingError) as err:  # no child process: the run goes on
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
         log.warning("exact: no spare core: %s", err)
         return None
 

@@ -112,7 +112,10 @@ class Spare:
                 if code is None:
                     self._stop.wait(POLL_S)
                     continue
-                self._read(code)
+                try:
+                    self._read(code)
+                except Exception as err:  # a torn or foreign result file
+                    self.error = f"the child's result could not be read: {err}"
                 return
         finally:
             self.finished.set()
