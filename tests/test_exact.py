@@ -641,6 +641,20 @@ def test_spare_core_child_killed_is_an_error_not_an_end(monkeypatch: pytest.Monk
     assert _no_sjfbco_threads()
 
 
+def test_no_spare_core_where_the_per_server_form_is_refused(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An instance whose per-server form is above ``MAX_VARIABLES`` gets no child at all
+    (it would only refuse it, with a warning); the run proves its optimum as before."""
+    import sjfbco.bounds.timeindexed as ti
+
+    monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
+    with caplog.at_level("WARNING"):
+        res = solve(_late_pair(), "exact", backend="cpsat", time_limit=60)
+    assert "time_indexed_spare" not in res.stats and "spare" not in caplog.text
+    assert res.status is Status.OPTIMAL and res.makespan == 3
+
+
 def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Under a time limit the per-server form runs on the spare core from the start, at
     the closed-form bound 2. With CP-SAT's relaxation undecided, the pooled form off and a

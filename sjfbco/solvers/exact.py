@@ -355,11 +355,20 @@ def _spare_wanted(p: ExactParams, budget: Budget) -> bool:
 
 
 def _start_spare(data: ProblemData, horizon: int, budget: Budget) -> Spare | None:
-    """The spare core at ``horizon`` for what is left of the limit; ``None`` when no child
-    process can be started: the run then solves the per-server form in turn, as without
-    a time limit."""
+    """The spare core at ``horizon`` for what is left of the limit; ``None`` when the
+    per-server form would refuse the instance (too many patterns or variables) or no
+    child process can be started: the run then goes on as without a time limit."""
+    from sjfbco.bounds.timeindexed import MAX_VARIABLES, count_variables
+    from sjfbco.formulations.common import Patterns, pattern_durations
+
     left = budget.left()
     assert left is not None
+    try:  # an instance the per-server form refuses gets no child (and no warning)
+        patterns = Patterns(data)
+    except InputError:
+        return None
+    if count_variables(data, pattern_durations(data, patterns), horizon) > MAX_VARIABLES:
+        return None
     try:
         return Spare(data, horizon, max(0.05, left - FINISH_MARGIN_S))
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
