@@ -582,7 +582,7 @@ sys.path.insert(0, {root!r})
 from benchmarks.bench_exact import make_instance
 from sjfbco.solvers.spare import Spare
 spare = Spare(make_instance(14, 4, 7), 18, 300)  # about 35 s of HiGHS
-print(spare._proc.pid, flush=True)
+print(spare._proc.pid, spare._dir.name, flush=True)
 os._exit(0)  # killed, as it were: no stop() for the child
 """
 
@@ -599,7 +599,8 @@ def _gone(pid: int) -> bool:
 
 def test_spare_core_child_ends_when_its_parent_is_killed() -> None:
     """A parent that dies without stopping its spare core: the orphaned child notices
-    (it watches its parent) and ends itself, long before its 300 s limit."""
+    (it watches its parent) and ends itself, long before its 300 s limit, removing its
+    temporary folder (which the dead parent cannot)."""
     import subprocess
     import sys
     import time
@@ -613,11 +614,11 @@ def test_spare_core_child_ends_when_its_parent_is_killed() -> None:
         timeout=120,
         check=True,
     )
-    pid = int(out.stdout.split()[0])
+    pid, folder = out.stdout.split()
     deadline = time.monotonic() + 60
-    while not _gone(pid) and time.monotonic() < deadline:
+    while not _gone(int(pid)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _gone(pid)
+    assert _gone(int(pid)) and not Path(folder).exists()  # its files removed too
 
 
 def test_spare_core_child_killed_is_an_error_not_an_end(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,13 +19,15 @@ leaves no half-written result.
 
 **Failures never end the run.** A child that cannot start, dies, or raises is recorded
 (:attr:`Spare.error`) and the run goes on without it, as without a time limit. A child
-whose parent is killed (so that no ``stop`` comes) ends itself within half a second.
+whose parent is killed (so that no ``stop`` comes) ends itself within half a second and
+removes its temporary folder.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -156,7 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     from sjfbco.bounds.timeindexed import time_indexed_bound
 
     src, dst, parent = (argv if argv is not None else sys.argv[1:])[:3]
-    threading.Thread(target=_orphan_watch, args=(int(parent),), daemon=True).start()
+    watch = threading.Thread(target=_orphan_watch, args=(int(parent), Path(src).parent))
+    watch.daemon = True
+    watch.start()
     data, horizon, seconds = pickle.loads(Path(src).read_bytes())
     out: tuple[str, Any]
     try:
@@ -169,13 +173,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _orphan_watch(parent: int) -> None:
+def _orphan_watch(parent: int, folder: Path) -> None:
     """End the child as soon as its parent is gone (killed: no ``stop`` will come), rather
     than at the end of its time limit; a parent gone before the child started (its parent
     is then another process already) counts too. HiGHS releases the GIL, so this thread
     runs."""
     while os.getppid() == parent:
         time.sleep(ORPHAN_POLL_S)
+    shutil.rmtree(folder, ignore_errors=True)  # nobody else will remove it now
     os._exit(3)
 
 
