@@ -34,8 +34,8 @@ def stdout_silenced() -> Iterator[None]:
         yield
 
 
-#: One redirection for the whole process: solver calls may overlap in threads (``exact``
-#: runs a HiGHS bound beside CP-SAT), and nested ``dup2`` pairs undone out of order would
+#: One redirection for the whole process: solver calls may overlap when the package is
+#: used from several threads, and nested ``dup2`` pairs undone out of order would
 #: leave file descriptor 1 on stderr for good. The first block in redirects, the last out
 #: restores; blocks inside keep the first one's target.
 _LOCK = threading.Lock()

@@ -54,12 +54,7 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
     """``pulp.HiGHS`` that passes the variables' initial values as a MIP start
     and keeps the model status and the dual bound."""
 
-    def __init__(
-        self,
-        warm: bool,
-        deadline: float | None = None,
-        **kw: Any,
-    ):
+    def __init__(self, warm: bool, deadline: float | None = None, **kw: Any):
         super().__init__(**kw)
         self.warm = warm
         self.deadline = deadline

@@ -266,7 +266,8 @@ class _Run:
         return max(1, p.threads - 1) if self.spare is not None and self.spare.alive() else p.threads
 
     def collect(self) -> None:
-        """Take the spare core's bound once it has one (re-raising its error, if any)."""
+        """Take the spare core's bound once it has ended; a failed or stopped spare is only
+        recorded in ``stats`` (and a failure logged): it never ends the run."""
         spare = self.spare
         if spare is None or spare.alive() or spare.collected:
             return
@@ -342,8 +343,8 @@ def solve_exact(
 def _spare_wanted(p: ExactParams, budget: Budget) -> bool:
     """The spare core runs under a time limit only (without one the run stays
     deterministic: which phase sees its result would depend on the machine), with CP-SAT
-    as the model (HiGHS and CBC models would compete with it for HiGHS's one thread pool),
-    at least two threads, and no horizon given by the user."""
+    as the model (the model whose search a proof of the spare can stop), at least two
+    threads (one of them is the spare's), and no horizon given by the user."""
     return (
         budget.limit is not None
         and p.backend == "cpsat"
@@ -592,7 +593,7 @@ def _pooled(run: _Run, budget: Budget, p: ExactParams) -> None:
     progress.report("exact: pooled time-indexed relaxation bound")
     res = time_indexed_bound(  # one thread: HiGHS gains little from more on these models,
         run.data, int(run.makespan) - 1, time_limit=limit, threads=1, pooled=True
-    )  # and it shares HiGHS's thread pool with the spare core's run
+    )  # and best's run of it has one too, so HiGHS's thread pool is not reset between them
     run.stats["pooled"] = {
         "bound": res.bound,
         "status": res.status,
