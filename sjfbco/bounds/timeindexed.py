@@ -76,7 +76,7 @@ from typing import TYPE_CHECKING, Any
 from sjfbco.bounds.closed import lower_bound
 
 if TYPE_CHECKING:
-    from sjfbco.formulations.common import Patterns
+    from sjfbco.formulations.common import Pattern, Patterns
     from sjfbco.problem import ProblemData
 
 #: Most start variables the ILP may have; a bigger one is not built (bound ``None``).
@@ -85,7 +85,8 @@ MAX_VARIABLES = 200_000
 
 @dataclass(frozen=True)
 class TimeIndexedBound:
-    """What one solve of the time-indexed relaxation established.
+    """What one solve of the time-indexed relaxation (or of the configuration bound,
+    :mod:`sjfbco.bounds.configuration`) established.
 
     Parameters
     ----------
@@ -93,14 +94,14 @@ class TimeIndexedBound:
         A valid lower bound on the optimal makespan, slots (``None``: not built
         or nothing proven).
     infeasible
-        No contention-free packing ends by the horizon (then ``bound`` is
-        ``horizon + 1``).
+        The model has no solution up to the horizon: no contention-free packing ends
+        by it (then ``bound`` is ``horizon + 1``).
     status
         HiGHS's model status, or why the model was not built.
     seconds
         Wall time of build and solve.
     variables
-        Start variables ``x[j,q,a]``.
+        Start variables ``x[j,q,a]`` (the configuration bound: all its integer variables).
     """
 
     bound: int | None
@@ -159,6 +160,16 @@ def pooled_weights(capacity: int) -> list[tuple[int, ...]]:
     return out
 
 
+def shape_key(pattern: Pattern, groups: list[list[int]]) -> tuple[tuple[int, ...], ...]:
+    """A pattern's *shape*: per group of identical servers, its non-zero counts sorted
+    from the largest (all patterns of one shape run alike; the cost model reads a
+    placement only through its counts)."""
+    return tuple(
+        tuple(sorted((pattern.counts[s] for s in g if pattern.counts[s]), reverse=True))
+        for g in groups
+    )
+
+
 def pooled_shapes(
     data: ProblemData, patterns: Patterns, durations: list[list[int | None]]
 ) -> list[dict[tuple[tuple[int, ...], ...], int]]:
@@ -175,9 +186,7 @@ def pooled_shapes(
         for q, d in zip(patterns[j], durations[j], strict=True):
             if d is None:
                 continue
-            key = tuple(
-                tuple(sorted((q.counts[s] for s in g if q.counts[s]), reverse=True)) for g in groups
-            )
+            key = shape_key(q, groups)
             shapes[key] = min(d, shapes.get(key, d))
         out.append(shapes)
     return out

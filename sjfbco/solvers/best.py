@@ -64,6 +64,9 @@ from sjfbco.solvers.sgs import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from sjfbco.bounds.timeindexed import TimeIndexedBound
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
 
@@ -243,13 +246,17 @@ def relaxation_bound(
     Searched below the incumbent (horizon ``incumbent - 1``): if the relaxation
     has no plan ending by then, no schedule does, and the bound is the
     incumbent's makespan (a proof of optimality); otherwise CP-SAT's bound on
-    the relaxation. First its pooled time-indexed form (HiGHS, identical servers
-    pooled; usually a second, and it decides tight packings that CP-SAT's interval
-    model leaves open), with up to half of ``seconds``; the CP-SAT relaxation with
-    its contention cuts gets the rest unless the pooled form proved the incumbent.
-    Every figure is a valid lower bound (:mod:`sjfbco.bounds.relaxation`,
-    :mod:`sjfbco.bounds.timeindexed`); the larger is returned.
+    the relaxation. First the configuration bound (HiGHS, time-free, contention
+    per server and slot; a fraction of a second), then the relaxation's pooled
+    time-indexed form (HiGHS, identical servers pooled; usually a second, and it
+    decides tight packings that CP-SAT's interval model leaves open), each with up
+    to half of what is left of ``seconds``; the CP-SAT relaxation with its
+    contention cuts gets the rest. Each stops the search once a bound meets the
+    incumbent. Every figure is a valid lower bound (:mod:`sjfbco.bounds.configuration`,
+    :mod:`sjfbco.bounds.relaxation`, :mod:`sjfbco.bounds.timeindexed`); the largest
+    is returned.
     """
+    from sjfbco.bounds.configuration import configuration_bound
     from sjfbco.bounds.relaxation import contention_free_bound
     from sjfbco.bounds.timeindexed import time_indexed_bound
     from sjfbco.formulations.common import Patterns
@@ -267,16 +274,33 @@ def relaxation_bound(
         return None, f"{modes} placement modes, above relaxation_limit"
     t0 = time.perf_counter()
     horizon = int(incumbent) - 1
-    pooled = time_indexed_bound(
-        data, horizon, time_limit=seconds / 2, threads=1, patterns=patterns, pooled=True
-    )
-    if pooled.bound is not None and pooled.bound >= incumbent:
-        return float(pooled.bound), "pooled form: " + (
-            "infeasible" if pooled.infeasible else pooled.status
-        )
+    found: list[int] = []
+    steps: list[tuple[str, Callable[[float], TimeIndexedBound]]] = [
+        (
+            "configuration bound",
+            lambda t: configuration_bound(data, horizon, time_limit=t, patterns=patterns),
+        ),
+        (
+            "pooled form",
+            lambda t: time_indexed_bound(
+                data, horizon, time_limit=t, threads=1, patterns=patterns, pooled=True
+            ),
+        ),
+    ]
+    for name, solve_at in steps:
+        left = seconds - (time.perf_counter() - t0)
+        if left < 0.05:
+            return (float(max(found)), "no time left") if found else (None, "no time left")
+        res = solve_at(left / 2)
+        if res.bound is not None:
+            found.append(res.bound)
+            if res.bound >= incumbent:
+                return float(res.bound), f"{name}: " + (
+                    "infeasible" if res.infeasible else res.status
+                )
     left = seconds - (time.perf_counter() - t0)
     if left < 0.05:
-        return (None, "no time left") if pooled.bound is None else (float(pooled.bound), "pooled")
+        return (float(max(found)), "no time left") if found else (None, "no time left")
     rel = contention_free_bound(
         data,
         time_limit=left,
@@ -285,7 +309,7 @@ def relaxation_bound(
         seed=seed,
         patterns=patterns,
     )
-    return float(max(rel.bound, pooled.bound or 0)), rel.status
+    return float(max([rel.bound, *found])), rel.status
 
 
 @register("best", BestParams, heuristic=False)
