@@ -94,9 +94,16 @@ def test_configuration_bound_on_the_trap(data: ProblemData) -> None:
     _check(data)
 
 
+@settings(max_examples=6, deadline=None)
+@given(tiny_instances(extended=True))
+def test_configuration_bound_on_the_extended_model(data: ProblemData) -> None:
+    """Overlap and link sharing: the rate is still a function of the count, falling in it."""
+    _check(data)
+
+
 @pytest.mark.slow
 @settings(max_examples=150, deadline=None)
-@given(st.one_of(tiny_instances(), trap_instances(max_jobs=4)))
+@given(st.one_of(tiny_instances(), tiny_instances(extended=True), trap_instances(max_jobs=4)))
 def test_configuration_bound_against_brute_force_slow(data: ProblemData) -> None:
     _check(data)
 
