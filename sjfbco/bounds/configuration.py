@@ -144,15 +144,13 @@ def configuration_bound(
     """
     import pulp
 
-    from sjfbco.bounds.timeindexed import shape_key
-    from sjfbco.formulations.backends import solve_mip
+    from sjfbco.bounds.timeindexed import finish_bound, pooled_shapes
     from sjfbco.formulations.common import (
         Patterns,
         duration_caps,
         identical_server_groups,
         level_cap,
         max_level,
-        model_bound,
         pattern_durations,
         rate,
         require_slotted,
@@ -164,8 +162,15 @@ def configuration_bound(
     if closed > horizon:
         return TimeIndexedBound(horizon + 1, True, "below the closed-form bound", 0.0, 0)
     pats = patterns or Patterns(data)
-    durations = pattern_durations(data, pats)
-    caps = duration_caps(data, pats, horizon)
+    # caps: the GPU-time caps at H (duration_caps), and no run past the horizon
+    caps = [
+        min(cap, horizon - job.arrival)
+        for cap, job in zip(duration_caps(data, pats, horizon), data.jobs, strict=True)
+    ]
+    durations = [
+        [d if d is not None and d <= cap else None for d in row]
+        for row, cap in zip(pattern_durations(data, pats), caps, strict=True)
+    ]
     groups = identical_server_groups(data)
     size = [data.cluster.gpus_per_server[g[0]] for g in groups]
     top = max_level(data, pats)
@@ -175,14 +180,8 @@ def configuration_bound(
     # demands: (group, part) -> [(coefficient, variable)], a split part per level
     inside: dict[tuple[int, int], list[tuple[int, Any]]] = {}
     pieces: dict[tuple[int, int, int], list[Any]] = {}
-    count = 0
-    for j, job in enumerate(data.jobs):
-        cap = min(caps[j], horizon - job.arrival)
-        shapes: dict[tuple[tuple[int, ...], ...], tuple[int, Any]] = {}
-        for q, d in zip(pats[j], durations[j], strict=True):
-            key = shape_key(q, groups)
-            if d is not None and d <= cap and (key not in shapes or d < shapes[key][0]):
-                shapes[key] = (d, q)
+    shaped = zip(data.jobs, pooled_shapes(data, pats, durations), caps, strict=True)
+    for j, (job, shapes, cap) in enumerate(shaped):
         if not shapes:  # no pattern ends by the horizon
             return TimeIndexedBound(
                 horizon + 1, True, "a job cannot end by the horizon", time.perf_counter() - t0, 0
@@ -205,11 +204,8 @@ def configuration_bound(
                         w = prob.add_variable(f"w_{j}_{n}_{gi}_{i}_{k}", 0, cap, pulp.LpInteger)
                         ws.append((rate(data, j, q, k), w))
                         pieces.setdefault((gi, c, k), []).append(w)
-                    count += len(ws)
                     prob += pulp.lpSum(w for _, w in ws) == length
                     prob += pulp.lpSum(phi * w for phi, w in ws) >= job.iterations * y
-            count += 1
-        count += len(ys)
         prob += pulp.lpSum(ys) == 1
     kinds: list[set[Part]] = [set() for _ in groups]
     for gi, c in inside:
@@ -222,7 +218,11 @@ def configuration_bound(
         left -= len(confs)
         if left < 0:
             return TimeIndexedBound(
-                None, False, f"not built: above {MAX_CONFIGURATIONS:,} configurations", 0.0, count
+                None,
+                False,
+                f"not built: above {MAX_CONFIGURATIONS:,} configurations",
+                0.0,
+                len(prob.variables()) - 1,  # built so far, all but Z
             )
         supply: dict[tuple[int, bool, int], list[tuple[int, Any]]] = {}
         ns = []
@@ -234,7 +234,6 @@ def configuration_bound(
                 supply.setdefault((c, split, k if split else 0), []).append(
                     (conf.count((c, split)), v)
                 )
-        count += len(ns)
         prob += pulp.lpSum(ns) <= len(g) * Z
         for (g2, c), terms in inside.items():
             if g2 == gi:
@@ -244,13 +243,12 @@ def configuration_bound(
             if g2 == gi:
                 have = supply.get((c, True, k), [])
                 prob += pulp.lpSum(ws) <= pulp.lpSum(m * v for m, v in have)
-    rest = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
-    out = solve_mip(prob, "highs", time_limit=rest, threads=threads)
-    bound = model_bound(out.bound, horizon, infeasible=out.infeasible)
-    return TimeIndexedBound(
-        bound if bound is None else max(bound, closed),
-        out.infeasible,
-        out.message,
-        time.perf_counter() - t0,
-        count,
+    return finish_bound(  # Z is fractional (server-slots over m): no gap, or a slot is lost
+        prob,
+        horizon,
+        closed,
+        started=t0,
+        time_limit=time_limit,
+        threads=threads,
+        variables=len(prob.variables()) - 1,  # all but Z
     )

@@ -172,24 +172,53 @@ def shape_key(pattern: Pattern, groups: list[list[int]]) -> tuple[tuple[int, ...
 
 def pooled_shapes(
     data: ProblemData, patterns: Patterns, durations: list[list[int | None]]
-) -> list[dict[tuple[tuple[int, ...], ...], int]]:
-    """Per job, the shape of each usable pattern (per group of identical servers, its
-    non-zero counts sorted) and the shortest duration alone among the patterns of that
-    shape (they are equal: the cost model reads a placement only through its counts,
-    and identical servers differ in nothing)."""
+) -> list[dict[tuple[tuple[int, ...], ...], tuple[int, Pattern]]]:
+    """Per job, the shape of each usable pattern (``durations`` not ``None``; per group of
+    identical servers, its non-zero counts sorted), with the shortest duration alone among
+    the patterns of that shape and one such pattern (the durations are equal, and so are
+    the rates at every contention level: the cost model reads a placement only through
+    its counts, and identical servers differ in nothing)."""
     from sjfbco.formulations.common import identical_server_groups
 
     groups = identical_server_groups(data)
     out = []
     for j in range(data.num_jobs):
-        shapes: dict[tuple[tuple[int, ...], ...], int] = {}
+        shapes: dict[tuple[tuple[int, ...], ...], tuple[int, Pattern]] = {}
         for q, d in zip(patterns[j], durations[j], strict=True):
-            if d is None:
-                continue
             key = shape_key(q, groups)
-            shapes[key] = min(d, shapes.get(key, d))
+            if d is not None and (key not in shapes or d < shapes[key][0]):
+                shapes[key] = (d, q)
         out.append(shapes)
     return out
+
+
+def finish_bound(
+    prob: Any,
+    horizon: int,
+    closed: int,
+    *,
+    started: float,
+    time_limit: float | None,
+    threads: int,
+    variables: int,
+    gap_abs: float = 0.0,
+) -> TimeIndexedBound:
+    """Solve a bound model built from ``started`` (``time.perf_counter()``) with HiGHS in
+    what is left of ``time_limit``, and report its bound made valid for every schedule
+    (:func:`~sjfbco.formulations.common.model_bound`), at least ``closed``."""
+    from sjfbco.formulations.backends import solve_mip
+    from sjfbco.formulations.common import model_bound
+
+    left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - started))
+    out = solve_mip(prob, "highs", time_limit=left, threads=threads, gap_abs=gap_abs)
+    bound = model_bound(out.bound, horizon, infeasible=out.infeasible)
+    return TimeIndexedBound(
+        bound if bound is None else max(bound, closed),
+        out.infeasible,
+        out.message,
+        time.perf_counter() - started,
+        variables,
+    )
 
 
 #: Per job, its columns: ``(duration alone, {row: GPUs or weight it takes in that row})``.
@@ -235,7 +264,7 @@ def _pooled_columns(
         }
 
     columns: Columns = [
-        [(d, use(key)) for key, d in shapes.items()]
+        [(d, use(key)) for key, (d, _) in shapes.items()]
         for shapes in pooled_shapes(data, patterns, durations)
     ]
     return columns, capacity
@@ -277,12 +306,10 @@ def time_indexed_bound(
     """
     import pulp
 
-    from sjfbco.formulations.backends import solve_mip
     from sjfbco.formulations.common import (
         Patterns,
         duration_caps,
         identical_job_groups,
-        model_bound,
         pattern_durations,
         require_slotted,
     )
@@ -329,13 +356,13 @@ def time_indexed_bound(
     for group in identical_job_groups(data):
         for j, k in itertools.pairwise(group):
             prob += start_sum[j] <= start_sum[k]
-    left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - t0))
-    out = solve_mip(prob, "highs", time_limit=left, threads=threads, gap_abs=0.99)
-    bound = model_bound(out.bound, horizon, infeasible=out.infeasible)
-    return TimeIndexedBound(
-        bound if bound is None else max(bound, closed),
-        out.infeasible,
-        out.message,
-        time.perf_counter() - t0,
-        nvars,
+    return finish_bound(  # C takes whole values: a gap below 1 loses nothing
+        prob,
+        horizon,
+        closed,
+        started=t0,
+        time_limit=time_limit,
+        threads=threads,
+        variables=nvars,
+        gap_abs=0.99,
     )
