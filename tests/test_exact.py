@@ -696,8 +696,8 @@ def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> No
 def test_spare_core_is_aimed_below_the_incumbent(monkeypatch: pytest.MonkeyPatch) -> None:
     """Instance B (optimum 11, closed-form bound below 10) with the serial warm start (12):
     the spare starts at the closed-form bound, then is restarted one below the incumbent,
-    at 11, where it has a packing (done or stopped when the run ends); the run still
-    proves 11 and leaves no thread behind."""
+    at 11, where it has a packing: once CP-SAT's packing check finds one, the spare is
+    stopped. The run still proves 11 and leaves no thread behind."""
     import sjfbco.solvers.exact as exact
 
     data = instance_b()
@@ -708,7 +708,10 @@ def test_spare_core_is_aimed_below_the_incumbent(monkeypatch: pytest.MonkeyPatch
     res = solve(data, "exact", backend="cpsat", time_limit=60)
     spare = res.stats["time_indexed_spare"]
     assert spare["horizon"] == 11  # aimed one below the incumbent 12
-    assert spare.get("bound") is None or spare["bound"] <= 11  # done, or stopped at the end
+    # the contention-free packing ends by 11 (at 8), so the spare's form could prove
+    # nothing there and is stopped
+    assert res.stats["time_indexed"]["spare"].startswith("stopped")
+    assert spare == {"horizon": 11, "error": "stopped"}
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
     assert _no_sjfbco_threads()
 
@@ -844,3 +847,21 @@ def test_time_limited_bound_is_never_above_the_optimum_many(
     data: ProblemData, limit: float
 ) -> None:
     _check_time_limited(data, limit)
+
+
+def test_spare_core_runs_at_most_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run of the spare core gets at most ``SPARE_LIMIT_S`` of a long limit, and what
+    is left of a short one (less the finishing margin)."""
+    import sjfbco.solvers.exact as exact
+
+    given: list[float] = []
+
+    class Recorder:
+        def __init__(self, data: ProblemData, horizon: int, seconds: float):
+            given.append(seconds)
+
+    monkeypatch.setattr(exact, "Spare", Recorder)
+    exact._start_spare(_late_pair(), 2, exact.Budget(3600.0))
+    exact._start_spare(_late_pair(), 2, exact.Budget(30.0))
+    assert given[0] == exact.SPARE_LIMIT_S
+    assert 28.0 < given[1] <= 30.0 - exact.FINISH_MARGIN_S

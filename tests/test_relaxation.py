@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
+from sjfbco.bounds.closed import lower_bound as closed_bound
 from sjfbco.bounds.relaxation import contention_free_bound
 from sjfbco.bounds.timeindexed import pooled_weights, time_indexed_bound
 from sjfbco.formulations.common import Plan, plan_to_schedule
@@ -342,3 +343,53 @@ def test_plan_search_finds_instance_b_optimum() -> None:
     assert evaluate(data, plan_to_schedule(data, res.plan)).makespan == 11
     below = contention_free_bound(data, horizon=10, accept=_by_horizon(data, 10, []))
     assert below.plan is None and below.bound <= 11
+
+
+# -- deciding, not minimising (decide=True) --------------------------------------------------
+
+
+def _check_decide(data: ProblemData) -> None:
+    """At horizons below, at and above the optimum, with and without the pairwise cuts:
+    deciding reaches the same verdict as minimising (no plan by the horizon exactly when
+    the minimised relaxation has none), its bound is never above the optimum, and a plan
+    it finds ends by the horizon and is a schedule the evaluator accepts."""
+    opt = _optimum(data)
+    for pairwise in (True, False):
+        for horizon in (opt - 2, opt - 1, opt, opt + 1):
+            if horizon < 1:
+                continue
+            dec = contention_free_bound(data, horizon=horizon, pairwise=pairwise, decide=True)
+            mini = contention_free_bound(data, horizon=horizon, pairwise=pairwise)
+            assert dec.bound <= opt, (pairwise, horizon, dec, opt)
+            assert (dec.status == "INFEASIBLE") == (mini.status == "INFEASIBLE")
+            assert not dec.optimal
+            if dec.status == "INFEASIBLE":
+                assert dec.bound == horizon + 1 and dec.plan is None
+                continue
+            assert dec.plan is not None and dec.makespan == dec.plan.makespan <= horizon
+            assert evaluate(data, plan_to_schedule(data, dec.plan)).makespan >= opt
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=3)))
+def test_decide_against_brute_force(data: ProblemData) -> None:
+    _check_decide(data)
+
+
+@pytest.mark.slow
+@settings(max_examples=80, deadline=None)
+@given(st.one_of(tiny_instances(), trap_instances(max_jobs=4)))
+def test_decide_against_brute_force_slow(data: ProblemData) -> None:
+    _check_decide(data)
+
+
+def test_decide_on_instance_b() -> None:
+    """Instance B (optimum 11; the pairwise cuts reach it, see above): deciding at 10 finds
+    no plan (bound 11, the optimum); at 11 it finds one, and the bound stays the closed
+    form (nothing is minimised, so CP-SAT proves no bound of its own)."""
+    data = instance_b()
+    below = contention_free_bound(data, horizon=10, decide=True)
+    assert below.status == "INFEASIBLE" and below.bound == 11
+    at = contention_free_bound(data, horizon=11, decide=True)
+    assert at.plan is not None and at.plan.makespan <= 11
+    assert at.bound == int(closed_bound(data)) < 10

@@ -127,6 +127,7 @@ def contention_free_bound(
     pairwise: bool = True,
     gpu_time: bool = True,
     accept: Callable[[Plan], bool] | None = None,
+    decide: bool = False,
 ) -> RelaxationResult:
     """Solve the contention-free multi-mode relaxation (module docstring) with CP-SAT.
 
@@ -159,6 +160,13 @@ def contention_free_bound(
         see :func:`_pairwise_cuts`) and stop at the first plan ``accept`` takes,
         returned as ``plan``. The model is then no relaxation: ``bound`` is the
         closed-form bound, whatever the status.
+    decide
+        Only decide whether a plan ends by the horizon: no objective, so CP-SAT
+        neither minimises the makespan nor the splits. ``bound`` is then
+        ``horizon + 1`` when none does (``INFEASIBLE``), else the closed-form bound,
+        and ``plan`` is any one found. For a bound that already reaches the
+        horizon, where only infeasibility can raise it: there it is faster
+        (``docs/exact.md``, "Deciding, not minimising").
 
     Returns
     -------
@@ -284,7 +292,8 @@ def contention_free_bound(
     solver.parameters.num_search_workers = workers
     solver.parameters.random_seed = seed
     if accept is None:
-        m.minimize(weight * C + sum(splits))
+        if not decide:
+            m.minimize(weight * C + sum(splits))
         st = solver.solve(m)
     else:
         check = accept
@@ -318,6 +327,8 @@ def contention_free_bound(
         bound = closed
     elif st == cp_model.INFEASIBLE:  # nothing ends by the horizon: every schedule ends later
         bound = horizon + 1
+    elif decide:  # no objective, no bound of CP-SAT's
+        bound = closed
     else:  # CP-SAT's bound on an integral objective, valid whenever it stops
         best = solver.best_objective_bound
         bound = closed
@@ -332,7 +343,7 @@ def contention_free_bound(
     return RelaxationResult(
         bound,
         makespan,
-        st == cp_model.OPTIMAL and accept is None,
+        st == cp_model.OPTIMAL and accept is None and not decide,
         plan,
         solver.status_name(st),
         time.perf_counter() - t0,

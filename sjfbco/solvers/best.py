@@ -308,6 +308,7 @@ def relaxation_bound(
         workers=1,
         seed=seed,
         patterns=patterns,
+        decide=max(found, default=0) >= horizon,  # only infeasible can raise it
     )
     return float(max([rel.bound, *found])), rel.status
 

@@ -92,6 +92,12 @@ UNLIMITED_RELAXATION_S = 60.0
 UNLIMITED_PACKING_S = 10.0
 #: Seconds kept back at the end for turning the model's answer into a schedule.
 FINISH_MARGIN_S = 1.0
+#: Seconds one run of the spare core gets at most. The per-server form decides within
+#: about a minute where it decides at all (14/4/7 at 18: 34 s) and had no verdict in
+#: 900 s on the 20-job instances it left open; past this its core goes back to CP-SAT,
+#: whose second worker finds and refutes tight plans that one worker does not
+#: (docs/exact.md, "Deciding, not minimising").
+SPARE_LIMIT_S = 120.0
 #: Seconds per estimated variable to build a model and hand it to the solver
 #: (measured, rounded up; for HiGHS and CBC PuLP's build and its transfer to the
 #: solver take about as long each): a build that cannot finish in the time left
@@ -380,7 +386,7 @@ def _start_spare(data: ProblemData, horizon: int, budget: Budget) -> Spare | Non
     if count_variables(data, pattern_durations(data, patterns), horizon) > MAX_VARIABLES:
         return None
     try:
-        return Spare(data, horizon, max(0.05, left - FINISH_MARGIN_S))
+        return Spare(data, horizon, max(0.05, min(left - FINISH_MARGIN_S, SPARE_LIMIT_S)))
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
         log.warning("exact: no spare core: %s", err)
         return None
@@ -513,12 +519,14 @@ def _relaxation(
         run.stats[key] = {"status": "no time left (MODEL_RESERVE)"}
         return None
     progress.report("exact: contention-free relaxation bound")
+    horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
     rel = contention_free_bound(
         run.data,
         time_limit=limit,
-        horizon=int(run.makespan) - 1,  # only better plans; none: bound = the makespan
+        horizon=horizon,
         workers=run.workers(p),
         seed=seed,
+        decide=run.bound >= horizon,
     )
     run.stats[key] = {
         "bound": rel.bound,
@@ -651,12 +659,20 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         workers=run.workers(p),
         seed=seed,
         pairwise=False,
+        decide=run.bound >= horizon,
     )
     info: dict[str, Any] = {"packing_status": quick.status, "packing_bound": quick.bound}
     info["packing_seconds"] = round(quick.seconds, 3)
     run.stats["time_indexed"] = info
     _offer_plan(run, "packing", quick.plan)
     run.raise_bound(quick.bound, "contention-free packing")
+    if quick.plan is not None and run.spare is not None and run.spare.horizon >= horizon:
+        # The per-server form on the spare core relaxes this packing: with a packing by
+        # the horizon it can prove nothing there, and its core goes to CP-SAT.
+        run.spare.stop()
+        run.collect()
+        run.spare = None
+        info["spare"] = "stopped: a contention-free packing ends by the horizon"
     if quick.status == "INFEASIBLE" or quick.plan is not None or run.bound >= run.makespan:
         return
     first = _relaxation(run, budget, p, seed, share=QUICK_RELAXATION_SHARE, key="relaxation_quick")
