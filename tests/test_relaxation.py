@@ -354,12 +354,14 @@ def _check_decide(data: ProblemData) -> None:
     the minimised relaxation has none), its bound is never above the optimum, and a plan
     it finds ends by the horizon and is a schedule the evaluator accepts."""
     opt = _optimum(data)
+    closed = int(closed_bound(data))
     for pairwise in (True, False):
-        for horizon in (opt - 2, opt - 1, opt, opt + 1):
-            if horizon < 1:
+        for asked in (opt - 2, opt - 1, opt, opt + 1):
+            if asked < 1:
                 continue
-            dec = contention_free_bound(data, horizon=horizon, pairwise=pairwise, decide=True)
-            mini = contention_free_bound(data, horizon=horizon, pairwise=pairwise)
+            horizon = max(asked, closed)  # the relaxation never searches below the closed form
+            dec = contention_free_bound(data, horizon=asked, pairwise=pairwise, decide=True)
+            mini = contention_free_bound(data, horizon=asked, pairwise=pairwise)
             assert dec.bound <= opt, (pairwise, horizon, dec, opt)
             assert (dec.status == "INFEASIBLE") == (mini.status == "INFEASIBLE")
             assert not dec.optimal
