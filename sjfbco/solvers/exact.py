@@ -305,6 +305,13 @@ class _Run:
         }
         self.raise_bound(res.bound, "time-indexed relaxation")
 
+    def drop_spare(self) -> None:
+        """Stop the spare core's current run, take what it proved, and forget it."""
+        if self.spare is not None:
+            self.spare.stop()
+            self.collect()
+            self.spare = None
+
     def offer(self, name: str, schedule: Schedule, makespan: float) -> None:
         """Keep ``schedule`` if it ends earlier than the incumbent."""
         if makespan < self.makespan:
@@ -326,9 +333,7 @@ class _Run:
 
     def output(self, status: Status) -> SolverOutput:
         """The answer; the spare core is stopped first and what it proved is taken."""
-        if self.spare is not None:
-            self.spare.stop()
-            self.collect()
+        self.drop_spare()
         if self.bound >= self.makespan:
             status = Status.OPTIMAL
         return SolverOutput(self.schedule, status, float(self.bound), self.stats)
@@ -460,8 +465,7 @@ def _solve(
         stats["note"] = str(err)
         return run.output(Status.TIME_LIMIT)
     if run.spare is not None:
-        run.spare.stop()  # the model is done: what the spare has proven is read now
-        run.collect()
+        run.drop_spare()  # the model is done: what the spare has proven is read now
         if run.bound >= run.makespan and stats["bound_from"] == "time-indexed relaxation":
             stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
             return run.output(Status.OPTIMAL)
@@ -487,9 +491,7 @@ def _aim_spare(run: _Run, budget: Budget) -> None:
     target = int(run.makespan) - 1
     if spare.horizon == target and spare.horizon >= run.bound:
         return
-    spare.stop()
-    run.collect()
-    run.spare = None
+    run.drop_spare()
     if run.bound >= run.makespan:
         return
     run.spare = _start_spare(run.data, target, budget)
@@ -669,9 +671,7 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     if quick.plan is not None and run.spare is not None and run.spare.horizon >= horizon:
         # The per-server form on the spare core relaxes this packing: with a packing by
         # the horizon it can prove nothing there, and its core goes to CP-SAT.
-        run.spare.stop()
-        run.collect()
-        run.spare = None
+        run.drop_spare()
         info["spare"] = "stopped: a contention-free packing ends by the horizon"
     if quick.status == "INFEASIBLE" or quick.plan is not None or run.bound >= run.makespan:
         return
