@@ -318,15 +318,17 @@ def test_bound_above_a_feasible_makespan_raises(monkeypatch: pytest.MonkeyPatch)
         solve(instance_b(), "exact", backend="cpsat", horizon=13, relaxation=False)
 
 
-def _check_trap(data: ProblemData, offset: int, relaxation: bool = False) -> None:
-    """Every backend at horizon ``optimum + offset``: never a bound above the optimum,
+def _check_trap(
+    data: ProblemData, offset: int, relaxation: bool = False, backends: tuple[str, ...] = BACKENDS
+) -> None:
+    """Each backend at horizon ``optimum + offset``: never a bound above the optimum,
     never a makespan below it, ``optimal`` exactly when the bound meets the makespan,
     and the optimum itself whenever the horizon admits it."""
     upper = int(evaluate(data, serial_schedule(data)).makespan)
     opt, _ = brute_force(data, upper)
     assert opt is not None
     horizon = max(1, opt + offset)
-    for backend in BACKENDS:
+    for backend in backends:
         res = solve(data, "exact", backend=backend, horizon=horizon, relaxation=relaxation)
         assert res.lower_bound <= opt, (backend, horizon, res.lower_bound, opt)
         assert res.makespan >= opt
@@ -341,7 +343,17 @@ def _check_trap(data: ProblemData, offset: int, relaxation: bool = False) -> Non
 @settings(max_examples=8)
 @given(trap_instances(max_jobs=3), st.sampled_from([0, 1, -1, 3]), st.booleans())
 def test_trap_backends_against_brute_force(data: ProblemData, offset: int, relax: bool) -> None:
-    _check_trap(data, offset, relax)
+    _check_trap(data, offset, relax, backends=("highs", "cpsat"))
+
+
+# CBC takes up to 45 s on one trap instance (HiGHS and CP-SAT a few seconds; 300 random
+# draws measured), and hypothesis favours exactly those first: drawn at random, eight of
+# them cost from one to six minutes. So CBC's default check draws the same three examples
+# every run (derandomized); the slow twin below explores at random with every backend.
+@settings(max_examples=3, derandomize=True)
+@given(trap_instances(max_jobs=3), st.sampled_from([0, 1, -1, 3]), st.booleans())
+def test_trap_cbc_against_brute_force(data: ProblemData, offset: int, relax: bool) -> None:
+    _check_trap(data, offset, relax, backends=("cbc",))
 
 
 @pytest.mark.slow
