@@ -425,6 +425,46 @@ def test_bound_phases_leave_the_model_its_reserve() -> None:
     assert b.share(0.4) == pytest.approx(15.0, abs=0.1)  # the model's own share: what is left
 
 
+@pytest.mark.parametrize("packed", [True, False])
+def test_last_slot_relaxation_takes_what_is_left(
+    monkeypatch: pytest.MonkeyPatch, packed: bool
+) -> None:
+    """One slot left (bound = makespan - 1) and a contention-free packing by it: the
+    relaxation decides with all the time left but the finish margin; without the packing
+    it keeps its share and leaves the model its reserve."""
+    import sjfbco.bounds.relaxation as relaxation
+    from sjfbco.solvers.exact import (
+        FINISH_MARGIN_S,
+        MODEL_RESERVE,
+        RELAXATION_SHARE,
+        Budget,
+        ExactParams,
+        _relaxation,
+        _Run,
+    )
+
+    asked: dict[str, Any] = {}
+
+    def record(data: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
+        asked.update(kw)
+        return relaxation.RelaxationResult(10, None, False, None, "UNKNOWN", 0.0, {})
+
+    monkeypatch.setattr(relaxation, "contention_free_bound", record)
+    data = instance_b()
+    stats: dict[str, Any] = {"time_indexed": {"packed": packed}}
+    run = _Run(data, serial_schedule(data), 11, 10, stats)
+    budget = Budget(100.0)
+    budget.start -= 60.0  # 40 s left
+    _relaxation(run, budget, ExactParams(), 0)
+    assert asked["decide"] is True and asked["horizon"] == 10
+    if packed:
+        assert asked["time_limit"] == pytest.approx(40.0 - FINISH_MARGIN_S, abs=0.1)
+    else:
+        want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
+        assert asked["time_limit"] == pytest.approx(want, abs=0.1)
+    assert run.bound == 10 and run.stats["relaxation"]["status"] == "UNKNOWN"
+
+
 def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:
     """With the warm start and relaxation using the whole (tiny) budget, no model is built."""
     data = instance_b()

@@ -14,7 +14,9 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    :mod:`sjfbco.bounds.timeindexed`), then a packing
    check (CP-SAT without the contention cuts); when it ends without an answer,
    a short pass of the relaxation with its cuts, then the time-indexed form on
-   HiGHS (:mod:`sjfbco.bounds.timeindexed`); then the relaxation with its cuts;
+   HiGHS (:mod:`sjfbco.bounds.timeindexed`); then the relaxation with its cuts
+   (deciding the last slot, after a packing by it, with all the time left:
+   ``docs/exact.md``, "The last slot takes the time");
    when the relaxation has a plan below the incumbent that contention stretches,
    a plan search enumerates its plans until one evaluates below the incumbent;
 3. the horizon ``H``: the best candidate's makespan under the evaluator minus
@@ -510,25 +512,36 @@ def _relaxation(
 ) -> Any:
     """The contention-free relaxation with its pairwise cuts: a bound, its plan a candidate.
 
-    ``share`` of the limit (at most what is left less ``MODEL_RESERVE``); its figures go to
+    ``share`` of the limit (at most what is left less ``MODEL_RESERVE``), or all that is
+    left but ``FINISH_MARGIN_S`` when it decides the last slot (a bound at
+    ``makespan - 1``) and the packing check found a packing by it; its figures go to
     ``stats[key]``. Returns the :class:`~sjfbco.bounds.relaxation.RelaxationResult`, or
     ``None`` when no time was left for it.
     """
     from sjfbco.bounds.relaxation import contention_free_bound
 
-    limit = budget.share(share, UNLIMITED_RELAXATION_S, keep=MODEL_RESERVE)
+    horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
+    decide = run.bound >= horizon
+    left = budget.left()
+    if decide and run.stats.get("time_indexed", {}).get("packed") and left is not None:
+        # the last slot, and a contention-free packing ends by it: no time-indexed form
+        # can prove anything there, and the model proved nothing in its reserve on the
+        # benchmark's instances; deciding, the relaxation with its cuts takes what is
+        # left (docs/exact.md, "The last slot takes the time")
+        limit: float | None = max(0.0, left - FINISH_MARGIN_S)
+    else:
+        limit = budget.share(share, UNLIMITED_RELAXATION_S, keep=MODEL_RESERVE)
     if limit == 0.0:  # the phases before used the time the model is kept
         run.stats[key] = {"status": "no time left (MODEL_RESERVE)"}
         return None
     progress.report("exact: contention-free relaxation bound")
-    horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
     rel = contention_free_bound(
         run.data,
         time_limit=limit,
         horizon=horizon,
         workers=run.workers(p),
         seed=seed,
-        decide=run.bound >= horizon,
+        decide=decide,
     )
     run.stats[key] = {
         "bound": rel.bound,
@@ -664,6 +677,7 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         decide=run.bound >= horizon,
     )
     info: dict[str, Any] = {"packing_status": quick.status, "packing_bound": quick.bound}
+    info["packed"] = quick.plan is not None  # a contention-free packing by the horizon
     info["packing_seconds"] = round(quick.seconds, 3)
     run.stats["time_indexed"] = info
     _offer_plan(run, "packing", quick.plan)
