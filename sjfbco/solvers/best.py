@@ -275,6 +275,10 @@ def relaxation_bound(
     t0 = time.perf_counter()
     horizon = int(incumbent) - 1
     found: list[int] = []
+
+    def out_of_time() -> tuple[float | None, str]:
+        return (float(max(found)) if found else None), "no time left"
+
     steps: list[tuple[str, Callable[[float], TimeIndexedBound]]] = [
         (
             "configuration bound",
@@ -290,7 +294,7 @@ def relaxation_bound(
     for name, solve_at in steps:
         left = seconds - (time.perf_counter() - t0)
         if left < 0.05:
-            return (float(max(found)), "no time left") if found else (None, "no time left")
+            return out_of_time()
         res = solve_at(left / 2)
         if res.bound is not None:
             found.append(res.bound)
@@ -300,7 +304,7 @@ def relaxation_bound(
                 )
     left = seconds - (time.perf_counter() - t0)
     if left < 0.05:
-        return (float(max(found)), "no time left") if found else (None, "no time left")
+        return out_of_time()
     rel = contention_free_bound(
         data,
         time_limit=left,
