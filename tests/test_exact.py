@@ -451,7 +451,7 @@ def test_last_slot_relaxation_takes_what_is_left(
 
     monkeypatch.setattr(relaxation, "contention_free_bound", record)
     data = instance_b()
-    stats: dict[str, Any] = {"time_indexed": {"packed": packed}}
+    stats: dict[str, Any] = {"time_indexed": {"packed_by": 10 if packed else None}}
     run = _Run(data, serial_schedule(data), 11, 10, stats)
     budget = Budget(100.0)
     budget.start -= 60.0  # 40 s left
@@ -463,6 +463,11 @@ def test_last_slot_relaxation_takes_what_is_left(
         want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
         assert asked["time_limit"] == pytest.approx(want, abs=0.1)
     assert run.bound == 10 and run.stats["relaxation"]["status"] == "UNKNOWN"
+    if packed:  # a packing by an earlier, higher horizon says nothing about this one
+        run.stats["time_indexed"]["packed_by"] = 11
+        _relaxation(run, budget, ExactParams(), 0)
+        want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
+        assert asked["time_limit"] == pytest.approx(want, abs=0.1)
 
 
 def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:

@@ -523,7 +523,8 @@ def _relaxation(
     horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
     decide = run.bound >= horizon
     left = budget.left()
-    if decide and run.stats.get("time_indexed", {}).get("packed") and left is not None:
+    packed = run.stats.get("time_indexed", {}).get("packed_by") == horizon
+    if decide and packed and left is not None:
         # the last slot, and a contention-free packing ends by it: no time-indexed form
         # can prove anything there, and the model proved nothing in its reserve on the
         # benchmark's instances; deciding, the relaxation with its cuts takes what is
@@ -677,7 +678,8 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         decide=run.bound >= horizon,
     )
     info: dict[str, Any] = {"packing_status": quick.status, "packing_bound": quick.bound}
-    info["packed"] = quick.plan is not None  # a contention-free packing by the horizon
+    # the horizon a contention-free packing ends by (None: none found)
+    info["packed_by"] = horizon if quick.plan is not None else None
     info["packing_seconds"] = round(quick.seconds, 3)
     run.stats["time_indexed"] = info
     _offer_plan(run, "packing", quick.plan)
