@@ -247,21 +247,27 @@ def test_time_indexed_refuses_a_huge_model(monkeypatch: pytest.MonkeyPatch) -> N
 # -- GPU-time cuts (caps on run lengths, sum_j G_j d_j <= N C) ------------------------------
 
 
+def _around_optimum(opt: int) -> Iterator[tuple[bool, int]]:
+    """With and without the pairwise cuts, horizons two below to one above the optimum
+    (at least 1 slot)."""
+    for pairwise in (True, False):
+        for horizon in (opt - 2, opt - 1, opt, opt + 1):
+            if horizon >= 1:
+                yield pairwise, horizon
+
+
 def _check_gpu_time_cuts(data: ProblemData) -> None:
     """At horizons below, at and above the optimum, with and without the pairwise cuts: the
     GPU-time cuts never lift the bound above the optimum, and, solved to optimality, they
     change nothing (they hold for every solution of the relaxation ending by the horizon:
     relaxation.py's docstring)."""
     opt = _optimum(data)
-    for pairwise in (True, False):
-        for horizon in (opt - 2, opt - 1, opt, opt + 1):
-            if horizon < 1:
-                continue
-            on = contention_free_bound(data, horizon=horizon, pairwise=pairwise)
-            off = contention_free_bound(data, horizon=horizon, pairwise=pairwise, gpu_time=False)
-            assert on.bound <= opt, (pairwise, horizon, on, opt)
-            assert on.status in ("OPTIMAL", "INFEASIBLE") and off.status == on.status
-            assert min(on.bound, horizon + 1) == min(off.bound, horizon + 1)
+    for pairwise, horizon in _around_optimum(opt):
+        on = contention_free_bound(data, horizon=horizon, pairwise=pairwise)
+        off = contention_free_bound(data, horizon=horizon, pairwise=pairwise, gpu_time=False)
+        assert on.bound <= opt, (pairwise, horizon, on, opt)
+        assert on.status in ("OPTIMAL", "INFEASIBLE") and off.status == on.status
+        assert min(on.bound, horizon + 1) == min(off.bound, horizon + 1)
 
 
 @settings(max_examples=6, deadline=None)
@@ -355,21 +361,18 @@ def _check_decide(data: ProblemData) -> None:
     it finds ends by the horizon and is a schedule the evaluator accepts."""
     opt = _optimum(data)
     closed = int(closed_bound(data))
-    for pairwise in (True, False):
-        for asked in (opt - 2, opt - 1, opt, opt + 1):
-            if asked < 1:
-                continue
-            horizon = max(asked, closed)  # the relaxation never searches below the closed form
-            dec = contention_free_bound(data, horizon=asked, pairwise=pairwise, decide=True)
-            mini = contention_free_bound(data, horizon=asked, pairwise=pairwise)
-            assert dec.bound <= opt, (pairwise, horizon, dec, opt)
-            assert (dec.status == "INFEASIBLE") == (mini.status == "INFEASIBLE")
-            assert not dec.optimal
-            if dec.status == "INFEASIBLE":
-                assert dec.bound == horizon + 1 and dec.plan is None
-                continue
-            assert dec.plan is not None and dec.makespan == dec.plan.makespan <= horizon
-            assert evaluate(data, plan_to_schedule(data, dec.plan)).makespan >= opt
+    for pairwise, asked in _around_optimum(opt):
+        horizon = max(asked, closed)  # the relaxation never searches below the closed form
+        dec = contention_free_bound(data, horizon=asked, pairwise=pairwise, decide=True)
+        mini = contention_free_bound(data, horizon=asked, pairwise=pairwise)
+        assert dec.bound <= opt, (pairwise, horizon, dec, opt)
+        assert (dec.status == "INFEASIBLE") == (mini.status == "INFEASIBLE")
+        assert not dec.optimal
+        if dec.status == "INFEASIBLE":
+            assert dec.bound == horizon + 1 and dec.plan is None
+            continue
+        assert dec.plan is not None and dec.makespan == dec.plan.makespan <= horizon
+        assert evaluate(data, plan_to_schedule(data, dec.plan)).makespan >= opt
 
 
 @settings(max_examples=8, deadline=None)
