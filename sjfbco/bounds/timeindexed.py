@@ -278,8 +278,11 @@ def time_indexed_bound(
     threads: int = 2,
     patterns: Patterns | None = None,
     pooled: bool = False,
+    solver: str = "highs",
+    seed: int = 0,
 ) -> TimeIndexedBound:
-    """Solve the time-indexed contention-free relaxation (module docstring) with HiGHS.
+    """Solve the time-indexed contention-free relaxation (module docstring) with HiGHS,
+    or decide it with CP-SAT (``solver="cpsat"``: does a packing end by the horizon?).
 
     Parameters
     ----------
@@ -298,6 +301,13 @@ def time_indexed_bound(
         a pattern known only by its shape, capacity checked per group of identical
         servers by dual feasible functions. A relaxation of the per-server form, far
         smaller and without the servers' symmetry.
+    solver
+        ``"highs"`` (minimise the makespan: HiGHS's bound) or ``"cpsat"`` (decide only,
+        the idle GPU-slots counted: module docstring, "Counting the idle GPU-slots";
+        ``threads`` is then CP-SAT's workers; ``bound`` is ``horizon + 1`` or the
+        closed-form bound).
+    seed
+        CP-SAT's random seed.
 
     Returns
     -------
@@ -327,10 +337,14 @@ def time_indexed_bound(
     nvars = count_variables(data, [[d for d, _ in col] for col in columns], horizon)
     if nvars > MAX_VARIABLES:
         return TimeIndexedBound(None, False, f"not built: {nvars:,} variables", 0.0, nvars)
-    prob = pulp.LpProblem("contention_free", pulp.LpMinimize)
     closed = int(lower_bound(data))
     if closed > horizon:  # nothing ends by the horizon
         return TimeIndexedBound(horizon + 1, True, "below the closed-form bound", 0.0, 0)
+    if solver == "cpsat":
+        return _decide_cpsat(
+            data, columns, capacity, horizon, closed, t0, time_limit, workers=threads, seed=seed
+        )
+    prob = pulp.LpProblem("contention_free", pulp.LpMinimize)
     C = prob.add_variable("C", closed, horizon)
     prob += C
     load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
@@ -365,4 +379,75 @@ def time_indexed_bound(
         threads=threads,
         variables=nvars,
         gap_abs=0.99,
+    )
+
+
+def _decide_cpsat(
+    data: ProblemData,
+    columns: Columns,
+    capacity: dict[Any, int],
+    horizon: int,
+    closed: int,
+    started: float,
+    time_limit: float | None,
+    *,
+    workers: int,
+    seed: int,
+) -> TimeIndexedBound:
+    """Decide the time-indexed form (per-server or pooled ``columns``) with CP-SAT, the
+    idle GPU-slots counted (module docstring): ``horizon + 1`` when no packing ends by
+    the horizon, else ``closed``."""
+    from ortools.sat.python import cp_model
+
+    from sjfbco.formulations.common import identical_job_groups
+
+    m = cp_model.CpModel()
+    load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
+    start_sum, gpu_time = [], []
+    nvars = 0
+    for j, job in enumerate(data.jobs):
+        xs = []
+        for k, (d, use) in enumerate(columns[j]):
+            for a in range(job.arrival, horizon - d + 1):
+                x = m.new_bool_var(f"x_{j}_{k}_{a}")
+                xs.append((x, a, d))
+                for key, c in use.items():
+                    if c:
+                        for t in range(a, a + d):
+                            load.setdefault((key, t), []).append((c, x))
+        if not xs:  # this job cannot end by the horizon
+            return TimeIndexedBound(horizon + 1, True, "a job cannot end by the horizon", 0.0, 0)
+        nvars += len(xs)
+        m.add_exactly_one(x for x, _, _ in xs)
+        start_sum.append(sum(a * x for x, a, _ in xs))
+        gpu_time.append(job.num_gpus * sum(d * x for x, _, d in xs))
+    idle = []
+    for key, cap in capacity.items():
+        count_row = isinstance(key, int) or key[1] == 0  # a server's GPUs, or a group's
+        for t in range(horizon):
+            terms = load.get((key, t), [])
+            if count_row:  # the GPUs of this row idle in slot t
+                v = m.new_int_var(0, cap, f"idle_{key}_{t}")
+                m.add(sum(c * x for c, x in terms) + v == cap)
+                idle.append(v)
+            elif sum(c for c, _ in terms) > cap:
+                m.add(sum(c * x for c, x in terms) <= cap)
+    # every GPU-slot of [0, H) is idle or held by one run
+    m.add(sum(idle) == data.cluster.num_gpus * horizon - sum(gpu_time))
+    for group in identical_job_groups(data):
+        for j, k in itertools.pairwise(group):
+            m.add(start_sum[j] <= start_sum[k])
+    cp = cp_model.CpSolver()
+    if time_limit is not None:
+        cp.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started))
+    cp.parameters.num_search_workers = max(1, workers)
+    cp.parameters.random_seed = seed
+    st = cp.solve(m)
+    infeasible = st == cp_model.INFEASIBLE
+    return TimeIndexedBound(
+        horizon + 1 if infeasible else closed,
+        infeasible,
+        cp.status_name(st),
+        time.perf_counter() - started,
+        nvars,
     )

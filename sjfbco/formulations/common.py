@@ -325,14 +325,30 @@ def duration_caps(data: ProblemData, patterns: Patterns, horizon: int) -> list[i
     runs do not fit (no schedule ends by ``H``).
     """
     G = [job.num_gpus for job in data.jobs]
-    dmin = [
-        min((d for d in row if d is not None), default=0)
-        for row in pattern_durations(data, patterns)
-    ]
-    room = data.cluster.num_gpus * horizon - sum(g * d for g, d in zip(G, dmin, strict=True))
+    dmin = _shortest(data, patterns)
+    room = gpu_slack(data, patterns, horizon)
     if room < 0:
         return [-1] * len(G)
     return [d + room // g if g else horizon for g, d in zip(G, dmin, strict=True)]
+
+
+def _shortest(data: ProblemData, patterns: Patterns) -> list[int]:
+    """Each job's shortest duration alone over its usable patterns, slots."""
+    return [
+        min((d for d in row if d is not None), default=0)
+        for row in pattern_durations(data, patterns)
+    ]
+
+
+def gpu_slack(data: ProblemData, patterns: Patterns, horizon: int) -> int:
+    """``N H - sum_j G_j dmin_j``: the GPU-slots of ``[0, H)`` that a schedule ending by
+    ``horizon`` leaves idle at most (``dmin_j`` as in :func:`duration_caps`; negative: no
+    schedule ends by it). Zero: every GPU busy in every slot (``docs/exact.md``, "A
+    perfect packing")."""
+    used = sum(
+        job.num_gpus * d for job, d in zip(data.jobs, _shortest(data, patterns), strict=True)
+    )
+    return data.cluster.num_gpus * horizon - used
 
 
 def kept_levels(data: ProblemData, j: int, pattern: Pattern, top: int) -> list[int]:
