@@ -470,6 +470,49 @@ def test_last_slot_relaxation_takes_what_is_left(
         assert asked["time_limit"] == pytest.approx(want, abs=0.1)
 
 
+@pytest.mark.parametrize("perfect", [True, False])
+def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(
+    monkeypatch: pytest.MonkeyPatch, perfect: bool
+) -> None:
+    """One below the incumbent with no GPU-slot to spare (gpu_slack 0), the pooled form is
+    decided by CP-SAT with the run's workers for PERFECT_SHARE of the limit; otherwise
+    HiGHS solves it on one thread for POOLED_SHARE. Then, unstubbed, CP-SAT's verdict
+    lifts the bound to the incumbent (test_relaxation.perfect_instance: nothing by 4)."""
+    import sjfbco.bounds.timeindexed as timeindexed
+    from sjfbco.solvers.exact import (
+        PERFECT_SHARE,
+        POOLED_SHARE,
+        Budget,
+        _quick_bound,
+        _Run,
+    )
+    from tests.test_relaxation import perfect_instance
+
+    asked: dict[str, Any] = {}
+    real = timeindexed.time_indexed_bound
+
+    def record(data: ProblemData, horizon: int, **kw: Any) -> timeindexed.TimeIndexedBound:
+        asked.update(kw, horizon=horizon)
+        return timeindexed.TimeIndexedBound(None, False, "stub", 0.0, 0)
+
+    data, makespan, bound = (perfect_instance(), 5, 4) if perfect else (instance_b(), 11, 10)
+    monkeypatch.setattr(timeindexed, "time_indexed_bound", record)
+    run = _Run(data, serial_schedule(data), makespan, bound, {})
+    _quick_bound(run, Budget(100.0), "pooled", POOLED_SHARE, workers=2, seed=3)
+    assert asked["horizon"] == makespan - 1 and asked["pooled"] is True
+    if perfect:
+        assert asked["solver"] == "cpsat" and asked["threads"] == 2 and asked["seed"] == 3
+        assert asked["time_limit"] == pytest.approx(PERFECT_SHARE * 100, abs=0.1)
+        assert run.stats["pooled"]["solver"].startswith("cpsat")
+    else:
+        assert asked["solver"] == "highs" and asked["threads"] == 1
+        assert asked["time_limit"] == pytest.approx(POOLED_SHARE * 100, abs=0.1)
+    monkeypatch.setattr(timeindexed, "time_indexed_bound", real)
+    if perfect:
+        _quick_bound(run, Budget(100.0), "pooled", POOLED_SHARE, workers=2, seed=3)
+        assert run.stats["pooled"]["status"] == "INFEASIBLE" and run.bound == 5
+
+
 def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:
     """With the warm start and relaxation using the whole (tiny) budget, no model is built."""
     data = instance_b()

@@ -130,6 +130,12 @@ def _check_time_indexed(data: ProblemData) -> None:
         # two encodings of one problem: the same optimum (or both nothing by the horizon)
         assert ti.bound == min(cp.bound, horizon + 1), (horizon, ti, cp)
         assert ti.infeasible == (cp.makespan is None or cp.makespan > horizon)
+        # CP-SAT deciding either form, its idle GPU-slots counted: the same verdict
+        for form, ref in ((False, ti), (True, pooled)):
+            dec = time_indexed_bound(data, horizon, pooled=form, solver="cpsat")
+            assert dec.infeasible or dec.status in ("OPTIMAL", "FEASIBLE"), (form, dec)
+            assert dec.infeasible == ref.infeasible, (horizon, form, dec, ref)
+            assert dec.bound == (horizon + 1 if dec.infeasible else closed_bound(data))
 
 
 @settings(max_examples=10, deadline=None)
@@ -150,6 +156,42 @@ def test_time_indexed_bound_on_the_trap(data: ProblemData) -> None:
 @given(st.one_of(tiny_instances(), trap_instances(max_jobs=4)))
 def test_time_indexed_bound_against_brute_force_slow(data: ProblemData) -> None:
     _check_time_indexed(data)
+
+
+def perfect_instance() -> ProblemData:
+    """One server of 2 GPUs, no gradient traffic (one iteration a slot): jobs of
+    (GPUs, slots) (2, 2), (1, 3), (1, 1). Their GPU time is 4 + 3 + 1 = 8 = 2 GPUs x 4
+    slots, so at the horizon 4 no GPU-slot may idle. Yet the 2-GPU job needs both GPUs
+    for two slots in a row: before or after the 3-slot job it ends at 5 at the earliest,
+    and beside it there is no room. So nothing ends by 4, and 5 is optimal (the 2-GPU
+    job, then the others side by side)."""
+    cost = CostParams(xi1=1.0, xi2=0.0, alpha=0.0, slot_seconds=1.0)
+    cluster = Cluster((2,), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=1.0)
+    jobs = tuple(
+        Job(id=i, num_gpus=g, iterations=n, gradient_mb=0.0, compute_seconds=0.75)
+        for i, g, n in (("a", 2, 2), ("b", 1, 3), ("c", 1, 1))
+    )
+    return ProblemData(cluster, jobs, cost, name="perfect")
+
+
+def test_perfect_packing_hand_computed() -> None:
+    """perfect_instance: slack 0 at 4; both forms, on HiGHS and deciding on CP-SAT, find
+    nothing by 4 (bound 5) and a packing by 5 (bound the closed form, 4)."""
+    from sjfbco.formulations.common import Patterns, gpu_slack, pattern_durations
+
+    data = perfect_instance()
+    pats = Patterns(data)
+    assert pattern_durations(data, pats) == [[2], [3], [1]]
+    assert closed_bound(data) == 4
+    assert [gpu_slack(data, pats, h) for h in (3, 4, 5)] == [-2, 0, 2]
+    for solver in ("highs", "cpsat"):
+        for pooled in (False, True):
+            at4 = time_indexed_bound(data, 4, pooled=pooled, solver=solver)
+            at5 = time_indexed_bound(data, 5, pooled=pooled, solver=solver)
+            assert at4.infeasible and at4.bound == 5, (solver, pooled, at4)
+            assert not at5.infeasible and at5.bound in (4, 5), (solver, pooled, at5)
+            if solver == "cpsat":
+                assert at5.bound == 4 and at5.status in ("OPTIMAL", "FEASIBLE")
 
 
 def test_time_indexed_hand_computed() -> None:
