@@ -171,6 +171,15 @@ def combine(compute: Num, comm: Num, exponent: float) -> Num:
     """
     if exponent == 1.0:
         return compute + comm
+    if isinstance(compute, np.ndarray) or isinstance(comm, np.ndarray):
+        # entry by entry in Python floats: the scalar call's power, bit for bit (NumPy's
+        # vectorised power can differ from it in the last bit, tests/test_cost_vector.py)
+        a, b = np.broadcast_arrays(np.asarray(compute, dtype=float), np.asarray(comm, dtype=float))
+        flat = [
+            (x**exponent + y**exponent) ** (1.0 / exponent)
+            for x, y in zip(a.ravel().tolist(), b.ravel().tolist(), strict=True)
+        ]
+        return np.asarray(flat, dtype=float).reshape(a.shape)
     return (compute**exponent + comm**exponent) ** (1.0 / exponent)
 
 
