@@ -62,6 +62,22 @@ job's pieces may "move" between slots), but far smaller (``3`` to ``7`` shapes p
 on 4 servers of 4 against up to ``31`` patterns) and without the servers' symmetry:
 on the exact benchmark's 12/3/0 at horizon 18 it proves infeasibility in 0.1 to 1.2 s
 where the per-server form needs 30 to 60 s (``docs/exact.md``).
+
+**Counting the idle GPU-slots** (``solver="cpsat"``). Either form, decided by CP-SAT
+(no objective: is there a solution by ``H``?), with one more integer per GPU-count row
+(a server's, or a group's identity row) and slot: ``idle[r, t] = cap_r - load[r, t]``,
+at least 0, and ``sum idle = N H - sum_j G_j d_j`` (``N`` GPUs, ``d_j`` the duration
+alone of the column the job takes). *Valid*: in a solution from a schedule ending by
+``H`` (above), every job's alone-run lies in ``[0, H)`` and holds ``G_j`` GPUs of the
+count rows in each of its slots, so the count rows' loads add up to ``sum_j G_j d_j``
+and what they leave of ``N H`` is exactly the idle GPU-slots. The LP relaxation
+implies the same, so HiGHS gains nothing from it; CP-SAT's propagation does: where
+the jobs' shortest GPU time fills ``[0, H)`` exactly
+(:func:`~sjfbco.formulations.common.gpu_slack` is 0), every idle variable is fixed at 0
+and each count row is an equality, a perfect packing. On the exact benchmark's
+20/3/7 at 45 (zero slack) the pooled form decided this way is infeasible in 14.8 to
+50.9 s (one or two workers), where HiGHS on either form, with or without those
+equalities, has no verdict in 240 to 600 s (``docs/exact.md``, "A perfect packing").
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    configuration bound (:mod:`sjfbco.bounds.configuration`: contention per
    server and slot, time forgotten), then the relaxation's pooled
    time-indexed form on HiGHS (identical servers pooled,
-   :mod:`sjfbco.bounds.timeindexed`), then a packing
+   :mod:`sjfbco.bounds.timeindexed`; decided by CP-SAT, its idle GPU-slots
+   counted, when the horizon leaves none idle: ``docs/exact.md``, "A perfect
+   packing"), then a packing
    check (CP-SAT without the contention cuts); when it ends without an answer,
    a short pass of the relaxation with its cuts, then the time-indexed form on
    HiGHS (:mod:`sjfbco.bounds.timeindexed`); then the relaxation with its cuts
