@@ -14,6 +14,7 @@ from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
 from sjfbco.bounds.closed import lower_bound as closed_bound
 from sjfbco.bounds.relaxation import contention_free_bound
 from sjfbco.bounds.timeindexed import pooled_weights, time_indexed_bound
+from sjfbco.errors import InputError
 from sjfbco.formulations.common import Plan, plan_to_schedule
 from sjfbco.solvers.exact import serial_schedule
 from tests.bruteforce import brute_force
@@ -192,6 +193,8 @@ def test_perfect_packing_hand_computed() -> None:
             assert not at5.infeasible and at5.bound in (4, 5), (solver, pooled, at5)
             if solver == "cpsat":
                 assert at5.bound == 4 and at5.status in ("OPTIMAL", "FEASIBLE")
+    with pytest.raises(InputError, match=r"unknown solver 'gurobi'.*known: highs, cpsat"):
+        time_indexed_bound(data, 4, solver="gurobi")
 
 
 def test_time_indexed_hand_computed() -> None:

@@ -90,6 +90,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds.closed import lower_bound
+from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
     from sjfbco.formulations.common import Pattern, Patterns
@@ -341,6 +342,10 @@ def time_indexed_bound(
     )
 
     require_slotted(data, "the time-indexed relaxation")
+    if solver not in ("highs", "cpsat"):
+        raise InputError(
+            f"unknown solver {solver!r} for the time-indexed relaxation; known: highs, cpsat"
+        )
     t0 = time.perf_counter()
     pats = patterns or Patterns(data)
     dur = pattern_durations(data, pats)
