@@ -87,7 +87,7 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sjfbco.bounds.closed import lower_bound
 from sjfbco.errors import InputError
@@ -95,6 +95,9 @@ from sjfbco.errors import InputError
 if TYPE_CHECKING:
     from sjfbco.formulations.common import Pattern, Patterns
     from sjfbco.problem import ProblemData
+
+#: Who solves the form: HiGHS minimises the makespan, CP-SAT decides (module docstring).
+Solver = Literal["highs", "cpsat"]
 
 #: Most start variables the ILP may have; a bigger one is not built (bound ``None``).
 MAX_VARIABLES = 200_000
@@ -295,7 +298,7 @@ def time_indexed_bound(
     threads: int = 2,
     patterns: Patterns | None = None,
     pooled: bool = False,
-    solver: str = "highs",
+    solver: Solver = "highs",
     seed: int = 0,
 ) -> TimeIndexedBound:
     """Solve the time-indexed contention-free relaxation (module docstring) with HiGHS,
@@ -342,9 +345,10 @@ def time_indexed_bound(
     )
 
     require_slotted(data, "the time-indexed relaxation")
-    if solver not in ("highs", "cpsat"):
+    if solver not in get_args(Solver):
         raise InputError(
-            f"unknown solver {solver!r} for the time-indexed relaxation; known: highs, cpsat"
+            f"unknown solver {solver!r} for the time-indexed relaxation; "
+            f"known: {', '.join(get_args(Solver))}"
         )
     t0 = time.perf_counter()
     pats = patterns or Patterns(data)
