@@ -1,0 +1,230 @@
+"""A schedule as a launcher runs it: jobs in launch order, their hosts and what they wait for.
+
+The evaluator's dispatch rule (``docs/model.md`` section 3) puts every GPU's jobs
+in one queue ordered by planned start, tie-break rank and position; a job starts
+when it heads the queue of every GPU it holds, those GPUs are free, and its
+planned start and arrival have passed. Written per job, that is:
+
+- ``not_before``: ``max(planned start, arrival)``, slots;
+- ``after``: the job's immediate predecessors in the queues of its GPUs. A job
+  may start once all of them have ended (each GPU's queue order is fixed, so its
+  predecessor ending is the GPU becoming free and the job heading its queue).
+
+A launcher that starts each job as soon as both hold executes the schedule as
+the evaluator does, whatever the jobs' real durations; the testbed
+(``sjfbco.testbed``) does exactly that. ``start`` and ``end`` are the
+evaluator's predictions (slots), and the launch order is the predicted start
+order (ties by the queue key).
+
+The file format ``sjfbco-launch/1`` (``docs/formats.md``) is :meth:`LaunchPlan.to_dict`;
+:func:`write_launch` writes it as ``launch.json`` beside one MPICH/Slurm-style
+hostfile per job (``hosts/NNN-<id>.txt``, ``host:slots`` lines, in launch
+order). Servers are named ``s0``, ``s1``, ... (:func:`server_name`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.errors import InputError, short
+from sjfbco.evaluate import evaluate
+from sjfbco.files import atomic_write_text, json_text
+from sjfbco.schedule import Gpu
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Schedule
+
+LAUNCH_FORMAT = "sjfbco-launch/1"
+
+
+def server_name(server: int) -> str:
+    """The host name of server ``server`` in launch files and the testbed (``s0``, ``s1``, ...)."""
+    return f"s{server}"
+
+
+@dataclass(frozen=True)
+class LaunchJob:
+    """One job as a launcher starts it.
+
+    Attributes
+    ----------
+    id, index
+        The job's id and its position in ``data.jobs``.
+    gpus
+        Its ``(server, index)`` GPUs, sorted.
+    hosts
+        ``(server, GPUs held there)`` per server it uses, by server.
+    after
+        Ids of the jobs that must have ended before it starts.
+    not_before
+        Earliest start, slots: ``max(planned start, arrival)``.
+    start, end
+        The evaluator's predicted start and end, slots.
+    """
+
+    id: str
+    index: int
+    gpus: tuple[Gpu, ...]
+    hosts: tuple[tuple[int, int], ...]
+    after: tuple[str, ...]
+    not_before: int
+    start: float
+    end: float
+
+    def hostfile(self) -> str:
+        """MPICH/Slurm-style hostfile: one ``host:slots`` line per server it uses."""
+        return "".join(f"{server_name(s)}:{n}\n" for s, n in self.hosts)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Every job of a schedule in launch order (see the module docstring)."""
+
+    instance: str
+    slot_seconds: float
+    jobs: tuple[LaunchJob, ...]
+
+    @property
+    def makespan(self) -> float:
+        """The predicted makespan, slots."""
+        return max((j.end for j in self.jobs), default=0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": LAUNCH_FORMAT,
+            "instance": self.instance,
+            "slot_seconds": self.slot_seconds,
+            "jobs": [
+                {
+                    "id": j.id,
+                    "index": j.index,
+                    "hosts": [{"host": server_name(s), "server": s, "gpus": n} for s, n in j.hosts],
+                    "gpus": [list(g) for g in j.gpus],
+                    "after": list(j.after),
+                    "not_before": j.not_before,
+                    "start": j.start,
+                    "end": j.end,
+                }
+                for j in self.jobs
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> LaunchPlan:
+        """Parse an ``sjfbco-launch/1`` document; :class:`InputError` names the field at fault."""
+        if not isinstance(doc, dict) or doc.get("format") != LAUNCH_FORMAT:
+            found = doc.get("format") if isinstance(doc, dict) else None
+            raise InputError(
+                f"unsupported format {short(found)}; expected {LAUNCH_FORMAT!r}", where="format"
+            )
+        jobs = doc.get("jobs")
+        if not isinstance(jobs, list):
+            raise InputError("must be a list", where="jobs")
+        try:
+            parsed = tuple(
+                LaunchJob(
+                    id=str(e["id"]),
+                    index=int(e["index"]),
+                    gpus=tuple((int(s), int(i)) for s, i in e["gpus"]),
+                    hosts=tuple((int(h["server"]), int(h["gpus"])) for h in e["hosts"]),
+                    after=tuple(str(a) for a in e["after"]),
+                    not_before=int(e["not_before"]),
+                    start=float(e["start"]),
+                    end=float(e["end"]),
+                )
+                for e in jobs
+            )
+            slot = float(doc["slot_seconds"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"malformed launch entry ({exc})", where="jobs") from None
+        return cls(instance=str(doc.get("instance", "")), slot_seconds=slot, jobs=parsed)
+
+
+def _predecessors(data: ProblemData, schedule: Schedule) -> list[list[int]]:
+    """Immediate predecessors of each job in the per-GPU queues (the evaluator's order)."""
+    key = [(schedule.start[j], schedule.rank(j), j) for j in range(data.num_jobs)]
+    last: dict[Gpu, int] = {}
+    preds: list[list[int]] = [[] for _ in range(data.num_jobs)]
+    for j in sorted(range(data.num_jobs), key=key.__getitem__):
+        for g in schedule.gpus[j]:
+            q = last.get(g)
+            if q is not None and q not in preds[j]:
+                preds[j].append(q)
+            last[g] = j
+    return preds
+
+
+def launch_plan(data: ProblemData, schedule: Schedule) -> LaunchPlan:
+    """The launch plan of ``schedule`` (checked and scored by :func:`sjfbco.evaluate`)."""
+    ev = evaluate(data, schedule)
+    preds = _predecessors(data, schedule)
+    jobs = []
+    for j, job in enumerate(data.jobs):
+        gpus = tuple(sorted(schedule.gpus[j]))
+        servers = sorted({s for s, _ in gpus})
+        hosts = tuple((s, sum(1 for t, _ in gpus if t == s)) for s in servers)
+        jobs.append(
+            LaunchJob(
+                id=job.id,
+                index=j,
+                gpus=gpus,
+                hosts=hosts,
+                after=tuple(data.jobs[q].id for q in sorted(preds[j])),
+                not_before=max(int(schedule.start[j]), int(job.arrival)),
+                start=float(ev.start[j]),
+                end=float(ev.end[j]),
+            )
+        )
+    order = sorted(
+        range(len(jobs)), key=lambda j: (jobs[j].start, schedule.start[j], schedule.rank(j), j)
+    )
+    return LaunchPlan(
+        instance=data.name, slot_seconds=data.cost.slot_seconds, jobs=tuple(jobs[j] for j in order)
+    )
+
+
+def plan_rows(data: ProblemData, schedule: Schedule) -> list[dict[str, Any]]:
+    """One row per (job, server, GPU) in launch order: predicted start and end in slots and s."""
+    plan = launch_plan(data, schedule)
+    sec = plan.slot_seconds
+    return [
+        {
+            "launch": k,
+            "job": j.id,
+            "server": s,
+            "host": server_name(s),
+            "gpu": i,
+            "start": j.start,
+            "end": j.end,
+            "start_s": j.start * sec,
+            "end_s": j.end * sec,
+        }
+        for k, j in enumerate(plan.jobs)
+        for s, i in j.gpus
+    ]
+
+
+def _file_stem(k: int, job_id: str, width: int) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_id)[:64]
+    return f"{k:0{width}d}-{safe}"
+
+
+def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
+    """Write ``launch.json`` and ``hosts/NNN-<id>.txt`` (one hostfile per job) into ``folder``.
+
+    Files are written atomically; returns the path of ``launch.json``.
+    """
+    root = Path(folder)
+    hosts = root / "hosts"
+    hosts.mkdir(parents=True, exist_ok=True)
+    width = max(3, math.ceil(math.log10(len(plan.jobs) + 1)))
+    for k, job in enumerate(plan.jobs):
+        atomic_write_text(hosts / f"{_file_stem(k, job.id, width)}.txt", job.hostfile())
+    target = root / "launch.json"
+    atomic_write_text(target, json_text(plan.to_dict()))
+    return target
