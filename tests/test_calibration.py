@@ -18,8 +18,10 @@ from sjfbco.calibration.contention import fit_contention
 from sjfbco.calibration.fit import (
     BANDWIDTH_INTRA,
     GPU_SPEED,
+    Scores,
     fit_model,
     param_names,
+    placement_classes,
     placement_folds,
 )
 from sjfbco.calibration.measurements import parse_placement, read_all, read_measurements
@@ -105,6 +107,33 @@ def test_paper_form_cannot_fit_sharing(tmp_path: Path) -> None:
     assert paper.heldout_scores.median_rel_error > 0.01
 
 
+def test_scores_report_the_90th_percentile() -> None:
+    # relative errors 0, 1%, ..., 10% (11 rows): median 5%; the 90th percentile sits at
+    # index 0.9 * 10 = 9 of the sorted errors, 9%; max 10%
+    measured = np.linspace(1.0, 2.0, 11)
+    errors = np.arange(11) / 100
+    s = Scores.of(measured * (1 + errors[::-1]), measured)
+    assert (s.median_rel_error, s.p90_rel_error, s.max_rel_error) == pytest.approx(
+        (0.05, 0.09, 0.10)
+    )
+    assert s.to_json("heldout_")["heldout_p90_rel_error"] == s.p90_rel_error
+
+
+def test_placement_classes(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("placement,local_bsz,step_time\n1,4,1\n4,4,1\n11,4,1\n22,4,1\n13,4,1\n")
+    (rows,), _ = read_measurements(path)
+    classes = {name: rows.placement[mask].tolist() for name, mask in placement_classes(rows)}
+    assert classes == {
+        "servers=1": ["1", "4"],
+        "servers>1": ["1-1", "2-2", "1-3"],
+        "gpus_per_server=1": ["1", "1-1"],
+        "gpus_per_server=2": ["2-2"],
+        "gpus_per_server=3": ["1-3"],
+        "gpus_per_server=4": ["4"],
+    }
+
+
 def test_placement_folds_are_grouped_and_seeded(tmp_path: Path) -> None:
     (rows,), _ = read_measurements(synthetic_csv(tmp_path, "paper"))
     folds = placement_folds(rows, 5, seed=3)
@@ -187,17 +216,33 @@ def test_cli_json_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         "max_rel_error",
         "heldout_r2",
         "heldout_median_rel_error",
+        "heldout_p90_rel_error",
     }
     for d in docs:
         assert keys <= set(d)
-        assert 0 <= d["median_rel_error"] <= d["max_rel_error"] < 1  # fractions
+        assert 0 <= d["median_rel_error"] <= d["p90_rel_error"] <= d["max_rel_error"] < 1
+        assert d["heldout_median_rel_error"] <= d["heldout_p90_rel_error"]
     step = docs[0]
     assert step["form"] == "extended"
     assert step["params"]["xi2"] == pytest.approx(0.002, rel=1e-2)  # seconds per server
     assert step["rows"] == len(PLACEMENTS) * len(BATCHES)
+    classes = {c["class"]: c for c in step["heldout_by_class"]}
+    # PLACEMENTS: 3 on one server and 19 split, 4 batch sizes each
+    assert (classes["servers=1"]["rows"], classes["servers>1"]["rows"]) == (12, 76)
+    assert classes["servers=1"]["p90_rel_error"] < 1e-3  # noise-free data
     assert [d["form"] for d in docs[1:]] == ["contention-linear", "contention-power"]
     # the synthetic contention file was made with alpha 0.3 and 2% noise
     assert docs[1]["params"]["alpha"] == pytest.approx(0.3, abs=0.05)
+
+
+def test_cli_table_has_tails_and_classes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = synthetic_csv(tmp_path, "extended")
+    assert main(["calibrate", str(path), "--folds", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "heldout_p90" in out and "servers=1" in out and "gpus_per_server=4" in out
+    assert "0.0000000" not in out  # fitted values in 4 significant digits
 
 
 def test_cli_preset_feeds_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -65,12 +65,8 @@ class ContentionReport:
             "levels": len(np.unique(self.rows.jobs)),
             "folds": self.folds,
             "params": self.params,
-            "r2": self.scores.r2,
-            "median_rel_error": self.scores.median_rel_error,
-            "max_rel_error": self.scores.max_rel_error,
-            "heldout_r2": self.heldout_scores.r2,
-            "heldout_median_rel_error": self.heldout_scores.median_rel_error,
-            "heldout_max_rel_error": self.heldout_scores.max_rel_error,
+            **self.scores.to_json(),
+            **self.heldout_scores.to_json("heldout_"),
         }
 
 

@@ -131,12 +131,21 @@ def predict(params: dict[str, float], rows: StepTimes) -> np.ndarray:
     )
 
 
+#: Quantile of the relative errors reported as the tail (``p90_rel_error``).
+TAIL_QUANTILE = 0.9
+
+
 @dataclass(frozen=True)
 class Scores:
-    """Goodness of fit: ``r2`` (on seconds), median and max relative error (fractions)."""
+    """Goodness of fit: ``r2`` (on seconds), median, 90th percentile and max relative error.
+
+    Errors are fractions (0.025 = 2.5%); the percentile is numpy's linear
+    interpolation between the sorted errors.
+    """
 
     r2: float
     median_rel_error: float
+    p90_rel_error: float
     max_rel_error: float
 
     @classmethod
@@ -145,7 +154,50 @@ class Scores:
         ss_tot = float(np.sum((measured - measured.mean()) ** 2))
         ss_res = float(np.sum((predicted - measured) ** 2))
         r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else math.nan
-        return cls(r2, float(np.median(rel)), float(rel.max()))
+        tail = float(np.quantile(rel, TAIL_QUANTILE))
+        return cls(r2, float(np.median(rel)), tail, float(rel.max()))
+
+    def to_json(self, prefix: str = "") -> dict[str, float]:
+        """``{prefix}r2``, ``{prefix}median_rel_error``, ... (the ``--json`` keys)."""
+        return {
+            f"{prefix}r2": self.r2,
+            f"{prefix}median_rel_error": self.median_rel_error,
+            f"{prefix}p90_rel_error": self.p90_rel_error,
+            f"{prefix}max_rel_error": self.max_rel_error,
+        }
+
+
+def placement_classes(rows: StepTimes) -> list[tuple[str, np.ndarray]]:
+    """Named classes of placements and the rows of each (classes overlap).
+
+    ``servers=1`` (the job on one server), ``servers>1`` (split), and
+    ``gpus_per_server=g`` for every ``g`` present: the job's GPUs on its
+    fullest server (``1111`` and ``1`` are ``g = 1``, ``224`` and ``4`` are
+    ``g = 4``). Empty classes are left out.
+    """
+    classes = [("servers=1", rows.servers == 1), ("servers>1", rows.servers > 1)]
+    classes += [
+        (f"gpus_per_server={g}", rows.max_per_server == g) for g in np.unique(rows.max_per_server)
+    ]
+    return [(name, mask) for name, mask in classes if mask.any()]
+
+
+@dataclass(frozen=True)
+class ClassScores:
+    """Held-out relative errors (fractions) of one placement class."""
+
+    name: str
+    rows: int
+    median_rel_error: float
+    p90_rel_error: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "class": self.name,
+            "rows": self.rows,
+            "median_rel_error": self.median_rel_error,
+            "p90_rel_error": self.p90_rel_error,
+        }
 
 
 @dataclass(frozen=True)
@@ -166,6 +218,19 @@ class FitReport:
     predicted: np.ndarray = field(repr=False)
     heldout: np.ndarray = field(repr=False)
 
+    def heldout_by_class(self) -> list[ClassScores]:
+        """Held-out errors per :func:`placement_classes` class."""
+        rel = np.abs(self.heldout - self.rows.step) / self.rows.step
+        return [
+            ClassScores(
+                name,
+                int(mask.sum()),
+                float(np.median(rel[mask])),
+                float(np.quantile(rel[mask], TAIL_QUANTILE)),
+            )
+            for name, mask in placement_classes(self.rows)
+        ]
+
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` object (errors as fractions; see ``docs/calibration.md``)."""
         return {
@@ -176,12 +241,9 @@ class FitReport:
             "placements": self.rows.num_placements,
             "folds": self.folds,
             "params": self.params,
-            "r2": self.scores.r2,
-            "median_rel_error": self.scores.median_rel_error,
-            "max_rel_error": self.scores.max_rel_error,
-            "heldout_r2": self.heldout_scores.r2,
-            "heldout_median_rel_error": self.heldout_scores.median_rel_error,
-            "heldout_max_rel_error": self.heldout_scores.max_rel_error,
+            **self.scores.to_json(),
+            **self.heldout_scores.to_json("heldout_"),
+            "heldout_by_class": [c.to_json() for c in self.heldout_by_class()],
         }
 
 

@@ -74,16 +74,32 @@ def plot_fits(
         groups = np.minimum(r.rows.servers, 4) - 1
         h = r.heldout_scores
         title = (
-            f"{r.model} ({r.form})\nheld out: R² {h.r2:.2f}, "
-            f"median error {100 * h.median_rel_error:.1f}%"
+            f"{r.model} ({r.form})\nheld out: R² {h.r2:.2f}, median "
+            f"{100 * h.median_rel_error:.1f}%, p90 {100 * h.p90_rel_error:.1f}%"
         )
         _panel(ax, r.rows.step, r.heldout, groups, server_labels, title)
+        classes = "\n".join(
+            f"{c.name}: {100 * c.median_rel_error:.1f}% / {100 * c.p90_rel_error:.1f}%"
+            for c in r.heldout_by_class()
+        )
+        ax.text(
+            0.98,
+            0.02,
+            "median / p90\n" + classes,
+            transform=ax.transAxes,
+            fontsize=5,
+            ha="right",
+            va="bottom",
+        )
     for ax, c in zip(axes[len(reports) :], contention, strict=False):
         levels = np.unique(c.rows.jobs)
         groups = np.minimum(np.searchsorted(levels, c.rows.jobs), 3)
         labels = [f"k = {k}" for k in levels[:3]] + ["k >= " + str(levels[min(3, len(levels) - 1)])]
         h = c.heldout_scores
-        title = f"{c.model} ({c.form})\nheld out: median error {100 * h.median_rel_error:.1f}%"
+        title = (
+            f"{c.model} ({c.form})\nheld out: median {100 * h.median_rel_error:.1f}%, "
+            f"p90 {100 * h.p90_rel_error:.1f}%"
+        )
         _panel(ax, c.rows.seconds, c.heldout, groups, labels, title)
     for ax in axes[panels:]:
         ax.set_visible(False)

@@ -71,9 +71,7 @@ class PresetFit:
             {
                 "model": model,
                 "params": self.params[model],
-                "r2": s.r2,
-                "median_rel_error": s.median_rel_error,
-                "max_rel_error": s.max_rel_error,
+                **s.to_json(),
             }
             for model, s in self.scores.items()
         ]

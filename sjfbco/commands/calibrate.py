@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,10 @@ _PARAM_COLUMNS = (
 )
 
 
+def _pct(fraction: float, decimals: int = 1) -> str:
+    return f"{100 * fraction:.{decimals}f}%"
+
+
 def _score_row(r: FitReport | ContentionReport) -> dict[str, Any]:
     s, h = r.scores, r.heldout_scores
     return {
@@ -82,12 +87,37 @@ def _score_row(r: FitReport | ContentionReport) -> dict[str, Any]:
         "form": r.form,
         "rows": len(r.rows),
         "r2": round(s.r2, 3),
-        "median": f"{100 * s.median_rel_error:.1f}%",
-        "max": f"{100 * s.max_rel_error:.0f}%",
+        "median": _pct(s.median_rel_error),
+        "p90": _pct(s.p90_rel_error),
+        "max": _pct(s.max_rel_error, 0),
         "heldout_r2": round(h.r2, 3),
-        "heldout_median": f"{100 * h.median_rel_error:.1f}%",
-        "heldout_max": f"{100 * h.max_rel_error:.0f}%",
+        "heldout_median": _pct(h.median_rel_error),
+        "heldout_p90": _pct(h.p90_rel_error),
+        "heldout_max": _pct(h.max_rel_error, 0),
     }
+
+
+def _class_table(reports: list[FitReport]) -> str:
+    """Held-out median / 90th percentile per placement class, one row per model."""
+    from sjfbco.tables import format_table
+
+    rows: list[dict[str, Any]] = []
+    names: list[str] = []
+    for r in reports:
+        row: dict[str, Any] = {"model": r.model}
+        for c in r.heldout_by_class():
+            row[c.name] = f"{_pct(c.median_rel_error)} / {_pct(c.p90_rel_error)}"
+            if c.name not in names:
+                names.append(c.name)
+        rows.append(row)
+    return format_table(rows, ["model", *names])
+
+
+def _param_cell(value: float) -> float:
+    """A fitted value for the table: 4 significant digits, below 1e-9 shown as 0."""
+    if value == 0 or not math.isfinite(value) or abs(value) < 1e-9:
+        return 0.0 if math.isfinite(value) else value
+    return float(f"{value:.4g}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -139,12 +169,17 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(doc), flush=True)
         return 0
     rows = [_score_row(r) for r in reports] + [_score_row(c) for c in cont]
-    cols = ["model", "form", "rows", "r2", "median", "max"]
-    cols += ["heldout_r2", "heldout_median", "heldout_max"]
+    cols = ["model", "form", "rows", "r2", "median", "p90", "max"]
+    cols += ["heldout_r2", "heldout_median", "heldout_p90", "heldout_max"]
     print(format_table(rows, cols))
     if reports:
         print()
-        params = [{"model": r.model, **r.params} for r in reports]
+        print("held out by placement class (median / 90th percentile):")
+        print(_class_table(reports))
+        print()
+        params = [
+            {"model": r.model, **{k: _param_cell(v) for k, v in r.params.items()}} for r in reports
+        ]
         print(format_table(params, ["model", *[c for c in _PARAM_COLUMNS if c in params[0]]]))
     if cont:
         print()
@@ -163,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         print(
             format_table(
                 [_preset_row(m, s) for m, s in fitted.scores.items()],
-                ["model", "r2", "median", "max"],
+                ["model", "r2", "median", "p90", "max"],
             )
         )
     if plot is not None:
@@ -176,6 +211,7 @@ def _preset_row(model: str, s: Scores) -> dict[str, Any]:
     return {
         "model": model,
         "r2": round(s.r2, 3),
-        "median": f"{100 * s.median_rel_error:.1f}%",
-        "max": f"{100 * s.max_rel_error:.0f}%",
+        "median": _pct(s.median_rel_error),
+        "p90": _pct(s.p90_rel_error),
+        "max": _pct(s.max_rel_error, 0),
     }
