@@ -12,6 +12,7 @@ from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instanc
 from sjfbco.solvers.placement import estimates
 from sjfbco.solvers.sgs import (
     PRIORITY_RULES,
+    FreeProfile,
     IdlePool,
     alone_durations,
     build,
@@ -195,3 +196,37 @@ def test_serial_scheme_on_the_measured_preset() -> None:
     for rule in PRIORITY_RULES:
         cand = serial_sgs(data, priority_order(data, rule, rho_hat), None, durations)
         assert evaluate(data, cand.schedule(data.cluster)).makespan == cand.makespan
+
+
+def test_serial_scheme_memory_does_not_grow_with_run_times() -> None:
+    """Issue 33: a job of 10^12 slots (10^12 iterations of 1 s in 1 s slots) on two servers
+    of 2 GPUs, and a 1-GPU job of 7 slots. The dense timeline asked for 29 TiB; the event-based
+    one holds a few breakpoints. LPT places the long job first on server 0 (best fit, index),
+    the short one at slot 0 on server 1: makespan 10^12."""
+    data = ProblemData(
+        Cluster((2, 2)),
+        (
+            Job(id="a", num_gpus=2, iterations=10**12, gradient_mb=0.0, compute_seconds=1.0),
+            Job(id="b", num_gpus=1, iterations=7, gradient_mb=0.0, compute_seconds=1.0),
+        ),
+        CostParams(xi2=0.0, slot_seconds=1.0),
+    )
+    cand = serial_sgs(data, [0, 1])
+    assert cand.makespan == 10**12
+    assert cand.began == (0, 0)
+    assert {g for g, _ in cand.schedule(data.cluster).gpus[1]} == {1}
+
+
+def test_free_profile_by_hand() -> None:
+    """A server of 4 GPUs: 3 held over [2, 5), 1 over [4, 9). Free: 4 on [0, 2), 1 on
+    [2, 4), 0 on [4, 5), 3 on [5, 9), 4 from 9."""
+    prof = FreeProfile(4)
+    prof.take(2, 5, 3)
+    prof.take(4, 9, 1)
+    assert (prof.times, prof.free) == ([0, 2, 4, 5, 9], [4, 1, 0, 3, 4])
+    assert prof.window_min(0, 2) == 4 and prof.window_min(1, 2) == 1
+    assert prof.window_min(3, 3) == 0 and prof.at(6) == 3
+    assert prof.earliest(2, 2, 0) == 0  # [0, 2) holds 4
+    assert prof.earliest(2, 3, 0) == 5  # every window from 0 to 4 meets [4, 5)
+    assert prof.earliest(4, 1, 3) == 9
+    assert prof.after(4) == 5 and prof.after(9) is None

@@ -19,14 +19,13 @@ solver re-evaluates every answer anyway, and a test checks the identity).
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import slots_to_finish
 from sjfbco.evaluate import EPS
-from sjfbco.solvers.sgs import Candidate, Plan, hand_out
+from sjfbco.solvers.sgs import Candidate, FreeProfile, Plan, hand_out
 
 if TYPE_CHECKING:
     import random
@@ -53,53 +52,6 @@ class Move:
     name: str
     packs: dict[int, Packing]
     prio: dict[int, float] = field(default_factory=dict)
-
-
-class Profile1:
-    """Free GPUs of one server over time: breakpoints ``times`` and ``free[i]`` on
-    ``[times[i], times[i+1])``; the last piece runs forever."""
-
-    def __init__(self, cap: int):
-        self.times: list[int] = [0]
-        self.free: list[int] = [cap]
-
-    def _cut(self, t: int) -> int:
-        """Make ``t`` a breakpoint; return its index."""
-        times = self.times
-        i = bisect.bisect_right(times, t) - 1
-        if times[i] == t:
-            return i
-        times.insert(i + 1, t)
-        self.free.insert(i + 1, self.free[i])
-        return i + 1
-
-    def take(self, t: int, end: int, g: int) -> None:
-        """Hold ``g`` GPUs over ``[t, end)``."""
-        i = self._cut(t)
-        k = self._cut(end)
-        free = self.free
-        for x in range(i, k):
-            free[x] -= g
-
-    def earliest(self, g: int, dur: int, ready: int) -> int:
-        """Earliest ``t >= ready`` with ``g`` GPUs free over ``[t, t + dur)``."""
-        times, free = self.times, self.free
-        m = len(times)
-        i = bisect.bisect_right(times, ready) - 1
-        cand = ready
-        while True:
-            k = i
-            stop = cand + dur
-            while k < m and times[k] < stop:
-                if free[k] < g:
-                    break
-                k += 1
-            else:
-                return cand
-            # piece k blocks: the next candidate is where it ends (it is never the last piece,
-            # which holds every GPU the frozen jobs leave, and g fits in the server)
-            i = k + 1
-            cand = times[i]
 
 
 class ServerSearch:
@@ -175,7 +127,7 @@ class ServerSearch:
     # -- packing -----------------------------------------------------------------------------
     def pack(self, s: int, jobs: set[int] | Sequence[int]) -> Packing:
         """Serial SGS on server ``s``: jobs in priority order, each at its earliest fit."""
-        prof = Profile1(self.caps[s])
+        prof = FreeProfile(self.caps[s])
         last = 0.0
         tail = 0.0
         target = self.target

@@ -84,17 +84,6 @@ def split_permissions(data: ProblemData, policy: str) -> list[bool]:
     return [policy == "allow" or job.num_gpus > biggest for job in data.jobs]
 
 
-def _window_min(free: np.ndarray, dur: int) -> np.ndarray:
-    """``low[i, t] = min(free[i, t : t + dur])`` (the last column repeated past the end).
-
-    SciPy's ndimage is imported here, not at module level: it adds 0.4 s to every
-    ``sjfbco`` command's start-up.
-    """
-    from scipy.ndimage import minimum_filter1d
-
-    return minimum_filter1d(free, size=dur, axis=1, mode="nearest", origin=-(dur // 2))
-
-
 @dataclass(frozen=True)
 class Candidate:
     """A built schedule and its evaluator figures.
@@ -338,74 +327,133 @@ def alone_durations(data: ProblemData) -> np.ndarray:
     return out
 
 
-class Profile:
-    """Free GPUs per server and slot (the serial scheme's plan), ``free[s, t]``.
+class FreeProfile:
+    """Free GPUs of one server over time: breakpoints ``times`` and ``free[i]`` on
+    ``[times[i], times[i+1])``; the last piece runs forever.
 
-    The horizon grows so that, after the latest planned end, every server is
-    free for longer than any job runs: a search for a start always succeeds.
+    Event-based: its size grows with the reservations, never with their lengths, so a
+    job of 10^12 slots costs what a job of one slot costs.
     """
 
-    def __init__(self, cluster: Cluster, longest: int):
-        self.caps = np.asarray(cluster.gpus_per_server, dtype=np.int64)
-        self.longest = max(1, int(longest))
-        self.free = np.repeat(self.caps[:, None], 4 * self.longest + 1, axis=1)
-        self.latest = 0
+    def __init__(self, cap: int):
+        self.times: list[int] = [0]
+        self.free: list[int] = [cap]
 
-    def _ensure(self, until: int, dur: int) -> int:
-        """Grow the horizon past ``until + dur``; return the end of the slots a search for a
-        start at or before ``until`` must look at."""
-        h = self.free.shape[1]
-        need = until + max(dur, self.longest) + 1
-        if need > h:
-            grow = max(need - h, h)
-            self.free = np.concatenate(
-                [self.free, np.repeat(self.caps[:, None], grow, axis=1)], axis=1
-            )
-        return until + dur + 1
+    def _cut(self, t: int) -> int:
+        """Make ``t`` a breakpoint; return its index."""
+        times = self.times
+        i = bisect.bisect_right(times, t) - 1
+        if times[i] == t:
+            return i
+        times.insert(i + 1, t)
+        self.free.insert(i + 1, self.free[i])
+        return i + 1
+
+    def take(self, t: int, end: int, g: int) -> None:
+        """Hold ``g`` GPUs over ``[t, end)``."""
+        i = self._cut(t)
+        k = self._cut(end)
+        free = self.free
+        for x in range(i, k):
+            free[x] -= g
+
+    def at(self, t: int) -> int:
+        """Free GPUs at slot ``t``."""
+        return self.free[bisect.bisect_right(self.times, t) - 1]
+
+    def window_min(self, t: int, dur: int) -> int:
+        """The fewest free GPUs over ``[t, t + dur)``."""
+        times, free = self.times, self.free
+        i = bisect.bisect_right(times, t) - 1
+        k = bisect.bisect_left(times, t + dur, lo=i + 1)
+        return min(free[i:k])
+
+    def earliest(self, g: int, dur: int, ready: int) -> int:
+        """Earliest ``t >= ready`` with ``g`` GPUs free over ``[t, t + dur)`` (``g`` must fit
+        in the last piece)."""
+        times, free = self.times, self.free
+        m = len(times)
+        i = bisect.bisect_right(times, ready) - 1
+        cand = ready
+        while True:
+            k = i
+            stop = cand + dur
+            while k < m and times[k] < stop:
+                if free[k] < g:
+                    break
+                k += 1
+            else:
+                return cand
+            # piece k blocks: the next candidate is where it ends (it is never the last piece,
+            # which holds every GPU the frozen jobs leave, and g fits there)
+            i = k + 1
+            cand = times[i]
+
+    def after(self, t: int) -> int | None:
+        """The first breakpoint after ``t`` (``None``: none)."""
+        i = bisect.bisect_right(self.times, t)
+        return self.times[i] if i < len(self.times) else None
+
+
+class Profile:
+    """Free GPUs per server over time (the serial scheme's plan): a :class:`FreeProfile` per
+    server and one of their sum (the cluster's), whose breakpoints are all the servers'."""
+
+    def __init__(self, cluster: Cluster):
+        self.servers = [FreeProfile(c) for c in cluster.gpus_per_server]
+        self.total = FreeProfile(cluster.num_gpus)
 
     def single(self, g: int, ready: int, dur: int, servers: np.ndarray) -> tuple[int, int]:
         """Earliest start ``>= ready`` of ``g`` GPUs for ``dur`` slots inside one of
-        ``servers``, and the server (ties: fewest free GPUs at the start, i.e. best fit,
-        then index)."""
-        stop = self._ensure(max(ready, self.latest), dur)
-        low = _window_min(self.free[servers, ready:stop], dur)
-        ok = low >= g  # ok[i, t]: server i keeps g GPUs free over [ready + t, ready + t + dur)
-        first = np.where(ok.any(axis=1), ok.argmax(axis=1), np.iinfo(np.int64).max)
-        t = int(first.min())
-        tied = servers[first == t]
-        if tied.size > 1:
-            tied = tied[np.argsort(self.free[tied, ready + t], kind="stable")]
-        return ready + t, int(tied[0])
+        ``servers`` (ascending), and the server (ties: fewest free GPUs at the start, i.e.
+        best fit, then index)."""
+        best: tuple[int, int, int] | None = None
+        for s in servers.tolist():
+            prof = self.servers[s]
+            t = prof.earliest(g, dur, ready)
+            if best is None or t <= best[0]:
+                key = (t, prof.at(t), s)
+                if best is None or key < best:
+                    best = key
+        assert best is not None
+        return best[0], best[2]
 
     def split(
         self, g: int, ready: int, dur: int, n_split: np.ndarray
     ) -> tuple[int, list[tuple[int, int]]]:
         """Earliest start ``>= ready`` of ``g`` GPUs for ``dur`` slots over any servers, and
         the fewest servers that hold them (most free GPUs first; ties: fewer planned split
-        jobs, then index)."""
-        stop = self._ensure(max(ready, self.latest), dur)
-        free = self.free[:, ready:stop]
-        low = _window_min(free, dur)
-        t = int(np.argmax(low.sum(axis=0) >= g))
-        col = low[:, t]
-        order = np.lexsort((np.arange(col.size), n_split, -col))
+        jobs, then index).
+
+        The earliest start is ``ready`` or a breakpoint (a window that starts inside a
+        piece can start one slot earlier with no fewer GPUs), and no earlier than the
+        cluster's profile allows: candidates are tried from there in time order.
+        """
+        t: int | None = ready
+        while True:
+            assert t is not None  # the last piece of every server is free
+            t = self.total.earliest(g, dur, t)
+            col = [prof.window_min(t, dur) for prof in self.servers]
+            if sum(col) >= g:
+                break
+            t = self.total.after(t)
+        order = sorted(range(len(col)), key=lambda s: (-col[s], int(n_split[s]), s))
         out: list[tuple[int, int]] = []
         need = g
         for s in order:
-            have = int(col[s])
+            have = col[s]
             if have <= 0:
                 break
-            out.append((int(s), min(have, need)))
+            out.append((s, min(have, need)))
             need -= min(have, need)
             if need == 0:
                 break
-        return ready + t, out
+        return t, out
 
     def reserve(self, parts: Sequence[tuple[int, int]], t: int, dur: int) -> None:
-        self._ensure(t, dur)
         for s, k in parts:
-            self.free[s, t : t + dur] -= k
-        self.latest = max(self.latest, t + dur)
+            self.servers[s].take(t, t + dur, k)
+            self.total.take(t, t + dur, k)
 
 
 def serial_sgs(
@@ -430,7 +478,9 @@ def serial_sgs(
 
     Notes
     -----
-    The plan is a profile of free GPUs per server and slot. Each job, in
+    The plan is a profile of free GPUs per server over time (breakpoints at the
+    reservations' ends, :class:`FreeProfile`: its size grows with the jobs, not with
+    their run times). Each job, in
     priority order, goes where it finishes earliest by the estimates, filling
     holes the earlier jobs left (an *active* schedule, unlike the
     non-delay ones of :func:`parallel_sgs`): on one server, at the earliest
@@ -457,7 +507,7 @@ def serial_sgs(
     whole = np.maximum(whole, 1)
     caps = np.asarray(cl.gpus_per_server)
     biggest = int(caps.max())
-    prof = Profile(cl, int(whole.max()))
+    prof = Profile(cl)
     n_split = np.zeros(cl.num_servers, dtype=np.int64)
     eligible: dict[int, np.ndarray] = {}
     longest_split = durations.shape[1] - 1
