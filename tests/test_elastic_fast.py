@@ -550,3 +550,14 @@ def test_hell_first_picks_at_once_are_the_pick_by_pick_greedy(run: dict) -> None
             assert fast.end == slow.end, mode
     finally:
         pol._HELL_STATIC = saved
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("mode", sim.MODES)
+@pytest.mark.parametrize("record", [False, True])
+def test_no_jobs_is_an_empty_run_ending_at_zero(policy: str, mode: str, record: bool) -> None:
+    """Issue 33: an instance with ``"jobs": []`` stacked no speedup tables (an internal error)."""
+    for curve in (PowerLaw(0.7), TableSpeedup((1.0, 1.6, 2.1))):
+        res = simulate_elastic([], 4, curve, policy, mode=mode, record=record)
+        assert res.metrics["makespan"] == 0.0
+        assert res.end == () and res.first == ()

@@ -131,7 +131,9 @@ def simulate_elastic(
     setting = _Setting(x, arr, n, uniq, cid, p, policy, objective, mode, knee_threshold)
     separable = _separable_rate(setting)
     log: list[tuple[float, tuple[float, ...]]] = []
-    if separable is not None and not record:
+    if m == 0:  # no jobs, no events: an empty run ends at 0
+        first, end, used = np.empty(0), np.empty(0), 0.0
+    elif separable is not None and not record:
         first, end, used = _run_separable(setting, *separable)
     elif policy == "equi" and mode == "continuous" and not record:
         first, end, used = _run_equi_classes(setting)
