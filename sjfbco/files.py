@@ -249,8 +249,15 @@ def write_schedule(schedule: Schedule, data: ProblemData, path: str | os.PathLik
     write_json(path, schedule.to_dict(data))
 
 
+#: The format tag of the report ``sjfbco convert`` writes beside its instances.
+CONVERSION_FORMAT = "sjfbco-conversion/1"
+
 #: The file kinds sjfbco reads, by format tag, as a message names them.
-KINDS: dict[str, str] = {INSTANCE_FORMAT: "an instance", SCHEDULE_FORMAT: "a schedule"}
+KINDS: dict[str, str] = {
+    INSTANCE_FORMAT: "an instance",
+    SCHEDULE_FORMAT: "a schedule",
+    CONVERSION_FORMAT: "a conversion report",
+}
 
 
 class WrongKindError(InputError):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 import pytest
 
-from sjfbco import Cluster, CostParams, InputError, read_instance
+from sjfbco import Cluster, CostParams, InputError, Job, ProblemData, read_instance
 from sjfbco.cli import main
 from sjfbco.cost import min_run_time
+from sjfbco.online import run_online
 from sjfbco.workloads.models import MODEL_BY_NAME
 from sjfbco.workloads.philly import parse_time, philly_instances, read_philly
 from sjfbco.workloads.swf import read_swf
@@ -19,7 +21,9 @@ from sjfbco.workloads.traces import (
     Limits,
     TraceJob,
     auto_time_scale,
+    build_instances,
     model_job,
+    offered_load,
     parse_cluster,
     run_time_error,
     to_instance,
@@ -307,3 +311,85 @@ def test_shipped_philly_instances_regenerate() -> None:
     for path in sorted((INSTANCES / "philly").glob("*.json")):
         inst = read_instance(path)
         assert 30 <= inst.num_jobs <= 60
+
+
+# ---- offered load and --load (docs/traces.md, "Offered load") ----
+
+
+def test_offered_load_by_hand() -> None:
+    # Two 1-GPU jobs on 2 GPUs, each running rho slots alone; b arrives at slot 8.
+    # work = 2 * rho; H = max(0 + rho, 8 + rho) - 0 = 8 + rho; load = 2 rho / (2 (8 + rho)).
+    cluster = Cluster((2,))
+    a = Job("a", num_gpus=1, iterations=40, gradient_mb=10.0, compute_seconds=0.2)
+    data = ProblemData(cluster, (a, replace(a, id="b", arrival=8)), CostParams())
+    rho = min_run_time(a, data)
+    assert rho == min_run_time(data.jobs[1], data)
+    assert offered_load(data) == pytest.approx(2 * rho / (2 * (8 + rho)))
+    # All at slot 0: H is the longest run time, and the load is work / (N * rho) = 1.
+    batch = data.replace(jobs=(a, replace(a, id="b")))
+    assert offered_load(batch) == pytest.approx(1.0)
+
+
+def test_to_instance_scales_arrivals_to_the_load() -> None:
+    cluster = Cluster((4, 4))
+    trace = [TraceJob(f"t{k}", 600.0 * k * k, 900.0 + 300 * k, 1 + k % 4, k + 2) for k in range(12)]
+    plain, scale = to_instance(trace, cluster, seed=3, name="x", keep_arrivals=True)
+    for target in (0.2, 0.5):
+        data, scale2 = to_instance(trace, cluster, seed=3, name="x", load=target)
+        assert scale2 == scale
+        assert [j.iterations for j in data.jobs] == [j.iterations for j in plain.jobs]
+        arrivals = [j.arrival for j in data.jobs]
+        assert arrivals == sorted(arrivals) and arrivals[0] == 0 and arrivals[-1] > 0
+        # Arrivals are rounded down: the load can only rise, by at most one slot of H.
+        load = offered_load(data)
+        assert target <= load <= target * 1.1
+    with pytest.raises(InputError, match="out of reach"):
+        to_instance(trace, cluster, seed=3, name="x", load=50.0)
+    same_time = [replace(t, submit=0.0) for t in trace]
+    with pytest.raises(InputError, match="same time"):
+        to_instance(same_time, cluster, seed=3, name="x", load=0.01)
+
+
+def test_convert_writes_a_tagged_report_that_batch_skips(
+    philly_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["convert", "philly", str(philly_csv), "--cluster", "1x8", "--arrivals"]
+    assert main([*args, "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "offered load 0." in text
+    conv = json.loads((out / "conversion.json").read_text())
+    assert conv["format"] == "sjfbco-conversion/1"
+    assert conv["settings"]["offered_load"][0] == pytest.approx(
+        offered_load(read_instance(out / "philly.json"))
+    )
+    (out / "notes.json").write_text('{"comment": "not an instance"}')
+    results = tmp_path / "r.csv"
+    assert main(["batch", str(out), "--solvers", "sjf-bco", "-q", "-o", str(results)]) == 0
+    err = capsys.readouterr().err
+    assert "skipping " + str(out / "conversion.json") + ": a sjfbco-conversion/1 file" in err
+    assert "notes.json: JSON without a format tag, not an instance" in err
+    rows = results.read_text().splitlines()
+    assert len(rows) == 2 and ",error," not in rows[1]  # header and the one instance
+    # --load: same jobs, arrivals rescaled; an unreachable load is one line, exit 2.
+    assert main([*args[:-1], "--load", "0.5", "-o", str(tmp_path / "l")]) == 0
+    assert "offered load 0.5" in capsys.readouterr().out
+    assert main([*args[:-1], "--load", "5", "-o", str(tmp_path / "m")]) == 2
+    assert "out of reach" in capsys.readouterr().err
+
+
+@needs_data
+def test_load_08_gives_fcfs_utilisation_near_08_and_policies_differ() -> None:
+    # The target: at --load 0.8 the measured GPU utilisation under FCFS-gang
+    # is within 0.1 of 0.8, and the online policies no longer tie. 4,000 jobs of at
+    # most a day on 8 x 8 GPUs (fewer jobs leave the longest one dominating the horizon).
+    cluster = Cluster((8,) * 8)
+    jobs, rep = read_philly(PHILLY, Limits(max_gpus=64, max_duration=86400.0))
+    (data,), _, settings = build_instances(
+        jobs, rep, cluster, n_jobs=4000, instances=1, seed=0, cost=None, time_scale=None,
+        max_slots=1200, keep_arrivals=False, name="load", load=0.8,
+    )  # fmt: skip
+    assert settings["offered_load"][0] == pytest.approx(0.8, abs=0.01)
+    runs = {p: run_online(data, p) for p in ("fcfs-gang", "smallest-need-first", "easy-backfill")}
+    assert abs(runs["fcfs-gang"].utilisation - 0.8) <= 0.1
+    assert len({round(r.mean_jct, 6) for r in runs.values()}) == 3

@@ -211,18 +211,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _instances_only(paths: list[str]) -> list[str]:
-    """``paths`` without the files whose format tag says they are not instances (noted)."""
+    """``paths`` without the files that are not instances, each skipped with one note.
+
+    Not an instance: a file whose format tag is another one (a schedule, a
+    conversion report), or a JSON file without any tag (the instance format
+    requires one). A file that cannot be read or parsed is kept: its task
+    becomes an error row saying why.
+    """
     from sjfbco.batch import BatchError
     from sjfbco.commands.common import warn
-    from sjfbco.files import INSTANCE_FORMAT, peek_format
+    from sjfbco.errors import InputError
+    from sjfbco.files import INSTANCE_FORMAT, file_format, peek_format
 
     kept = []
     for path in paths:
         tag = peek_format(path)
+        if tag is None:  # no tag near the start: read the whole file to be sure
+            try:
+                tag = file_format(path) or ""
+            except InputError:
+                tag = None
         if tag is None or tag == INSTANCE_FORMAT:
             kept.append(path)
-        else:
+        elif tag:
             warn(f"skipping {path}: a {tag} file, not an instance")
+        else:
+            warn(f"skipping {path}: JSON without a format tag, not an instance")
     if paths and not kept:
         raise BatchError("no instance files among the inputs")
     return kept

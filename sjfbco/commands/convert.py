@@ -23,8 +23,9 @@ def add_parser(sub: Any) -> None:
         "convert",
         help="turn a job trace (Philly CSV, SWF) into instance files",
         description="Read a job trace, drop unusable rows (and say which and why), sample "
-        "jobs and write sjfbco-instance/1 files plus conversion.json (settings "
-        "and drop report). See docs/traces.md for the mapping.",
+        "jobs and write sjfbco-instance/1 files plus conversion.json (format "
+        "sjfbco-conversion/1: settings, offered load and drop report; every reader "
+        "skips it). See docs/traces.md for the mapping and the offered load.",
     )
     p.add_argument("kind", choices=["philly", "swf"], help="trace format")
     p.add_argument("source", help="trace file")
@@ -104,6 +105,14 @@ def add_parser(sub: Any) -> None:
         help="keep submit times as job arrivals (default: offline batch, all 0)",
     )
     p.add_argument(
+        "--load",
+        type=options.number(0.0),
+        default=None,
+        metavar="X",
+        help="compress or stretch the arrivals (not the durations) to offered load X, e.g. "
+        "0.8 (implies --arrivals; docs/traces.md defines the load)",
+    )
+    p.add_argument(
         "--processors",
         choices=["allocated", "requested"],
         default="allocated",
@@ -127,7 +136,7 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from sjfbco.files import write_instance, write_json
+    from sjfbco.files import CONVERSION_FORMAT, write_instance, write_json
     from sjfbco.tables import format_table
     from sjfbco.workloads.philly import parse_time, read_philly
     from sjfbco.workloads.swf import read_swf
@@ -176,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         max_slots=args.max_slots,
         keep_arrivals=args.arrivals,
         name=name,
+        load=args.load,
     )
     out = Path(args.output)  # everything is checked: from here on only writes
     for data in instances:
@@ -183,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     write_json(
         out / "conversion.json",
         {
+            "format": CONVERSION_FORMAT,
             "kind": args.kind,
             "settings": {
                 **settings,
@@ -205,7 +216,18 @@ def run(args: argparse.Namespace) -> int:
         f"wrote {len(instances)} instance(s) of {instances[0].num_jobs} jobs to {out} "
         f"(time scale {min(scales):.4g}..{max(scales):.4g} trace s per model s)"
     )
+    print(load_line(settings["offered_load"], settings["keep_arrivals"]))
     return 0
+
+
+def load_line(loads: list[float], arrivals: bool) -> str:
+    """One line stating the offered load of the written instances (docs/traces.md)."""
+    text = f"{loads[0]:.3f}" if len(loads) == 1 else f"{min(loads):.3f}..{max(loads):.3f}"
+    batch = "" if arrivals else "; an offline batch, every job at slot 0 (--arrivals keeps them)"
+    return (
+        f"offered load {text} (GPU time asked, each job alone on its best placement, over the "
+        f"cluster's GPU time until the last job could end{batch})"
+    )
 
 
 def plain_name(name: str, option: str) -> str:

@@ -22,7 +22,20 @@ turns the rows of a job trace into :class:`TraceJob` records and a
   stretched). Short jobs therefore floor at one slot when a long job sets the
   scale; give one ``time_scale`` to make a set of instances comparable.
 - ``arrival`` is 0 (the paper's offline batch) unless ``keep_arrivals``: then
-  the submit time after the first one, scaled the same way, in slots.
+  the submit time after the first one, scaled the same way, in slots. With a
+  target ``load``, the submit times are then compressed or stretched by one
+  factor (durations untouched) so that the :func:`offered_load` is ``load``.
+
+The *offered load* of an instance (``docs/traces.md``) is the GPU utilisation
+it would have if no job waited and none slowed another: the GPU time its jobs
+ask for, each alone on its best placement, over the cluster's GPU time from
+the first arrival until the last job could end::
+
+    load = sum_j G_j * rho_min_j / (num_gpus * H),   H = max_j (a_j + rho_min_j) - min_j a_j
+
+(slots; ``rho_min`` is :func:`sjfbco.cost.min_run_time`, ``a_j`` the arrival).
+Any schedule's utilisation is at most this, up to contention (which adds GPU
+time and makespan alike).
 """
 
 from __future__ import annotations
@@ -204,6 +217,54 @@ def model_job(
     return replace(job, iterations=max(1, round(slots * rate)))
 
 
+def gpu_work(data: ProblemData) -> float:
+    """``sum_j G_j * rho_min_j``: GPU-slots the jobs ask for, each alone on its best placement."""
+    return float(sum(j.num_gpus * min_run_time(j, data) for j in data.jobs))
+
+
+def offered_load(data: ProblemData) -> float:
+    """The offered load of ``data`` (module docstring): ``gpu_work / (num_gpus * H)``.
+
+    ``H`` runs from the first arrival to the last end if no job waited
+    (``max_j (a_j + rho_min_j) - min_j a_j``, slots). An offline batch (every job
+    at slot 0) has ``H`` = the longest run time.
+    """
+    if not data.jobs:
+        return 0.0
+    first = min(j.arrival for j in data.jobs)
+    horizon = max(j.arrival + min_run_time(j, data) for j in data.jobs) - first
+    return gpu_work(data) / (data.cluster.num_gpus * horizon)
+
+
+def arrival_factor(data: ProblemData, at: Sequence[float], load: float) -> float:
+    """The factor ``f`` for arrivals ``at`` (slots, unrounded, first at 0) that makes the
+    offered load of ``data`` with arrivals ``f * at`` equal ``load``.
+
+    ``H(f) = max_j (f a_j + rho_j)`` grows with ``f``; the target horizon is
+    ``H* = gpu_work / (num_gpus * load)``, reached at ``f = min_{a_j > 0} (H* - rho_j) / a_j``.
+    A load above the one of every job arriving at once (``f = 0``) is refused.
+    """
+    if not (math.isfinite(load) and load > 0):
+        raise InputError(f"load must be a finite number > 0, got {load!r}")
+    rho = [min_run_time(j, data) for j in data.jobs]
+    work = gpu_work(data)
+    ceiling = work / (data.cluster.num_gpus * max(rho))
+    if load > ceiling:
+        raise InputError(
+            f"instance {data.name!r}: load {load:g} is out of reach: with every job arriving "
+            f"at once the offered load is {ceiling:.3g} (the longest job alone runs "
+            f"{max(rho):g} slots against {work / data.cluster.num_gpus:.4g} GPU-slots of work "
+            "per GPU); take more jobs (--n-jobs) or fewer GPUs (--cluster)"
+        )
+    if max(at) <= 0:
+        raise InputError(
+            f"instance {data.name!r}: every job is submitted at the same time; "
+            "there are no arrivals to compress or stretch to a load"
+        )
+    target = work / (data.cluster.num_gpus * load)
+    return min((target - r) / a for r, a in zip(rho, at, strict=True) if a > 0)
+
+
 def to_instance(
     jobs: Sequence[TraceJob],
     cluster: Cluster,
@@ -214,10 +275,16 @@ def to_instance(
     time_scale: float | None = None,
     max_slots: float = DEFAULT_MAX_SLOTS,
     keep_arrivals: bool = False,
+    load: float | None = None,
 ) -> tuple[ProblemData, float]:
     """Map trace jobs to an instance; returns it and the time scale used.
 
     Models are drawn with ``numpy.random.default_rng(seed)``, one per job in order.
+    ``load`` (> 0, implies ``keep_arrivals``): multiply every arrival, before it is
+    rounded down to a whole slot, by the one factor that makes the
+    :func:`offered_load` ``load`` (:func:`arrival_factor`); durations stay as
+    mapped. Rounding the arrivals down to whole slots can only raise the load a
+    little.
     """
     cost = cost or CostParams()
     if not jobs:
@@ -228,11 +295,19 @@ def to_instance(
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(MODELS), size=len(jobs))
     t0 = min(j.submit for j in jobs)
-    out = []
-    for tj, m in zip(jobs, picks, strict=True):
-        arrival = int((tj.submit - t0) / scale / cost.slot_seconds) if keep_arrivals else 0
-        out.append(model_job(tj, MODELS[int(m)], cluster, cost, scale, arrival))
-    return ProblemData(cluster, tuple(out), cost, name=name), scale
+    out = [
+        model_job(tj, MODELS[int(m)], cluster, cost, scale)
+        for tj, m in zip(jobs, picks, strict=True)
+    ]
+    data = ProblemData(cluster, tuple(out), cost, name=name)
+    if not (keep_arrivals or load is not None):
+        return data, scale
+    at = [(tj.submit - t0) / scale / cost.slot_seconds for tj in jobs]  # slots, unrounded
+    if load is not None:
+        factor = arrival_factor(data, at, load)
+        at = [a * factor for a in at]
+    jobs_out = tuple(replace(j, arrival=int(a)) for j, a in zip(data.jobs, at, strict=True))
+    return replace(data, jobs=jobs_out), scale
 
 
 def run_time_error(data: ProblemData, jobs: Sequence[TraceJob], scale: float) -> float:
@@ -257,13 +332,15 @@ def build_instances(
     max_slots: float,
     keep_arrivals: bool,
     name: str,
+    load: float | None = None,
 ) -> tuple[list[ProblemData], DropReport, dict[str, Any]]:
     """Sample and map trace jobs to ``instances`` instances (Philly and SWF readers).
 
     Instance ``k`` samples ``n_jobs`` jobs with ``numpy.random.default_rng([seed, k])``
     (all jobs when ``n_jobs`` is ``None``; then ``instances`` must be 1) and draws
-    its models with seed ``seed * 1000 + k``. Returns the instances, the report and
-    the settings used (time scale per instance).
+    its models with seed ``seed * 1000 + k``; ``load`` scales each instance's arrivals
+    to that offered load (:func:`to_instance`). Returns the instances, the report and
+    the settings used (time scale and offered load per instance).
     """
     if instances < 1:
         raise InputError(f"instances must be >= 1, got {instances}")
@@ -295,6 +372,7 @@ def build_instances(
             time_scale=time_scale,
             max_slots=max_slots,
             keep_arrivals=keep_arrivals,
+            load=load,
         )
         out.append(data)
         scales.append(scale)
@@ -305,6 +383,8 @@ def build_instances(
         "cluster": list(cluster.gpus_per_server),
         "time_scale": scales,
         "max_slots": max_slots if time_scale is None else None,
-        "keep_arrivals": keep_arrivals,
+        "keep_arrivals": keep_arrivals or load is not None,
+        "target_load": load,
+        "offered_load": [offered_load(d) for d in out],
     }
     return out, report, settings
