@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sjfbco.errors import one_line
+from sjfbco.errors import one_line, unknown_name
 from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance, read_text
 from sjfbco.plugins import import_plugin
 from sjfbco.problem import InputError
@@ -331,10 +331,7 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
         import_plugin(module)  # an InputError naming the plugin if it cannot be imported
     unknown = [s for s in solvers if s not in SOLVERS]
     if unknown:
-        raise BatchError(
-            f"unknown solver {', '.join(map(repr, unknown))}; "
-            f"known: {', '.join(sorted(SOLVERS)) or '(none registered)'}"
-        )
+        raise BatchError(unknown_name("solver", unknown[0], SOLVERS))
 
 
 # --------------------------------------------------------------------------- engines

@@ -9,7 +9,12 @@ shows its traceback). :class:`LimitError` is the input error for a size limit
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 
 class InputError(ValueError):
@@ -74,3 +79,13 @@ def one_line(text: str) -> str:
         ch if ch.isprintable() or ch == " " else ch.encode("unicode_escape").decode("ascii")
         for ch in text
     )
+
+
+def unknown_name(what: str, name: str, known: Iterable[str], extra: Iterable[str] = ()) -> str:
+    """``"unknown solver 'sjfbco'; did you mean 'sjf-bco'? known: ..."``: the message for a
+    misspelt name, with the closest known names (``difflib``) when any is close."""
+    names = sorted(known)
+    close = difflib.get_close_matches(name, [*names, *extra], n=3, cutoff=0.6)
+    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    listed = ", ".join([*names, *extra]) or "(none registered)"
+    return f"unknown {what} {name!r}{hint} known: {listed}"

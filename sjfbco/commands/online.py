@@ -1,4 +1,4 @@
-"""``sjfbco online INSTANCE --policy NAME [--admission gang|partial] [--plugin M] [--json]``."""
+"""``sjfbco online INSTANCE --policy NAME[,NAME...]|all [--admission gang|partial] [--json]``."""
 
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ def add_parser(sub: Any) -> None:
         "--policy",
         default="fcfs-gang",
         metavar="NAME",
-        help=f"one of {', '.join(POLICIES)}, or a policy a --plugin registers",
+        help=f"one of {', '.join(POLICIES)}, or a policy a --plugin registers; several "
+        "separated by commas, or 'all', print one table (JSON Lines with --json)",
     )
     p.add_argument(
         "--admission",
@@ -56,40 +57,48 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import load_plugins, naming
+    from sjfbco.commands.common import load_plugins
     from sjfbco.errors import InputError
     from sjfbco.files import json_line, read_instance
-    from sjfbco.online import make_policy, run_online
     from sjfbco.tables import format_table
 
     load_plugins(args.plugin)
-    if args.replan is not None and args.policy != "sjf-bco-online":
+    names = policy_list(args.policy)
+    if args.replan is not None and "sjf-bco-online" not in names:
         raise InputError(f"--replan applies to --policy sjf-bco-online only, not {args.policy!r}")
-    policy: Any = args.policy
-    if policy == "sjf-bco-online":
-        from sjfbco.online.replan import SjfBcoOnline
-
-        policy = SjfBcoOnline(replan=args.replan or REPLAN_DEFAULT)
-    else:
-        policy = make_policy(policy)  # an unknown name fails before reading the instance
+    if args.jobs and len(names) > 1:
+        raise InputError("--jobs lists one policy's jobs; give one --policy")
+    policies = [make(name, args.replan) for name in names]  # unknown names fail first
+    if args.admission == "partial" and "all" in args.policy.split(","):
+        policies = [p for p in policies if p.partial_ok]  # 'all' that can admit partially
     data = read_instance(args.instance)
-    with naming(args.instance):
-        result = run_online(data, policy, admission=args.admission)
-    doc = {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}
+    docs = [run_policy(args, data, policy) for policy in policies]
     if args.json:
-        print(json_line(doc))
+        for doc in docs:
+            print(json_line(doc), flush=True)
         return 0
+    if len(docs) > 1:
+        from sjfbco.online.simulator import METRIC_NAMES
+
+        print(format_table(docs, ["policy", "status", *METRIC_NAMES, "held_idle_gpu_slots"]))
+        print(
+            f"{data.name}, {args.admission} admission; times in slots (one slot is "
+            f"{data.cost.slot_seconds:g} s); utilisation = GPU-slots of running jobs over "
+            "GPUs x makespan; a deadlocked run has no metrics"
+        )
+        return 0
+    (doc,) = docs
     if args.jobs:
         print(format_table(doc["jobs"], ["id", "arrival", "start", "end"]))
         print(f"times in slots; one slot is {data.cost.slot_seconds:g} s in {data.name}")
         print()
-    head = f"instance {data.name}, policy {result.policy}, {result.admission} admission"
-    if result.status == "deadlock":
+    head = f"instance {data.name}, policy {doc['policy']}, {doc['admission']} admission"
+    if doc["status"] == "deadlock":
         print(
-            f"{head}: DEADLOCK at slot {result.deadlock_time}: jobs "
-            f"{', '.join(result.deadlocked)} each hold GPUs and wait for more; "
+            f"{head}: DEADLOCK at slot {doc['deadlock_time']}: jobs "
+            f"{', '.join(doc['deadlocked'])} each hold GPUs and wait for more; "
             f"{doc['jobs_done']} of {doc['num_jobs']} jobs finished; "
-            f"{result.held_idle_gpu_slots:g} GPU-slots held idle"
+            f"{doc['held_idle_gpu_slots']:g} GPU-slots held idle"
         )
         return 0
     print(
@@ -100,3 +109,39 @@ def run(args: argparse.Namespace) -> int:
         f"{data.cost.slot_seconds:g} s)"
     )
     return 0
+
+
+def policy_list(spec: str) -> list[str]:
+    """The policies of ``--policy``: one name, a comma list, ``all`` (every known policy;
+    under ``--admission partial`` those that can run it)."""
+    from sjfbco.errors import InputError
+    from sjfbco.online.simulator import policy_names
+
+    names: list[str] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if item:
+            names.extend(policy_names() if item == "all" else [item])
+    if not names:
+        raise InputError("--policy lists no policy")
+    return list(dict.fromkeys(names))
+
+
+def make(name: str, replan: str | None) -> Any:
+    """The policy object for ``name`` (``sjf-bco-online`` with its ``--replan``)."""
+    from sjfbco.online import make_policy
+
+    if name == "sjf-bco-online":
+        from sjfbco.online.replan import SjfBcoOnline
+
+        return SjfBcoOnline(replan=replan or REPLAN_DEFAULT)
+    return make_policy(name)
+
+
+def run_policy(args: argparse.Namespace, data: Any, policy: Any) -> dict[str, Any]:
+    """One online run of ``data`` under ``policy``, as the JSON object ``online`` prints."""
+    from sjfbco.commands.common import naming
+    from sjfbco.online import run_online
+
+    with naming(args.instance):
+        result = run_online(data, policy, admission=args.admission)
+    return {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}

@@ -29,12 +29,19 @@ def add_parser(sub: Any) -> None:
         "gap and run time (seconds); every figure comes from the evaluator. Solvers: "
         "sjf-bco (default), list, ls, ff, rand, lwf, fifo-gang, best (anytime search, "
         "default 10 s) and the exact ones; 'all' "
-        "runs every heuristic. A solver that fails becomes an 'error' row naming the "
+        "runs every heuristic; a comma list runs several (the 'mode' column says in which "
+        "assignment mode each ran). A solver that fails becomes an 'error' row naming the "
         "file and the solver; the others still run, and the exit status is then 2 "
         "for bad input, 1 otherwise.",
     )
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
-    p.add_argument("--solver", default="sjf-bco", help="solver name or 'all'")
+    p.add_argument(
+        "--solver",
+        default="sjf-bco",
+        metavar="NAME[,NAME...]",
+        help="a solver, several separated by commas, or 'all' (every heuristic); with several, "
+        "each solver that has an assignment mode runs in both and shows its better one",
+    )
     p.add_argument(
         "--time-limit",
         type=options.seconds,
@@ -77,18 +84,11 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.files import read_instance, write_schedule
     from sjfbco.params import load_config, solver_params
     from sjfbco.progress import report
-    from sjfbco.solvers import SOLVERS, heuristics
     from sjfbco.solvers.contract import SUMMARY_COLUMNS
     from sjfbco.tables import format_table
 
     load_plugins(args.plugin)
-    run_all = args.solver == "all"
-    solvers = heuristics() if run_all else [args.solver]
-    for name in solvers:
-        if name not in SOLVERS:
-            raise InputError(
-                f"--solver: unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}, all"
-            )
+    solvers = solver_list(args.solver)
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
     n_runs = len(solvers) * len(args.instances)
@@ -110,12 +110,45 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(row)
                 codes.append(code)
     if not args.json:
-        print(format_table(rows, ["instance", *SUMMARY_COLUMNS]))
+        columns = ["instance", *SUMMARY_COLUMNS]
+        if any(r.get("mode") for r in rows):
+            columns.insert(2, "mode")
+        print(format_table(rows, columns))
         print(
             f"makespan, mean_jct, lower_bound in slots ({slot_note(data_all)}); "
-            "gap = makespan / lower_bound; runtime_s in seconds"
+            "gap = makespan / lower_bound; runtime_s in seconds (of the run shown)"
         )
+        if len(solvers) > 1 and any(r.get("mode") for r in rows):
+            print(MODE_NOTE)
     return max(codes, default=0)
+
+
+#: The line under a comparison table that says what its ``mode`` column means.
+MODE_NOTE = (
+    "mode: the assignment mode of the run shown; each solver with one ran in both "
+    "(offline, timestepped) and shows the one with the smaller makespan, as the README's "
+    "Fig. 4 compares 'each policy in its better mode'; --param SOLVER.mode=M pins it"
+)
+
+
+def solver_list(spec: str) -> list[str]:
+    """The solvers of ``--solver``: one name, a comma list, ``all`` (every heuristic)
+    anywhere in it; unknown names fail with a did-you-mean, before any work."""
+    from sjfbco.solvers import heuristics, spec_of
+
+    names: list[str] = []
+    for item in (s.strip() for s in spec.split(",")):
+        if not item:
+            continue
+        if item != "all":
+            try:
+                spec_of(item)
+            except InputError as err:
+                raise InputError(f"--solver: {err}, all") from None
+        names.extend(heuristics() if item == "all" else [item])
+    if not names:
+        raise InputError("--solver lists no solver")
+    return list(dict.fromkeys(names))
 
 
 def _run_one(
@@ -127,14 +160,17 @@ def _run_one(
     write_schedule: Any,
 ) -> tuple[dict[str, Any], int]:
     """One (instance, solver) run: its row and exit code (0 ok, 2 bad input, 1 other)."""
+    from sjfbco.commands.common import warn
     from sjfbco.files import json_line
     from sjfbco.solvers import solve
+    from sjfbco.solvers.api import ignores_arrivals, mode_of, solve_in_better_mode
     from sjfbco.stdio import stdout_to_stderr
 
     ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
+    run = solve_in_better_mode if len(solver_list(args.solver)) > 1 else solve
     try:
         with ctx:
-            res = solve(data, name, time_limit=args.time_limit, seed=args.seed, params=params)
+            res = run(data, name, time_limit=args.time_limit, seed=args.seed, params=params)
     except Exception as err:
         if getattr(args, "debug", False):
             raise
@@ -143,17 +179,34 @@ def _run_one(
         message = f"{path}: solver {name!r}: {kind}{one_line(str(err))}"
         hint = "" if bad_input else " (rerun with --debug for the traceback)"
         print(f"sjfbco: error: {message}{hint}", file=sys.stderr, flush=True)
-        row = {"instance": data.name, "solver": name, "status": "error", "error": message}
+        row: dict[str, Any] = {
+            "instance": data.name,
+            "solver": name,
+            "status": "error",
+            "error": message,
+        }
         if args.json:
             print(json_line({**row, "file": str(path)}), flush=True)
         return row, 2 if bad_input else 1
-    row = {"instance": data.name, **res.summary()}
+    row = {"instance": data.name, **res.summary(), "mode": mode_of(res)}
+    if ignores_arrivals(data, res):
+        warn(arrivals_warning(data, name))
     if args.json:
         print(json_line({**row, "file": str(path), "stats": res.stats}), flush=True)
     if args.output and res.schedule is not None:
         out = args.output.format(instance=Path(path).stem, solver=name)
         write_schedule(res.schedule, data, out)
     return row, 0
+
+
+def arrivals_warning(data: ProblemData, solver: str) -> str:
+    """The warning for an offline-mode plan of an instance whose jobs arrive over time."""
+    late = sum(job.arrival > 0 for job in data.jobs)
+    return (
+        f"{data.name}: {late} of {data.num_jobs} jobs arrive after slot 0, but {solver!r} ran "
+        "in the offline mode, which plans as if all were there at 0 (jobs may wait on idle "
+        f"GPUs); try --param {solver}.mode=timestepped, the solver 'list', or 'sjfbco online'"
+    )
 
 
 def check_template(template: str, option: str, names: tuple[str, ...]) -> set[str]:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from sjfbco.cost import ConfigurationError, min_run_time
-from sjfbco.errors import InputError
+from sjfbco.errors import InputError, unknown_name
 from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
@@ -111,7 +111,7 @@ def make_policy(policy: str | Policy) -> Policy:
         return SjfBcoOnline()
     cls = POLICY_CLASSES.get(policy)
     if cls is None:
-        raise InputError(f"unknown online policy {policy!r}; known: {', '.join(policy_names())}")
+        raise InputError(unknown_name("online policy", policy, policy_names()))
     return cls()
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from sjfbco.errors import InputError
+from sjfbco.errors import InputError, unknown_name
 from sjfbco.schedule import Evaluation, Schedule
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def spec_of(name: str) -> SolverSpec[Any]:
     """The registered solver ``name``, or ``ValueError`` listing the known names."""
     spec = SOLVERS.get(name)
     if spec is None:
-        raise InputError(f"unknown solver {name!r}; known: {', '.join(sorted(SOLVERS))}")
+        raise InputError(unknown_name("solver", name, SOLVERS))
     return spec
 
 
