@@ -86,6 +86,10 @@ MODEL_CELLS = Limit(
 )
 #: Bars of a Gantt chart (one per job and GPU).
 PLOT_BARS = Limit("SJFBCO_MAX_PLOT_BARS", 100_000, "bars in one Gantt chart (jobs' GPUs)")
+#: Rows of measurement files in one ``calibrate`` run (about 10 s of fitting per 100,000).
+CALIBRATION_ROWS = Limit(
+    "SJFBCO_MAX_CALIBRATION_ROWS", 1_000_000, "measurement rows in one calibrate run"
+)
 
 ALL: tuple[Limit, ...] = (
     FILE_BYTES,
@@ -97,4 +101,5 @@ ALL: tuple[Limit, ...] = (
     OUTPUT_JOBS,
     MODEL_CELLS,
     PLOT_BARS,
+    CALIBRATION_ROWS,
 )

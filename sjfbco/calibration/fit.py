@@ -8,9 +8,21 @@ Only ratios of size to speed are measurable from step times: every
 communication term is ``m / b`` for some bandwidth ``b``. The fit therefore
 pins ``b_intra`` and ``C`` at the presets' :data:`BANDWIDTH_INTRA` and
 :data:`GPU_SPEED` and fits an *effective* gradient size ``gradient_mb`` with
-the inter-server bandwidth as ``b_intra / inter_intra_ratio``. Compute is
-``compute_fixed + compute_per_sample * local_bsz`` (the instance format's
-``backward_seconds`` and ``forward_seconds_per_sample``).
+the inter-server bandwidth as ``b_intra / inter_intra_ratio``. Compute (the
+step time's share that does not depend on the placement) has one of two
+forms, :data:`COMPUTE_FORMS`:
+
+- ``affine``: ``compute_fixed + compute_per_sample * local_bsz`` (the
+  instance format's ``backward_seconds`` and ``forward_seconds_per_sample``);
+- ``table``: one compute time per measured local batch size
+  (``compute_at_<b>``), linear between them and flat beyond the smallest and
+  largest. Measured step times are not affine in the batch (``ncf`` is flat
+  up to a batch of about 700, then linear; ``yolov3``'s batches of 6 and 11
+  are slower than 8 and 16 on every placement); the table follows them.
+
+``compute="auto"`` (the default of :func:`fit_model`) fits both and keeps
+the one with the lower held-out median error (the table can only win where
+every batch size is measured on several placements).
 
 Parameters (``params`` of a :class:`FitReport`), with the bounds that keep
 them physical:
@@ -21,8 +33,9 @@ name                   unit     bounds      meaning
 gradient_mb            MB       (0, inf)    effective ``m`` at the pinned bandwidths
 inter_intra_ratio               [1, inf)    ``b_intra / b_inter`` (inter never faster)
 xi2                    s        [0, 1]      overhead per server and iteration
-compute_fixed          s        [0, inf)    compute per iteration at batch 0
-compute_per_sample     s        [0, inf)    compute per sample of the local batch
+compute_fixed          s        [0, inf)    affine compute: per iteration at batch 0
+compute_per_sample     s        [0, inf)    affine compute: per sample of the local batch
+compute_at_<b>         s        [0, inf)    table compute: per iteration at local batch b
 overlap_exponent                [1, 50]     extended form: overlap ``q``
 node_sharing                    [0, 1]      extended form: per-node sharing ``sigma``
 two_server_sharing              [0, 1]      extended form: two-server term ``rho``
@@ -43,7 +56,7 @@ predicts a placement it has never seen.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -69,13 +82,13 @@ LOSS_SCALE = 0.05
 #: Default folds of the held-out figures.
 DEFAULT_FOLDS = 5
 
-PAPER_PARAMS: tuple[str, ...] = (
-    "gradient_mb",
-    "inter_intra_ratio",
-    "xi2",
-    "compute_fixed",
-    "compute_per_sample",
-)
+Compute = Literal["affine", "table", "auto"]
+COMPUTE_FORMS: tuple[str, ...] = ("affine", "table")
+AFFINE_COMPUTE: tuple[str, ...] = ("compute_fixed", "compute_per_sample")
+#: Name prefix of a table compute entry: ``compute_at_32`` is the compute time at batch 32.
+TABLE_PREFIX = "compute_at_"
+COMM_PARAMS: tuple[str, ...] = ("gradient_mb", "inter_intra_ratio", "xi2")
+PAPER_PARAMS: tuple[str, ...] = COMM_PARAMS + AFFINE_COMPUTE
 EXTENSION_PARAMS: tuple[str, ...] = ("overlap_exponent", "node_sharing", "two_server_sharing")
 #: Bounds of every fitted parameter (see the module docstring).
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -90,13 +103,50 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
-def param_names(form: str) -> tuple[str, ...]:
-    """Fitted parameters of ``form`` (``paper`` or ``extended``), in vector order."""
-    if form == "paper":
-        return PAPER_PARAMS
-    if form == "extended":
-        return PAPER_PARAMS + EXTENSION_PARAMS
-    raise InputError(f"unknown form {form!r}; known: {', '.join(FORMS)}")
+def compute_names(compute: str, batches: np.ndarray | Sequence[float] = ()) -> tuple[str, ...]:
+    """Compute parameters of ``compute`` (``affine``, or ``table`` over ``batches``)."""
+    if compute == "affine":
+        return AFFINE_COMPUTE
+    if compute == "table":
+        return tuple(f"{TABLE_PREFIX}{int(b)}" for b in np.unique(np.asarray(batches)))
+    raise InputError(f"unknown compute form {compute!r}; known: {', '.join(COMPUTE_FORMS)}")
+
+
+def param_names(
+    form: str, compute: str = "affine", batches: np.ndarray | Sequence[float] = ()
+) -> tuple[str, ...]:
+    """Fitted parameters of ``form`` (``paper`` or ``extended``) and ``compute``, in vector order.
+
+    ``batches``: the measured local batch sizes (a ``table`` has one entry per size).
+    """
+    if form not in FORMS:
+        raise InputError(f"unknown form {form!r}; known: {', '.join(FORMS)}")
+    names = COMM_PARAMS + compute_names(compute, batches)
+    return names + EXTENSION_PARAMS if form == "extended" else names
+
+
+def compute_form_of(params: dict[str, float]) -> str:
+    """``affine`` or ``table``, from the names of fitted ``params``."""
+    return "affine" if "compute_per_sample" in params else "table"
+
+
+def bounds_of(name: str) -> tuple[float, float]:
+    """Bounds of a fitted parameter (a table entry is a time >= 0)."""
+    if name.startswith(TABLE_PREFIX):
+        return (0.0, math.inf)
+    return BOUNDS[name]
+
+
+def compute_seconds(params: dict[str, float], batch: np.ndarray) -> np.ndarray:
+    """Compute time per iteration (s) at local batch sizes ``batch`` (module docstring)."""
+    if "compute_per_sample" in params:
+        return params["compute_fixed"] + params["compute_per_sample"] * batch
+    table = sorted(
+        (int(k[len(TABLE_PREFIX) :]), v) for k, v in params.items() if k.startswith(TABLE_PREFIX)
+    )
+    if not table:
+        raise InputError("no compute terms: affine or table parameters are needed")
+    return np.interp(batch, [b for b, _ in table], [v for _, v in table])
 
 
 def cost_of(params: dict[str, float]) -> CostParams:
@@ -112,11 +162,14 @@ def cost_of(params: dict[str, float]) -> CostParams:
 
 
 def predict(params: dict[str, float], rows: StepTimes) -> np.ndarray:
-    """Step times (s) the cost model gives for ``rows`` under ``params`` (``p = 1``)."""
-    compute = params["compute_fixed"] + params["compute_per_sample"] * rows.batch
+    """Step times (s) the cost model gives for ``rows`` under ``params`` (``p = 1``).
+
+    NumPy's vectorised power (``exact=False`` of :func:`sjfbco.cost.combine`): a
+    fit evaluates the model on every row hundreds of times.
+    """
     return np.asarray(
         iteration_seconds(
-            compute,
+            compute_seconds(params, rows.batch),
             params["gradient_mb"],
             rows.workers,
             rows.servers,
@@ -126,9 +179,37 @@ def predict(params: dict[str, float], rows: StepTimes) -> np.ndarray:
             bandwidth_inter=BANDWIDTH_INTRA / params["inter_intra_ratio"],
             gpu_speed=GPU_SPEED,
             cost=cost_of(params),
+            exact=False,
         ),
         dtype=float,
     )
+
+
+@dataclass(frozen=True)
+class Distinct:
+    """The distinct rows of ``rows`` by what the model sees (GPUs, servers, fullest server,
+    batch) and, per row, its distinct row: :meth:`predict` evaluates the model once per
+    distinct row (100,000 copies of one measurement cost one evaluation).
+    """
+
+    rows: StepTimes
+    unique: StepTimes
+    index: np.ndarray
+
+    @classmethod
+    def of(cls, rows: StepTimes) -> Distinct:
+        keys = np.column_stack([rows.workers, rows.servers, rows.max_per_server, rows.batch])
+        _, first, index = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        mask = np.zeros(len(rows), dtype=bool)
+        mask[first] = True
+        # subset keeps file order; map np.unique's sorted order onto it
+        order = np.empty(len(first), dtype=int)
+        order[np.argsort(first)] = np.arange(len(first))
+        return cls(rows, rows.subset(mask), order[np.asarray(index).ravel()])
+
+    def predict(self, params: dict[str, float]) -> np.ndarray:
+        """:func:`predict` on every row of ``rows``."""
+        return predict(params, self.unique)[self.index]
 
 
 #: Quantile of the relative errors reported as the tail (``p90_rel_error``).
@@ -205,7 +286,11 @@ class FitReport:
     """One DL model's fit: parameters, in-sample and held-out scores, predictions.
 
     ``predicted`` and ``heldout`` are per row of ``rows`` (seconds); ``heldout``
-    row ``i`` comes from the fit without row ``i``'s placement.
+    row ``i`` comes from the fit without row ``i``'s placement. ``compute`` is
+    the compute form kept; ``compute_heldout`` the held-out scores of every
+    compute form tried (one unless ``compute="auto"``). ``folds`` is the
+    number of folds used (fewer than asked when the model has fewer
+    placements).
     """
 
     model: str
@@ -217,6 +302,8 @@ class FitReport:
     rows: StepTimes = field(repr=False)
     predicted: np.ndarray = field(repr=False)
     heldout: np.ndarray = field(repr=False)
+    compute: str = "affine"
+    compute_heldout: dict[str, Scores] = field(default_factory=dict)
 
     def heldout_by_class(self) -> list[ClassScores]:
         """Held-out errors per :func:`placement_classes` class."""
@@ -236,6 +323,7 @@ class FitReport:
         return {
             "model": self.model,
             "form": self.form,
+            "compute": self.compute,
             "file": self.rows.source,
             "rows": len(self.rows),
             "placements": self.rows.num_placements,
@@ -244,6 +332,9 @@ class FitReport:
             **self.scores.to_json(),
             **self.heldout_scores.to_json("heldout_"),
             "heldout_by_class": [c.to_json() for c in self.heldout_by_class()],
+            "compute_heldout": {
+                name: s.to_json("heldout_") for name, s in self.compute_heldout.items()
+            },
         }
 
 
@@ -256,7 +347,7 @@ def _reported(values: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def initial_guess(rows: StepTimes, form: str) -> dict[str, float]:
+def initial_guess(rows: StepTimes, form: str, compute: str = "affine") -> dict[str, float]:
     """A data-driven start: compute from one-GPU rows, ``m`` from one-server rows."""
     y = rows.step
     one = rows.workers == 1
@@ -264,25 +355,29 @@ def initial_guess(rows: StepTimes, form: str) -> dict[str, float]:
     if one.sum() >= 2 and len(np.unique(rows.batch[one])) >= 2:
         c1, c0 = (float(v) for v in np.polyfit(rows.batch[one], y[one], 1))
         c0, c1 = max(c0, 1e-6), max(c1, 0.0)
-    compute = c0 + c1 * rows.batch
+    guess = {"compute_fixed": c0, "compute_per_sample": c1 if c1 > 0 else 1e-9}
+    if compute == "table":
+        for b in np.unique(rows.batch):
+            at = rows.batch == b
+            alone = at & one
+            value = float(np.median(y[alone])) if alone.any() else float(np.min(y[at])) / 2
+            guess[f"{TABLE_PREFIX}{int(b)}"] = value
+    base = c0 + c1 * rows.batch
+    if compute == "table":
+        table = {k: v for k, v in guess.items() if k.startswith(TABLE_PREFIX)}
+        base = compute_seconds(table, rows.batch)
     frac = (rows.workers - 1) / rows.workers
     local = (rows.servers == 1) & (rows.workers > 1)
     per_mb_intra = frac * (2 / BANDWIDTH_INTRA + 1 / GPU_SPEED)
     m = 1.0
     if local.any():
-        m = float(np.median(np.maximum(y[local] - compute[local], 1e-6) / per_mb_intra[local]))
+        m = float(np.median(np.maximum(y[local] - base[local], 1e-6) / per_mb_intra[local]))
     split = rows.servers > 1
     ratio = 5.0
     if split.any():
-        excess = np.maximum(y[split] - compute[split], 1e-6) / frac[split] / m
+        excess = np.maximum(y[split] - base[split], 1e-6) / frac[split] / m
         ratio = float(np.median(np.maximum(excess - 1 / GPU_SPEED, 1e-12) / 2 * BANDWIDTH_INTRA))
-    guess = {
-        "gradient_mb": max(m, 1e-3),
-        "inter_intra_ratio": min(max(ratio, 1.5), 1e4),
-        "xi2": 1e-4,
-        "compute_fixed": c0,
-        "compute_per_sample": c1 if c1 > 0 else 1e-9,
-    }
+    guess.update(gradient_mb=max(m, 1e-3), inter_intra_ratio=min(max(ratio, 1.5), 1e4), xi2=1e-4)
     if form == "extended":
         guess.update(overlap_exponent=2.0, node_sharing=0.2, two_server_sharing=0.5)
     return guess
@@ -293,9 +388,9 @@ def solve_bounded(
     x0: np.ndarray,
     residuals: Callable[[np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    """``least_squares`` within :data:`BOUNDS` of ``names``, soft-L1 loss; returns the solution."""
-    lo = np.array([BOUNDS[n][0] for n in names])
-    hi = np.array([BOUNDS[n][1] for n in names])
+    """``least_squares`` within the bounds of ``names``, soft-L1 loss; returns the solution."""
+    lo = np.array([bounds_of(n)[0] for n in names])
+    hi = np.array([bounds_of(n)[1] for n in names])
     x0 = np.clip(x0, lo + 1e-12 * (1 + np.abs(lo)), np.where(np.isinf(hi), np.inf, hi - 1e-9))
     res = least_squares(
         residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=LOSS_SCALE, x_scale="jac"
@@ -304,31 +399,50 @@ def solve_bounded(
 
 
 def fit_params(
-    rows: StepTimes, form: str, start: dict[str, float] | None = None
+    rows: StepTimes,
+    form: str,
+    start: dict[str, float] | None = None,
+    compute: str = "affine",
 ) -> dict[str, float]:
-    """Least-squares parameters of ``form`` for ``rows`` (see the module docstring)."""
-    names = param_names(form)
+    """Least-squares parameters of ``form`` and ``compute`` for ``rows`` (module docstring).
+
+    ``start``: starting values (those it lacks come from :func:`initial_guess`).
+    """
+    names = param_names(form, compute, rows.batch)
     if len(rows) < len(names):
         raise InputError(
             f"{rows.source}: model {rows.model!r} has {len(rows)} rows; the {form} form "
-            f"fits {len(names)} parameters"
+            f"with {compute} compute fits {len(names)} parameters"
         )
-    guess = start or initial_guess(rows, form)
+    guess = initial_guess(rows, form, compute)
+    guess.update({n: v for n, v in (start or {}).items() if n in guess})
     y = rows.step
+    distinct = Distinct.of(rows)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return (predict(dict(zip(names, x, strict=True)), rows) - y) / y
+        return (distinct.predict(dict(zip(names, x, strict=True))) - y) / y
 
     x = solve_bounded(names, np.array([guess[n] for n in names]), residuals)
     return {n: float(v) for n, v in zip(names, x, strict=True)}
 
 
+def fold_count(rows: StepTimes, folds: int) -> int:
+    """Folds to use: ``folds``, or the number of placements when there are fewer (>= 2)."""
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise InputError(f"--folds must be an integer >= 2, got {folds!r}")
+    groups = rows.num_placements
+    if groups < 2:
+        raise InputError(
+            f"{rows.source}: model {rows.model!r} has {groups} placement; holding "
+            "placements out needs at least 2"
+        )
+    return min(folds, groups)
+
+
 def placement_folds(rows: StepTimes, folds: int, seed: int = 0) -> np.ndarray:
     """Fold of every row: placements shuffled with ``seed``, dealt round-robin to ``folds``."""
     groups = np.unique(rows.placement)
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise InputError(f"--folds must be an integer >= 2, got {folds!r}")
-    if folds > len(groups):
+    if fold_count(rows, folds) != folds:
         raise InputError(
             f"{rows.source}: model {rows.model!r} has {len(groups)} placements; "
             f"--folds {folds} needs at least as many"
@@ -339,34 +453,40 @@ def placement_folds(rows: StepTimes, folds: int, seed: int = 0) -> np.ndarray:
 
 
 def fit_model(
-    rows: StepTimes, form: str = "extended", folds: int = DEFAULT_FOLDS, seed: int = 0
+    rows: StepTimes,
+    form: str = "extended",
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    compute: Compute = "auto",
 ) -> FitReport:
     """Fit one DL model, score it in sample and held out by placement.
+
+    ``compute``: ``affine``, ``table`` or ``auto`` (both, keeping the lower
+    held-out median error; affine on a tie). ``folds`` becomes the number of
+    placements when there are fewer (:func:`fold_count`; the report's
+    ``folds`` says how many were used).
 
     BLAS runs on one thread here: the problems are small (a Jacobian of about
     1,000 x 8), and on a loaded machine a threaded SVD took 25 ms against
     0.6 ms on one thread.
     """
+    tried = COMPUTE_FORMS if compute == "auto" else (compute,)
+    k = fold_count(rows, folds)
     with threadpool_limits(limits=1):
-        return _fit_model(rows, form, folds, seed)
+        reports = [_fit_model(rows, form, k, seed, c) for c in tried]
+    best = min(reports, key=lambda r: r.heldout_scores.median_rel_error)
+    return replace(best, compute_heldout={r.compute: r.heldout_scores for r in reports})
 
 
-def _fit_model(rows: StepTimes, form: str, folds: int, seed: int) -> FitReport:
-    names = param_names(form)
-    values = fit_params(rows, form)
+def _fit_model(rows: StepTimes, form: str, folds: int, seed: int, compute: str) -> FitReport:
+    values = fit_params(rows, form, compute=compute)
     predicted = predict(values, rows)
     fold = placement_folds(rows, folds, seed)
     heldout = np.empty(len(rows))
     for k in range(folds):
         test = fold == k
         train = rows.subset(~test)
-        if len(train) < len(names):
-            raise InputError(
-                f"{rows.source}: model {rows.model!r}: fold {k} leaves {len(train)} rows to "
-                f"fit {len(names)} parameters; use fewer --folds"
-            )
-        start = {n: values[n] for n in names}
-        heldout[test] = predict(fit_params(train, form, start), rows.subset(test))
+        heldout[test] = predict(fit_params(train, form, values, compute), rows.subset(test))
     return FitReport(
         model=rows.model,
         form=form,
@@ -377,4 +497,5 @@ def _fit_model(rows: StepTimes, form: str, folds: int, seed: int) -> FitReport:
         rows=rows,
         predicted=predicted,
         heldout=heldout,
+        compute=compute,
     )

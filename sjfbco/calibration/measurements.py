@@ -28,6 +28,7 @@ import numpy as np
 
 from sjfbco.errors import check_text, short
 from sjfbco.files import read_text
+from sjfbco.limits import CALIBRATION_ROWS
 from sjfbco.problem import (
     MAX_BATCH_SIZE,
     MAX_GRADIENT_MB,
@@ -151,11 +152,18 @@ def parse_placement(text: str) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _rows(path: str | os.PathLike[str]) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
-    """Header and ``(line, cells)`` rows of a CSV file; file problems as ``InputError``."""
+def _rows(
+    path: str | os.PathLike[str], rows_before: int = 0
+) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
+    """Header and ``(line, cells)`` rows of a CSV file; file problems as ``InputError``.
+
+    ``rows_before``: rows already read in this run; with this file's lines they
+    must stay within :data:`sjfbco.limits.CALIBRATION_ROWS` (checked before parsing).
+    """
     src = str(path)
     text = read_text(path)  # regular files only, within the size limit; errors name the file
     lines = text.splitlines()
+    CALIBRATION_ROWS.check(rows_before + max(len(lines) - 1, 0), source=src)
     try:
         parsed = list(csv.reader(lines))
     except csv.Error as err:
@@ -235,11 +243,14 @@ def check_text_at(text: str, src: str, where: str) -> None:
 
 
 def read_measurements(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, rows_before: int = 0
 ) -> tuple[list[StepTimes], list[ContentionTimes]]:
-    """Read one measurement file: its step-time or contention data, one entry per model."""
+    """Read one measurement file: its step-time or contention data, one entry per model.
+
+    ``rows_before``: rows other files of the run hold (for the row limit).
+    """
     src = str(path)
-    header, body = _rows(path)
+    header, body = _rows(path, rows_before)
     kind = _layout(header, src)
     col = {name: i for i, name in enumerate(header)}
     default_model = Path(path).stem
@@ -310,7 +321,8 @@ def read_all(
     contention: list[ContentionTimes] = []
     where: dict[tuple[str, str], str] = {}
     for path in paths:
-        s, c = read_measurements(path)
+        rows = sum(len(x) for x in steps) + sum(len(x) for x in contention)
+        s, c = read_measurements(path, rows_before=rows)
         for kind, items in (("step", s), ("contention", c)):
             for item in items:
                 first = where.setdefault((kind, item.model), item.source)

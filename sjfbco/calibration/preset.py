@@ -18,9 +18,8 @@ fit when one is given (linear degradation), else stays at the presets'
 ``continuous`` with :data:`SLOT_SECONDS` slots (measured step times span
 300x, so no slot length keeps the slotted model's ``floor(1/tau)`` both
 valid and fair). A model's batch size is the median of its measured local
-batch sizes (the lower one on a tie), its backward time the fitted
-``compute_fixed`` and its forward time ``compute_per_sample`` times that
-batch.
+batch sizes (the lower one on a tie); its forward and backward times add
+up to its fitted compute time at that batch (:func:`compute_split`).
 """
 
 from __future__ import annotations
@@ -34,7 +33,11 @@ from threadpoolctl import threadpool_limits
 from sjfbco.calibration.fit import (
     BANDWIDTH_INTRA,
     GPU_SPEED,
+    Distinct,
     Scores,
+    compute_form_of,
+    compute_names,
+    compute_seconds,
     param_names,
     predict,
     solve_bounded,
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
     from sjfbco.calibration.contention import ContentionReport
     from sjfbco.calibration.fit import FitReport
 
-#: Parameters every model keeps its own value of in the joint fit.
+#: Parameters every model keeps its own value of in the joint fit (with its compute terms).
 PER_MODEL: tuple[str, ...] = ("gradient_mb", "compute_fixed", "compute_per_sample")
 #: Slot length of a measured preset, seconds (continuous time).
 SLOT_SECONDS = 10.0
@@ -82,6 +85,27 @@ def _median_batch(batch: np.ndarray) -> int:
     return int(values[(len(values) - 1) // 2])
 
 
+def compute_split(params: dict[str, float], batch: int, batches: np.ndarray) -> tuple[float, float]:
+    """Forward and backward seconds at ``batch``: they add up to the fitted compute there.
+
+    Affine compute: ``compute_per_sample * batch`` and ``compute_fixed``. Table
+    compute: the forward share is the slope of the table around ``batch`` (the
+    chord between its neighbouring measured batch sizes) times ``batch``, at
+    most the whole compute time; the backward share is the rest.
+    """
+    if compute_form_of(params) == "affine":
+        return float(params["compute_per_sample"] * batch), float(params["compute_fixed"])
+    total = float(compute_seconds(params, np.array([float(batch)]))[0])
+    i = int(np.searchsorted(batches, batch))
+    lo, hi = batches[max(i - 1, 0)], batches[min(i + 1, len(batches) - 1)]
+    slope = 0.0
+    if hi > lo:
+        ends = compute_seconds(params, np.array([lo, hi], dtype=float))
+        slope = max(float(ends[1] - ends[0]) / float(hi - lo), 0.0)
+    forward = min(slope * batch, total)
+    return forward, total - forward
+
+
 def fit_preset(
     reports: Sequence[FitReport],
     *,
@@ -94,27 +118,30 @@ def fit_preset(
     form = reports[0].form
     if any(r.form != form for r in reports):
         raise InputError("all models of a preset must be fitted with the same form")
-    names = param_names(form)
-    shared = [n for n in names if n not in PER_MODEL]
-    layout = shared + [f"{r.model}:{n}" for r in reports for n in PER_MODEL]
+    shared = [n for n in param_names(form) if n not in PER_MODEL]
+    own_names = [("gradient_mb", *compute_names(r.compute, r.rows.batch)) for r in reports]
+    layout = shared + [
+        f"{r.model}:{n}" for r, own in zip(reports, own_names, strict=True) for n in own
+    ]
     x0 = np.array(
         [float(np.median([r.params[n] for r in reports])) for n in shared]
-        + [r.params[n] for r in reports for n in PER_MODEL]
+        + [r.params[n] for r, own in zip(reports, own_names, strict=True) for n in own]
     )
     weights = [1.0 / np.sqrt(len(r.rows)) for r in reports]
+    starts = np.cumsum([len(shared)] + [len(own) for own in own_names])
+    distinct = [Distinct.of(r.rows) for r in reports]
 
     def unpack(x: np.ndarray) -> list[dict[str, float]]:
         common = dict(zip(shared, x[: len(shared)], strict=True))
-        out = []
-        for i in range(len(reports)):
-            own = x[len(shared) + i * len(PER_MODEL) : len(shared) + (i + 1) * len(PER_MODEL)]
-            out.append({**common, **dict(zip(PER_MODEL, own, strict=True))})
-        return out
+        return [
+            {**common, **dict(zip(own, x[starts[i] : starts[i + 1]], strict=True))}
+            for i, own in enumerate(own_names)
+        ]
 
     def residuals(x: np.ndarray) -> np.ndarray:
         parts = [
-            w * (predict(p, r.rows) - r.rows.step) / r.rows.step
-            for p, r, w in zip(unpack(x), reports, weights, strict=True)
+            w * (d.predict(p) - r.rows.step) / r.rows.step
+            for p, r, w, d in zip(unpack(x), reports, weights, distinct, strict=True)
         ]
         return np.concatenate(parts)
 
@@ -129,15 +156,8 @@ def fit_preset(
     models = []
     for p, r in zip(fitted, reports, strict=True):
         batch = _median_batch(r.rows.batch)
-        models.append(
-            Model(
-                r.model,
-                float(p["gradient_mb"]),
-                float(p["compute_per_sample"] * batch),
-                float(p["compute_fixed"]),
-                batch,
-            )
-        )
+        forward, backward = compute_split(p, batch, np.unique(r.rows.batch))
+        models.append(Model(r.model, float(p["gradient_mb"]), forward, backward, batch))
     preset = Preset(
         name=name,
         slot_seconds=SLOT_SECONDS,

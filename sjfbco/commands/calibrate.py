@@ -37,7 +37,20 @@ def add_parser(sub: Any) -> None:
         help="cost model form to fit: paper (eq. 8) or extended (overlap, per-node and "
         "two-server sharing; default)",
     )
-    p.add_argument("--folds", type=int, default=5, metavar="K", help="held-out folds (default 5)")
+    p.add_argument(
+        "--compute",
+        choices=("affine", "table", "auto"),
+        default="auto",
+        help="compute form: affine in the local batch, a table with one time per measured "
+        "batch size, or auto (both, keeping the lower held-out median error; default)",
+    )
+    p.add_argument(
+        "--folds",
+        type=int,
+        default=5,
+        metavar="K",
+        help="held-out folds (default 5; a model with fewer placements uses one per placement)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
     p.add_argument(
         "-o",
@@ -64,6 +77,7 @@ def add_parser(sub: Any) -> None:
 
 
 _PARAM_COLUMNS = (
+    "compute",
     "gradient_mb",
     "bandwidth_inter",
     "inter_intra_ratio",
@@ -137,7 +151,14 @@ def run(args: argparse.Namespace) -> int:
     steps, contention = read_all(args.measurements)  # every file checked before any fit
     if args.output is not None and not steps:
         raise InputError("-o: a preset needs step-time measurements; only contention was given")
-    reports = [fit_model(rows, args.form, args.folds, args.seed) for rows in steps]
+    reports = [fit_model(rows, args.form, args.folds, args.seed, args.compute) for rows in steps]
+    for r in reports:
+        if r.folds < args.folds:
+            print(
+                f"sjfbco: note: {r.rows.source}: model {r.model!r} has {r.rows.num_placements} "
+                f"placements; held out with {r.folds} folds (one per placement), not {args.folds}",
+                file=sys.stderr,
+            )
     cont = [
         fit_contention(rows, deg, args.folds, args.seed)
         for rows in contention
@@ -178,9 +199,15 @@ def run(args: argparse.Namespace) -> int:
         print(_class_table(reports))
         print()
         params = [
-            {"model": r.model, **{k: _param_cell(v) for k, v in r.params.items()}} for r in reports
+            {
+                "model": r.model,
+                "compute": r.compute,
+                **{k: _param_cell(v) for k, v in r.params.items()},
+            }
+            for r in reports
         ]
-        print(format_table(params, ["model", *[c for c in _PARAM_COLUMNS if c in params[0]]]))
+        shown = [c for c in _PARAM_COLUMNS if any(c in p for p in params)]
+        print(format_table(params, ["model", *shown]))
     if cont:
         print()
         print(
