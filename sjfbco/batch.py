@@ -57,7 +57,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from sjfbco.errors import one_line, unknown_name
-from sjfbco.files import atomic_write_bytes, atomic_write_text, read_instance, read_text
+from sjfbco.files import (
+    atomic_write_bytes,
+    atomic_write_text,
+    csv_checked,
+    read_instance,
+    read_text,
+)
 from sjfbco.plugins import import_plugin
 from sjfbco.problem import InputError
 
@@ -747,6 +753,7 @@ def read_results(path: str | os.PathLike[str]) -> list[Row]:
         if text and not text.endswith("\n"):  # cut mid-line: drop the partial row
             text, torn = text[: text.rfind("\n") + 1], 1
         reader = csv.DictReader(io.StringIO(text, newline=""))
+        parsed = list(csv_checked(reader, str(path)))  # a row csv cannot parse: InputError
         fields = reader.fieldnames or []
         missing = [c for c in ("instance", "solver", "seed") if c not in fields]
         if missing:
@@ -754,7 +761,7 @@ def read_results(path: str | os.PathLike[str]) -> list[Row]:
                 return []
             raise BatchError(f"{path}: not a batch result file (no column {missing[0]!r})")
         records = []
-        for rec in reader:
+        for rec in parsed:
             if None in rec or any(v is None for v in rec.values()):  # wrong field count
                 torn += 1
                 continue

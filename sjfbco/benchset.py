@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.evaluate import evaluate
-from sjfbco.files import atomic_write_text, read_instance, read_schedule, write_schedule
+from sjfbco.files import (
+    atomic_write_text,
+    csv_checked,
+    read_instance,
+    read_schedule,
+    write_schedule,
+)
 from sjfbco.problem import InputError
 
 if TYPE_CHECKING:
@@ -115,7 +121,7 @@ def read_best_known(directory: str | Path) -> dict[str, BestKnown]:
     except FileNotFoundError:
         raise InputError("no such file", source=str(path)) from None
     out: dict[str, BestKnown] = {}
-    for k, row in enumerate(csv.DictReader(io.StringIO(text)), start=2):
+    for k, row in enumerate(csv_checked(csv.DictReader(io.StringIO(text)), str(path)), start=2):
         entry = _parse(row, f"{path}:{k}")
         if entry.instance in out:
             raise InputError(f"instance {entry.instance!r} is listed twice", source=f"{path}:{k}")

@@ -6,6 +6,7 @@ Formats are documented in ``docs/formats.md``: ``sjfbco-instance/1`` and
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import os
@@ -13,12 +14,17 @@ import re
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sjfbco import limits
 from sjfbco.errors import InputError, one_line
 from sjfbco.problem import INSTANCE_FORMAT, ProblemData
 from sjfbco.schedule import SCHEDULE_FORMAT, Schedule
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+
+Row = TypeVar("Row")
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -74,6 +80,27 @@ def _decode(raw: bytes, src: str, *, encoding: str = "utf-8", errors: str = "str
         return raw.decode(encoding, errors)
     except UnicodeDecodeError as err:
         raise InputError(f"not UTF-8 text ({err.reason} at byte {err.start})", source=src) from None
+
+
+def csv_checked(reader: Iterable[Row], src: str) -> Iterator[Row]:
+    """The rows of a ``csv.reader`` or ``csv.DictReader``; a row the csv module cannot
+    parse (a field above its size limit of 128 KiB, a NUL byte) is an :class:`InputError`
+    naming ``src`` and the line, not a ``csv.Error`` out of the reading loop."""
+    it = iter(reader)
+    while True:
+        try:
+            row = next(it)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            # a DictReader updates its own line_num only after a good row: ask its reader
+            line = getattr(getattr(reader, "reader", reader), "line_num", None)
+            raise InputError(
+                f"malformed CSV: {one_line(str(err))}",
+                source=src,
+                where=None if line is None else f"line {line}",
+            ) from None
+        yield row
 
 
 def _reject_constant(name: str) -> Any:

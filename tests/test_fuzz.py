@@ -181,3 +181,55 @@ def test_mutated_files_through_every_reader(
     for argv in runs:
         o, found = fuzz.run_case(argv, 20.0)
         assert found == [], (argv, o.code, o.err)
+
+
+def test_a_csv_field_above_the_csv_limit_names_file_and_line(tmp_path: Path) -> None:
+    """Issue 33: a field over the csv module's 128 KiB limit was an internal error (exit 1)
+    in convert philly, batch --resume and reproduce --replot; now exit 2 naming the line."""
+    huge = "a" * 200_000
+    trace = tmp_path / "t.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + huge + "\n")
+    results = tmp_path / "r.csv"
+    results.write_text("instance,solver,seed\nx.json,ls,0\n" + f"x.json,ls,{huge}\n")
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    (rep / "fig7.csv").write_text(huge + "\n")
+    runs = [
+        (["convert", "philly", trace, "-o", tmp_path / "cv"], f"{trace}: line 2: malformed CSV"),
+        (
+            ["batch", EXAMPLE, "--solvers", "ls", "-o", results, "--resume", "-q"],
+            f"{results}: line 3: malformed CSV",
+        ),
+        (
+            ["reproduce", "--figure", "7", "--replot", "-o", rep],
+            f"{rep / 'fig7.csv'}: line 1: malformed CSV",
+        ),
+    ]
+    for argv, message in runs:
+        o = fuzz.run_cli(argv, LIMIT)
+        _assert_contract(o)
+        assert o.code == 2 and message in o.err, (argv, o.err)
+    assert not (tmp_path / "cv").exists()
+
+
+def test_replot_of_a_damaged_figure_table_names_file_line_and_column(tmp_path: Path) -> None:
+    """reproduce --replot read its CSV with int()/float() and dict lookups: a missing column,
+    a word for a number or a run without its utilisation were internal errors."""
+    from sjfbco.experiments.reproduce import COLUMNS
+
+    rep = tmp_path / "rep"
+    rep.mkdir()
+    good = dict.fromkeys(COLUMNS, "1") | {"figure": "7", "params": "{}", "error": ""}
+    cases = [
+        ("a,b\n1,2\n", "no column 'figure'"),
+        (",".join(COLUMNS) + "\n" + ",".join({**good, "seed": "x"}.values()) + "\n", "line 2"),
+        (
+            ",".join(COLUMNS) + "\n" + ",".join({**good, "utilisation": ""}.values()) + "\n",
+            "line 2: utilisation: empty beside a makespan",
+        ),
+    ]
+    for text, message in cases:
+        (rep / "fig7.csv").write_text(text)
+        o = fuzz.run_cli(["reproduce", "--figure", "7", "--replot", "-o", rep], LIMIT)
+        _assert_contract(o)
+        assert o.code == 2 and f"{rep / 'fig7.csv'}: " in o.err and message in o.err, o.err

@@ -52,7 +52,7 @@ from sjfbco.experiments.paper import (
     ok,
 )
 from sjfbco.experiments.readings import DEFAULT, Reading
-from sjfbco.files import atomic_write_text, json_text
+from sjfbco.files import atomic_write_text, csv_checked, json_text, read_text
 from sjfbco.params import field_names
 from sjfbco.workloads.paper import PaperSpec
 
@@ -386,18 +386,46 @@ _FLOATS = ("makespan", "mean_jct", "min_jct", "max_jct", "utilisation", "lower_b
 
 
 def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Rows of a CSV written by :func:`csv_text`, numbers parsed back (empty cells as None)."""
-    with open(path, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    for row in rows:
+    """Rows of a CSV written by :func:`csv_text`, numbers parsed back (empty cells as None);
+    a file that is not one is an :class:`InputError` naming it, the line and the column."""
+    src = str(path)
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    rows = list(csv_checked(reader, src))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"no column {missing[0]!r}: not a figure table", source=src)
+    for line, row in enumerate(rows, start=2):
+        where = f"line {line}"
         for k in ("servers", "seed"):
-            row[k] = int(row[k])
+            row[k] = _number(row, k, int, src, where)
+            if row[k] is None:
+                raise InputError(
+                    f"{k}: empty; a whole number was expected", source=src, where=where
+                )
         for k in _FLOATS:
-            row[k] = float(row[k]) if row.get(k) not in (None, "") else None
-        if row["value"] != "":
-            v = float(row["value"])
-            row["value"] = int(v) if v.is_integer() else v
+            row[k] = _number(row, k, float, src, where)
+        if row["makespan"] is not None:  # a run with a makespan has the figures aggregated
+            for k in ("mean_jct", "min_jct", "max_jct", "utilisation"):
+                if row[k] is None:
+                    raise InputError(f"{k}: empty beside a makespan", source=src, where=where)
+        v = _number(row, "value", float, src, where)
+        row["value"] = "" if v is None else int(v) if v.is_integer() else v
     return rows
+
+
+def _number(
+    row: Mapping[str, Any], k: str, kind: Callable[[str], Any], src: str, where: str
+) -> Any:
+    """Cell ``k`` of ``row`` as ``kind`` (``None`` if empty or missing)."""
+    text = row.get(k)
+    if text in (None, ""):
+        return None
+    try:
+        return kind(text)
+    except (ValueError, OverflowError):
+        raise InputError(
+            f"{k}: not a number: {str(text)[:40]!r}", source=src, where=where
+        ) from None
 
 
 def _ratio(x: float, ref: float) -> str:

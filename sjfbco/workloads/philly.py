@@ -23,7 +23,7 @@ import io
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.files import read_text
+from sjfbco.files import csv_checked, read_text
 from sjfbco.problem import Cluster, CostParams, InputError, ProblemData
 from sjfbco.workloads.traces import (
     DEFAULT_MAX_SLOTS,
@@ -98,14 +98,15 @@ def read_philly(
     rows: list[tuple[int, datetime, float, int, str]] = []
     with io.StringIO(read_text(path, encoding="utf-8-sig"), newline="") as fh:
         reader = csv.reader(fh)
-        header = next(reader, None)
+        rows_in = csv_checked(reader, src)
+        header = next(rows_in, None)
         if header is None or [h.strip() for h in header] != list(COLUMNS):
             raise InputError(
                 f"expected the header {','.join(COLUMNS)}, got {','.join(header or [])!r}",
                 source=src,
                 where="line 1",
             )
-        for row in reader:
+        for row in rows_in:
             line = reader.line_num
             if not row or not any(c.strip() for c in row):
                 continue  # blank line (the file ends with one)
