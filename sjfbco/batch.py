@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import fcntl
 import glob
 import importlib
@@ -51,6 +52,7 @@ import json
 import logging
 import math
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -555,7 +557,7 @@ def output_lock(out: str | os.PathLike[str]) -> Generator[Path, None, None]:
     path = lock_path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     while True:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = open_nofollow(path, os.O_RDWR | os.O_CREAT, "the lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -566,20 +568,45 @@ def output_lock(out: str | os.PathLike[str]) -> Generator[Path, None, None]:
                 f"to end (the lock is {path})"
             ) from None
         try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+            same = os.lstat(path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             same = False
         if same:
             break
         os.close(fd)  # the previous holder removed the file after we opened it: retry
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"process {os.getpid()}\n".encode())
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, f"process {os.getpid()}\n".encode())
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(path)) from None
         yield path
     finally:
         path.unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def open_nofollow(path: Path, flags: int, what: str) -> int:
+    """``os.open`` of ``path`` that never follows a symbolic link at its last component.
+
+    A symlink planted at ``<out>.lock`` or ``<out>.journal.jsonl`` would otherwise get
+    its target truncated and written; it is refused in one line (a :class:`BatchError`
+    naming it), as is anything but a regular file. Other failures are ``OSError`` naming
+    ``path``.
+    """
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise BatchError(
+                f"{path}: {what} is a symbolic link; refusing to follow it (remove it)"
+            ) from None
+        raise OSError(err.errno, err.strerror, str(path)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BatchError(f"{path}: {what} is not a regular file; remove it")
+    return fd
 
 
 def journal_path(out: str | os.PathLike[str]) -> Path:
@@ -807,9 +834,15 @@ class Journal:
     def __init__(self, path: str | os.PathLike[str], *, fresh: bool = False):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._repair()
-        new = not self.path.exists() or self.path.stat().st_size == 0
-        self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        fd = open_nofollow(self.path, os.O_RDWR | os.O_CREAT, "the journal")
+        try:
+            self._repair(fd)
+            new = os.fstat(fd).st_size == 0
+            os.lseek(fd, 0, os.SEEK_END)
+        except OSError as err:
+            os.close(fd)
+            raise OSError(err.errno, err.strerror, str(self.path)) from None
+        self._fh = os.fdopen(fd, "a", encoding="utf-8")
         if new:  # a header line, and the file's directory entry made durable
             self._write({"journal": JOURNAL_FORMAT, "fresh": fresh})
             dir_fd = os.open(self.path.parent, os.O_RDONLY)
@@ -818,25 +851,32 @@ class Journal:
             finally:
                 os.close(dir_fd)
 
-    def _repair(self) -> None:
+    @staticmethod
+    def _repair(fd: int) -> None:
         """Cut a torn last line so that the next append starts on a fresh line."""
-        if not self.path.exists():
+        size = os.fstat(fd).st_size
+        if not size:
             return
-        data = self.path.read_bytes()
+        data = os.pread(fd, size, 0)
         if data and not data.endswith(b"\n"):
-            with open(self.path, "r+b") as fh:
-                fh.truncate(data.rfind(b"\n") + 1)
+            os.ftruncate(fd, data.rfind(b"\n") + 1)
 
     def append(self, row: Mapping[str, Any]) -> None:
         self._write(_clean(row))
 
     def _write(self, doc: Mapping[str, Any]) -> None:
-        self._fh.write(json.dumps(doc, allow_nan=False) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(json.dumps(doc, allow_nan=False) + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as err:  # a full disk: name the file (the bare error names none)
+            raise OSError(err.errno, err.strerror, str(self.path)) from None
 
     def close(self) -> None:
-        self._fh.close()
+        try:
+            self._fh.close()  # flushes what a failed write left in the buffer: may fail again
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(self.path)) from None
 
 
 # --------------------------------------------------------------------------- the run
@@ -905,6 +945,10 @@ def run_batch(
     for p in (out, jpath):
         if p.exists() and not p.is_file():
             raise BatchError(f"{p}: exists and is not a regular file")
+    if jpath.is_symlink():  # its target would be read, then appended to
+        raise BatchError(
+            f"{jpath}: the journal is a symbolic link; refusing to follow it (remove it)"
+        )
     with output_lock(out):
         return _run_locked(
             tasks,

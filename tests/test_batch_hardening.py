@@ -206,3 +206,34 @@ def test_the_lock_is_held_across_processes(tmp_path: Path) -> None:
         os.waitpid(pid, 0)
     for fd in (held_r, held_w, done_r, done_w):
         os.close(fd)
+
+
+@pytest.mark.parametrize("planted", ["lock", "journal"])
+def test_a_symlink_planted_at_the_lock_or_journal_is_refused(tmp_path: Path, planted: str) -> None:
+    """Issue 33: the lock was opened following symlinks, truncated and written: a symlink at
+    <out>.lock got its target overwritten (the journal was appended to the same way)."""
+    out = tmp_path / "r.csv"
+    victim = tmp_path / "victim"
+    victim.write_text("V\n")
+    link = B.lock_path(out) if planted == "lock" else B.journal_path(out)
+    link.symlink_to(victim)
+    for resume in (False, True):
+        with pytest.raises(B.BatchError, match=f"the {planted} is a symbolic link; refusing"):
+            B.run_batch(_tasks(1), out, workers=1, resume=resume)
+    assert victim.read_text() == "V\n" and link.is_symlink() and not out.exists()
+
+
+def test_a_full_disk_names_the_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: a failed journal append said 'No space left on device' and no file (the
+    buffered text is flushed again at close, which raised the bare error last)."""
+    import errno
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(B.os, "fsync", full)
+    out = tmp_path / "r.csv"
+    with pytest.raises(OSError) as caught:
+        B.run_batch(_tasks(1), out, workers=1)
+    assert caught.value.filename == str(B.journal_path(out))
+    assert caught.value.errno == errno.ENOSPC
