@@ -27,6 +27,12 @@ from sjfbco.calibration.fit import (
     placement_folds,
     predict,
 )
+from sjfbco.calibration.identify import (
+    Identifiability,
+    pinned_by,
+    status_of,
+    with_identifiability,
+)
 from sjfbco.calibration.measurements import parse_placement, read_all, read_measurements
 from sjfbco.calibration.preset import compute_split
 from sjfbco.cli import main
@@ -155,6 +161,59 @@ def test_distinct_rows_predict_as_all_rows(tmp_path: Path) -> None:
     assert (d.predict(params) == predict(params, rows)).all()
 
 
+def test_noise_free_constants_are_identified(tmp_path: Path) -> None:
+    (rows,), _ = read_measurements(synthetic_csv(tmp_path, "extended"))
+    rep = with_identifiability(fit_model(rows, "extended", folds=3, compute="affine"))
+    found = {i.name: i for i in rep.identifiability}
+    assert set(found) == set(param_names("extended"))
+    for name, i in found.items():
+        assert i.status == "identified", name
+        assert i.low <= TRUE[name] * (1 + 1e-3) and i.high >= TRUE[name] * (1 - 1e-3), name
+        assert i.warning("m") is None
+    doc = rep.to_json()["identifiability"]["xi2"]
+    assert doc["status"] == "identified" and doc["resamples"] == 20
+
+
+def test_one_server_data_cannot_pin_the_inter_server_terms(tmp_path: Path) -> None:
+    path = synthetic_csv(tmp_path, "extended", placements=("1", "2", "3", "4"))
+    (rows,), _ = read_measurements(path)
+    rep = with_identifiability(fit_model(rows, "extended", folds=2, compute="affine"), resamples=5)
+    status = {i.name: i.status for i in rep.identifiability}
+    for name in ("inter_intra_ratio", "node_sharing", "two_server_sharing"):
+        assert status[name] == "unidentified", name  # no row depends on them
+    (ratio,) = [i for i in rep.identifiability if i.name == "inter_intra_ratio"]
+    line = ratio.warning("m")
+    assert line is not None and line.startswith("model 'm': inter_intra_ratio = ")
+    assert line.endswith("to pin it, measure " + pinned_by("inter_intra_ratio"))
+
+
+def test_cli_warns_once_per_constant_not_pinned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = synthetic_csv(tmp_path, "extended", placements=("1", "2", "3", "4"))
+    args = ["calibrate", str(path), "--compute", "affine", "--resamples", "5"]
+    assert main([*args, "--folds", "2"]) == 0
+    out, err = capsys.readouterr()
+    warned = [line.split()[4] for line in err.splitlines() if "warning" in line]
+    assert warned == ["inter_intra_ratio", "node_sharing", "two_server_sharing"]
+    assert all(line.startswith("sjfbco: warning: model 'synthetic': ") for line in err.splitlines())
+    assert "identifiability (bootstrap by placement, 5 draws" in out
+
+
+def test_identifiability_status_rules() -> None:
+    # at a bound (two_server_sharing <= 1) whatever the interval
+    assert status_of("two_server_sharing", 1.0, 0.2, 1.0) == "at_bound"
+    assert status_of("xi2", 0.0, 0.0, 0.0) == "at_bound"
+    # interval width 2.3 > 1 x value 2: not pinned; width 0.4 <= 1 x value 2: pinned
+    assert status_of("inter_intra_ratio", 2.0, 1.2, 3.5) == "unidentified"
+    assert status_of("inter_intra_ratio", 2.0, 1.8, 2.2) == "identified"
+    assert status_of("inter_intra_ratio", 2.0, 1.8, 2.2, depends=False) == "unidentified"
+    bound = Identifiability("two_server_sharing", 1.0, 0.9, 1.0, "at_bound", 20)
+    assert "two_server_sharing is at its upper bound 1 (bootstrap 90% interval [0.9, 1])" in (
+        bound.warning("bert") or ""
+    )
+
+
 def test_paper_form_cannot_fit_sharing(tmp_path: Path) -> None:
     """Data made with the sharing terms: the paper form misses what the extended one fits."""
     (rows,), _ = read_measurements(synthetic_csv(tmp_path, "extended"))
@@ -281,6 +340,7 @@ def test_cli_json_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert step["form"] == "extended"
     assert step["params"]["xi2"] == pytest.approx(0.002, rel=1e-2)  # seconds per server
     assert step["rows"] == len(PLACEMENTS) * len(BATCHES)
+    assert set(step["identifiability"]) == set(param_names("extended", step["compute"], BATCHES))
     classes = {c["class"]: c for c in step["heldout_by_class"]}
     # PLACEMENTS: 3 on one server and 19 split, 4 batch sizes each
     assert (classes["servers=1"]["rows"], classes["servers>1"]["rows"]) == (12, 76)

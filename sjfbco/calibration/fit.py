@@ -71,6 +71,8 @@ from sjfbco.problem import MAX_OVERLAP_EXPONENT, CostParams
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from sjfbco.calibration.identify import Identifiability  # noqa: TC004 (a cycle at run time; dataclass annotations stay strings)
+
 
 Form = Literal["paper", "extended"]
 FORMS: tuple[str, ...] = ("paper", "extended")
@@ -290,7 +292,8 @@ class FitReport:
     the compute form kept; ``compute_heldout`` the held-out scores of every
     compute form tried (one unless ``compute="auto"``). ``folds`` is the
     number of folds used (fewer than asked when the model has fewer
-    placements).
+    placements). ``identifiability``: per fitted constant, whether the data
+    pin it down (:mod:`sjfbco.calibration.identify`; empty until assessed).
     """
 
     model: str
@@ -304,6 +307,7 @@ class FitReport:
     heldout: np.ndarray = field(repr=False)
     compute: str = "affine"
     compute_heldout: dict[str, Scores] = field(default_factory=dict)
+    identifiability: tuple[Identifiability, ...] = ()
 
     def heldout_by_class(self) -> list[ClassScores]:
         """Held-out errors per :func:`placement_classes` class."""
@@ -335,6 +339,7 @@ class FitReport:
             "compute_heldout": {
                 name: s.to_json("heldout_") for name, s in self.compute_heldout.items()
             },
+            "identifiability": {i.name: i.to_json() for i in self.identifiability},
         }
 
 

@@ -51,7 +51,20 @@ def add_parser(sub: Any) -> None:
         metavar="K",
         help="held-out folds (default 5; a model with fewer placements uses one per placement)",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of the fold assignment (default 0)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the fold assignment and the bootstrap (default 0)",
+    )
+    p.add_argument(
+        "--resamples",
+        type=int,
+        default=20,
+        metavar="N",
+        help="bootstrap draws (by placement) that say which constants the data pin down "
+        "(default 20)",
+    )
     p.add_argument(
         "-o",
         "--output",
@@ -127,6 +140,33 @@ def _class_table(reports: list[FitReport]) -> str:
     return format_table(rows, ["model", *names])
 
 
+_STATUS = {"identified": "ok", "at_bound": "bound", "unidentified": "?"}
+
+
+def _identifiability_table(reports: list[FitReport]) -> str:
+    """Per model and constant: status and interval; table compute entries counted."""
+    from sjfbco.calibration.fit import TABLE_PREFIX, compute_names
+    from sjfbco.tables import format_table
+
+    rows: list[dict[str, Any]] = []
+    names: list[str] = []
+    for r in reports:
+        row: dict[str, Any] = {"model": r.model}
+        table = [i for i in r.identifiability if i.name.startswith(TABLE_PREFIX)]
+        if table:
+            ok = sum(i.status == "identified" for i in table)
+            row["compute"] = f"table: {ok} of {len(compute_names('table', r.rows.batch))} ok"
+        for i in r.identifiability:
+            if i.name.startswith(TABLE_PREFIX):
+                continue
+            row[i.name] = f"{_STATUS[i.status]} [{i.low:.3g}, {i.high:.3g}]"
+            if i.name not in names:
+                names.append(i.name)
+        rows.append(row)
+    first = ["compute"] if any("compute" in r for r in rows) else []
+    return format_table(rows, ["model", *first, *names])
+
+
 def _param_cell(value: float) -> float:
     """A fitted value for the table: 4 significant digits, below 1e-9 shown as 0."""
     if value == 0 or not math.isfinite(value) or abs(value) < 1e-9:
@@ -137,6 +177,7 @@ def _param_cell(value: float) -> float:
 def run(args: argparse.Namespace) -> int:
     from sjfbco.calibration.contention import DEGRADATION_FORMS, fit_contention
     from sjfbco.calibration.fit import fit_model
+    from sjfbco.calibration.identify import with_identifiability
     from sjfbco.calibration.measurements import read_all
     from sjfbco.tables import format_table
 
@@ -151,7 +192,14 @@ def run(args: argparse.Namespace) -> int:
     steps, contention = read_all(args.measurements)  # every file checked before any fit
     if args.output is not None and not steps:
         raise InputError("-o: a preset needs step-time measurements; only contention was given")
-    reports = [fit_model(rows, args.form, args.folds, args.seed, args.compute) for rows in steps]
+    reports = [
+        with_identifiability(
+            fit_model(rows, args.form, args.folds, args.seed, args.compute),
+            resamples=args.resamples,
+            seed=args.seed,
+        )
+        for rows in steps
+    ]
     for r in reports:
         if r.folds < args.folds:
             print(
@@ -159,6 +207,10 @@ def run(args: argparse.Namespace) -> int:
                 f"placements; held out with {r.folds} folds (one per placement), not {args.folds}",
                 file=sys.stderr,
             )
+        for ident in r.identifiability:
+            line = ident.warning(r.model)
+            if line is not None:
+                print(f"sjfbco: warning: {line}", file=sys.stderr)
     cont = [
         fit_contention(rows, deg, args.folds, args.seed)
         for rows in contention
@@ -208,6 +260,12 @@ def run(args: argparse.Namespace) -> int:
         ]
         shown = [c for c in _PARAM_COLUMNS if any(c in p for p in params)]
         print(format_table(params, ["model", *shown]))
+        print()
+        print(
+            f"identifiability (bootstrap by placement, {args.resamples} draws, 90% interval; "
+            "ok: pinned down, bound: at a bound, ?: not pinned down):"
+        )
+        print(_identifiability_table(reports))
     if cont:
         print()
         print(

@@ -1,0 +1,195 @@
+"""Which fitted constants the measurements pin down (``docs/calibration.md``).
+
+A least-squares fit returns a value for every constant, pinned by the data
+or not: a constant the step times cannot tell apart from another (the
+inter/intra bandwidth ratio when few placements are communication-bound)
+lands anywhere in a wide valley, and one the data push past its physical
+range stops at a bound. :func:`identify` says which, per constant:
+
+- ``at_bound``: the fitted value sits on a bound of
+  :func:`sjfbco.calibration.fit.bounds_of` (within :data:`BOUND_TOLERANCE`,
+  relative): the data would take it further, so it is not measured but
+  clipped (``xi2 = 0`` says "no per-server overhead visible", not "0 s");
+- ``identified``: the bootstrap interval is narrow: its width is at most
+  :data:`MAX_RELATIVE_WIDTH` times the fitted value;
+- ``unidentified``: the interval is wider, or no measured row depends on
+  the constant at all (a 10% change moves no prediction by more than
+  :data:`MIN_SENSITIVITY`, relative: e.g. ``inter_intra_ratio`` without a
+  split placement); such a constant stays where the fit started in every
+  draw, so its interval alone would look narrow.
+
+The interval is a bootstrap by placement: ``resamples`` draws (seeded) of
+the model's placements with replacement, all rows of a drawn placement
+taken as often as it is drawn, each refitted from the full fit's values;
+the interval is the 5th to 95th percentile of the refitted values. The
+refits keep the main fit's stopping tolerance (1e-8): with 1e-6 they took a
+third of the time but stopped near their start along flat directions, and
+cifar10's ``inter_intra_ratio`` interval shrank from [3.3, 10.1] to
+[3.3, 5.5], a constant not pinned down reported as pinned. A
+table entry whose batch size a draw lacks is left out of that draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from sjfbco.calibration.fit import TABLE_PREFIX, bounds_of, fit_params, param_names, predict
+from sjfbco.errors import InputError
+
+if TYPE_CHECKING:
+    from sjfbco.calibration.fit import FitReport
+    from sjfbco.calibration.measurements import StepTimes
+
+#: Default bootstrap draws (20: about 18 s for the six Pollux models on a loaded 2-core machine).
+DEFAULT_RESAMPLES = 20
+#: Interval quantiles (a 90% interval).
+INTERVAL = (0.05, 0.95)
+#: A value within this relative distance of a bound is at the bound.
+BOUND_TOLERANCE = 1e-6
+#: Widest interval, relative to the value, of an identified constant.
+MAX_RELATIVE_WIDTH = 1.0
+#: Smallest relative change of some prediction, for a 10% change of the constant, that
+#: counts as the data depending on it.
+MIN_SENSITIVITY = 1e-9
+
+#: What to measure to pin each constant down (``compute_at_<b>`` below).
+PINNED_BY: dict[str, str] = {
+    "gradient_mb": "step times on one server with 2, 3 and 4 GPUs at a small batch",
+    "inter_intra_ratio": "placements over 2 or more servers at small batches "
+    "(communication-bound) beside the same GPU count on one server",
+    "xi2": "placements over 3, 4 and more servers with the same GPUs per server",
+    "compute_fixed": "one-GPU step times at 3 or more batch sizes, the smallest near 1",
+    "compute_per_sample": "one-GPU step times at 3 or more batch sizes spanning 10x",
+    "overlap_exponent": "split placements at batches where compute and communication take "
+    "similar times (measure sync_time too)",
+    "node_sharing": "placements over the same servers with 1, 2 and 4 GPUs on the fullest server",
+    "two_server_sharing": "placements over 2 servers beside 3 and 4 servers with the same "
+    "GPUs per server",
+}
+
+
+def pinned_by(name: str) -> str:
+    """The measurement that would pin constant ``name`` down."""
+    if name.startswith(TABLE_PREFIX):
+        return f"one-GPU step times at local batch {name[len(TABLE_PREFIX) :]} on more placements"
+    return PINNED_BY[name]
+
+
+@dataclass(frozen=True)
+class Identifiability:
+    """One fitted constant: its value, bootstrap interval and status (module docstring)."""
+
+    name: str
+    value: float
+    low: float
+    high: float
+    status: str
+    resamples: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "interval": [self.low, self.high],
+            "resamples": self.resamples,
+        }
+
+    def warning(self, model: str) -> str | None:
+        """One line for stderr unless the constant is identified."""
+        if self.status == "identified":
+            return None
+        span = f"bootstrap 90% interval [{self.low:.3g}, {self.high:.3g}]"
+        if self.status == "at_bound":
+            lo, hi = bounds_of(self.name)
+            side, bound = (
+                ("lower", lo) if abs(self.value - lo) <= abs(self.value - hi) else ("upper", hi)
+            )
+            what = f"is at its {side} bound {bound:g} ({span})"
+        else:
+            what = f"= {self.value:.3g} is not pinned down ({span})"
+        return f"model {model!r}: {self.name} {what}; to pin it, measure {pinned_by(self.name)}"
+
+
+def sensitivity(rows: StepTimes, values: dict[str, float], name: str) -> float:
+    """Largest relative change of a predicted step time when ``name`` moves by 10%.
+
+    The move is 10% of the value, or of the span of its bounds (1 where
+    unbounded) at a value within 1e-9 of 0, and away from the upper bound.
+    """
+    lo, hi = bounds_of(name)
+    value = values[name]
+    span = hi - lo if np.isfinite(hi) else 1.0
+    step = 0.1 * (abs(value) if abs(value) > 1e-9 else span)
+    if np.isfinite(hi) and value + step > hi:
+        step = -step
+    base = predict(values, rows)
+    moved = predict({**values, name: value + step}, rows)
+    return float(np.max(np.abs(moved - base) / base))
+
+
+def status_of(name: str, value: float, low: float, high: float, depends: bool = True) -> str:
+    """``at_bound``, ``identified`` or ``unidentified`` (module docstring).
+
+    ``depends``: some measured row depends on the constant (:func:`sensitivity`).
+    """
+    if not depends:
+        return "unidentified"
+    for bound in bounds_of(name):
+        if np.isfinite(bound) and abs(value - bound) <= BOUND_TOLERANCE * max(1.0, abs(bound)):
+            return "at_bound"
+    if not np.isfinite(low) or high - low > MAX_RELATIVE_WIDTH * abs(value):
+        return "unidentified"
+    return "identified"
+
+
+def identify(
+    rows: StepTimes,
+    form: str,
+    compute: str,
+    values: dict[str, float],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[Identifiability, ...]:
+    """Identifiability of every fitted constant of ``values`` (a fit of ``rows``)."""
+    names = param_names(form, compute, rows.batch)
+    rng = np.random.default_rng(seed)
+    groups = np.unique(rows.placement)
+    of_group = [np.flatnonzero(rows.placement == g) for g in groups]
+    draws: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(resamples):
+        picked = rng.integers(len(groups), size=len(groups))
+        index = np.concatenate([of_group[i] for i in picked])
+        sample = rows.subset(index)
+        if len(sample) < len(param_names(form, compute, sample.batch)):
+            continue
+        for n, v in fit_params(sample, form, values, compute).items():
+            draws[n].append(v)
+    out = []
+    for n in names:
+        got = np.array(draws[n])
+        low, high = (
+            (float(np.quantile(got, INTERVAL[0])), float(np.quantile(got, INTERVAL[1])))
+            if len(got)
+            else (np.nan, np.nan)
+        )
+        depends = sensitivity(rows, values, n) > MIN_SENSITIVITY
+        status = status_of(n, values[n], low, high, depends)
+        out.append(Identifiability(n, values[n], low, high, status, len(got)))
+    return tuple(out)
+
+
+def with_identifiability(
+    report: FitReport, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> FitReport:
+    """``report`` with the identifiability of its constants (:func:`identify`)."""
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 2:
+        raise InputError(f"--resamples must be an integer >= 2, got {resamples!r}")
+    with threadpool_limits(limits=1):
+        found = identify(
+            report.rows, report.form, report.compute, report.params, resamples=resamples, seed=seed
+        )
+    return replace(report, identifiability=found)
