@@ -126,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as stop:  # --help, or a usage error already printed as one line
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
     args.debug = debug  # commands that go on after a failure re-raise with it
-    with _one_line_warnings():
+    with _one_line_warnings(), _debug_environment(debug):
         try:
             return int(args.run(args) or 0)
         except BrokenPipeError:  # e.g. `sjfbco ... | head`: the reader left, not an error of ours
@@ -168,6 +168,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _fail(message: str, code: int = 2) -> int:
     print(f"sjfbco: error: {one_line(message)}", file=sys.stderr, flush=True)
     return code
+
+
+@contextlib.contextmanager
+def _debug_environment(debug: bool) -> Iterator[None]:
+    """``SJFBCO_DEBUG=1`` for the run under ``--debug``: solver libraries may then print
+    (:func:`sjfbco.stdio.library_output`), here and in the processes the run starts."""
+    saved = os.environ.get("SJFBCO_DEBUG")
+    if debug:
+        os.environ["SJFBCO_DEBUG"] = "1"
+    try:
+        yield
+    finally:
+        if debug and saved is None:
+            del os.environ["SJFBCO_DEBUG"]
 
 
 @contextlib.contextmanager

@@ -1,7 +1,9 @@
 """Keeping stdout clean: solver libraries print banners at the C level (file descriptor 1).
 
-``sjfbco ... --json`` promises JSON only on stdout, so solver calls run inside
-:func:`stdout_to_stderr`.
+``sjfbco ... --json`` promises JSON only on stdout, and stderr carries only sjfbco's
+own lines: solver libraries are called inside :func:`library_output`, which drops
+what they print unless ``--debug`` asks for it; ``solve --json`` runs the whole
+solve inside :func:`stdout_to_stderr`.
 """
 
 from __future__ import annotations
@@ -34,51 +36,72 @@ def stdout_silenced() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def library_output() -> Iterator[None]:
+    """Around a solver library's calls: what it prints on file descriptor 1 (HiGHS's
+    "Running HiGHS ..." banner) is dropped, or sent to stderr when ``SJFBCO_DEBUG`` is set
+    (``sjfbco --debug`` sets it for the run): no library prints to the user's terminal
+    unless asked."""
+    debug = bool(os.environ.get("SJFBCO_DEBUG"))
+    with _stdout_to(to_null=not debug):
+        yield
+
+
 #: One redirection for the whole process: solver calls may overlap when the package is
-#: used from several threads, and nested ``dup2`` pairs undone out of order would
-#: leave file descriptor 1 on stderr for good. The first block in redirects, the last out
-#: restores; blocks inside keep the first one's target.
+#: used from several threads, and nested ``dup2`` pairs undone out of order would leave
+#: file descriptor 1 on stderr for good. The open blocks are counted by target; file
+#: descriptor 1 points at the null device while any block asks for it, else at stderr
+#: while any block is open, else back where it was (blocks may end in any order).
 _LOCK = threading.Lock()
-_DEPTH = 0
+_OPEN = {True: 0, False: 0}  # open blocks by to_null
 _SAVED: int | None = None
+_TARGET: bool | None = None  # where file descriptor 1 points now: to_null, or None (saved)
 
 
 @contextlib.contextmanager
 def _stdout_to(*, to_null: bool) -> Iterator[None]:
-    global _DEPTH, _SAVED
     # C libraries write to file descriptor 1 whatever object sys.stdout is (under pytest's
     # capture it has no file descriptor of its own, and a banner used to go through).
-    with contextlib.suppress(AttributeError, OSError, ValueError):
-        sys.stdout.flush()
     with _LOCK:
-        if _DEPTH == 0:
-            _SAVED = _redirect(to_null)
-        _DEPTH += 1
+        _OPEN[to_null] += 1
+        _retarget()
     try:
         yield
     finally:
         with _LOCK:
-            _DEPTH -= 1
-            if _DEPTH == 0 and _SAVED is not None:
-                with contextlib.suppress(AttributeError, OSError, ValueError):
-                    sys.stdout.flush()
-                os.dup2(_SAVED, 1)
-                os.close(_SAVED)
-                _SAVED = None
+            _OPEN[to_null] -= 1
+            _retarget()
 
 
-def _redirect(to_null: bool) -> int | None:
-    """Point file descriptor 1 at stderr (2) or the null device; a copy of the old one
-    (``None``: there is no file descriptor 1, nothing to keep clean)."""
-    try:
-        saved = os.dup(1)
-    except OSError:
-        return None
+def _retarget() -> None:
+    """Point file descriptor 1 where the open blocks ask (the caller holds ``_LOCK``)."""
+    global _SAVED, _TARGET
+    want = True if _OPEN[True] else False if _OPEN[False] else None
+    if want == _TARGET:
+        return
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        sys.stdout.flush()
+    if _TARGET is None:
+        try:
+            _SAVED = os.dup(1)
+        except OSError:  # no file descriptor 1: nothing to keep clean
+            return
+    if want is None:
+        assert _SAVED is not None
+        os.dup2(_SAVED, 1)
+        os.close(_SAVED)
+        _SAVED = None
+    else:
+        _point_at(want)
+    _TARGET = want
+
+
+def _point_at(to_null: bool) -> None:
+    """Point file descriptor 1 at stderr (2) or the null device."""
     if not to_null:
         with contextlib.suppress(OSError):  # no file descriptor 2: the null device
             os.dup2(2, 1)
-            return saved
+            return
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.close(null)
-    return saved

@@ -187,6 +187,53 @@ def test_overlapping_redirections_restore_stdout() -> None:
     assert out.stderr.split() == ["a-in", "b-in", "b-still-in"]
 
 
+_BANNER = """
+import os
+from sjfbco.formulations.ilp import TimeIndexedILP
+from sjfbco.stdio import stdout_to_stderr
+from tests.test_exact import _contention_instance
+with stdout_to_stderr():  # as solve --json runs a solver
+    TimeIndexedILP(_contention_instance(), 9).solve("highs")
+"""
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_highs_banner_reaches_neither_stream_unless_debug(debug: bool) -> None:
+    """Issue 33: HiGHS's two-line banner (at its first solver object in a fresh process) went
+    to stderr inside solve --json's redirection (the outer block's target won); a script
+    treating stderr lines as errors saw two. Now it is dropped, and shown under --debug."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "SJFBCO_DEBUG"}
+    if debug:
+        env["SJFBCO_DEBUG"] = "1"
+    out = subprocess.run(
+        [sys.executable, "-c", _BANNER], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""
+    assert ("Running HiGHS" in out.stderr) is debug, out.stderr
+
+
+def test_formulate_lp_bound_prints_only_its_own_lines(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    argv = ["formulate", str(EXAMPLE), "--kind", "ilp", "-o", str(tmp_path / "m.lp")]
+    out = subprocess.run(
+        [sys.executable, "-m", "sjfbco", *argv, "--lp-bound"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "SJFBCO_DEBUG"},
+    )
+    assert out.returncode == 0 and out.stderr == "", out.stderr
+    assert "LP-relaxation lower bound" in out.stdout
+
+
 def test_time_limit_is_not_reported_as_optimal() -> None:
     jobs = tuple(
         Job(
@@ -345,7 +392,9 @@ def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixtu
     )
     text = capsys.readouterr().out
     assert "horizon 95" in text and "LP-relaxation lower bound" in text
-    assert text.startswith("estimate: highs model, horizon 95 slots: about ")
+    # issue 33: which number is the estimate and which the built model's size
+    assert text.startswith("estimate (before building, from the horizon): highs model, horizon ")
+    assert "; built model's size: variables " in text
 
 
 @pytest.mark.parametrize(

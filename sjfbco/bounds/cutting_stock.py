@@ -79,9 +79,9 @@ class PatternLP:
     def __init__(self, demand: np.ndarray):
         import highspy
 
-        from sjfbco.stdio import stdout_silenced
+        from sjfbco.stdio import library_output
 
-        with stdout_silenced():  # HiGHS prints a banner on creation
+        with library_output():  # HiGHS prints a banner on creation
             self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
         self.h.setOptionValue("threads", 1)  # a small LP; shares HiGHS's pool (highs_pool)

@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         est = estimate(data, "cpsat" if args.kind == "nonconvex" else "highs", horizon)
         info["estimate"] = est.as_dict()
         if not args.json:  # before building: a big model takes a while
-            print(f"estimate: {est.line()}", flush=True)
+            print(f"estimate (before building, from the horizon): {est.line()}", flush=True)
         if args.kind == "ilp":
             from sjfbco.formulations.ilp import TimeIndexedILP, lp_bound
 
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         print(json_line(info))
     else:
         parts = ", ".join(f"{k} {v}" for k, v in size.items())
-        print(f"{args.kind} model of {data.name} written to {out}: {parts}")
+        print(f"{args.kind} model of {data.name} written to {out}; built model's size: {parts}")
         if "lp_bound" in info:
             print(f"LP-relaxation lower bound: {info['lp_bound']} slots")
     return 0

@@ -6,8 +6,9 @@ Three traps handled here (docs/model.md section 4, issue 4):
   limit; what was proven is read from the solver itself (HiGHS model status,
   CBC's log), and :class:`MipOutcome` says ``proven`` only then.
 - HiGHS prints a banner on the process's stdout (at the C level) whenever a
-  solver object is created; :func:`stdout_to_stderr` sends file descriptor 1
-  to stderr for the duration so that ``--json`` output stays clean.
+  solver object is created; :func:`~sjfbco.stdio.library_output` drops it (or
+  sends it to stderr under ``--debug``), so that ``--json`` output stays clean
+  and stderr holds only sjfbco's own lines.
 - PuLP 3.x warns about its 4.0 API; the package builds models with the new
   API (``prob.add_variable``) and silences the one remaining warning (the CBC
   command class) where it is created.
@@ -31,7 +32,7 @@ import pulp
 
 from sjfbco.errors import InputError
 from sjfbco.formulations.common import Outcome as MipOutcome
-from sjfbco.stdio import stdout_to_stderr
+from sjfbco.stdio import library_output
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -190,7 +191,7 @@ def solve_mip(
     if backend not in MILP_BACKENDS:
         raise InputError(f"unknown MILP backend {backend!r}; known: {', '.join(MILP_BACKENDS)}")
     deadline = None if time_limit is None else time.perf_counter() + time_limit
-    with stdout_to_stderr():
+    with library_output():
         if backend == "highs":
             return _solve_highs(prob, deadline, threads, warm, relax, gap_abs)
         return _solve_cbc(prob, deadline, threads, warm, relax, gap_abs)
