@@ -67,6 +67,7 @@ def test_one_output_flag_convention() -> None:
                 seen[name] = sorted(flags)
     assert seen == {
         "solve": ["--output", "-o"],
+        "compare": ["--output", "-o"],
         "generate": ["--output", "-o"],
         "formulate": ["--output", "-o"],
         "reproduce": ["--output-dir", "-o"],
@@ -230,8 +231,9 @@ def test_a_solver_returning_the_wrong_type_is_one_line_and_others_still_run(
         "docs/solvers.md (rerun with --debug for the traceback)\n"
     )
     table = captured.out.splitlines()
-    assert any(line.split()[1:3] == ["wrong-type", "error"] for line in table[2:])
-    assert sum(line.split()[2] == "feasible" for line in table[2:-1] if line.split()) >= 1
+    # columns: instance, solver, mode (- for a run without one), status, ...
+    assert any(line.split()[1:4] == ["wrong-type", "-", "error"] for line in table[2:])
+    assert sum(line.split()[3] == "feasible" for line in table[2:-2] if line.split()) >= 1
 
 
 # ----------------------------------------------------------------------------- JSON

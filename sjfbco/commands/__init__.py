@@ -2,6 +2,7 @@
 
 COMMANDS: list[str] = [
     "solve",
+    "compare",
     "bench",
     "evaluate",
     "generate",

@@ -143,6 +143,18 @@ class ProgressBar:
             self.task = None
 
 
+def add_param(p: Any) -> None:
+    """``--param KEY=VALUE`` (repeatable; read with :func:`sjfbco.params.solver_params`)."""
+    p.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped); with several "
+        "solvers KEY=V goes to each that has KEY, SOLVER.KEY=V to one",
+    )
+
+
 def add_plugin(p: Any, what: str = "a solver") -> None:
     """``--plugin MODULE`` (repeatable): import a module or ``.py`` file first."""
     p.add_argument(

@@ -32,18 +32,7 @@ def add_parser(sub: Any) -> None:
     add_output(
         p, required=True, folder=True, help="folder for the instance files (formerly --out-dir)"
     )
-    p.add_argument(
-        "--cluster",
-        default="8x8",
-        help="SxG (S servers of G GPUs) or a list of GPUs per server such as 4,8,16 (default 8x8)",
-    )
-    p.add_argument(
-        "--n-jobs",
-        type=options.integer(1, limit=limits.JOBS),
-        default=None,
-        metavar="N",
-        help="jobs per instance, sampled (default: every selected job)",
-    )
+    add_trace_arguments(p)
     p.add_argument(
         "--instances",
         type=options.integer(1, MAX_INSTANCES),
@@ -84,12 +73,6 @@ def add_parser(sub: Any) -> None:
         help="longest job's run time in slots when the scale is automatic (>= 1; default 1200)",
     )
     p.add_argument(
-        "--max-duration-days",
-        type=options.number(0.0, lo_open=False),
-        default=30.0,
-        help="drop jobs longer than this (days; 0 = no limit; default 30)",
-    )
-    p.add_argument(
         "--min-duration",
         type=options.number(0.0, lo_open=False),
         default=0.0,
@@ -103,14 +86,6 @@ def add_parser(sub: Any) -> None:
         "--arrivals",
         action="store_true",
         help="keep submit times as job arrivals (default: offline batch, all 0)",
-    )
-    p.add_argument(
-        "--load",
-        type=options.number(0.0),
-        default=None,
-        metavar="X",
-        help="compress or stretch the arrivals (not the durations) to offered load X, e.g. "
-        "0.8 (implies --arrivals; docs/traces.md defines the load)",
     )
     p.add_argument(
         "--processors",
@@ -131,6 +106,36 @@ def add_parser(sub: Any) -> None:
         "name, no folders",
     )
     p.set_defaults(run=run)
+
+
+def add_trace_arguments(p: Any) -> None:
+    """``--cluster``, ``--n-jobs``, ``--load`` and ``--max-duration-days`` (convert, compare)."""
+    p.add_argument(
+        "--cluster",
+        default="8x8",
+        help="SxG (S servers of G GPUs) or a list of GPUs per server such as 4,8,16 (default 8x8)",
+    )
+    p.add_argument(
+        "--n-jobs",
+        type=options.integer(1, limit=limits.JOBS),
+        default=None,
+        metavar="N",
+        help="jobs per instance, sampled (default: every selected job)",
+    )
+    p.add_argument(
+        "--load",
+        type=options.number(0.0),
+        default=None,
+        metavar="X",
+        help="compress or stretch the arrivals (not the durations) to offered load X, e.g. "
+        "0.8 (implies --arrivals; docs/traces.md defines the load)",
+    )
+    p.add_argument(
+        "--max-duration-days",
+        type=options.number(0.0, lo_open=False),
+        default=30.0,
+        help="drop jobs longer than this (days; 0 = no limit; default 30)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands import options
-from sjfbco.commands.common import add_output, add_plugin, add_progress
+from sjfbco.commands.common import add_output, add_param, add_plugin, add_progress
 from sjfbco.errors import InputError, one_line
 
 if TYPE_CHECKING:
@@ -50,14 +50,7 @@ def add_parser(sub: Any) -> None:
         help="seconds per solver run (a finite number > 0)",
     )
     p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
-    p.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="solver parameter, repeatable (e.g. kappa=8, mode=timestepped); with several "
-        "solvers KEY=V goes to each that has KEY, SOLVER.KEY=V to one",
-    )
+    add_param(p)
     p.add_argument(
         "--config",
         metavar="FILE.toml",

@@ -32,6 +32,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from sjfbco.compare import METRICS
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.experiments.paper import (
@@ -44,6 +45,7 @@ from sjfbco.experiments.paper import (
     label,
 )
 from sjfbco.files import atomic_write_bytes
+from sjfbco.tables import fmt
 
 if TYPE_CHECKING:
     import os
@@ -734,3 +736,80 @@ def _label_bars(ax: Axes, data: ProblemData, drawn: Sequence[tuple[Rectangle, Bl
             parse_math=False,
             bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6},
         )
+
+
+def comparison_chart(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    pick: Mapping[str, Any],
+    unit: str = "slots",
+    title: str | None = None,
+) -> Figure:
+    """Bars of a comparison (:mod:`sjfbco.compare`): one panel per metric (makespan, mean
+    and p95 JCT), one bar per run, offline solvers blue, online policies orange, the
+    recommended run ``pick`` outlined in black.
+
+    One instance: the figures in ``unit`` (the rows' ``<field>_<unit>`` columns, or
+    slots). Several: per run, the geometric mean over the instances of its figure
+    over the instance's best (1 = best everywhere). A run without a figure (a
+    deadlock) has no bar.
+    """
+    names = list(dict.fromkeys((r["kind"], r["name"]) for r in rows))
+    instances = list(dict.fromkeys(r["instance"] for r in rows))
+    several = len(instances) > 1
+    fig = Figure(figsize=(11, 0.32 * len(names) + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(METRICS), sharey=True)
+    for ax, (metric, field_name) in zip(axes, METRICS.items(), strict=True):
+        values = [_bar_value(rows, k, field_name, unit, several) for k in names]
+        y = np.arange(len(names))
+        colours = ["#0072B2" if k[0] == "offline" else "#E69F00" for k in names]
+        edges = ["black" if k == (pick["kind"], pick["name"]) else "none" for k in names]
+        ax.barh(y, [v if v is not None else 0 for v in values], color=colours, edgecolor=edges)
+        for yi, v in zip(y, values, strict=True):
+            if v is not None:
+                ax.annotate(
+                    fmt_number(v), (v, yi), xytext=(3, 0), textcoords="offset points",
+                    va="center", fontsize=7,
+                )  # fmt: skip
+        what = metric.replace("-", " ").replace("jct", "JCT")
+        ax.set_xlabel(f"{what} / best (geometric mean)" if several else f"{what} ({unit})")
+        ax.margins(x=0.18)
+    modes = {(r["kind"], r["name"]): r["mode"] for r in rows}
+    ticks = [f"{n} ({'online' if k == 'online' else modes[k, n] or 'offline'})" for k, n in names]
+    axes[0].set_yticks(np.arange(len(names)), ticks, fontsize=8)
+    axes[0].invert_yaxis()
+    fig.suptitle(title or f"{', '.join(instances)}: recommended {pick['name']}", fontsize=10)
+    return fig
+
+
+def fmt_number(value: float) -> str:
+    """A bar's value label: four significant digits, no exponent."""
+    return fmt(float(value))
+
+
+def _bar_value(
+    rows: Sequence[Mapping[str, Any]],
+    key: tuple[str, str],
+    field_name: str,
+    unit: str,
+    several: bool,
+) -> float | None:
+    mine = [r for r in rows if (r["kind"], r["name"]) == key]
+    if not several:
+        column = field_name if unit == "slots" else f"{field_name}_{unit}"
+        value = mine[0].get(column)
+        return None if value is None else float(value)
+    ratios = []
+    for r in mine:
+        best = min(
+            (
+                float(o[field_name])
+                for o in rows
+                if o["instance"] == r["instance"] and o[field_name] is not None
+            ),
+            default=math.inf,
+        )
+        if r[field_name] is None or not best > 0:
+            return None
+        ratios.append(float(r[field_name]) / best)
+    return math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None

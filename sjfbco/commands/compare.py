@@ -1,0 +1,255 @@
+"""``sjfbco compare INSTANCE_OR_TRACE... [--metric M] [-o TABLE.csv|.json] [--plot F.png]``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.commands import options
+from sjfbco.commands.common import add_output, add_param, add_plugin, add_progress
+from sjfbco.commands.convert import add_trace_arguments
+from sjfbco.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from sjfbco.problem import ProblemData
+
+#: Table columns before the time columns in the chosen unit.
+COLUMNS = ("instance", "kind", "name", "mode", "status", "makespan", "mean_jct", "p95_jct")
+#: Table columns after them.
+TAIL = ("utilisation", "gap", "runtime_s")
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="offline solvers and online policies on the same workload: one table, a pick",
+        description="Run the offline solvers (each with an assignment mode in its better "
+        "one, shown) and the online policies on each instance, or on a trace converted "
+        "on the fly, print one table (makespan, mean and p95 JCT in slots and in "
+        "--time-unit, GPU utilisation, gap to the best lower bound, run time) and "
+        "recommend the run with the best --metric, with the command that reproduces it. "
+        "Every figure comes from the evaluator.",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INSTANCE_OR_TRACE",
+        help="instance files (.json), or a Philly CSV or SWF trace (converted with "
+        "--cluster, --n-jobs, --load, --max-duration-days and --seed, arrivals kept)",
+    )
+    p.add_argument(
+        "--metric",
+        default="makespan",
+        choices=("makespan", "mean-jct", "p95-jct"),
+        help="what the recommendation (and each solver's mode choice) minimises",
+    )
+    p.add_argument(
+        "--solvers",
+        default=None,
+        metavar="A,B",
+        help="offline solvers, comma-separated, or 'none' (default: every heuristic and best)",
+    )
+    p.add_argument(
+        "--policies",
+        default=None,
+        metavar="A,B",
+        help="online policies, comma-separated, or 'none' (default: every policy)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=options.seconds,
+        default=5.0,
+        metavar="S",
+        help="seconds for each anytime solver run (best, exact); heuristics run to the end",
+    )
+    p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
+    add_param(p)
+    p.add_argument(
+        "--time-unit",
+        default="h",
+        choices=("slots", "s", "min", "h"),
+        help="unit of the extra time columns and of the plot (slots: none)",
+    )
+    add_output(p, help="write the table: .csv or .json (a list of rows) by suffix")
+    p.add_argument("--plot", metavar="FILE", default=None, help="bar chart: .png, .pdf or .svg")
+    p.add_argument("--json", action="store_true", help="print one JSON object per run (JSON Lines)")
+    trace = p.add_argument_group("traces (a Philly CSV or an SWF file as input)")
+    add_trace_arguments(trace)
+    add_plugin(p, "a solver or an online policy")
+    add_progress(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sjfbco.commands.common import ProgressBar, load_plugins, progress_enabled, warn
+    from sjfbco.commands.online import policy_list
+    from sjfbco.commands.solve import solver_list
+    from sjfbco.compare import compare, default_solvers, in_unit, recommend, rows_of
+    from sjfbco.files import json_line
+    from sjfbco.params import solver_params
+    from sjfbco.tables import format_table
+
+    load_plugins(args.plugin)
+    solvers = _names(args.solvers, default_solvers(), solver_list)
+    policies = _names(args.policies, None, policy_list)
+    if not solvers and policies == []:
+        raise InputError("--solvers none --policies none: nothing to compare")
+    params = solver_params(solvers, args.param) if solvers else {}
+    if args.output:
+        table_format(args.output)
+    if args.plot:
+        from sjfbco.experiments.plots import image_format
+
+        image_format(args.plot)
+    instances = [read_input(path, args) for path in args.inputs]
+    rows: list[dict[str, Any]] = []
+    with ProgressBar(progress_enabled(args)) as bar:
+        for data in instances:
+            bar.prefix = f"{data.name}: "
+            runs = compare(
+                data,
+                solvers=solvers,
+                policies=policies,
+                metric=args.metric,
+                time_limit=args.time_limit,
+                seed=args.seed,
+                params=params,
+            )
+            rows.extend(rows_of(runs, data))
+            if any(job.arrival > 0 for job in data.jobs) and any(
+                r.kind == "offline" and r.mode == "offline" for r in runs
+            ):
+                offline = [r.name for r in runs if r.kind == "offline" and r.mode == "offline"]
+                warn(
+                    f"{data.name}: jobs arrive over time; {', '.join(offline)} kept the offline "
+                    "mode, which plans as if all were there at slot 0"
+                )
+    slots = {d.name: d.cost.slot_seconds for d in instances}
+    rows = in_unit(rows, slots, args.time_unit)
+    pick, score = recommend(rows, args.metric)
+    if args.json:
+        for r in rows:
+            print(json_line(r), flush=True)
+    else:
+        unit_cols = (
+            [] if args.time_unit == "slots" else [f"{f}_{args.time_unit}" for f in COLUMNS[5:]]
+        )
+        print(format_table(rows, [*COLUMNS, *unit_cols, *TAIL]))
+        print(
+            "makespan, mean_jct, p95_jct in slots ("
+            + ", ".join(f"one slot is {s:g} s in {n}" for n, s in slots.items())
+            + f"){'; _' + args.time_unit + ' columns in ' + args.time_unit if unit_cols else ''}; "
+            "gap = makespan / the best lower bound of the instance; runtime_s in seconds; "
+            "mode: the assignment mode of the run shown (online: gang admission)"
+        )
+        print(recommendation(pick, score, args, instances))
+    if args.output:
+        write_table(rows, args.output)
+    if args.plot:
+        from sjfbco.experiments.plots import comparison_chart, save
+
+        save(comparison_chart(rows, pick=pick, unit=args.time_unit), args.plot)
+    return 0
+
+
+def _names(spec: str | None, default: list[str] | None, parse: Any) -> list[str] | None:
+    """A comma list (``parse``), ``none`` for an empty one, ``None`` -> ``default``."""
+    if spec is None:
+        return default
+    if spec.strip() == "none":
+        return []
+    names: list[str] = parse(spec)
+    return names
+
+
+def recommendation(
+    pick: dict[str, Any], score: float, args: argparse.Namespace, instances: list[ProblemData]
+) -> str:
+    """The pick, why, and the command that reproduces its schedule."""
+    metric = args.metric
+    field_name = metric.replace("-", "_")
+    where = args.inputs[0] if len(args.inputs) == 1 else "INSTANCE"
+    if pick["kind"] == "offline":
+        mode = f" --param mode={pick['mode']}" if pick["mode"] else ""
+        limit = f" --time-limit {args.time_limit:g}" if pick["name"] in ("best", "exact") else ""
+        again = f"sjfbco solve {where} --solver {pick['name']}{mode}{limit} -o schedule.csv"
+    else:
+        again = f"sjfbco online {where} --policy {pick['name']}"
+    how = (
+        f"{field_name} {pick[field_name]:g} slots on {pick['instance']}"
+        if len(instances) == 1
+        else f"{field_name} {score:.3f} x the best, geometric mean over {len(instances)} instances"
+    )
+    mode = f" ({pick['mode']})" if pick["mode"] else ""
+    return f"recommended by {metric}: {pick['kind']} {pick['name']}{mode}, {how}; run: {again}"
+
+
+def table_format(path: str) -> str:
+    """``csv`` or ``json`` by the file's suffix, else an ``InputError``."""
+    suffix = path.rsplit(".", 1)[-1].lower() if "." in path else ""
+    if suffix not in ("csv", "json"):
+        raise InputError(f"-o {path}: use a .csv or .json file name for the table")
+    return suffix
+
+
+def write_table(rows: list[dict[str, Any]], path: str) -> None:
+    """The table as CSV or JSON (a list of row objects), atomically."""
+    import pandas as pd
+
+    from sjfbco.files import atomic_write_text, write_json
+
+    if table_format(path) == "json":
+        write_json(path, rows)
+    else:
+        atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
+
+
+def read_input(path: str, args: argparse.Namespace) -> ProblemData:
+    """An instance file, or a Philly CSV / SWF trace converted with the trace options."""
+    from pathlib import Path
+
+    from sjfbco.files import read_instance
+    from sjfbco.workloads.philly import COLUMNS as PHILLY_COLUMNS
+    from sjfbco.workloads.philly import read_philly
+    from sjfbco.workloads.swf import read_swf
+    from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
+
+    kind = trace_kind(path, PHILLY_COLUMNS)
+    if kind is None:
+        return read_instance(path)
+    cluster = parse_cluster(args.cluster)
+    rules = Limits(max_gpus=cluster.num_gpus, max_duration=args.max_duration_days * 86400 or None)
+    jobs, report = read_philly(path, rules) if kind == "philly" else read_swf(path, rules)
+    (data,), report, _ = build_instances(
+        jobs,
+        report,
+        cluster,
+        n_jobs=args.n_jobs,
+        instances=1,
+        seed=args.seed,
+        cost=None,
+        time_scale=None,
+        max_slots=1200.0,
+        keep_arrivals=True,
+        name=Path(path).stem,
+        load=args.load,
+    )
+    from sjfbco.commands.common import warn
+
+    warn(f"{report.headline()}; converted as by 'sjfbco convert {kind} {path} --arrivals'")
+    return data
+
+
+def trace_kind(path: str, philly_columns: tuple[str, ...]) -> str | None:
+    """``philly`` for a CSV with the Philly header, ``swf`` for a ``.swf`` file, else ``None``."""
+    if path.lower().endswith(".swf"):
+        return "swf"
+    if not path.lower().endswith(".csv"):
+        return None
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            head = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return "philly" if [h.strip() for h in head.split(",")] == list(philly_columns) else None

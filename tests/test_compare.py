@@ -1,0 +1,116 @@
+"""``sjfbco.compare`` and ``sjfbco compare``: offline solvers and online policies side by side."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pytest
+
+from sjfbco import read_instance
+from sjfbco.cli import main
+from sjfbco.compare import compare, in_unit, recommend, rows_of
+from sjfbco.online import run_online
+from sjfbco.solvers.api import solve_in_better_mode
+from tests.conftest import INSTANCES
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PAPER10 = INSTANCES / "paper" / "paper-s10-seed0.json"
+
+
+def test_compare_rows_are_the_solvers_and_policies_own_figures() -> None:
+    data = read_instance(PAPER10)
+    runs = compare(data, solvers=["ff", "sjf-bco"], policies=["fcfs-gang", "easy-backfill"])
+    rows = rows_of(runs, data)
+    assert [(r["kind"], r["name"]) for r in rows] == [
+        ("offline", "ff"),
+        ("offline", "sjf-bco"),
+        ("online", "fcfs-gang"),
+        ("online", "easy-backfill"),
+    ]
+    ff = solve_in_better_mode(data, "ff")
+    assert rows[0]["makespan"] == ff.makespan == 998 and rows[0]["mode"] == "timestepped"
+    assert rows[2]["makespan"] == run_online(data, "fcfs-gang").makespan
+    bound = rows[0]["makespan"] / rows[0]["gap"]
+    assert all(r["gap"] == pytest.approx(r["makespan"] / bound) for r in rows)
+    # p95 JCT: nearest rank, the ceil(0.95 * 160) = 152nd smallest JCT
+    jct = sorted(ff.evaluation.jct)  # type: ignore[union-attr]
+    assert rows[0]["p95_jct"] == jct[151]
+    hours = in_unit(rows, {data.name: 3.5}, "h")
+    assert hours[0]["makespan_h"] == pytest.approx(998 * 3.5 / 3600)  # 0.9703 h
+    assert "makespan_h" not in in_unit(rows, {data.name: 3.5}, "slots")[0]
+
+
+def _row(instance: str, name: str, makespan: float, jct: float, kind: str = "offline") -> dict:
+    return {
+        "instance": instance,
+        "kind": kind,
+        "name": name,
+        "mode": None,
+        "status": "feasible",
+        "makespan": makespan,
+        "mean_jct": jct,
+        "p95_jct": jct,
+    }
+
+
+def test_recommend_by_hand() -> None:
+    rows = [
+        _row("i1", "a", 100, 10),
+        _row("i1", "b", 110, 5),
+        _row("i2", "a", 300, 20),
+        _row("i2", "b", 200, 40),
+    ]
+    # makespan ratios to each instance's best: a (1, 1.5) -> sqrt(1.5) = 1.2247;
+    # b (1.1, 1) -> sqrt(1.1) = 1.0488: b wins.
+    pick, score = recommend(rows, "makespan")
+    assert pick["name"] == "b" and score == pytest.approx(1.1**0.5)
+    # mean JCT: a (2, 1) -> 1.414; b (1, 2) -> 1.414: a tie, the smaller makespan (a: 100).
+    pick, score = recommend(rows, "mean-jct")
+    assert pick["name"] == "a" and score == pytest.approx(2**0.5)
+    one = [_row("i1", "a", 100, 10), _row("i1", "b", 90, 12, kind="online")]
+    assert recommend(one, "makespan")[0]["name"] == "b"
+    assert recommend(one, "p95-jct")[0]["name"] == "a"
+
+
+def test_compare_cli_writes_table_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["compare", str(PAPER10), "--solvers", "sjf-bco,ff,ls", "--policies", "fcfs-gang"]
+    table, plot = tmp_path / "t.csv", tmp_path / "c.png"
+    assert main([*args, "-o", str(table), "--plot", str(plot), "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "makespan_h" in out.splitlines()[0]
+    assert "recommended by makespan: offline sjf-bco (offline), makespan 644 slots" in out
+    assert "run: sjfbco solve " + str(PAPER10) + " --solver sjf-bco --param mode=offline" in out
+    df = pd.read_csv(table)
+    assert list(df["name"]) == ["sjf-bco", "ff", "ls", "fcfs-gang"]
+    assert list(df["mode"]) == ["offline", "timestepped", "timestepped", "gang"]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main([*args, "--metric", "mean-jct", "--json", "--time-unit", "min"]) == 0
+    docs = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(docs) == 4 and docs[0]["makespan_min"] == pytest.approx(644 * 3.5 / 60)
+    assert main([*args, "-o", str(tmp_path / "t.txt")]) == 2
+    assert ".csv or .json" in capsys.readouterr().err
+    assert main([*args[:2], "--solvers", "none", "--policies", "none"]) == 2
+
+
+def test_compare_takes_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text(
+        "timestamp,duration,num_gpus,gpu_time,cluster\n"
+        + "".join(
+            f"2017-10-01 0{k}:00:00,{600 * (k + 1)}.0,{2 ** (k % 3)},0,aaa\n" for k in range(8)
+        )
+    )
+    table = tmp_path / "t.json"
+    args = ["compare", str(trace), "--cluster", "2x4", "--solvers", "list", "-o", str(table)]
+    assert main([*args, "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "8 rows, 8 selected, 8 kept, 0 dropped" in captured.err
+    rows = json.loads(table.read_text())
+    assert {r["instance"] for r in rows} == {"trace"}
+    assert [r["name"] for r in rows][:2] == ["list", "fcfs-gang"]
