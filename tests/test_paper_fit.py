@@ -237,3 +237,18 @@ def test_the_shipped_best_fit_is_the_recorded_best_trial() -> None:
     assert fit.best(table, meeting=True) is None
     assert "paper-fit" not in READINGS
     assert BEST_FIT.preset.slot_seconds == pytest.approx(float(top["slot_seconds"]), abs=1e-4)
+
+
+def test_a_symlinked_search_lock_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    """Issue 33: the search's lock was opened with open(..., "w"), truncating whatever a
+    symlink planted at it pointed to."""
+    from sjfbco.batch import BatchError
+
+    victim = tmp_path / "victim"
+    victim.write_text("V\n")
+    out = tmp_path / "search"
+    out.mkdir()
+    (out / fit.LOCK_FILE).symlink_to(victim)
+    with pytest.raises(BatchError, match="the search's lock is a symbolic link"):
+        fit.Search(out, trials=1, batch=1, seeds=1, jobs=8).run()
+    assert victim.read_text() == "V\n"

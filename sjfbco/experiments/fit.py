@@ -33,6 +33,7 @@ import io
 import json
 import logging
 import math
+import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.batch import open_nofollow
 from sjfbco.experiments.paper import (
     CRITERION,
     FIGURES,
@@ -58,7 +60,6 @@ from sjfbco.experiments.reproduce import Engine, Settings, run_tasks, tasks_for
 from sjfbco.files import atomic_write_text
 
 if TYPE_CHECKING:
-    import os
     from collections.abc import Callable
 
     from sjfbco.experiments.reproduce import FigureRun
@@ -443,7 +444,8 @@ class Search:
         uninterrupted one would have.
         """
         self.out.mkdir(parents=True, exist_ok=True)
-        with open(self.out / LOCK_FILE, "w") as lock:
+        fd = open_nofollow(self.out / LOCK_FILE, os.O_WRONLY | os.O_CREAT, "the search's lock")
+        with os.fdopen(fd, "w") as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
