@@ -33,7 +33,12 @@ from sjfbco.calibration.identify import (
     status_of,
     with_identifiability,
 )
-from sjfbco.calibration.measurements import parse_placement, read_all, read_measurements
+from sjfbco.calibration.measurements import (
+    model_of_file,
+    parse_placement,
+    read_all,
+    read_measurements,
+)
 from sjfbco.calibration.preset import compute_split
 from sjfbco.cli import main
 from sjfbco.cost import iteration_time
@@ -314,6 +319,54 @@ def test_a_model_in_two_files_is_an_error(tmp_path: Path) -> None:
     b.write_text("model,placement,local_bsz,step_time\na,1,4,0.5\n")
     with pytest.raises(InputError, match=r"model 'a' already has step times in .*a\.csv"):
         read_all([a, b])
+
+
+VENDOR = ROOT / "tests" / "data" / "vendor"
+
+
+@pytest.mark.parametrize(
+    ("path", "model"),
+    [
+        ("bert/placements-v100.csv", "bert"),
+        ("bert/placements.csv", "bert"),
+        ("v100/step_times.csv", "v100"),
+        ("x/bert.csv", "bert"),
+        ("x/placementsx.csv", "placementsx"),
+    ],
+)
+def test_model_of_a_file(path: str, model: str) -> None:
+    assert model_of_file(path) == model
+
+
+def test_vendor_files_read_as_published(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two ``<model>/placements-t4.csv`` (columns in another order, 4 placements each) and
+    a file with a model column for two models: no collision, folds one per placement."""
+    files = [VENDOR / "bert" / "placements-t4.csv", VENDOR / "cifar10" / "placements-t4.csv"]
+    files.append(VENDOR / "step_times.csv")
+    steps, _ = read_all(files)
+    assert [s.model for s in steps] == ["bert", "cifar10", "imagenet", "ncf"]
+    assert [len(s) for s in steps] == [12, 12, 8, 8]
+    args = ["calibrate", *map(str, files), "--form", "paper", "--compute", "affine"]
+    assert main([*args, "--resamples", "3", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(line)["folds"] for line in out.splitlines()] == [4, 4, 4, 4]
+    notes = [line for line in err.splitlines() if "note" in line]
+    assert len(notes) == 4 and "has 4 placements; held out with 4 folds" in notes[0]
+
+
+def test_model_option_names_each_file(tmp_path: Path) -> None:
+    a = VENDOR / "bert" / "placements-t4.csv"
+    b = tmp_path / "bert" / "placements-t4.csv"
+    b.parent.mkdir()
+    b.write_text(a.read_text())
+    with pytest.raises(InputError, match=r"model 'bert' already has step times .*--model NAME"):
+        read_all([a, b])
+    steps, _ = read_all([a, b], ["bert-t4", "bert-copy"])
+    assert [s.model for s in steps] == ["bert-t4", "bert-copy"]
+    with pytest.raises(InputError, match=r"^--model: 1 names for 2 files"):
+        read_all([a, b], ["x"])
+    with pytest.raises(InputError, match=r"step_times\.csv: has a model column; --model 'x'"):
+        read_all([VENDOR / "step_times.csv"], ["x"])
 
 
 def test_cli_json_keys(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,7 +7,9 @@ Two CSV layouts, told apart by their header:
   the job's GPUs per server, one digit a server (``1122``: four servers with
   1, 1, 2 and 2 GPUs), or counts joined by ``-`` for servers of ten or more
   GPUs (``16-16``). Without a ``model`` column the file's stem names the DL
-  model (``bert.csv`` -> ``bert``).
+  model (``bert.csv`` -> ``bert``), or its folder when the stem is generic
+  (``bert/placements-v100.csv`` -> ``bert``, :data:`GENERIC_STEMS`), unless
+  ``--model`` names it.
 - **Contention** (``k`` jobs sharing one link at once): ``jobs``,
   ``message_mb``, ``seconds`` and optionally ``model`` (here: the name of
   the link or setup measured).
@@ -242,18 +244,57 @@ def check_text_at(text: str, src: str, where: str) -> None:
         raise InputError(err.problem, source=src, where=where) from None
 
 
+#: File-name stems that name the kind of file, not the DL model: a file named
+#: ``placements.csv`` or ``placements-<hardware>.csv`` (also ``_`` or ``.`` after the
+#: word) takes its model name from its folder (``bert/placements-v100.csv`` -> ``bert``).
+GENERIC_STEMS: tuple[str, ...] = (
+    "placements",
+    "placement",
+    "measurements",
+    "measured",
+    "steps",
+    "step_times",
+    "step-times",
+    "times",
+    "data",
+    "results",
+)
+
+
+def model_of_file(path: str | os.PathLike[str]) -> str:
+    """The DL model a file without a ``model`` column holds: its stem, or, when the stem
+    is generic (:data:`GENERIC_STEMS`), the name of its folder."""
+    p = Path(path).resolve() if not Path(path).parent.name else Path(path)
+    stem = p.stem
+    low = stem.lower()
+    generic = any(
+        low == word or (low.startswith(word) and low[len(word)] in "-_.") for word in GENERIC_STEMS
+    )
+    if generic and p.parent.name:
+        return p.parent.name
+    return stem
+
+
 def read_measurements(
-    path: str | os.PathLike[str], *, rows_before: int = 0
+    path: str | os.PathLike[str], *, rows_before: int = 0, model: str | None = None
 ) -> tuple[list[StepTimes], list[ContentionTimes]]:
     """Read one measurement file: its step-time or contention data, one entry per model.
 
     ``rows_before``: rows other files of the run hold (for the row limit).
+    ``model``: the DL model of every row (``--model``); a file with a ``model``
+    column cannot take one. Without either, :func:`model_of_file`.
     """
     src = str(path)
     header, body = _rows(path, rows_before)
     kind = _layout(header, src)
     col = {name: i for i, name in enumerate(header)}
-    default_model = Path(path).stem
+    if model is not None:
+        check_text_at(model, src, "--model")
+        if "model" in col:
+            raise InputError(
+                f"has a model column; --model {model!r} would override it (drop one)", source=src
+            )
+    default_model = model if model is not None else model_of_file(path)
     records: dict[str, list[tuple[float, ...]]] = {}
     placements: dict[str, list[str]] = {}
     for line, cells in body:
@@ -315,21 +356,32 @@ def read_measurements(
 
 def read_all(
     paths: Sequence[str | os.PathLike[str]],
+    models: Sequence[str] | None = None,
 ) -> tuple[list[StepTimes], list[ContentionTimes]]:
-    """Read several files; a model named in two files is an error naming both."""
+    """Read several files; a model named in two files is an error naming both.
+
+    ``models``: one DL model name per file, in order (``--model``), or ``None``.
+    """
+    if models is not None and len(models) != len(paths):
+        raise InputError(
+            f"--model: {len(models)} names for {len(paths)} files; give one --model per file, "
+            "in the order of the files"
+        )
     steps: list[StepTimes] = []
     contention: list[ContentionTimes] = []
     where: dict[tuple[str, str], str] = {}
-    for path in paths:
+    for k, path in enumerate(paths):
         rows = sum(len(x) for x in steps) + sum(len(x) for x in contention)
-        s, c = read_measurements(path, rows_before=rows)
+        name = models[k] if models is not None else None
+        s, c = read_measurements(path, rows_before=rows, model=name)
         for kind, items in (("step", s), ("contention", c)):
             for item in items:
                 first = where.setdefault((kind, item.model), item.source)
                 if first != item.source:
                     raise InputError(
                         f"model {item.model!r} already has {kind} times in {first}; "
-                        "give each model's measurements in one file",
+                        "give each model's measurements in one file, or name the files' "
+                        "models apart with one --model NAME per file",
                         source=item.source,
                     )
         steps += s

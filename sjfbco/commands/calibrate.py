@@ -38,6 +38,15 @@ def add_parser(sub: Any) -> None:
         "two-server sharing; default)",
     )
     p.add_argument(
+        "--model",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="DL model of a file without a model column; one per file, in the files' order "
+        "(default: the file name, or its folder's when the name is generic, e.g. "
+        "bert/placements-v100.csv -> bert)",
+    )
+    p.add_argument(
         "--compute",
         choices=("affine", "table", "auto"),
         default="auto",
@@ -189,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
         image_format(args.plot)  # .png, .pdf or .svg
     if args.folds < 2:
         raise InputError(f"--folds: must be >= 2, got {args.folds}")
-    steps, contention = read_all(args.measurements)  # every file checked before any fit
+    steps, contention = read_all(args.measurements, args.model)  # every file checked before any fit
     if args.output is not None and not steps:
         raise InputError("-o: a preset needs step-time measurements; only contention was given")
     reports = [
