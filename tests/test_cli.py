@@ -91,3 +91,24 @@ def test_bad_input_one_line_no_traceback(tmp_path: Path, case: str, message: str
     assert len(lines) == 1, proc.stderr
     assert message in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "extra, warned",
+    [
+        (["--seed", "3", "--time-limit", "0.5"], True),
+        (["--seed", "3", "--param", "iterations=20"], False),
+        (["--seed", "3", "--param", "iterations=20", "--time-limit", "5"], True),
+        (["--time-limit", "0.5"], False),  # no seed asked for: nothing promised
+    ],
+)
+def test_best_with_a_seed_says_when_the_clock_stops_it(
+    extra: list[str], warned: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: users read "same seed" as "same result"; best under a time limit is not
+    repeatable, so the CLI says so when a seed is given."""
+    from sjfbco.commands.solve import SEED_WARNING
+
+    example = str(INSTANCES / "small" / "example.json")
+    assert main(["solve", example, "--solver", "best", "-q", *extra]) == 0
+    assert (SEED_WARNING in capsys.readouterr().err) is warned

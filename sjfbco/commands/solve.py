@@ -49,7 +49,13 @@ def add_parser(sub: Any) -> None:
         metavar="S",
         help="seconds per solver run (a finite number > 0)",
     )
-    p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
+    p.add_argument(
+        "--seed",
+        type=options.seed,
+        default=None,
+        help="seed for random choices (default 0); best stops by the clock, so a seed "
+        "repeats its schedule only with --param iterations=N and no --time-limit",
+    )
     add_param(p)
     p.add_argument(
         "--config",
@@ -73,7 +79,13 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import ProgressBar, load_plugins, progress_enabled, slot_note
+    from sjfbco.commands.common import (
+        ProgressBar,
+        load_plugins,
+        progress_enabled,
+        slot_note,
+        warn,
+    )
     from sjfbco.files import read_instance, write_schedule
     from sjfbco.params import load_config, solver_params
     from sjfbco.progress import report
@@ -84,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
     solvers = solver_list(args.solver)
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
+    best_by_clock = "best" in solvers and (
+        args.time_limit is not None or "iterations" not in params["best"]
+    )
+    if args.seed is not None and best_by_clock:
+        warn(SEED_WARNING)
+    args.seed = 0 if args.seed is None else args.seed
     n_runs = len(solvers) * len(args.instances)
     if args.output:
         used = check_template(args.output, "--output", ("instance", "solver"))
@@ -115,6 +133,13 @@ def run(args: argparse.Namespace) -> int:
             print(MODE_NOTE)
     return max(codes, default=0)
 
+
+#: Said when ``--seed`` is given to ``best`` without ``iterations`` (docs/solvers.md).
+SEED_WARNING = (
+    "best stops at its time limit (10 s unless --time-limit), so the same --seed may give "
+    "different schedules between runs; --param iterations=N without --time-limit makes a "
+    "run repeatable"
+)
 
 #: The line under a comparison table that says what its ``mode`` column means.
 MODE_NOTE = (
