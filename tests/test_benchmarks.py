@@ -45,6 +45,7 @@ COVERED = {
     "bench_online",
     "bench_paper_ratios",
     "bench_sjf_bco",
+    "calibration_transfer",
     "fit_paper",
     "measured_preset",
     "paper_conditions",
@@ -140,6 +141,25 @@ def test_measured_preset_keeps_the_paper_figures(monkeypatch: pytest.MonkeyPatch
     assert "best" not in by
     assert {p: by[p]["makespan"] for p in S20_SEED0} == S20_SEED0
     assert by["sjf-bco"]["ratio"] == 1.0 and by["sjf-bco"]["lowest"] == "1/1"
+
+
+def test_calibration_transfer_splits_and_scores(monkeypatch: pytest.MonkeyPatch) -> None:
+    rows = run("calibration_transfer", ["--quick"], monkeypatch)["rows"]
+    pollux = ROOT.parent / "shared" / "data" / "pollux_placements" / "bert.csv"
+    placements = {line.split(",")[0] for line in pollux.read_text().splitlines()[1:]}
+    servers = {
+        r["setting"]: r for r in rows if r["model"] == "bert" and r["experiment"] == "servers"
+    }
+    # fitted on the placements of at most 2 and 3 servers (one digit a server)
+    for most in (2, 3):
+        expected = sum(len(p) <= most for p in placements)
+        assert servers[f"<= {most} servers"]["placements_fitted"] == expected
+    assert {r["experiment"] for r in rows} == {"servers", "placements", "carried over"}
+    for r in rows:
+        assert 0 <= r["median"] <= r["p90"], r
+    # docs/calibration.md: 38 placements over at most 3 servers predict bert's 4-server rows
+    # within a median of 5.4%
+    assert servers["<= 3 servers"]["median"] < 10
 
 
 def test_paper_conditions_hold_their_documented_ranges(monkeypatch: pytest.MonkeyPatch) -> None:

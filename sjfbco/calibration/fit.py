@@ -408,12 +408,16 @@ def fit_params(
     form: str,
     start: dict[str, float] | None = None,
     compute: str = "affine",
+    fixed: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """Least-squares parameters of ``form`` and ``compute`` for ``rows`` (module docstring).
 
-    ``start``: starting values (those it lacks come from :func:`initial_guess`).
+    ``start``: starting values (those it lacks come from :func:`initial_guess`);
+    ``fixed``: parameters held at the given values, not fitted (e.g. a cluster's
+    constants carried over from other models), returned with the fitted ones.
     """
-    names = param_names(form, compute, rows.batch)
+    held = {n: v for n, v in (fixed or {}).items() if n in param_names(form, compute, rows.batch)}
+    names = tuple(n for n in param_names(form, compute, rows.batch) if n not in held)
     if len(rows) < len(names):
         raise InputError(
             f"{rows.source}: model {rows.model!r} has {len(rows)} rows; the {form} form "
@@ -425,10 +429,11 @@ def fit_params(
     distinct = Distinct.of(rows)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return (distinct.predict(dict(zip(names, x, strict=True))) - y) / y
+        return (distinct.predict({**held, **dict(zip(names, x, strict=True))}) - y) / y
 
     x = solve_bounded(names, np.array([guess[n] for n in names]), residuals)
-    return {n: float(v) for n, v in zip(names, x, strict=True)}
+    fitted = {n: float(v) for n, v in zip(names, x, strict=True)}
+    return {n: held[n] if n in held else fitted[n] for n in param_names(form, compute, rows.batch)}
 
 
 def fold_count(rows: StepTimes, folds: int) -> int:
