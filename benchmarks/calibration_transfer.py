@@ -1,7 +1,7 @@
 """Which fitted constants carry over, and how many measurements a new cluster needs.
 
-Run: ``PYTHONPATH=. python benchmarks/calibration_transfer.py [--seeds 3] [--quick]``
-(figures in ``docs/calibration.md``, "What carries over").
+Run: ``PYTHONPATH=. python benchmarks/calibration_transfer.py [--seeds 3] [--quick]
+[--pollux DIR]`` (figures in ``docs/calibration.md``, "What carries over").
 
 The Pollux measurements (``../shared/data/pollux_placements``) are one
 cluster, so "another cluster" is played by the placements a fit did not
@@ -29,18 +29,20 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from benchmarks.datasets import add_pollux_option, require
 from sjfbco.calibration.fit import fit_model, fit_params, predict
 from sjfbco.calibration.measurements import StepTimes, read_measurements
 from sjfbco.calibration.preset import PER_MODEL, fit_preset
 from sjfbco.tables import format_table
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "pollux_placements"
+if TYPE_CHECKING:
+    from pathlib import Path
+
 MODELS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
 FORM = "extended"
 COMPUTE = "table"
@@ -85,8 +87,13 @@ def row(experiment: str, model: str, setting: str, seen: int, result: tuple[floa
     }
 
 
-def run(models: tuple[str, ...], seeds: int, counts: tuple[int, ...]) -> list[dict[str, Any]]:
-    data = {m: read_measurements(DATA / f"{m}.csv")[0][0] for m in models}
+def run(
+    folder: Path, models: tuple[str, ...], seeds: int, counts: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    paths = {
+        m: require(folder / f"{m}.csv", f"Pollux measurements of {m}", "--pollux") for m in models
+    }
+    data = {m: read_measurements(path)[0][0] for m, path in paths.items()}
     out: list[dict[str, Any]] = []
     with threadpool_limits(limits=1):
         for m, rows in data.items():
@@ -121,12 +128,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3, help="placement draws per size (default 3)")
     ap.add_argument("--quick", action="store_true", help="two models, one seed, 12 placements")
+    add_pollux_option(ap)
     args = ap.parse_args(argv)
     models, seeds, counts = MODELS, args.seeds, (6, 12, 24, 48)
     if args.quick:
         models, seeds, counts = ("bert", "cifar10"), 1, (12,)
     start = time.perf_counter()
-    rows = run(models, seeds, counts)
+    rows = run(args.pollux, models, seeds, counts)
     cols = ["experiment", "model", "setting", "placements_fitted", "median", "p90"]
     print(format_table(rows, cols))
     print(f"({time.perf_counter() - start:.0f} s; errors in %, on the rows not fitted)")

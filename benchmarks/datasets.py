@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 PHILLY = SHARED_DATA / "philly" / "philly.csv"
+POLLUX = SHARED_DATA / "pollux_placements"
 
 
 def add_trace_option(parser: argparse.ArgumentParser) -> None:
@@ -31,13 +32,28 @@ def add_trace_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def require(path: Path, what: str) -> Path:
-    """``path`` if it is a file; else exit 2 with one line naming it and ``docs/data.md``."""
+def add_pollux_option(parser: argparse.ArgumentParser) -> None:
+    """``--pollux DIR``: the Pollux placement measurements (default
+    ``../shared/data/pollux_placements``, one ``<model>.csv`` each)."""
+    parser.add_argument(
+        "--pollux",
+        type=Path,
+        default=POLLUX,
+        metavar="DIR",
+        help=f"folder of the Pollux placement CSVs, docs/data.md (default {POLLUX})",
+    )
+
+
+def require(path: Path, what: str, option: str = "--trace") -> Path:
+    """``path`` if it is a file; else exit 2 with one line naming it and ``docs/data.md``.
+
+    ``option``: the option that takes another path (named in the line).
+    """
     if not path.is_file():
         prog = Path(sys.argv[0]).name
         print(
             f"{prog}: error: {what} not found at {path}; docs/data.md says how to fetch it "
-            "(or pass --trace PATH)",
+            f"(or pass {option} PATH)",
             file=sys.stderr,
         )
         raise SystemExit(2)

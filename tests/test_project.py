@@ -79,17 +79,19 @@ def test_benchmarks_take_data_paths_from_one_place() -> None:
             continue
         text = path.read_text()
         assert "tests.conftest" not in text, f"{path.name} reads the data path of the tests"
-        assert "add_trace_option" in text and "require(" in text, path.name
+        has_option = "add_trace_option" in text or "add_pollux_option" in text
+        assert has_option and "require(" in text, path.name
 
 
 @pytest.mark.parametrize(
     "script", [p for p in DATA_BENCHMARKS if p.name != "datasets.py"], ids=lambda p: p.name
 )
 def test_benchmark_without_its_data_says_where_to_get_it(script: Path) -> None:
-    missing = ROOT / "no-such-folder" / "philly.csv"
+    option = "--pollux" if "add_pollux_option" in script.read_text() else "--trace"
+    missing = ROOT / "no-such-folder" / ("pollux" if option == "--pollux" else "philly.csv")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, str(script), "--trace", str(missing)],
+        [sys.executable, str(script), option, str(missing)],
         capture_output=True,
         text=True,
         env=env,
@@ -100,7 +102,7 @@ def test_benchmark_without_its_data_says_where_to_get_it(script: Path) -> None:
     assert proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, proc.stderr
-    assert str(missing) in lines[0] and "docs/data.md" in lines[0] and "--trace" in lines[0]
+    assert str(missing) in lines[0] and "docs/data.md" in lines[0] and option in lines[0]
 
 
 def test_install_hints_work_from_a_checkout() -> None:
