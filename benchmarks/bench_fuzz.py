@@ -6,8 +6,13 @@ traces that ``convert`` reads). Each file is a mutation (``tests/fuzz.py``) of a
 input, and is run through commands that read it:
 
 - instances (the repository's small, two Philly and one paper instance):
-  ``evaluate``, ``solve`` (each heuristic and ``all``), ``online``, ``elastic``,
-  ``formulate`` (three kinds), ``plot``; every 20th also through ``batch``;
+  ``evaluate``, ``solve`` (each heuristic, ``all``, and ``best`` for 1 s),
+  ``online``, ``elastic``, ``formulate`` (three kinds, ``--lp-bound``), ``plot``;
+  every 20th also through ``batch`` (one in five with a symlink planted at its lock
+  or journal, whose target must stay unwritten);
+- shapes (issue 33): an instance with no jobs, a horizon of 10^12 slots, or one
+  GPU (``tests/fuzz.py``'s ``SHAPES``), then mutated or not, through the same
+  commands;
 - schedules of those instances: ``evaluate`` (also ``--strict``), ``plot``;
 - Philly CSV and SWF traces: ``convert``;
 - measurement CSVs: ``calibrate``; preset files: ``generate --preset``;
@@ -18,8 +23,9 @@ end within ``--timeout`` seconds (default 20) is a hang, and its worker is
 killed and replaced. The report counts runs by command and exit status, and
 the runs with a traceback (an exception out of ``main``, an internal error, or
 a batch row whose solver raised), a hang, an error message of more than one
-line, or invalid JSON on stdout under ``--json``; the first few of each are
-listed with their input kept in ``--keep``.
+line, invalid JSON on stdout under ``--json``, a line on stderr that is not a
+warning in a successful ``--json`` run, or a symlink's target written; the
+first few of each are listed with their input kept in ``--keep``.
 """
 
 from __future__ import annotations
@@ -43,7 +49,14 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.datasets import SHARED_DATA, add_trace_option, require  # noqa: E402
 from tests import fuzz  # noqa: E402
 
-PROBLEMS = ("traceback", "hang", "multi-line error", "invalid json")
+PROBLEMS = (
+    "traceback",
+    "hang",
+    "multi-line error",
+    "invalid json",
+    "stray stderr",
+    "symlink followed",
+)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -96,9 +109,12 @@ class Inputs:
 
 def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[list[Any]]:
     """Write one mutated file of ``kind`` into ``d``; the command lines that read it."""
-    if kind in ("instance", "batch"):
+    if kind in ("instance", "batch", "shape"):
         b = rng.choice(inputs.bases)
-        doc = fuzz.mutate_doc(b.instance, rng, rng.choice([1, 1, 1, 2, 3]))
+        doc = fuzz.shaped(b.instance, rng) if kind == "shape" else b.instance
+        doc = fuzz.mutate_doc(
+            doc, rng, rng.choice([0, 1, 1] if kind == "shape" else [1, 1, 1, 2, 3])
+        )
         text = fuzz.dumps(doc, rng)
         if rng.random() < 0.1:
             text = fuzz.mutate_text(text, rng)
@@ -109,6 +125,8 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
             other = d / "other.json"
             fuzz.write_text(other, json.dumps(rng.choice(inputs.bases).instance))
             out = d / "r.csv"
+            if rng.random() < 0.2:  # a symlink planted at the lock or the journal
+                fuzz.plant_symlink(out, rng)
             return [["batch", inst, other, "--solvers", "ls,sjf-bco", "-o", out, "-q"]]
         return fuzz.instance_runs(inst, sched, d, rng, k=rng.choice([1, 2]))
     if kind == "schedule":
@@ -159,7 +177,8 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
 
 #: Kinds of mutated file and their shares of the files.
 KINDS = (
-    ("instance", 0.5),
+    ("instance", 0.45),
+    ("shape", 0.05),
     ("schedule", 0.2),
     ("batch", 0.03),
     ("philly", 0.08),

@@ -12,7 +12,15 @@ process with stdout and stderr captured; :func:`problems` lists what it broke:
 - ``multi-line error``: a failing run printed more than its one error line
   (``sjfbco: warning:`` lines aside);
 - ``invalid json``: with ``--json``, a stdout line that is not JSON, or no line
-  at all on success.
+  at all on success;
+- ``stray stderr``: a successful ``--json`` run printed a line on stderr that
+  is not an ``sjfbco: warning:`` line (a solver library's banner, issue 33);
+- ``symlink followed``: a run wrote to the target of a symlink planted at its
+  lock or journal (:func:`plant_symlink`, issue 33).
+
+Besides mutations, :data:`SHAPES` turns a valid instance into one of the
+hostile shapes issue 33 found (no jobs, a horizon of 10^12 slots, one job on
+one GPU) before it is mutated.
 
 Mutations work on the parsed JSON (a value replaced by one of
 :data:`INTERESTING`, a key dropped or added, a list element dropped or
@@ -30,11 +38,12 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import random
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
 #: Values that broke, or nearly broke, some command once (issue 14) and their neighbours.
 INTERESTING: tuple[Any, ...] = (
@@ -187,7 +196,10 @@ def mutate_csv(text: str, rng: random.Random) -> str:
         cells = lines[i].split(",")
         j = rng.randrange(len(cells))
         cells[j] = rng.choice(
-            ["", "nan", "inf", "-1", "0", "1e300", "1e-320", "x", "2**53", "\ud800", '"', "9" * 400]
+            [
+                *["", "nan", "inf", "-1", "0", "1e300", "1e-320", "x", "2**53", "\ud800", '"'],
+                *["9" * 400, "a" * 200_000],  # over the csv module's 128 KiB field limit
+            ]
         )
         lines[i] = ",".join(cells)
     elif op == 1:
@@ -199,6 +211,48 @@ def mutate_csv(text: str, rng: random.Random) -> str:
     else:
         return "\n".join(lines)[: rng.randrange(len(text) + 1)]
     return "\n".join(lines) + "\n"
+
+
+def _no_jobs(doc: Any, rng: random.Random) -> Any:
+    """``"jobs": []``: valid, makespan 0 everywhere."""
+    return {**doc, "jobs": []}
+
+
+def _huge_horizon(doc: Any, rng: random.Random) -> Any:
+    """One job of 10^12 iterations at one iteration per slot (issue 33's reproducer: a dense
+    timeline of that many slots asked for 29 TiB), beside the others or alone."""
+    cost = {**doc.get("cost", {}), "slot_seconds": 0.011, "xi2": 0.01}
+    job = {"id": "huge", "gpus": 1, "iterations": 10**12, "gradient_mb": 0}
+    job["compute_seconds"] = 0
+    jobs = [job] + (list(doc.get("jobs", []))[:3] if rng.random() < 0.5 else [])
+    return {**doc, "cost": cost, "jobs": jobs}
+
+
+def _one_gpu(doc: Any, rng: random.Random) -> Any:
+    """The smallest cluster: one server of one GPU, every job cut to one GPU."""
+    cluster = {**doc.get("cluster", {}), "gpus_per_server": [1]}
+    jobs = [{**j, "gpus": 1} for j in doc.get("jobs", []) if isinstance(j, dict)]
+    return {**doc, "cluster": cluster, "jobs": jobs}
+
+
+#: Hostile shapes of a valid instance (issue 33), applied before mutation.
+SHAPES: tuple[Callable[[Any, random.Random], Any], ...] = (_no_jobs, _huge_horizon, _one_gpu)
+
+
+def shaped(doc: Any, rng: random.Random) -> Any:
+    """``doc`` in one of :data:`SHAPES`, chosen by ``rng``."""
+    return rng.choice(SHAPES)(copy.deepcopy(doc), rng)
+
+
+def plant_symlink(out: Any, rng: random.Random) -> Any:
+    """A symlink at ``out``'s batch lock or journal pointing at a new file holding
+    ``"V"``; the file (whose text must stay ``"V\\n"``)."""
+    out = Path(out)
+    victim = out.with_name("victim.txt")
+    victim.write_text("V\n")
+    suffix = rng.choice([".lock", ".journal.jsonl"])
+    out.with_name(out.name + suffix).symlink_to(victim)
+    return victim
 
 
 def write_text(path: Any, text: str) -> None:
@@ -293,6 +347,10 @@ def problems(o: Outcome) -> list[str]:
         lines = [ln for ln in o.err.splitlines() if not ln.startswith("sjfbco: warning:")]
         if len(lines) != 1:
             found.append("multi-line error")
+    if o.code == 0 and "--json" in o.argv:
+        noise = [ln for ln in o.err.splitlines() if not ln.startswith("sjfbco: warning:")]
+        if noise:
+            found.append("stray stderr")
     if "--json" in o.argv and not o.hung:
         lines = [ln for ln in o.out.splitlines() if ln.strip()]
         try:
@@ -328,7 +386,7 @@ def python_flags() -> str:
 # --------------------------------------------------------------------------- scenarios
 
 #: Solvers, policies and options the scenarios pick from.
-SOLVE_CHOICES = ("sjf-bco", "ls", "ff", "rand", "lwf", "fifo-gang", "all")
+SOLVE_CHOICES = ("sjf-bco", "ls", "ff", "rand", "lwf", "fifo-gang", "list", "all")
 ONLINE_POLICIES = ("fcfs-gang", "smallest-need-first", "sjf-bco-online")
 ELASTIC_POLICIES = ("hesrpt", "equi", "srpt", "hell", "knee", "constant-share")
 SPEEDUPS = ("power:0.7", "model", "table:1,1.6,2.1,2.4")
@@ -345,8 +403,6 @@ class Base:
 
 def load_bases(root: Any, names: Sequence[str] | None = None) -> list[Base]:
     """The repository's small, Philly and one paper instance, each with an SJF-BCO schedule."""
-    from pathlib import Path
-
     from sjfbco import read_instance, solve
 
     root = Path(root)
@@ -385,6 +441,7 @@ def instance_runs(
         lambda: ["evaluate", inst, sched, "--strict"],
         lambda: ["solve", inst, "--solver", rng.choice(SOLVE_CHOICES), "--json"],
         lambda: ["solve", inst, "--solver", rng.choice(SOLVE_CHOICES), "--time-limit", "5"],
+        lambda: ["solve", inst, "--solver", "best", "--time-limit", "1", "--json", "-q"],
         lambda: [
             "online",
             inst,
@@ -406,6 +463,7 @@ def instance_runs(
             "--json",
         ],
         lambda: ["formulate", inst, "--kind", "paper-ilp", "-o", tmp / "m.lp", "--json"],
+        lambda: ["formulate", inst, "--kind", "ilp", "-o", tmp / "m.lp", "--lp-bound", "--json"],
         lambda: [
             "formulate",
             inst,
@@ -431,5 +489,9 @@ def run_case(argv: list[Any], timeout: float = 20.0) -> tuple[Outcome, list[str]
     o = run_cli(argv, timeout)
     found = problems(o)
     if argv and argv[0] == "batch" and "-o" in argv:
-        found += batch_row_problems(argv[argv.index("-o") + 1])
+        out = argv[argv.index("-o") + 1]
+        found += batch_row_problems(out)
+        victim = Path(out).with_name("victim.txt")
+        if victim.exists() and victim.read_text(errors="replace") != "V\n":
+            found.append("symlink followed")
     return o, found

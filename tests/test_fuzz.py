@@ -233,3 +233,30 @@ def test_replot_of_a_damaged_figure_table_names_file_line_and_column(tmp_path: P
         o = fuzz.run_cli(["reproduce", "--figure", "7", "--replot", "-o", rep], LIMIT)
         _assert_contract(o)
         assert o.code == 2 and f"{rep / 'fig7.csv'}: " in o.err and message in o.err, o.err
+
+
+@pytest.mark.parametrize("shape", fuzz.SHAPES, ids=[f.__name__.strip("_") for f in fuzz.SHAPES])
+def test_issue_33_shapes_through_every_instance_reader(
+    shape: Any, bases: list[fuzz.Base], tmp_path: Path
+) -> None:
+    """No jobs, a horizon of 10^12 slots, one GPU: every command keeps the contract, and
+    successful --json runs print nothing but warnings on stderr (HiGHS's banner did)."""
+    import random
+
+    rng = random.Random(0)
+    base = next(b for b in bases if b.name == "example")
+    inst = tmp_path / "i.json"
+    inst.write_text(json.dumps(shape(base.instance, rng)))
+    runs = [
+        *_readers(inst, tmp_path),
+        ["solve", inst, "--solver", "all", "--json"],
+        ["solve", inst, "--solver", "best", "--time-limit", "1", "--json", "-q"],
+        ["elastic", inst, "--policy", "knee", "--json"],
+        ["formulate", inst, "--kind", "ilp", "-o", tmp_path / "m.lp", "--lp-bound", "--json"],
+    ]
+    out = tmp_path / "r.csv"
+    fuzz.plant_symlink(out, rng)
+    runs.append(["batch", inst, "--solvers", "list,best", "--time-limit", "1", "-o", out, "-q"])
+    for argv in runs:
+        o, found = fuzz.run_case(argv, LIMIT)
+        assert found == [], (argv, o.code, o.err)
