@@ -7,7 +7,8 @@ input, and is run through commands that read it:
 
 - instances (the repository's small, two Philly and one paper instance):
   ``evaluate``, ``solve`` (each heuristic, ``all``, and ``best`` for 1 s),
-  ``online``, ``elastic``, ``formulate`` (three kinds, ``--lp-bound``), ``plot``;
+  ``online``, ``elastic``, ``formulate`` (three kinds, ``--lp-bound``), ``plot``,
+  ``compare``;
   every 20th also through ``batch`` (one in five with a symlink planted at its lock
   or journal, whose target must stay unwritten);
 - shapes (issue 33): an instance with no jobs, a horizon of 10^12 slots, or one

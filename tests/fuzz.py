@@ -442,6 +442,7 @@ def instance_runs(
         lambda: ["solve", inst, "--solver", rng.choice(SOLVE_CHOICES), "--json"],
         lambda: ["solve", inst, "--solver", rng.choice(SOLVE_CHOICES), "--time-limit", "5"],
         lambda: ["solve", inst, "--solver", "best", "--time-limit", "1", "--json", "-q"],
+        lambda: ["compare", inst, "--solvers", "list,sjf-bco", "--json", "-q"],
         lambda: [
             "online",
             inst,
