@@ -269,6 +269,8 @@ def run_task(task: Task) -> Row:
             error=f"{name}: solver {task.solver!r} failed: {type(err).__name__}: {err}",
         )
         return row
+    if result.status == "interrupted":  # Ctrl-C reached this worker: the task did not finish
+        raise KeyboardInterrupt
     s = result.summary()
     ev = result.evaluation
     row.update(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sjfbco import interrupt
 from sjfbco.bounds.packing import bins_l2, run_times
 
 if TYPE_CHECKING:
@@ -104,7 +105,7 @@ class PatternLP:
         from sjfbco.formulations.backends import highs_pool
 
         with highs_pool(self.h):
-            self.h.run()
+            interrupt.run_highs(self.h)
         if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
         duals = np.maximum(np.asarray(self.h.getSolution().row_dual, dtype=float), 0.0)
@@ -137,7 +138,7 @@ def farley_bins(
             lp.add(col)
     best = 0.0
     for _ in range(max_rounds):
-        if deadline is not None and time.perf_counter() > deadline:
+        if interrupt.requested() or (deadline is not None and time.perf_counter() > deadline):
             break
         got = lp.solve()
         if got is None:  # pragma: no cover - the singleton patterns keep it feasible
@@ -180,7 +181,7 @@ def cutting_stock_bound(
     t = math.ceil(start - 1e-9)
     lp = PatternLP(demand)
     for _ in range(max_steps):
-        if deadline is not None and time.perf_counter() > deadline:
+        if interrupt.requested() or (deadline is not None and time.perf_counter() > deadline):
             break
         refuted = bins_l2(sizes, demand, t) > n_gpus
         if (

@@ -72,6 +72,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import interrupt
 from sjfbco.bounds.closed import lower_bound
 from sjfbco.formulations.common import Plan
 
@@ -294,7 +295,7 @@ def contention_free_bound(
     if accept is None:
         if not decide:
             m.minimize(weight * C + sum(splits))
-        st = solver.solve(m)
+        st = interrupt.solve_cp(solver, m)
     else:
         check = accept
         found: list[Plan] = []
@@ -313,7 +314,7 @@ def contention_free_bound(
 
         solver.parameters.enumerate_all_solutions = True
         solver.parameters.num_search_workers = 1
-        st = solver.solve(m, _Search())
+        st = interrupt.solve_cp(solver, m, _Search())
     has = st in (cp_model.OPTIMAL, cp_model.FEASIBLE)
     plan = None
     makespan = None

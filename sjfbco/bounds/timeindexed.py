@@ -89,6 +89,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from sjfbco import interrupt
 from sjfbco.bounds.closed import lower_bound
 from sjfbco.errors import InputError
 
@@ -467,7 +468,7 @@ def _decide_cpsat(
         cp.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started))
     cp.parameters.num_search_workers = max(1, workers)
     cp.parameters.random_seed = seed
-    st = cp.solve(m)
+    st = interrupt.solve_cp(cp, m)
     infeasible = st == cp_model.INFEASIBLE
     return TimeIndexedBound(
         horizon + 1 if infeasible else closed,

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
     from sjfbco.problem import ProblemData
 
+#: Exit status after Ctrl-C stopped a run (its incumbent is printed and written first).
+INTERRUPTED = 130
 #: Old option spellings, still accepted with a warning.
 DEPRECATED = {"--schedule-out": "--output"}
 
@@ -116,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
             data_all.append(read_instance(path))
         for path, data in zip(args.instances, data_all, strict=True):
             for name in solvers:
+                if INTERRUPTED in codes:
+                    break  # Ctrl-C stopped a run: start no other
                 bar.prefix = f"{data.name} {name}: " if n_runs > 1 else ""
                 row, code = _run_one(args, path, data, name, params[name], write_schedule)
                 rows.append(row)
@@ -214,7 +218,7 @@ def _run_one(
     if args.output and res.schedule is not None:
         out = args.output.format(instance=Path(path).stem, solver=name)
         write_schedule(res.schedule, data, out)
-    return row, 0
+    return row, INTERRUPTED if res.status == "interrupted" else 0
 
 
 def arrivals_warning(data: ProblemData, solver: str) -> str:

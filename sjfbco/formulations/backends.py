@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pulp
 
+from sjfbco import interrupt
 from sjfbco.errors import InputError
 from sjfbco.formulations.common import Outcome as MipOutcome
 from sjfbco.stdio import library_output
@@ -82,7 +83,7 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
                 sol.value_valid = True
                 h.setSolution(sol)
         with highs_pool(h):
-            h.run()
+            interrupt.run_highs(h)
         self.model_status = h.getModelStatus()
         info = h.getInfo()
         bound = getattr(info, "mip_dual_bound", None)

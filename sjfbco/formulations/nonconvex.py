@@ -32,6 +32,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
 from sjfbco.errors import InputError
 from sjfbco.formulations.common import (
@@ -419,7 +420,7 @@ class NonconvexModel:
             watcher = threading.Thread(target=watch, name="sjfbco-cpsat-stop", daemon=True)
             watcher.start()
         try:
-            st = solver.solve(self.model)
+            st = interrupt.solve_cp(solver, self.model)
         finally:
             finished.set()
             if watcher is not None:

@@ -7,6 +7,7 @@ import time
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, cast, get_args
 
+from sjfbco import interrupt
 from sjfbco.bounds import lower_bound as cheap_lower_bound
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
@@ -67,7 +68,10 @@ def solve(
     typed = build_params(spec.params, params, kwargs)
     check_time_limit(time_limit)
     t0 = time.perf_counter()
-    out = spec.fn(data, typed, time_limit=time_limit, seed=seed)
+    catch = not spec.heuristic and not interrupt.active()  # the outermost anytime run
+    with interrupt.catching(enabled=catch):
+        out = spec.fn(data, typed, time_limit=time_limit, seed=seed)
+        stopped = catch and interrupt.requested()
     runtime = time.perf_counter() - t0
     out = _as_output(solver, out)
     ev = evaluate(data, out.schedule) if out.schedule is not None else None
@@ -80,6 +84,8 @@ def solve(
     elif status is Status.OPTIMAL:
         # a solver's claim is only believed with a bound that meets its makespan
         status = Status.FEASIBLE if ev is not None else Status.INFEASIBLE
+    elif stopped:
+        status = Status.INTERRUPTED  # Ctrl-C: the incumbent and bound so far
     return Result(solver, status, out.schedule, ev, lb, runtime, dict(out.stats), typed, data.name)
 
 

@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from sjfbco import interrupt
 from sjfbco.cost import ConfigurationError
 from sjfbco.evaluate import dispatch
 from sjfbco.progress import report
@@ -369,7 +370,7 @@ def best_solve(
     schemes = ("parallel", "serial") if serial_ok else ("parallel",)
 
     def late() -> bool:
-        return deadline is not None and time.perf_counter() >= deadline
+        return interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
 
     for scheme in schemes:
         for rule in PRIORITY_RULES:
@@ -483,7 +484,7 @@ def best_solve(
                 engine.best_genome = genome_of(found, data, split_now)
         budget.window(None)
         lap("cp-sat")
-    if budget.stopped_by is None and budget.expired():
+    if budget.stopped_by is None and budget.expired():  # expired() notes an interruption
         budget.stopped_by = "time limit"
     best = engine.best
     stats: dict[str, Any] = {

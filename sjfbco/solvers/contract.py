@@ -45,6 +45,8 @@ class Status(StrEnum):
     FEASIBLE = "feasible"
     INFEASIBLE = "infeasible"
     TIME_LIMIT = "time limit"
+    #: Stopped by Ctrl-C (SIGINT): the incumbent and bound so far (:mod:`sjfbco.interrupt`).
+    INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ import math
 import time
 from typing import TYPE_CHECKING
 
+from sjfbco import interrupt
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.sgs import Plan, hand_out
@@ -223,7 +224,7 @@ def repack(
         if left <= 0.05:
             return None
         solver.parameters.max_time_in_seconds = left
-    status = solver.solve(model)
+    status = interrupt.solve_cp(solver, model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     plan: list[Plan] = [(0, 0.0, [])] * n

@@ -47,7 +47,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
-from sjfbco import progress
+from sjfbco import interrupt, progress
 from sjfbco.bounds import lower_bound
 from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError, LimitError
@@ -426,22 +426,32 @@ def _solve(
     run = _Run(data, warm, warm_ev.makespan, closed, stats, spares[0] if spares else None, spares)
     stats["incumbent_from"], stats["bound_from"] = name, "closed-form bound"
     run.collect()
+    if _interrupted(run):
+        return run.output(Status.TIME_LIMIT)
     if p.relaxation and run.bound < run.makespan and p.configuration:
         _quick_bound(run, budget, "configuration", CONFIGURATION_SHARE)
     if p.relaxation and run.bound < run.makespan and p.pooled:
         _quick_bound(run, budget, "pooled", POOLED_SHARE, workers=run.workers(p), seed=seed)
     run.collect()
+    if _interrupted(run):
+        return run.output(Status.TIME_LIMIT)
     if run.spare is not None and run.bound < run.makespan:
         _aim_spare(run, budget)
     if p.relaxation and run.bound < run.makespan and p.time_indexed:
         _packing(run, budget, p, seed)
     run.collect()
+    if _interrupted(run):
+        return run.output(Status.TIME_LIMIT)
     if p.relaxation and run.bound < run.makespan:
         _relaxation(run, budget, p, seed)
     run.collect()
+    if _interrupted(run):
+        return run.output(Status.TIME_LIMIT)
     if p.relaxation and run.bound < run.makespan:
         _plan_search(run, budget, p, seed)
     run.collect()
+    if _interrupted(run):
+        return run.output(Status.TIME_LIMIT)
     stats["phases_s"] = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.bound >= run.makespan and p.horizon is None:
         stats["proof"] = f"the incumbent meets the {stats['bound_from']}"
@@ -484,6 +494,15 @@ def _solve(
         stats["note"] = f"no schedule ends by the horizon {horizon}"
     # the clock stopped the model: time limit; else the model finished below the optimum
     return run.output(Status.TIME_LIMIT if clock else Status.FEASIBLE)
+
+
+def _interrupted(run: _Run) -> bool:
+    """Whether Ctrl-C asked to stop (:mod:`sjfbco.interrupt`); noted in the stats. The run
+    then returns its incumbent and bound without starting another phase."""
+    if interrupt.requested():
+        run.stats["stopped_by"] = "interrupted"
+        return True
+    return False
 
 
 def _aim_spare(run: _Run, budget: Budget) -> None:

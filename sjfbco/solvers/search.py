@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sjfbco import interrupt
 from sjfbco.cost import ConfigurationError
 from sjfbco.solvers.sgs import Candidate, alone_durations, build
 
@@ -84,6 +85,9 @@ class Budget:
 
     def expired(self) -> bool:
         """The deadline (less :attr:`reserve`) has come; ``False`` without a deadline."""
+        if interrupt.requested():
+            self.stopped_by = "interrupted"
+            return True
         return self.deadline is not None and time.perf_counter() >= self.deadline - self.reserve
 
     def window(self, seconds: float | None) -> None:
@@ -97,6 +101,9 @@ class Budget:
         """Count one candidate; ``False`` once the budget (or the phase's window) is used."""
         if self.iterations is not None and self.used >= self.iterations:
             self.stopped_by = "iterations"
+            return False
+        if interrupt.requested():
+            self.stopped_by = "interrupted"
             return False
         if self.deadline is not None:
             now = time.perf_counter()

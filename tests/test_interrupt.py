@@ -1,0 +1,104 @@
+"""Ctrl-C (SIGINT) stops anytime solvers with their incumbent (``sjfbco.interrupt``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+
+from sjfbco import evaluate, interrupt, read_instance, read_schedule, solve
+from tests.conftest import INSTANCES, ROOT
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+#: Not proven optimal by best within a minute (gap about 1.045), so a run is still searching.
+HARD = INSTANCES / "paper" / "paper-s15-seed1.json"
+
+
+def test_a_stop_request_ends_best_with_its_incumbent() -> None:
+    data = read_instance(HARD)
+    timer = threading.Timer(1.0, interrupt.request)  # what the first SIGINT does
+    timer.start()
+    try:
+        res = solve(data, "best", time_limit=300)
+    finally:
+        timer.cancel()
+    assert res.status == "interrupted"
+    assert res.stats["stopped_by"] == "interrupted"
+    assert res.schedule is not None
+    assert evaluate(data, res.schedule).makespan == res.makespan
+    assert res.lower_bound <= res.makespan
+    assert not interrupt.requested()  # only inside the run
+    assert solve(data, "sjf-bco").status == "feasible"  # a later run is not affected
+
+
+def test_outside_the_main_thread_nothing_is_caught() -> None:
+    box = {}
+
+    def work() -> None:
+        with interrupt.catching():
+            box["active"] = interrupt.active()
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert box == {"active": False}
+    with interrupt.catching(enabled=False):
+        assert not interrupt.active()
+    with interrupt.catching():
+        assert interrupt.active()
+        assert interrupt.run_stoppable(lambda: 7, lambda: None) == 7
+        with pytest.raises(ZeroDivisionError):
+            interrupt.run_stoppable(lambda: 1 // 0, lambda: None)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _sigint_run(tmp_path: Path, solver: str, instance: Path, after: str) -> tuple[int, dict]:
+    """Start ``sjfbco solve`` in a child, send SIGINT once its progress shows ``after``
+    (plus a second), and return its exit status and JSON line."""
+    out = tmp_path / "schedule.json"
+    cmd = [sys.executable, "-m", "sjfbco", "solve", str(instance), "--solver", solver,
+           "--time-limit", "300", "--json", "--progress", "-o", str(out)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen(
+        cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert child.stderr is not None
+    seen = b""
+    while after.encode() not in seen:  # the solver is at work (its progress bar shows)
+        chunk = os.read(child.stderr.fileno(), 4096)
+        assert chunk, f"the child ended first: {seen[-500:]!r}"
+        seen += chunk
+    time.sleep(1.0)
+    child.send_signal(signal.SIGINT)
+    stdout, _ = child.communicate(timeout=600)  # a guard against a hang, not a measurement
+    (line,) = stdout.decode().splitlines()
+    doc = json.loads(line)
+    data = read_instance(instance)
+    schedule = read_schedule(out, data)
+    assert evaluate(data, schedule).makespan == doc["makespan"]
+    return child.returncode, doc
+
+
+def test_sigint_stops_best_and_writes_its_incumbent(tmp_path: Path) -> None:
+    code, doc = _sigint_run(tmp_path, "best", HARD, "best: makespan")
+    assert code == 130
+    assert doc["status"] == "interrupted" and doc["stats"]["stopped_by"] == "interrupted"
+    assert doc["lower_bound"] <= doc["makespan"]
+
+
+@pytest.mark.slow
+def test_sigint_stops_exact_with_its_bound(tmp_path: Path) -> None:
+    instance = INSTANCES / "bench" / "paper-s5-seed1-j40.json"  # not proven within minutes
+    code, doc = _sigint_run(tmp_path, "exact", instance, "best: makespan")
+    assert code == 130
+    assert doc["status"] == "interrupted"
+    assert 0 < doc["lower_bound"] <= doc["makespan"]
