@@ -6,7 +6,7 @@ The public API: problem data, files, the evaluator and the solvers.
 from sjfbco.cost import ConfigurationError
 from sjfbco.evaluate import Simulator, evaluate
 from sjfbco.files import read_instance, read_schedule, write_instance, write_schedule
-from sjfbco.frames import jobs_frame, results_frame
+from sjfbco.frames import gpus_frame, jobs_frame, results_frame
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError
 from sjfbco.solvers import SOLVERS, Result, Status, solve
@@ -29,6 +29,7 @@ __all__ = [
     "Simulator",
     "Status",
     "evaluate",
+    "gpus_frame",
     "jobs_frame",
     "read_instance",
     "read_schedule",

@@ -151,10 +151,23 @@ def load_json(path: str | os.PathLike[str], *, instance: bool = False) -> Any:
         return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
         raise InputError(
-            f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}", source=src
+            f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}{_trace_hint(src)}",
+            source=src,
         ) from None
     except (ValueError, RecursionError) as err:
         raise InputError(f"malformed JSON: {one_line(str(err))}", source=src) from None
+
+
+def _trace_hint(src: str) -> str:
+    """For a trace given where JSON is read: how to turn it into instances."""
+    suffix = src.rsplit(".", 1)[-1].lower() if "." in src else ""
+    kind = {"csv": "philly", "swf": "swf"}.get(suffix)
+    if kind is None:
+        return ""
+    return (
+        f"; a {suffix.upper()} trace? convert it first: sjfbco convert {kind} {src} -o DIR "
+        "(or compare it directly: sjfbco compare " + src + ")"
+    )
 
 
 def read_instance(path: str | os.PathLike[str]) -> ProblemData:

@@ -4,6 +4,10 @@
   one row per :class:`~sjfbco.solvers.Result`, the instance's name first.
 - :func:`jobs_frame` (``sjfbco.jobs_frame``; ``Result.jobs_frame(data)``): one
   row per job of a schedule, with the evaluator's times.
+- :func:`gpus_frame` (``sjfbco.gpus_frame``): one row per (job, server, GPU) of a
+  schedule in launch order (:func:`sjfbco.launch.plan_rows`), start and end in
+  slots and seconds; :func:`export_schedule` writes a schedule as JSON, CSV or
+  Parquet by the file's suffix.
 
 Times are in slots, ``runtime_s`` in seconds. pandas is imported when a frame
 is built, not when sjfbco is.
@@ -14,10 +18,14 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.errors import InputError
 from sjfbco.evaluate import alone_slots, evaluate
+from sjfbco.files import atomic_write_bytes, atomic_write_text, write_schedule
+from sjfbco.launch import plan_rows
 from sjfbco.solvers.contract import SUMMARY_COLUMNS
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Iterable
 
     import pandas as pd
@@ -117,3 +125,60 @@ def jobs_frame(
             }
         )
     return pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+
+
+#: Columns of :func:`gpus_frame`, in order (``launch``: position in launch order).
+GPU_COLUMNS: tuple[str, ...] = (
+    "launch",
+    "job",
+    "server",
+    "host",
+    "gpu",
+    "start",
+    "end",
+    "start_s",
+    "end_s",
+)
+
+
+def gpus_frame(data: ProblemData, schedule: Schedule) -> pd.DataFrame:
+    """One row per (job, server, GPU) of ``schedule``: :data:`GPU_COLUMNS`, in launch order.
+
+    ``start`` and ``end`` are the evaluator's (slots), ``start_s`` and ``end_s`` the same
+    in seconds (``cost.slot_seconds``); ``host`` is the server's name in launch files
+    (``s0``, ``s1``, ...; :func:`sjfbco.launch.server_name`).
+    """
+    import pandas as pd
+
+    return pd.DataFrame(plan_rows(data, schedule), columns=list(GPU_COLUMNS))
+
+
+#: Schedule file formats by suffix: the ``sjfbco-schedule/1`` JSON, or the GPU table.
+SCHEDULE_SUFFIXES: dict[str, str] = {".json": "json", ".csv": "csv", ".parquet": "parquet"}
+
+
+def schedule_format(path: str | os.PathLike[str]) -> str:
+    """``json``, ``csv`` or ``parquet`` by ``path``'s suffix, else an :class:`InputError`."""
+    suffix = "." + str(path).rsplit(".", 1)[-1].lower() if "." in str(path) else ""
+    if suffix not in SCHEDULE_SUFFIXES:
+        raise InputError(
+            f"{path}: cannot tell the schedule format from the suffix {suffix!r}; use .json "
+            "(sjfbco-schedule/1, read back by evaluate and plot), .csv or .parquet (one row "
+            "per job, server and GPU)"
+        )
+    return SCHEDULE_SUFFIXES[suffix]
+
+
+def export_schedule(data: ProblemData, schedule: Schedule, path: str | os.PathLike[str]) -> None:
+    """Write ``schedule`` to ``path`` by its suffix (:func:`schedule_format`), atomically."""
+    kind = schedule_format(path)
+    if kind == "json":
+        write_schedule(schedule, data, path)
+    elif kind == "csv":
+        atomic_write_text(path, gpus_frame(data, schedule).to_csv(index=False))
+    else:
+        import io
+
+        buf = io.BytesIO()
+        gpus_frame(data, schedule).to_parquet(buf, index=False)
+        atomic_write_bytes(path, buf.getvalue())

@@ -67,8 +67,17 @@ def add_parser(sub: Any) -> None:
     )
     add_output(
         p,
-        help="write the schedule here; with several runs put {instance} and {solver} in the "
-        "name (formerly --schedule-out)",
+        help="write the schedule here, by suffix: .json (sjfbco-schedule/1), .csv or .parquet "
+        "(one row per job, server and GPU); with several runs put {instance} and {solver} in "
+        "the name (formerly --schedule-out)",
+    )
+    p.add_argument(
+        "--launch",
+        metavar="DIR",
+        default=None,
+        help="write the launch plan into DIR: launch.json (sjfbco-launch/1, jobs in launch "
+        "order with what each waits for) and hosts/NNN-<job>.txt, one hostfile per job "
+        "(docs/formats.md); {instance} and {solver} as for -o",
     )
     add_plugin(p, "a solver")
     add_progress(p)
@@ -88,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         slot_note,
         warn,
     )
-    from sjfbco.files import read_instance, write_schedule
+    from sjfbco.files import read_instance
+    from sjfbco.frames import export_schedule, schedule_format
     from sjfbco.params import load_config, solver_params
     from sjfbco.progress import report
     from sjfbco.solvers.contract import SUMMARY_COLUMNS
@@ -105,10 +115,18 @@ def run(args: argparse.Namespace) -> int:
         warn(SEED_WARNING)
     args.seed = 0 if args.seed is None else args.seed
     n_runs = len(solvers) * len(args.instances)
+    for option, template in (("--output", args.output), ("--launch", args.launch)):
+        if template:
+            used = check_template(template, option, ("instance", "solver"))
+            if n_runs > 1 and not (
+                ("instance" in used or len(args.instances) == 1)
+                and (len(solvers) == 1 or "solver" in used)
+            ):
+                raise InputError(
+                    f"{option}: several runs need {{instance}} and {{solver}} in the file name"
+                )
     if args.output:
-        used = check_template(args.output, "--output", ("instance", "solver"))
-        if n_runs > 1 and not ("instance" in used and (len(solvers) == 1 or "solver" in used)):
-            raise InputError("--output: several runs need {instance} and {solver} in the file name")
+        schedule_format(args.output)  # a suffix we cannot write fails before solving
     rows: list[dict[str, Any]] = []
     codes: list[int] = []
     with ProgressBar(progress_enabled(args)) as bar:
@@ -121,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                 if INTERRUPTED in codes:
                     break  # Ctrl-C stopped a run: start no other
                 bar.prefix = f"{data.name} {name}: " if n_runs > 1 else ""
-                row, code = _run_one(args, path, data, name, params[name], write_schedule)
+                row, code = _run_one(args, path, data, name, params[name], export_schedule)
                 rows.append(row)
                 codes.append(code)
     if not args.json:
@@ -179,7 +197,7 @@ def _run_one(
     data: ProblemData,
     name: str,
     params: Any,
-    write_schedule: Any,
+    export_schedule: Any,
 ) -> tuple[dict[str, Any], int]:
     """One (instance, solver) run: its row and exit code (0 ok, 2 bad input, 1 other)."""
     from sjfbco.commands.common import warn
@@ -217,7 +235,12 @@ def _run_one(
         print(json_line({**row, "file": str(path), "stats": res.stats}), flush=True)
     if args.output and res.schedule is not None:
         out = args.output.format(instance=Path(path).stem, solver=name)
-        write_schedule(res.schedule, data, out)
+        export_schedule(data, res.schedule, out)
+    if args.launch and res.schedule is not None:
+        from sjfbco.launch import launch_plan, write_launch
+
+        folder = args.launch.format(instance=Path(path).stem, solver=name)
+        write_launch(launch_plan(data, res.schedule), folder)
     return row, INTERRUPTED if res.status == "interrupted" else 0
 
 
