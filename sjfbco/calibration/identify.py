@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from sjfbco.calibration.fit import FitReport
     from sjfbco.calibration.measurements import StepTimes
 
-#: Default bootstrap draws (20: about 18 s for the six Pollux models on a loaded 2-core machine).
+#: Default bootstrap draws (20: about 25 s of CPU for the six Pollux models).
 DEFAULT_RESAMPLES = 20
 #: Interval quantiles (a 90% interval).
 INTERVAL = (0.05, 0.95)
