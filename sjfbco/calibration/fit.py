@@ -200,8 +200,14 @@ class Distinct:
 
     @classmethod
     def of(cls, rows: StepTimes) -> Distinct:
-        keys = np.column_stack([rows.workers, rows.servers, rows.max_per_server, rows.batch])
-        _, first, index = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        # one integer key per row from the columns' codes (np.unique over rows, axis=0,
+        # sorts void views: 0.44 s for 100,000 rows against about 0.02 s here)
+        # (re-coded after each column, so a key stays below rows^2: no overflow)
+        key = np.zeros(len(rows), dtype=np.int64)
+        for column in (rows.workers, rows.servers, rows.max_per_server, rows.batch):
+            values, code = np.unique(column, return_inverse=True)
+            key = np.unique(key * len(values) + code.ravel(), return_inverse=True)[1].ravel()
+        _, first, index = np.unique(key, return_index=True, return_inverse=True)
         mask = np.zeros(len(rows), dtype=bool)
         mask[first] = True
         # subset keeps file order; map np.unique's sorted order onto it

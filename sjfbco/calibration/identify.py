@@ -20,7 +20,8 @@ range stops at a bound. :func:`identify` says which, per constant:
 
 The interval is a bootstrap by placement: ``resamples`` draws (seeded) of
 the model's placements with replacement, all rows of a drawn placement
-taken as often as it is drawn, each refitted from the full fit's values;
+taken as often as it is drawn (at most :data:`BOOTSTRAP_ROWS` of them, a
+seeded subset), each refitted from the full fit's values;
 the interval is the 5th to 95th percentile of the refitted values. The
 refits keep the main fit's stopping tolerance (1e-8): with 1e-6 they took a
 third of the time but stopped near their start along flat directions, and
@@ -46,6 +47,10 @@ if TYPE_CHECKING:
 
 #: Default bootstrap draws (20: about 25 s of CPU for the six Pollux models).
 DEFAULT_RESAMPLES = 20
+#: Most rows one bootstrap draw refits (a seeded random subset of the drawn rows above it):
+#: a refit's cost grows with its rows (an SVD of the Jacobian per step), and fewer rows
+#: only widen an interval, so a larger file is judged conservatively, not wrongly.
+BOOTSTRAP_ROWS = 20_000
 #: Interval quantiles (a 90% interval).
 INTERVAL = (0.05, 0.95)
 #: A value within this relative distance of a bound is at the bound.
@@ -163,6 +168,8 @@ def identify(
     for _ in range(resamples):
         picked = rng.integers(len(groups), size=len(groups))
         index = np.concatenate([of_group[i] for i in picked])
+        if len(index) > BOOTSTRAP_ROWS:
+            index = np.sort(rng.choice(index, size=BOOTSTRAP_ROWS, replace=False))
         sample = rows.subset(index)
         if len(sample) < len(param_names(form, compute, sample.batch)):
             continue
