@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sjfbco import Cluster, CostParams, Job, read_instance
+from sjfbco.calibration import identify as identify_module
 from sjfbco.calibration.contention import fit_contention
 from sjfbco.calibration.fit import (
     BANDWIDTH_INTRA,
@@ -34,6 +35,7 @@ from sjfbco.calibration.identify import (
     with_identifiability,
 )
 from sjfbco.calibration.measurements import (
+    StepTimes,
     model_of_file,
     parse_placement,
     read_all,
@@ -164,6 +166,31 @@ def test_distinct_rows_predict_as_all_rows(tmp_path: Path) -> None:
     assert len(d.unique) == 3 and d.index.tolist() == [0, 1, 0, 2, 1]
     params = {**TRUE, "gradient_mb": 400.0}
     assert (d.predict(params) == predict(params, rows)).all()
+    # the largest values a file may hold stay apart (keys from column codes, no overflow)
+    path.write_text(
+        "placement,local_bsz,step_time\n4096-4096,1000000000,1\n4096-4096,999999999,1\n"
+        "4096-4096,1000000000,2\n"
+    )
+    (rows,), _ = read_measurements(path)
+    assert Distinct.of(rows).index.tolist() == [0, 1, 0]
+
+
+def test_bootstrap_draws_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Draws thinned to 40 of the 88 rows still find every noise-free constant."""
+    (rows,), _ = read_measurements(synthetic_csv(tmp_path, "extended"))
+    rep = fit_model(rows, "extended", folds=3, compute="affine")
+    seen: list[int] = []
+    real = identify_module.fit_params
+
+    def spy(sample: StepTimes, *args: object, **kwargs: object) -> dict[str, float]:
+        seen.append(len(sample))
+        return real(sample, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(identify_module, "BOOTSTRAP_ROWS", 40)
+    monkeypatch.setattr(identify_module, "fit_params", spy)
+    found = with_identifiability(rep, resamples=4).identifiability
+    assert seen == [40] * 4
+    assert {i.status for i in found} == {"identified"}
 
 
 def test_noise_free_constants_are_identified(tmp_path: Path) -> None:
