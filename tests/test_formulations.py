@@ -394,7 +394,7 @@ def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "horizon 95" in text and "LP-relaxation lower bound" in text
     # issue 33: which number is the estimate and which the built model's size
     assert text.startswith("estimate (before building, from the horizon): highs model, horizon ")
-    assert "; built model's size: variables " in text
+    assert "; built model's size: variables " in text and " s to build\n" in text
 
 
 @pytest.mark.parametrize(

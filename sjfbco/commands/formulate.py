@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         size = _paper(data, out, info)
     else:
         require_slotted(data, f"the {args.kind} model")
-        from sjfbco.solvers.exact import best_warm_start
+        from sjfbco.solvers.exact import BUILD_S_PER_VARIABLE, best_warm_start
 
         horizon = args.horizon
         if horizon is None:
@@ -74,9 +74,14 @@ def run(args: argparse.Namespace) -> int:
         from sjfbco.formulations.size import estimate
 
         est = estimate(data, "cpsat" if args.kind == "nonconvex" else "highs", horizon)
-        info["estimate"] = est.as_dict()
+        build_s = BUILD_S_PER_VARIABLE[est.backend] * est.variables  # measured, rounded up
+        info["estimate"] = {**est.as_dict(), "build_seconds": round(build_s, 1)}
         if not args.json:  # before building: a big model takes a while
-            print(f"estimate (before building, from the horizon): {est.line()}", flush=True)
+            print(
+                f"estimate (before building, from the horizon): {est.line()}, "
+                f"about {build_s:,.0f} s to build",
+                flush=True,
+            )
         if args.kind == "ilp":
             from sjfbco.formulations.ilp import TimeIndexedILP, lp_bound
 
