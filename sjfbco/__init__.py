@@ -10,20 +10,26 @@ from sjfbco.frames import gpus_frame, jobs_frame, results_frame
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError
 from sjfbco.solvers import SOLVERS, Result, Status, solve
+from sjfbco.solvers.best import BestParams
+from sjfbco.solvers.exact import ExactParams
+from sjfbco.solvers.sjf_bco import SJFBCOParams
 
 #: One row per result, as a pandas DataFrame (:func:`sjfbco.frames.results_frame`).
 to_frame = results_frame
 
 __all__ = [
     "SOLVERS",
+    "BestParams",
     "Cluster",
     "ConfigurationError",
     "CostParams",
     "Evaluation",
+    "ExactParams",
     "InputError",
     "Job",
     "ProblemData",
     "Result",
+    "SJFBCOParams",
     "Schedule",
     "ScheduleError",
     "Simulator",

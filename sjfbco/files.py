@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sjfbco import limits
+from sjfbco import datasets, limits
 from sjfbco.errors import InputError, one_line
 from sjfbco.problem import INSTANCE_FORMAT, ProblemData
 from sjfbco.schedule import SCHEDULE_FORMAT, Schedule
@@ -171,11 +171,12 @@ def _trace_hint(src: str) -> str:
 
 
 def read_instance(path: str | os.PathLike[str]) -> ProblemData:
-    """Read an ``sjfbco-instance/1`` file.
+    """Read an ``sjfbco-instance/1`` file (or a bundled instance by name, :mod:`sjfbco.datasets`).
 
     Raises :class:`InputError` whose message starts with the file name and the
     field at fault (:class:`WrongKindError` for a schedule file).
     """
+    path = datasets.resolve(path)  # a bundled instance's name where no such file exists
     return _instance_from(load_json(path, instance=True), path)
 
 
@@ -345,6 +346,7 @@ def read_instance_and_schedule(
     tags show the schedule came first (the old order of ``sjfbco plot``); the
     caller warns. Any other mix-up is a :class:`WrongKindError`.
     """
+    instance = datasets.resolve(instance)
     first, second = load_json(instance, instance=True), load_json(schedule, instance=True)
     swapped = format_tag(first) == SCHEDULE_FORMAT and format_tag(second) == INSTANCE_FORMAT
     if swapped:

@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 import tomllib
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 import yaml
@@ -15,15 +15,15 @@ import yaml
 import sjfbco
 from tests.conftest import ROOT, SHARED_DATA
 
-if TYPE_CHECKING:
-    from pathlib import Path
-
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+PYPROJECT_TOOL = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]
 
 
 def test_license_file_is_the_mit_licence_pyproject_declares() -> None:
     text = (ROOT / "LICENSE").read_text()
-    assert PYPROJECT["license"] == {"text": "MIT"}
+    assert PYPROJECT["license"] == "MIT"  # an SPDX expression (PEP 639)
+    assert PYPROJECT["license-files"] == ["LICENSE"]
+    assert not any(c.startswith("License ::") for c in PYPROJECT["classifiers"])  # PEP 639
     assert text.startswith("MIT License\n")
     assert "Permission is hereby granted, free of charge" in text
 
@@ -115,3 +115,29 @@ def test_install_hints_work_from_a_checkout() -> None:
     from sjfbco import batch
 
     assert "pip install -e '.[dist]'" in batch.DASK_MISSING
+
+
+def test_bundled_instances_ship_in_the_package_and_resolve_by_name() -> None:
+    from importlib.resources import files
+
+    from sjfbco import datasets
+
+    # sjfbco/instances is what the wheel ships (a link to instances/ in a clone)
+    assert (ROOT / "sjfbco" / "instances").resolve() == (ROOT / "instances").resolve()
+    assert datasets.root() == Path(str(files("sjfbco") / "instances"))
+    assert datasets.path("paper-s20-seed0") == datasets.root() / "paper" / "paper-s20-seed0.json"
+    assert datasets.path("bench/paper-s10-seed0").parent == datasets.bench_dir()
+    assert "small/example" in datasets.names() and "small/example-schedule" not in datasets.names()
+    assert sjfbco.read_instance("paper-s20-seed0").num_jobs == 160
+    patterns = PYPROJECT_TOOL["setuptools"]["package-data"]["sjfbco"]
+    shipped = {p.relative_to(ROOT / "instances") for p in (ROOT / "instances").rglob("*")}
+    wanted = {
+        p
+        for p in shipped
+        if p.suffix in (".json", ".csv", ".md")
+        and any(p.match(g.removeprefix("instances/")) for g in patterns)
+    }
+    data_files = {p for p in shipped if p.suffix in (".json", ".csv")}
+    assert data_files <= wanted  # every instance, schedule and best-known file is packaged
+    with pytest.raises(sjfbco.InputError, match="no bundled instance"):
+        datasets.path("paper-s99-seed0")

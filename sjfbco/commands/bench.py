@@ -13,12 +13,18 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "bench",
         help="run a solver over the benchmark set and print its gap to the best-known makespans",
-        description="Run a solver on the instances of a benchmark set (default instances/bench) "
+        description="Run a solver on the instances of a benchmark set (default the bundled one) "
         "and print, per instance, its makespan, the best-known makespan and their ratio, and the "
         "best lower bound; then the geometric mean ratio. With --update, improved makespans "
         "(schedule files) and bounds are written back with their provenance.",
     )
-    p.add_argument("--set", default="instances/bench", metavar="DIR", help="benchmark set")
+    p.add_argument(
+        "--set",
+        default=None,
+        metavar="DIR",
+        help="benchmark set (default: the bundled one, sjfbco.datasets.bench_dir(), which is "
+        "instances/bench in a clone)",
+    )
     p.add_argument("--solver", default="sjf-bco", help="solver name (default sjf-bco)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S", help="seconds per run")
     p.add_argument("--seed", type=int, default=0, help="seed (default 0)")
@@ -36,13 +42,17 @@ def run(args: argparse.Namespace) -> int:
     import math
 
     from sjfbco.benchset import read_best_known, run_bench, select
+    from sjfbco.datasets import bench_dir
+    from sjfbco.errors import InputError, unknown_name
     from sjfbco.params import parse_kv
     from sjfbco.solvers import SOLVERS, solve
     from sjfbco.stdio import stdout_to_stderr
     from sjfbco.tables import format_table
 
     if args.solver not in SOLVERS:
-        raise ValueError(f"--solver: unknown solver {args.solver!r}; known: {', '.join(SOLVERS)}")
+        raise InputError(f"--solver: {unknown_name('solver', args.solver, SOLVERS)}")
+    if args.set is None:
+        args.set = str(bench_dir())
     if args.max_jobs is not None and args.max_jobs < 1:
         raise ValueError(f"--max-jobs: must be >= 1, got {args.max_jobs}")
     params = parse_kv(args.param)

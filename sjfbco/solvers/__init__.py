@@ -8,6 +8,7 @@ itself; ``docs/solvers.md`` explains how to write and register your own.
 
 from sjfbco.solvers import baselines, best, exact, listsched, sjf_bco
 from sjfbco.solvers.api import solve
+from sjfbco.solvers.best import BestParams
 from sjfbco.solvers.contract import (
     SOLVERS,
     NoParams,
@@ -20,11 +21,16 @@ from sjfbco.solvers.contract import (
     register,
     spec_of,
 )
+from sjfbco.solvers.exact import ExactParams
+from sjfbco.solvers.sjf_bco import SJFBCOParams
 
 __all__ = [
     "SOLVERS",
+    "BestParams",
+    "ExactParams",
     "NoParams",
     "Result",
+    "SJFBCOParams",
     "Solution",
     "SolverOutput",
     "SolverSpec",
