@@ -32,6 +32,7 @@ from sjfbco.online.simulator import policy_names
 from sjfbco.schedule import Schedule
 from sjfbco.solvers import SOLVERS, heuristics
 from sjfbco.solvers.api import mode_of, solve_in_better_mode
+from sjfbco.tables import TIME_UNITS, slots_in
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
 
 #: ``--metric`` names and the row field each one reads (slots; smaller is better).
 METRICS: dict[str, str] = {"makespan": "makespan", "mean-jct": "mean_jct", "p95-jct": "p95_jct"}
-#: Time units of tables and plots: seconds per unit (``None``: slots).
-TIME_UNITS: dict[str, float | None] = {"slots": None, "s": 1.0, "min": 60.0, "h": 3600.0}
 #: The time fields of a row (slots), converted by :func:`in_unit`.
 TIME_FIELDS: tuple[str, ...] = ("makespan", "mean_jct", "p95_jct")
 
@@ -183,12 +182,11 @@ def in_unit(
     (each instance's slot length from ``slot_seconds``); unchanged for ``slots``."""
     if unit not in TIME_UNITS:
         raise InputError(f"unknown time unit {unit!r}; known: {', '.join(TIME_UNITS)}")
-    per = TIME_UNITS[unit]
-    if per is None:
+    if unit == "slots":
         return [dict(r) for r in rows]
     out = []
     for r in rows:
-        scale = slot_seconds[r["instance"]] / per
+        scale = slots_in(unit, slot_seconds[r["instance"]])
         extra = {f"{f}_{unit}": (r[f] * scale if r[f] is not None else None) for f in TIME_FIELDS}
         out.append({**r, **extra})
     return out

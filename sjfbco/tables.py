@@ -49,3 +49,26 @@ def format_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> s
     head = line(list(columns))
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([head, rule, *(line(r) for r in cells)])
+
+
+#: Time units of tables and plots: seconds per unit (``None``: slots, the model's own).
+TIME_UNITS: dict[str, float | None] = {"slots": None, "s": 1.0, "min": 60.0, "h": 3600.0}
+
+
+def slots_in(unit: str, slot_seconds: float) -> float:
+    """How many ``unit`` one slot of ``slot_seconds`` seconds is (1 for ``slots``)."""
+    if unit not in TIME_UNITS:
+        raise ValueError(f"unknown time unit {unit!r}; known: {', '.join(TIME_UNITS)}")
+    per = TIME_UNITS[unit]
+    return 1.0 if per is None else slot_seconds / per
+
+
+def add_time_unit_option(p: Any, default: str = "slots") -> None:
+    """``--time-unit slots|s|min|h`` (read as ``args.time_unit``)."""
+    p.add_argument(
+        "--time-unit",
+        default=default,
+        choices=tuple(TIME_UNITS),
+        help="unit of times in tables and plots (slots: the model's; s, min, h by the "
+        "instance's cost.slot_seconds)",
+    )

@@ -33,8 +33,13 @@ def test_evaluate_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_evaluate_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["evaluate", str(EXAMPLE), str(SCHEDULE)]) == 0
     out = capsys.readouterr().out
-    assert "makespan 310 slots" in out
-    assert out.splitlines()[0].split() == ["job", "gpus", "start", "end"]
+    assert out.splitlines()[0].startswith("instance example: makespan 310 slots,")  # summary first
+    assert len(out.splitlines()) == 1  # the jobs only on request
+    assert main(["evaluate", str(EXAMPLE), str(SCHEDULE), "--jobs", "--time-unit", "min"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "makespan 310 slots (51.67 min)" in lines[0]  # 310 slots x 10 s = 3,100 s
+    assert lines[2].split() == ["job", "gpus", "start", "end"]
+    assert lines[-1] == "start and end in min"
 
 
 def _bad(tmp_path: Path, name: str, text: str) -> Path:

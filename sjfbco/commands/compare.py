@@ -8,6 +8,7 @@ from sjfbco.commands import options
 from sjfbco.commands.common import add_output, add_param, add_plugin, add_progress
 from sjfbco.commands.convert import add_trace_arguments
 from sjfbco.errors import InputError
+from sjfbco.tables import add_time_unit_option
 
 if TYPE_CHECKING:
     import argparse
@@ -65,12 +66,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
     add_param(p)
-    p.add_argument(
-        "--time-unit",
-        default="h",
-        choices=("slots", "s", "min", "h"),
-        help="unit of the extra time columns and of the plot (slots: none)",
-    )
+    add_time_unit_option(p, default="h")
     add_output(p, help="write the table: .csv or .json (a list of rows) by suffix")
     p.add_argument("--plot", metavar="FILE", default=None, help="bar chart: .png, .pdf or .svg")
     p.add_argument("--json", action="store_true", help="print one JSON object per run (JSON Lines)")

@@ -30,7 +30,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter
 
 from sjfbco.compare import METRICS
 from sjfbco.errors import InputError
@@ -45,7 +45,7 @@ from sjfbco.experiments.paper import (
     label,
 )
 from sjfbco.files import atomic_write_bytes
-from sjfbco.tables import fmt
+from sjfbco.tables import fmt, slots_in
 
 if TYPE_CHECKING:
     import os
@@ -505,21 +505,23 @@ def gantt_colours(data: ProblemData, blocks: Sequence[Block]) -> list[tuple[floa
     return [palette[c] for c in chosen]
 
 
-def gantt_size(data: ProblemData) -> tuple[float, float, float]:
+def gantt_size(data: ProblemData, rows: int | None = None) -> tuple[float, float, float]:
     """``(width, height, row)``: figure inches and GPU row height (points) for ``data``.
 
     The row height lets the smallest server's band hold a label
     (:data:`SERVER_LABEL_PT`), the axes at least 3 inches tall, within
     :data:`GANTT_ROW_PT` and :data:`GANTT_MAX_AXES_IN`; the width grows with
-    the number of jobs (:data:`GANTT_WIDTH`).
+    the number of jobs (:data:`GANTT_WIDTH`). ``rows``: the GPU rows drawn
+    (default every GPU; fewer with ``gantt(servers=...)``).
     """
     c = data.cluster
+    n = c.num_gpus if rows is None else rows
     want = 1.2 * 7.0 / min(c.gpus_per_server)  # a 7 pt label in the smallest band
-    row = max(want, 3.0 * 72 / c.num_gpus)
-    row = min(max(row, GANTT_ROW_PT[0]), GANTT_ROW_PT[1], GANTT_MAX_AXES_IN * 72 / c.num_gpus)
+    row = max(want, 3.0 * 72 / n)
+    row = min(max(row, GANTT_ROW_PT[0]), GANTT_ROW_PT[1], GANTT_MAX_AXES_IN * 72 / n)
     lo, hi = GANTT_WIDTH
     width = min(hi, lo + max(0, data.num_jobs - 160) / GANTT_JOBS_PER_INCH)
-    return width, row * c.num_gpus / 72 + _MARGIN_IN[2] + _MARGIN_IN[3], row
+    return width, row * n / 72 + _MARGIN_IN[2] + _MARGIN_IN[3], row
 
 
 #: Margins around the Gantt axes (inches): left, right, top, bottom.
@@ -534,6 +536,9 @@ def gantt(
     labels: bool = True,
     title: str | None = None,
     waits: bool | None = None,
+    servers: tuple[int, int] | None = None,
+    time_unit: str = "slots",
+    size: tuple[float, float] | None = None,
 ) -> Axes:
     """Gantt chart of ``schedule``: one row per GPU grouped by server, one bar per job block.
 
@@ -554,6 +559,14 @@ def gantt(
     waits
         Mark each job's arrival (a tick) and its wait until its start (a
         dotted line); default: when some job arrives after slot 0.
+    servers
+        ``(first, last)``: draw servers ``first`` to ``last`` only (inclusive); a
+        job on others shows only its bars on these.
+    time_unit
+        Unit of the time axis (:data:`sjfbco.tables.TIME_UNITS`): bars stay in
+        slots, the ticks are placed at round values of the unit.
+    size
+        ``(width, height)`` inches of a new figure (default :func:`gantt_size`).
 
     Returns
     -------
@@ -568,24 +581,34 @@ def gantt(
     """
     ev = evaluation if evaluation is not None else evaluate(data, schedule)
     cluster = data.cluster
+    lo_s, hi_s = servers if servers is not None else (0, cluster.num_servers - 1)
+    if not 0 <= lo_s <= hi_s < cluster.num_servers:
+        raise InputError(
+            f"--servers {lo_s}:{hi_s}: the cluster has servers 0 to {cluster.num_servers - 1}"
+        )
+    shown = range(lo_s, hi_s + 1)
+    n_rows = sum(cluster.gpus_per_server[s] for s in shown)
     if ax is None:
-        width, height, _ = gantt_size(data)
+        width, height, _ = gantt_size(data, n_rows)
+        width, height = size if size is not None else (width, height)
         fig = Figure(figsize=(width, height))
         left, right, top, bottom = _MARGIN_IN
         fig.subplots_adjust(
             left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height
         )
         ax = fig.subplots()
-    top_row = cluster.num_gpus - 1  # GPU (0, 0) on top
+    top_row = n_rows - 1  # the first shown server's GPU 0 on top
+    base = cluster.offsets[lo_s]
 
     def y_of(server: int, index: int) -> int:
-        return top_row - (cluster.offsets[server] + index)
+        return top_row - (cluster.offsets[server] - base + index)
 
     end = max(ev.makespan, 1.0)
     ax.set_xlim(0, end * 1.02)
-    ax.set_ylim(-0.5, cluster.num_gpus - 0.5)
-    blocks = gantt_blocks(data, schedule, ev)
-    colours = gantt_colours(data, blocks)
+    ax.set_ylim(-0.5, n_rows - 0.5)
+    every = gantt_blocks(data, schedule, ev)
+    colours = gantt_colours(data, every)
+    blocks = [b for b in every if lo_s <= b.server <= hi_s]
     drawn: list[tuple[Rectangle, Block]] = []
     for b in blocks:
         rect = Rectangle(
@@ -601,14 +624,16 @@ def gantt(
         rect.set_gid(f"{data.jobs[b.job].id}@{b.gid}")
         ax.add_artist(rect)
         drawn.append((rect, b))
-    _server_axis(ax, data)
-    ax.set_xlabel("time (slots)")
+    _server_axis(ax, data, shown)
+    per = slots_in(time_unit, data.cost.slot_seconds)
+    _time_axis(ax, end * 1.02, per, time_unit)
+    part = "" if servers is None else f" (servers {lo_s} to {hi_s} shown)"
     ax.set_title(
         title
         if title is not None
         else f"{data.name}: {data.num_jobs} jobs, {cluster.num_servers} servers, "
-        f"{cluster.num_gpus} GPUs; makespan {ev.makespan:g} slots, mean JCT "
-        f"{ev.mean_jct:.4g} slots",
+        f"{cluster.num_gpus} GPUs{part}; makespan {fmt(ev.makespan * per)} {time_unit}, "
+        f"mean JCT {fmt(ev.mean_jct * per)} {time_unit}",
         loc="left",
         fontsize="medium",
         pad=22,
@@ -640,23 +665,37 @@ def gantt(
     return ax
 
 
-def _server_axis(ax: Axes, data: ProblemData) -> None:
+def _time_axis(ax: Axes, end: float, per: float, unit: str) -> None:
+    """Ticks at round values of ``unit`` (``per`` units a slot) on an axis in slots."""
+    if unit == "slots":
+        ax.set_xlabel("time (slots)")
+        return
+    values = MaxNLocator(nbins=8, steps=[1, 2, 2.5, 5, 10]).tick_values(0.0, end * per)
+    values = [v for v in values if 0 <= v <= end * per + 1e-9]
+    ax.set_xticks([v / per for v in values], [fmt(float(v)) for v in values])
+    ax.set_xlabel(f"time ({unit})")
+
+
+def _server_axis(ax: Axes, data: ProblemData, shown: range | None = None) -> None:
     """Shade every other server's band, draw separators, label servers that have room."""
     cluster = data.cluster
-    top = cluster.num_gpus - 0.5
-    for s in range(cluster.num_servers):
-        hi = top - cluster.offsets[s]
+    shown = shown if shown is not None else range(cluster.num_servers)
+    base = cluster.offsets[shown.start]
+    n_rows = sum(cluster.gpus_per_server[s] for s in shown)
+    top = n_rows - 0.5
+    for s in shown:
+        hi = top - (cluster.offsets[s] - base)
         lo = hi - cluster.gpus_per_server[s]
         if s % 2:
             ax.axhspan(lo, hi, color=BAND_COLOUR, zorder=0, lw=0)
-        if s:
+        if s != shown.start:
             ax.axhline(hi, color="grey", lw=0.5, zorder=1)
-    pt_per_row = _axes_points(ax)[1] / cluster.num_gpus
-    smallest = min(cluster.gpus_per_server) * pt_per_row
+    pt_per_row = _axes_points(ax)[1] / n_rows
+    smallest = min(cluster.gpus_per_server[s] for s in shown) * pt_per_row
     size = max(SERVER_LABEL_PT[1], min(SERVER_LABEL_PT[0], smallest / 1.2))
     ticks, names, last = [], [], math.inf
-    for s in range(cluster.num_servers):
-        centre = top - cluster.offsets[s] - cluster.gpus_per_server[s] / 2
+    for s in shown:
+        centre = top - (cluster.offsets[s] - base) - cluster.gpus_per_server[s] / 2
         if (last - centre) * pt_per_row >= 1.2 * size:
             ticks.append(centre)
             names.append(f"S{s} ({cluster.gpus_per_server[s]} GPUs)")
@@ -813,3 +852,90 @@ def _bar_value(
             return None
         ratios.append(float(r[field_name]) / best)
     return math.exp(sum(math.log(x) for x in ratios) / len(ratios)) if ratios else None
+
+
+#: Most time bins of :func:`server_load_chart` (a column per bin).
+LOAD_BINS = 800
+
+
+def server_load(
+    data: ProblemData,
+    schedule: Schedule,
+    evaluation: Evaluation | None = None,
+    bins: int = LOAD_BINS,
+) -> tuple[np.ndarray, float]:
+    """Busy share of each server's GPUs over time: ``(load, width)``.
+
+    ``load[s, k]`` is the mean share of server ``s``'s GPUs held by running jobs during
+    bin ``k`` = ``[k width, (k+1) width)`` slots; ``bins`` bins (at most one per slot)
+    cover the makespan. A job holds its GPUs from its start to its end (the evaluator's).
+    """
+    ev = evaluation if evaluation is not None else evaluate(data, schedule)
+    end = max(ev.makespan, 1.0)
+    n = max(1, min(bins, math.ceil(end)))
+    width = end / n
+    held = np.zeros((data.cluster.num_servers, n))
+    for b in gantt_blocks(data, schedule, ev):
+        gpus = b.last - b.first + 1
+        a, z = b.start / width, b.end / width
+        i, k = min(math.floor(a), n - 1), min(math.floor(z), n - 1)
+        if i == k:
+            held[b.server, i] += gpus * (z - a)
+            continue
+        held[b.server, i] += gpus * (i + 1 - a)
+        held[b.server, i + 1 : k] += gpus
+        held[b.server, k] += gpus * (z - k)
+    caps = np.array(data.cluster.gpus_per_server, dtype=float)[:, None]
+    return held / caps, width
+
+
+def server_load_chart(
+    data: ProblemData,
+    schedule: Schedule,
+    *,
+    servers: tuple[int, int] | None = None,
+    time_unit: str = "slots",
+    size: tuple[float, float] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The schedule aggregated per server, for large clusters and long traces: one row per
+    server, colour = share of its GPUs busy (:func:`server_load`), time in ``time_unit``."""
+    ev = evaluate(data, schedule)
+    load, width = server_load(data, schedule, ev)
+    lo_s, hi_s = servers if servers is not None else (0, data.cluster.num_servers - 1)
+    if not 0 <= lo_s <= hi_s < data.cluster.num_servers:
+        raise InputError(
+            f"--servers {lo_s}:{hi_s}: the cluster has servers 0 to {data.cluster.num_servers - 1}"
+        )
+    load = load[lo_s : hi_s + 1]
+    rows = hi_s - lo_s + 1
+    fig = Figure(
+        figsize=size or (GANTT_WIDTH[0], min(GANTT_MAX_AXES_IN / 4, 1.8 + 0.14 * rows)),
+        layout="constrained",
+    )
+    ax = fig.subplots()
+    per = slots_in(time_unit, data.cost.slot_seconds)
+    span = load.shape[1] * width
+    image = ax.imshow(
+        load,
+        aspect="auto",
+        interpolation="nearest",
+        cmap="viridis",
+        vmin=0.0,
+        vmax=1.0,
+        extent=(0.0, span, rows - 0.5 + lo_s, lo_s - 0.5),
+    )
+    _time_axis(ax, span, per, time_unit)
+    ax.set_ylabel("server")
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=min(rows, 20), integer=True))
+    fig.colorbar(image, ax=ax, label="share of the server's GPUs busy", pad=0.01)
+    ax.set_title(
+        title
+        if title is not None
+        else f"{data.name}: {data.num_jobs} jobs on {data.cluster.num_servers} servers; makespan "
+        f"{fmt(ev.makespan * per)} {time_unit}, GPU utilisation {ev.utilisation:.1%}",
+        loc="left",
+        fontsize="medium",
+        parse_math=False,
+    )
+    return fig
