@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from sjfbco import evaluate, gpus_frame, read_instance, read_schedule, solve
+from sjfbco import evaluate, gpus_frame, read_instance, read_schedule, solve, write_instance
 from sjfbco.cli import main
 from sjfbco.launch import LaunchPlan
 from tests.conftest import INSTANCES
@@ -78,3 +79,24 @@ def test_solve_on_a_trace_points_to_convert(
     assert main(["solve", str(trace)]) == 2
     err = capsys.readouterr().err
     assert f"convert it first: sjfbco convert philly {trace} -o DIR" in err
+
+
+def test_online_run_exports_a_schedule_that_replays_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sjfbco.online import run_online
+
+    data = read_instance(INSTANCES / "paper" / "paper-s10-seed0.json")
+    late = data.replace(jobs=tuple(replace(j, arrival=3 * k) for k, j in enumerate(data.jobs)))
+    path = tmp_path / "late.json"
+    write_instance(late, path)
+    out = tmp_path / "on.json"
+    args = ["online", str(path), "--policy", "easy-backfill", "-o", str(out)]
+    assert main([*args, "--launch", str(tmp_path / "l")]) == 0
+    run = run_online(late, "easy-backfill")
+    ev = evaluate(late, read_schedule(out, late))
+    assert ev.end == run.end and ev.makespan == run.makespan  # the evaluator replays the run
+    assert (tmp_path / "l" / "launch.json").is_file()
+    deadlock = str(INSTANCES / "small" / "deadlock.json")
+    assert main(["online", deadlock, "--admission", "partial", "-o", str(tmp_path / "d.json")]) == 2
+    assert "no schedule to write" in capsys.readouterr().err

@@ -171,7 +171,7 @@ def recommendation(
         limit = f" --time-limit {args.time_limit:g}" if pick["name"] in ("best", "exact") else ""
         again = f"sjfbco solve {where} --solver {pick['name']}{mode}{limit} -o schedule.csv"
     else:
-        again = f"sjfbco online {where} --policy {pick['name']}"
+        again = f"sjfbco online {where} --policy {pick['name']} -o schedule.csv"
     how = (
         f"{field_name} {pick[field_name]:g} slots on {pick['instance']}"
         if len(instances) == 1

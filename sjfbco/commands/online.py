@@ -49,6 +49,20 @@ def add_parser(sub: Any) -> None:
     add_plugin(p, "an online policy (a sjfbco.online.Policy subclass)")
     p.add_argument("--jobs", action="store_true", help="also list per-job start/end slots")
     p.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        metavar="FILE",
+        help="one policy: write the run as a schedule, by suffix .json, .csv or .parquet "
+        "(as solve -o)",
+    )
+    p.add_argument(
+        "--launch",
+        default=None,
+        metavar="DIR",
+        help="one policy: write its launch plan and hostfiles into DIR (as solve --launch)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print one JSON object on stdout (with the instance name and file)",
@@ -66,13 +80,20 @@ def run(args: argparse.Namespace) -> int:
     names = policy_list(args.policy)
     if args.replan is not None and "sjf-bco-online" not in names:
         raise InputError(f"--replan applies to --policy sjf-bco-online only, not {args.policy!r}")
-    if args.jobs and len(names) > 1:
-        raise InputError("--jobs lists one policy's jobs; give one --policy")
+    if (args.jobs or args.output or args.launch) and len(names) > 1:
+        raise InputError("--jobs, -o and --launch take one policy; give one --policy")
+    if args.output:
+        from sjfbco.frames import schedule_format
+
+        schedule_format(args.output)  # a suffix we cannot write fails before the run
     policies = [make(name, args.replan) for name in names]  # unknown names fail first
     if args.admission == "partial" and "all" in args.policy.split(","):
         policies = [p for p in policies if p.partial_ok]  # 'all' that can admit partially
     data = read_instance(args.instance)
-    docs = [run_policy(args, data, policy) for policy in policies]
+    runs = [run_policy(args, data, policy) for policy in policies]
+    docs = [doc for doc, _ in runs]
+    if args.output or args.launch:
+        _export(args, data, *runs[0])
     if args.json:
         for doc in docs:
             print(json_line(doc), flush=True)
@@ -137,11 +158,30 @@ def make(name: str, replan: str | None) -> Any:
     return make_policy(name)
 
 
-def run_policy(args: argparse.Namespace, data: Any, policy: Any) -> dict[str, Any]:
-    """One online run of ``data`` under ``policy``, as the JSON object ``online`` prints."""
+def run_policy(args: argparse.Namespace, data: Any, policy: Any) -> tuple[dict[str, Any], Any]:
+    """One online run of ``data`` under ``policy``: the JSON object ``online`` prints, and
+    the run as a schedule (``None`` after a deadlock)."""
     from sjfbco.commands.common import naming
     from sjfbco.online import run_online
 
     with naming(args.instance):
         result = run_online(data, policy, admission=args.admission)
-    return {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}
+    doc = {"instance": data.name, "file": args.instance, **result.to_dict(jobs=args.jobs)}
+    return doc, result.schedule
+
+
+def _export(args: argparse.Namespace, data: Any, doc: dict[str, Any], schedule: Any) -> None:
+    """Write the one run's schedule (-o) and launch plan (--launch)."""
+    from sjfbco.errors import InputError
+    from sjfbco.frames import export_schedule
+    from sjfbco.launch import launch_plan, write_launch
+
+    if schedule is None:
+        raise InputError(
+            f"policy {doc['policy']!r} ended with status {doc['status']!r} or off whole slots: "
+            "no schedule to write"
+        )
+    if args.output:
+        export_schedule(data, schedule, args.output)
+    if args.launch:
+        write_launch(launch_plan(data, schedule), args.launch)

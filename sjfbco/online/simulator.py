@@ -45,7 +45,7 @@ from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
-from sjfbco.schedule import _num
+from sjfbco.schedule import Schedule, _num
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -76,6 +76,9 @@ class OnlineResult(MetricAttributes):
     deadlocked: tuple[str, ...] = ()
     deadlock_time: float | None = None
     stats: dict[str, Any] = field(default_factory=dict)
+    #: The run as a schedule (its GPUs and starts; ``evaluate`` of it gives the same
+    #: ends), for a completed run in whole slots; ``None`` otherwise.
+    schedule: Schedule | None = field(default=None, repr=False, compare=False)
     optional_metrics: ClassVar[tuple[str, ...]] = METRIC_NAMES  # None after a deadlock
 
     def to_dict(self, jobs: bool = False) -> dict[str, Any]:
@@ -259,4 +262,16 @@ def _result(
         idle,
         metrics=metrics,
         stats=pol.stats(),
+        schedule=_as_schedule(data, sim),
     )
+
+
+def _as_schedule(data: ProblemData, sim: Simulator) -> Schedule | None:
+    """The GPUs and start slots the run used, as a schedule (``None`` when a start is not a
+    whole slot, as in the continuous time model)."""
+    starts = [sim.start_time[j] for j in range(data.num_jobs)]
+    if not all(float(t).is_integer() for t in starts):
+        return None
+    pair = data.cluster.gpu_pair
+    gpus = [[pair(g) for g in sim.gpu_ids_of[j]] for j in range(data.num_jobs)]
+    return Schedule.build(gpus, [int(t) for t in starts])
