@@ -114,3 +114,27 @@ def test_online_several_policies(capsys: pytest.CaptureFixture[str]) -> None:
     assert {d["status"] for d in docs} == {"deadlock"}
     assert main(["online", deadlock, "--policy", "fcfs-gang,easy-backfill", "--jobs"]) == 2
     assert main(["online", deadlock, "--policy", "fcfs-gang", "--replan", "events"]) == 2
+
+
+def test_progress_bar_shows_the_overall_budget() -> None:
+    import argparse
+    import time
+
+    from sjfbco.commands.common import ProgressBar
+    from sjfbco.commands.solve import budget
+    from sjfbco.progress import Progress
+
+    bar = ProgressBar(True, budget_s=20.0)
+    bar.started = time.monotonic() - 5.2
+    try:
+        bar(Progress("best: makespan 500 (list)", 1, 10, "s"))
+        assert bar.bar.postfix == "overall 5 s of ~20 s"
+    finally:
+        bar.__exit__(None, None, None)
+    assert ProgressBar(True).overall() is None
+    args = argparse.Namespace(time_limit=30.0)
+    # 2 instances x (best 30 s + exact 30 s); heuristics count 0
+    assert budget(["sjf-bco", "best", "exact"], args, 6) == 120.0
+    assert budget(["best"], argparse.Namespace(time_limit=None), 1) == 10.0  # best's default
+    assert budget(["exact"], argparse.Namespace(time_limit=None), 1) is None
+    assert budget(["sjf-bco"], args, 1) is None

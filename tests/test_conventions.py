@@ -68,6 +68,7 @@ def test_one_output_flag_convention() -> None:
     assert seen == {
         "solve": ["--output", "-o"],
         "compare": ["--output", "-o"],
+        "online": ["--output", "-o"],
         "generate": ["--output", "-o"],
         "formulate": ["--output", "-o"],
         "reproduce": ["--output-dir", "-o"],

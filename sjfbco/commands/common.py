@@ -21,6 +21,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -86,7 +87,9 @@ class ProgressBar:
     shows only after :data:`DELAY_S` seconds of work and is redrawn every
     :data:`REFRESH_S` seconds, so a phase without steps (an exact solver
     working) still shows its elapsed time. With ``enabled`` false nothing is
-    drawn and no listener is installed.
+    drawn and no listener is installed. ``budget_s``: the whole command's expected
+    seconds (e.g. the time limits of its anytime runs); the bar then also shows
+    ``overall E s of ~B s`` across its phases and runs.
     """
 
     #: Seconds of work before a bar first shows (quick runs stay silent).
@@ -94,9 +97,11 @@ class ProgressBar:
     #: Seconds between redraws of a bar that gets no reports.
     REFRESH_S = 1.0
 
-    def __init__(self, enabled: bool, prefix: str = ""):
+    def __init__(self, enabled: bool, prefix: str = "", budget_s: float | None = None):
         self.enabled = enabled
         self.prefix = prefix
+        self.budget_s = budget_s
+        self.started = time.monotonic()
         self.bar: Any = None
         self.task: str | None = None
         self._ctx: Any = None
@@ -113,11 +118,25 @@ class ProgressBar:
             self.bar.unit = p.unit or "it"
             self.bar.reset(total=p.total)
         self.bar.update(p.done - self.bar.n)
+        self._overall()
+
+    def overall(self) -> str | None:
+        """``"overall E s of ~B s"``: seconds since the start against ``budget_s`` (if any;
+        an estimate: set-up and heuristics come on top of the time limits)."""
+        if self.budget_s is None:
+            return None
+        return f"overall {time.monotonic() - self.started:.0f} s of ~{self.budget_s:.0f} s"
+
+    def _overall(self) -> None:
+        text = self.overall()
+        if text is not None and self.bar is not None:
+            self.bar.set_postfix_str(text, refresh=False)
 
     def _redraw(self, stop: threading.Event) -> None:
         while not stop.wait(self.REFRESH_S):
             bar = self.bar
             if bar is not None:
+                self._overall()
                 bar.refresh()
 
     def __enter__(self) -> ProgressBar:

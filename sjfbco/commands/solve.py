@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         schedule_format(args.output)  # a suffix we cannot write fails before solving
     rows: list[dict[str, Any]] = []
     codes: list[int] = []
-    with ProgressBar(progress_enabled(args)) as bar:
+    with ProgressBar(progress_enabled(args), budget_s=budget(solvers, args, n_runs)) as bar:
         data_all = []
         for k, path in enumerate(args.instances):  # read them all: fail before solving
             report(f"reading {path}", k, len(args.instances), "file")
@@ -162,6 +162,25 @@ SEED_WARNING = (
     "different schedules between runs; --param iterations=N without --time-limit makes a "
     "run repeatable"
 )
+
+
+def budget(solvers: list[str], args: argparse.Namespace, n_runs: int) -> float | None:
+    """Expected seconds of the whole command: the time limit of each anytime run (``best``
+    without one: its default), heuristics counted as 0; ``None`` if a run has no limit."""
+    from sjfbco.solvers import SOLVERS
+    from sjfbco.solvers.api import has_mode
+    from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
+
+    per_instance = 0.0
+    for name in solvers:
+        if SOLVERS[name].heuristic:
+            continue
+        limit = args.time_limit or (DEFAULT_TIME_LIMIT if name == "best" else None)
+        if limit is None:
+            return None
+        per_instance += limit * (2 if len(solvers) > 1 and has_mode(name) else 1)
+    return per_instance * n_runs / len(solvers) if per_instance else None
+
 
 #: The line under a comparison table that says what its ``mode`` column means.
 MODE_NOTE = (
