@@ -244,6 +244,7 @@ def test_identifiability_status_rules() -> None:
     assert "two_server_sharing is at its upper bound 1 (bootstrap 90% interval [0.9, 1])" in (
         bound.warning("bert") or ""
     )
+    assert (bound.warning("measured", "preset") or "").startswith("preset 'measured': ")
 
 
 def test_paper_form_cannot_fit_sharing(tmp_path: Path) -> None:
@@ -475,6 +476,10 @@ def test_cli_preset_feeds_generate(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "preset 'measured'" in capsys.readouterr().out
     assert (tmp_path / "preset.png").stat().st_size > 0
     preset = read_preset(out)
+    shared = json.loads(out.read_text())["identifiability"]
+    # one noise-free model: every shared constant pinned down
+    assert set(shared) == {"inter_intra_ratio", "xi2", *param_names("extended")[-3:]}
+    assert {v["status"] for v in shared.values()} == {"identified"}
     assert [m.name for m in preset.models] == ["alpha-model"]
     assert preset.node_sharing == pytest.approx(0.2, rel=1e-2)
     assert preset.alpha == pytest.approx(0.3, abs=0.05)  # from the contention fit

@@ -39,11 +39,15 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sjfbco.calibration.fit import TABLE_PREFIX, bounds_of, fit_params, param_names, predict
+from sjfbco.calibration.preset import PER_MODEL, fit_preset
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sjfbco.calibration.fit import FitReport
     from sjfbco.calibration.measurements import StepTimes
+    from sjfbco.calibration.preset import PresetFit
 
 #: Default bootstrap draws (20: about 25 s of CPU for the six Pollux models).
 DEFAULT_RESAMPLES = 20
@@ -102,8 +106,8 @@ class Identifiability:
             "resamples": self.resamples,
         }
 
-    def warning(self, model: str) -> str | None:
-        """One line for stderr unless the constant is identified."""
+    def warning(self, model: str, kind: str = "model") -> str | None:
+        """One line for stderr unless the constant is identified (``kind``: model or preset)."""
         if self.status == "identified":
             return None
         span = f"bootstrap 90% interval [{self.low:.3g}, {self.high:.3g}]"
@@ -115,7 +119,7 @@ class Identifiability:
             what = f"is at its {side} bound {bound:g} ({span})"
         else:
             what = f"= {self.value:.3g} is not pinned down ({span})"
-        return f"model {model!r}: {self.name} {what}; to pin it, measure {pinned_by(self.name)}"
+        return f"{kind} {model!r}: {self.name} {what}; to pin it, measure {pinned_by(self.name)}"
 
 
 def sensitivity(rows: StepTimes, values: dict[str, float], name: str) -> float:
@@ -150,6 +154,67 @@ def status_of(name: str, value: float, low: float, high: float, depends: bool = 
     return "identified"
 
 
+def _draw(rows: StepTimes, rng: np.random.Generator) -> StepTimes:
+    """One bootstrap draw of ``rows`` by placement (at most :data:`BOOTSTRAP_ROWS` rows)."""
+    groups = np.unique(rows.placement)
+    of_group = [np.flatnonzero(rows.placement == g) for g in groups]
+    picked = rng.integers(len(groups), size=len(groups))
+    index = np.concatenate([of_group[i] for i in picked])
+    if len(index) > BOOTSTRAP_ROWS:
+        index = np.sort(rng.choice(index, size=BOOTSTRAP_ROWS, replace=False))
+    return rows.subset(index)
+
+
+def _summary(name: str, value: float, got: list[float], depends: bool) -> Identifiability:
+    """The interval of the refitted values ``got`` and the status of ``name``."""
+    low, high = (
+        (float(np.quantile(got, INTERVAL[0])), float(np.quantile(got, INTERVAL[1])))
+        if got
+        else (np.nan, np.nan)
+    )
+    return Identifiability(
+        name, value, low, high, status_of(name, value, low, high, depends), len(got)
+    )
+
+
+def identify_preset(
+    fitted: PresetFit,
+    reports: Sequence[FitReport],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> tuple[Identifiability, ...]:
+    """Identifiability of the constants a preset shares across models (joint fit).
+
+    Each draw resamples every model's placements (as :func:`identify`) and
+    refits the joint fit of :func:`sjfbco.calibration.preset.fit_preset`. BLAS
+    on one thread, as in the fits.
+    """
+    with threadpool_limits(limits=1):
+        return _identify_preset(fitted, reports, resamples, seed)
+
+
+def _identify_preset(
+    fitted: PresetFit, reports: Sequence[FitReport], resamples: int, seed: int
+) -> tuple[Identifiability, ...]:
+    rng = np.random.default_rng(seed)
+    values = next(iter(fitted.params.values()))
+    names = [n for n in param_names(fitted.form) if n not in PER_MODEL]
+    draws: dict[str, list[float]] = {n: [] for n in names}
+    for _ in range(resamples):
+        joint = fit_preset([replace(r, rows=_draw(r.rows, rng)) for r in reports])
+        common = next(iter(joint.params.values()))
+        for n in names:
+            draws[n].append(common[n])
+    out = []
+    for n in names:
+        depends = any(
+            sensitivity(r.rows, fitted.params[r.model], n) > MIN_SENSITIVITY for r in reports
+        )
+        out.append(_summary(n, values[n], draws[n], depends))
+    return tuple(out)
+
+
 def identify(
     rows: StepTimes,
     form: str,
@@ -162,31 +227,17 @@ def identify(
     """Identifiability of every fitted constant of ``values`` (a fit of ``rows``)."""
     names = param_names(form, compute, rows.batch)
     rng = np.random.default_rng(seed)
-    groups = np.unique(rows.placement)
-    of_group = [np.flatnonzero(rows.placement == g) for g in groups]
     draws: dict[str, list[float]] = {n: [] for n in names}
     for _ in range(resamples):
-        picked = rng.integers(len(groups), size=len(groups))
-        index = np.concatenate([of_group[i] for i in picked])
-        if len(index) > BOOTSTRAP_ROWS:
-            index = np.sort(rng.choice(index, size=BOOTSTRAP_ROWS, replace=False))
-        sample = rows.subset(index)
+        sample = _draw(rows, rng)
         if len(sample) < len(param_names(form, compute, sample.batch)):
             continue
         for n, v in fit_params(sample, form, values, compute).items():
             draws[n].append(v)
-    out = []
-    for n in names:
-        got = np.array(draws[n])
-        low, high = (
-            (float(np.quantile(got, INTERVAL[0])), float(np.quantile(got, INTERVAL[1])))
-            if len(got)
-            else (np.nan, np.nan)
-        )
-        depends = sensitivity(rows, values, n) > MIN_SENSITIVITY
-        status = status_of(n, values[n], low, high, depends)
-        out.append(Identifiability(n, values[n], low, high, status, len(got)))
-    return tuple(out)
+    return tuple(
+        _summary(n, values[n], draws[n], sensitivity(rows, values, n) > MIN_SENSITIVITY)
+        for n in names
+    )
 
 
 def with_identifiability(

@@ -227,17 +227,24 @@ def run(args: argparse.Namespace) -> int:
     ]
     fitted = None
     if args.output is not None:
+        from sjfbco.calibration.identify import identify_preset
         from sjfbco.calibration.preset import fit_preset
         from sjfbco.workloads.paper import write_preset
 
         linear = next((c for c in cont if c.degradation == "linear"), None)
         fitted = fit_preset(reports, name=args.name, contention=linear)
+        shared = identify_preset(fitted, reports, resamples=args.resamples, seed=args.seed)
+        for ident in shared:
+            line = ident.warning(args.name, "preset")
+            if line is not None:
+                print(f"sjfbco: warning: {line}", file=sys.stderr)
         write_preset(
             fitted.preset,
             args.output,
             form=args.form,
             sources=[str(p) for p in args.measurements],
             fit=fitted.report(),
+            identifiability={i.name: i.to_json() for i in shared},
             note="gradient_mb are effective sizes at the pinned bandwidth_intra and gpu_speed; "
             "alpha " + ("from the contention fit" if linear else "not measured (0.275)"),
         )
@@ -293,6 +300,20 @@ def run(args: argparse.Namespace) -> int:
             format_table(
                 [_preset_row(m, s) for m, s in fitted.scores.items()],
                 ["model", "r2", "median", "p90", "max"],
+            )
+        )
+        print("its shared constants (identifiability as above):")
+        print(
+            format_table(
+                [
+                    {
+                        "constant": i.name,
+                        "value": _param_cell(i.value),
+                        "identifiability": f"{_STATUS[i.status]} [{i.low:.3g}, {i.high:.3g}]",
+                    }
+                    for i in shared
+                ],
+                ["constant", "value", "identifiability"],
             )
         )
     if plot is not None:

@@ -253,7 +253,7 @@ def write_preset(preset: Preset, path: str | os.PathLike[str], **report: Any) ->
 
 PRESET_FORMAT = "sjfbco-preset/1"
 #: Informative fields a preset file may carry besides the preset (ignored when read).
-PRESET_REPORT_FIELDS: set[str] = {"form", "sources", "fit", "note"}
+PRESET_REPORT_FIELDS: set[str] = {"form", "sources", "fit", "identifiability", "note"}
 
 
 #: Named presets; see ``docs/workload.md`` for the calibration behind each.
