@@ -210,15 +210,48 @@ def iteration_seconds(
     for ``n == 1`` and ``b_inter / (f h)`` otherwise (``f = contention``, the
     degradation ``f(alpha, k)``, 1 without contention; ``h`` from
     :func:`sharing_factor`), and ``tau = combine(compute, comm, q)``
-    (:func:`combine`). Units: s, MB, MB/s. Callers with a :class:`Job` use
+    (:func:`combine`); with ``cost.interleave > 0`` the degradation is
+    :func:`interleaved`. Units: s, MB, MB/s. Callers with a :class:`Job` use
     :func:`iteration_time`; this form serves vectorised fits
     (:mod:`sjfbco.calibration`), which pass ``exact=False`` (:func:`combine`).
     """
     share = gradient_mb * (workers - 1) / workers
-    inter = contention * sharing_factor(num_servers, max_per_server, cost) / bandwidth_inter
+    per_mb = sharing_factor(num_servers, max_per_server, cost) / bandwidth_inter
+    if cost.interleave > 0:
+        contention = interleaved(contention, compute, 2.0 * share * per_mb, cost.interleave)
+    inter = contention * per_mb
     inv_b = _select(num_servers > 1, inter, 1.0 / bandwidth_intra)
     comm = 2.0 * share * inv_b + share / gpu_speed + overhead(num_servers, cost)
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
+
+
+def interleaved(f: Num, compute: Num, transfer: Num, omega: float) -> Num:
+    """The slowdown ``x`` of a split job's transfers when phases interleave (extended form).
+
+    ``f``: the degradation ``f(alpha, k)`` when every job sharing the link sends
+    all the time; ``compute`` and ``transfer``: the job's compute phase and its
+    inter-server transfer alone (s); ``omega``: the share of the other jobs'
+    compute phases that interleave with this job's transfers.
+
+    Model (``docs/testbed.md``): the ``f - 1`` other senders each send a share
+    ``x T / (c + x T)`` of the time (their transfer phase, slowed by ``x``, in
+    their iteration), so ``x = 1 + (f - 1) (1 - omega + omega x T / (c + x T))``;
+    with ``r = c / T`` and ``a = 1 + (f - 1)(1 - omega)`` its positive root is
+    ``x = ((f - r) + sqrt((f - r)^2 + 4 a r)) / 2``. ``omega = 0`` or ``c = 0``
+    gives ``x = f`` (the paper's: all send at once); ``f = 1`` gives 1; ``x``
+    lies in ``[1, f]``. Elementwise on numpy arrays.
+    """
+    if isinstance(f, np.ndarray) or isinstance(compute, np.ndarray):
+        r = np.asarray(compute, dtype=float) / np.maximum(transfer, 1e-300)
+        a = 1.0 + (f - 1.0) * (1.0 - omega)
+        b = f - r
+        return np.where(f > 1.0, (b + np.sqrt(b * b + 4.0 * a * r)) / 2.0, f)
+    if f <= 1.0 or transfer <= 0:  # exactly f: no other sender, or nothing to send
+        return f
+    r = compute / transfer
+    a = 1.0 + (f - 1.0) * (1.0 - omega)
+    b = f - r
+    return (b + math.sqrt(b * b + 4.0 * a * r)) / 2.0
 
 
 def _select(cond: Any, a: Any, b: Any) -> Any:

@@ -218,8 +218,14 @@ class CostParams:
         Extended form: ``rho`` in [0, 1]; a ring over exactly two servers runs
         both directions between one pair of servers: ``b_inter`` is divided by
         ``1 + rho``. 0 (default): no such term.
+    interleave
+        Extended form: ``omega`` in [0, 1]; split jobs sharing a link do not all
+        send at once: each sends only in its communication phases, which
+        interleave with the others' compute phases (``sjfbco.cost.interleaved``,
+        measured on the testbed, ``docs/testbed.md``). 0 (default, the paper's):
+        every split job sends all the time, all at once.
 
-    The three extension fields are written to JSON only when set (not at the
+    The extension fields are written to JSON only when set (not at the
     paper's values), so instance files of the paper's model do not change;
     ``docs/formats.md`` gives the equations.
     """
@@ -233,6 +239,7 @@ class CostParams:
     overlap_exponent: float = 1.0
     node_sharing: float = 0.0
     two_server_sharing: float = 0.0
+    interleave: float = 0.0
 
     def __post_init__(self) -> None:
         _number(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -256,6 +263,7 @@ class CostParams:
         _number(self.overlap_exponent, "cost.overlap_exponent", 1, MAX_OVERLAP_EXPONENT)
         _number(self.node_sharing, "cost.node_sharing", 0, 1)
         _number(self.two_server_sharing, "cost.two_server_sharing", 0, 1)
+        _number(self.interleave, "cost.interleave", 0, 1)
 
     @property
     def extended(self) -> bool:
@@ -276,6 +284,7 @@ EXTENSION_DEFAULTS: dict[str, float] = {
     "overlap_exponent": 1.0,
     "node_sharing": 0.0,
     "two_server_sharing": 0.0,
+    "interleave": 0.0,
 }
 
 

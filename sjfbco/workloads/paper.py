@@ -75,7 +75,7 @@ class Preset:
         Degradation function ``f(alpha, k)`` by name (``sjfbco.cost.DEGRADATIONS``).
     time_model
         ``slotted`` (the paper's) or ``continuous``.
-    overlap_exponent, node_sharing, two_server_sharing
+    overlap_exponent, node_sharing, two_server_sharing, interleave
         The cost model's extended form (``docs/formats.md``); the defaults
         turn it off.
     models
@@ -96,6 +96,7 @@ class Preset:
     overlap_exponent: float = 1.0
     node_sharing: float = 0.0
     two_server_sharing: float = 0.0
+    interleave: float = 0.0
     models: tuple[Model, ...] = MODELS
 
     def with_changes(
@@ -136,6 +137,7 @@ class Preset:
             overlap_exponent=self.overlap_exponent,
             node_sharing=self.node_sharing,
             two_server_sharing=self.two_server_sharing,
+            interleave=self.interleave,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -224,6 +226,7 @@ class Preset:
             overlap_exponent=k.overlap_exponent,
             node_sharing=k.node_sharing,
             two_server_sharing=k.two_server_sharing,
+            interleave=k.interleave,
             models=tuple(models),
         )
 

@@ -1,0 +1,205 @@
+"""Measurements on the testbed: step times per placement, and slowdowns under contention.
+
+:func:`measure_placements` runs each job kind of an instance alone on the
+cluster, on every placement its GPU counts allow (one server; two servers; one
+GPU per server), and writes rows in the step-time layout ``sjfbco calibrate``
+reads (``model, placement, local_bsz, step_time, sync_time``) with the known
+``gradient_mb`` and ``compute_seconds`` beside them. ``local_bsz`` is 1: the
+emulated compute is a fixed sleep, not a batch.
+
+:func:`measure_contention` runs ``p = 1..4`` identical split jobs at once, each
+with one GPU on each of the same two servers (so all ``p`` share both uplinks
+and the cost model's contention count is ``p``), at compute shares from 0 to
+:data:`SHARES`\\ [-1] of the iteration alone, and writes the *slowdown* layout:
+``jobs, compute_share, slowdown`` (the form papers publish) with the measured
+seconds beside them.
+
+Each figure is the median over iterations of one run, the first
+:data:`WARMUP` iterations left out (TCP slow start, phases settling).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sjfbco.files import atomic_write_text
+from sjfbco.testbed.launcher import JobProcess, wait_ready
+from sjfbco.testbed.net import TestbedError
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+    from pathlib import Path
+
+    from sjfbco.problem import ProblemData
+    from sjfbco.testbed.launcher import Hosts
+
+#: Compute shares of the iteration alone measured under contention.
+SHARES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75)
+#: Iterations left out at the start of every run.
+WARMUP = 2
+#: Numbers the runs of one process, so that no two share a folder.
+_RUNS = itertools.count()
+#: Largest number of jobs sharing the two servers.
+MAX_P = 4
+
+STEP_HEADER = (
+    "model", "placement", "local_bsz", "step_time", "sync_time", "gradient_mb",
+    "compute_seconds", "workers", "servers",
+)  # fmt: skip
+SLOWDOWN_HEADER = (
+    "model", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds", "gradient_mb",
+    "compute_seconds", "workers", "servers",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median step and all-reduce (sync) time of one job, seconds."""
+
+    step: float
+    sync: float
+
+
+def run_together(
+    hosts: Hosts,
+    folder: Path,
+    jobs: Sequence[tuple[Sequence[tuple[int, int]], float, float]],
+    iterations: int,
+) -> list[Timing]:
+    """Run jobs ``(servers, gradient MB, compute s)`` all released at once; their timings."""
+    run = next(_RUNS)
+    procs = [
+        JobProcess(
+            hosts, f"m{k}", servers, mb, iterations, compute, folder / f"run{run:04d}-{k:02d}"
+        ).launch()
+        for k, (servers, mb, compute) in enumerate(jobs)
+    ]
+    try:
+        wait_ready(procs, 120.0)
+        for p in procs:
+            p.go()
+        while not all(p.is_done() for p in procs):
+            _sleep()
+        out = []
+        for p in procs:
+            rows = p.result()["iterations"][WARMUP:] or p.result()["iterations"]
+            out.append(
+                Timing(
+                    step=statistics.median(r[2] - r[0] for r in rows),
+                    sync=statistics.median(r[2] - r[1] for r in rows),
+                )
+            )
+        return out
+    finally:
+        for p in procs:
+            p.wait(10.0) if p.is_done() else p.kill()
+
+
+def _sleep() -> None:
+    import time
+
+    time.sleep(0.01)
+
+
+def placements(gpus_per_server: Sequence[int], workers: int) -> list[tuple[int, ...]]:
+    """GPUs per server of ``workers`` GPUs: one server, two servers, one GPU per server.
+
+    Only placements the cluster holds (servers by index, fullest first as the
+    cluster allows); duplicates removed.
+    """
+    caps = list(gpus_per_server)
+    out: list[tuple[int, ...]] = []
+    candidates: list[tuple[int, ...]] = [(workers,)]
+    if workers >= 2:
+        candidates.append((workers - workers // 2, workers // 2))
+        candidates.append((1,) * workers)
+    for counts in candidates:
+        fits = len(counts) <= len(caps) and all(c <= t for c, t in zip(counts, caps, strict=False))
+        if fits and counts not in out:
+            out.append(counts)
+    return out
+
+
+def _placement_text(counts: Sequence[int]) -> str:
+    return ("-" if max(counts) >= 10 else "").join(str(c) for c in counts)
+
+
+def kinds(data: ProblemData) -> dict[str, tuple[float, float, int]]:
+    """Job kinds of an instance: model name -> (gradient MB, compute s, most GPUs of a job)."""
+    out: dict[str, tuple[float, float, int]] = {}
+    for job in data.jobs:
+        if job.compute_seconds is None:
+            raise TestbedError(f"job {job.id}: the testbed needs compute_seconds")
+        name = job.model or f"m{job.gradient_mb:g}-c{job.compute_seconds:g}"
+        mb, c, g = out.get(name, (job.gradient_mb, job.compute_seconds, 0))
+        out[name] = (mb, c, max(g, job.num_gpus))
+    return out
+
+
+def measure_placements(
+    hosts: Hosts, data: ProblemData, folder: Path, iterations: int = 12
+) -> list[dict[str, object]]:
+    """Step-time rows of every job kind alone on every placement (see the module docstring)."""
+    caps = data.cluster.gpus_per_server[: hosts.num_servers]
+    rows: list[dict[str, object]] = []
+    for name, (mb, compute, most) in sorted(kinds(data).items()):
+        for w in sorted({1, 2, 4, most} & set(range(1, most + 1))):
+            for counts in placements(caps, w):
+                servers = [(s, c) for s, c in enumerate(counts)]
+                (t,) = run_together(hosts, folder / "alone", [(servers, mb, compute)], iterations)
+                rows.append({
+                    "model": name, "placement": _placement_text(counts), "local_bsz": 1,
+                    "step_time": t.step, "sync_time": t.sync, "gradient_mb": mb,
+                    "compute_seconds": compute, "workers": w, "servers": len(counts),
+                })  # fmt: skip
+    return rows
+
+
+def measure_contention(
+    hosts: Hosts,
+    data: ProblemData,
+    folder: Path,
+    iterations: int = 12,
+    shares: Sequence[float] = SHARES,
+) -> list[dict[str, object]]:
+    """Slowdown rows of ``p = 1..4`` split jobs sharing two servers (module docstring)."""
+    caps = data.cluster.gpus_per_server[: hosts.num_servers]
+    if len(caps) < 2:
+        raise TestbedError("contention needs at least two servers")
+    top = min(MAX_P, min(sorted(caps)[-2:]))
+    pair = sorted(range(len(caps)), key=lambda s: -caps[s])[:2]
+    mb = statistics.median(job.gradient_mb for job in data.jobs) if data.jobs else 2.0
+    servers = [(min(pair), 1), (max(pair), 1)]
+    (alone,) = run_together(hosts, folder / "c", [(servers, mb, 0.0)], iterations)
+    comm = alone.sync
+    rows: list[dict[str, object]] = []
+    for share in shares:
+        compute = comm * share / (1.0 - share)
+        base: float | None = None
+        for p in range(1, top + 1):
+            times = run_together(hosts, folder / "c", [(servers, mb, compute)] * p, iterations)
+            seconds = statistics.mean(t.step for t in times)
+            base = seconds if base is None else base
+            rows.append({
+                "model": f"m{mb:g}", "jobs": p, "compute_share": share,
+                "slowdown": seconds / base, "seconds": seconds, "alone_seconds": base,
+                "gradient_mb": mb, "compute_seconds": compute, "workers": 2, "servers": 2,
+            })  # fmt: skip
+    return rows
+
+
+def write_rows(path: str | os.PathLike[str], header: Sequence[str], rows: Sequence[dict]) -> None:
+    """Write ``rows`` as CSV with ``header`` (atomically; floats with 6 significant digits)."""
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(header), lineterminator="\n")
+    w.writeheader()
+    for row in rows:
+        w.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()})
+    atomic_write_text(path, buf.getvalue())

@@ -1,0 +1,263 @@
+"""The emulated cluster's network: one network namespace per server, a bridge as the switch.
+
+Layout of one emulation with run id ``R`` (every object carries the prefix
+:data:`PREFIX`, so :func:`down_all` finds what a killed run left behind):
+
+- namespace ``sjtb-R-sw`` holds the switch: bridge ``sjtbRbr`` and one port
+  ``sjtbRpK`` per attached namespace. The bridge is connected to nothing else:
+  no interface of the host's own namespace is created, changed or read.
+- namespace ``sjtb-R-ctl`` is the launcher's host (address ``198.18.0.1``); its
+  link is not shaped (the MPI launcher's control traffic only).
+- namespace ``sjtb-R-sK`` is server ``K`` (address ``198.18.0.(10+K)``), with one
+  interface ``sjtbRn`` whose two directions are shaped by ``tbf`` to the
+  server's uplink rate: egress on ``sjtbRn`` (upload) and on its switch port
+  (download). Traffic between the GPUs of one server stays on the namespace's
+  own loopback, unshaped.
+
+Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544) and exist
+only inside these namespaces. Creating, shaping and deleting need root and
+``ip``/``tc`` (Debian: ``apt-get install iproute2``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.errors import InputError
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+log = logging.getLogger(__name__)
+
+#: The prefix of every namespace, interface and temporary folder the testbed creates.
+PREFIX = "sjtb"
+#: The launcher's address; server ``k`` is ``198.18.0.(10 + k)``.
+CONTROL_ADDRESS = "198.18.0.1"
+#: Most servers one emulation holds (addresses 198.18.0.10 to .209; the machine's
+#: cores limit it far earlier).
+MAX_SERVERS = 200
+#: Uplink rates the shaping is checked for, Mbit/s (tbf is exact within about 5% there).
+MIN_RATE_MBIT, MAX_RATE_MBIT = 1.0, 2000.0
+#: tbf's bucket, bytes: large enough for a segmentation-offloaded frame at every rate.
+TBF_BURST = 65536
+#: tbf's queue, as the longest a packet may wait, ms.
+TBF_LATENCY_MS = 100
+
+
+class TestbedError(InputError):
+    """The testbed cannot run here (not root, a tool missing) or a command it ran failed."""
+
+    __test__ = False  # not a pytest class despite the name
+
+
+def server_address(server: int) -> str:
+    """Server ``server``'s address inside its namespace."""
+    return f"198.18.0.{10 + server}"
+
+
+def check_environment(launcher: bool = True) -> None:
+    """Refuse in one line when not root or when ``ip``, ``tc`` or ``mpiexec`` is missing."""
+    if os.geteuid() != 0:
+        raise TestbedError("the emulated cluster needs root (network namespaces and tc)")
+    for tool in ("ip", "tc"):
+        if shutil.which(tool) is None:
+            raise TestbedError(f"'{tool}' not found; install iproute2 (apt-get install iproute2)")
+    if shutil.which("unshare") is None:
+        raise TestbedError("'unshare' not found; install util-linux (apt-get install util-linux)")
+    if launcher:
+        if shutil.which("mpiexec") is None:
+            raise TestbedError(
+                "the MPI launcher 'mpiexec' was not found; install the testbed extra: "
+                "pip install -e '.[testbed]' in the sjfbco checkout (mpi4py and MPICH from PyPI)"
+            )
+        try:
+            import mpi4py  # noqa: F401
+        except ImportError:
+            raise TestbedError(
+                "mpi4py is not installed; install the testbed extra: pip install -e '.[testbed]'"
+            ) from None
+
+
+def run(cmd: Sequence[str], ns: str | None = None, check: bool = True) -> str:
+    """Run ``cmd`` (inside namespace ``ns`` if given); a failure is one :class:`TestbedError`."""
+    full = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
+    proc = subprocess.run(full, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise TestbedError(f"{' '.join(full)}: {msg[-1] if msg else f'exit {proc.returncode}'}")
+    return proc.stdout
+
+
+def namespaces() -> list[str]:
+    """Names of the network namespaces that exist now."""
+    out = run(["ip", "netns", "list"], check=False)
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def leftovers() -> dict[str, list[str]]:
+    """Everything of the testbed's that exists now: namespaces and temporary folders."""
+    tmp = Path(tempfile.gettempdir())
+    return {
+        "namespaces": sorted(n for n in namespaces() if n.startswith(PREFIX + "-")),
+        "folders": sorted(str(p) for p in tmp.glob(PREFIX + "-*") if p.is_dir()),
+    }
+
+
+def down_all() -> dict[str, list[str]]:
+    """Remove every namespace and temporary folder the testbed left (``sjfbco testbed down``).
+
+    Processes still running inside a namespace are killed first. Returns what was removed.
+    """
+    found = leftovers()
+    for ns in found["namespaces"]:
+        _kill_inside(ns)
+        run(["ip", "netns", "delete", ns], check=False)
+    for folder in found["folders"]:
+        shutil.rmtree(folder, ignore_errors=True)
+    return found
+
+
+def _kill_inside(ns: str) -> None:
+    pids = run(["ip", "netns", "pids", ns], check=False).split()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pid), signal.SIGKILL)
+
+
+@dataclass
+class Network:
+    """One emulated cluster network (see the module docstring); a context manager.
+
+    Parameters
+    ----------
+    rates_mbit
+        Uplink rate of each server, Mbit/s (both directions shaped).
+    run_id
+        Four hex digits naming this emulation's objects; random by default.
+    """
+
+    rates_mbit: Sequence[float]
+    run_id: str = field(default_factory=lambda: secrets.token_hex(2))
+    folder: Path | None = None
+    _up: bool = False
+    _old_handlers: dict[int, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.rates_mbit)
+        if not 1 <= n <= MAX_SERVERS:
+            raise TestbedError(f"an emulated cluster holds 1 to {MAX_SERVERS} servers, got {n}")
+        for k, rate in enumerate(self.rates_mbit):
+            if not MIN_RATE_MBIT <= rate <= MAX_RATE_MBIT:
+                raise TestbedError(
+                    f"server {k}: uplink rate {rate:g} Mbit/s outside the emulated range "
+                    f"{MIN_RATE_MBIT:g} to {MAX_RATE_MBIT:g} Mbit/s"
+                )
+
+    @property
+    def prefix(self) -> str:
+        return f"{PREFIX}-{self.run_id}"
+
+    @property
+    def switch(self) -> str:
+        return f"{self.prefix}-sw"
+
+    @property
+    def control(self) -> str:
+        return f"{self.prefix}-ctl"
+
+    def server_ns(self, server: int) -> str:
+        return f"{self.prefix}-s{server}"
+
+    @property
+    def interface(self) -> str:
+        """The name of the one interface inside every host namespace."""
+        return f"{PREFIX}{self.run_id}n"
+
+    @property
+    def num_servers(self) -> int:
+        return len(self.rates_mbit)
+
+    def up(self) -> Network:
+        """Create the namespaces, the bridge, the links and the shaping."""
+        check_environment(launcher=False)
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-"))
+        self._up = True
+        sw = self.switch
+        bridge = f"{PREFIX}{self.run_id}br"
+        run(["ip", "netns", "add", sw])
+        run(["ip", "link", "set", "lo", "up"], ns=sw)
+        run(["ip", "link", "add", bridge, "type", "bridge"], ns=sw)
+        run(["ip", "link", "set", bridge, "up"], ns=sw)
+        self._attach(self.control, 0, CONTROL_ADDRESS, bridge, rate=None)
+        for k, rate in enumerate(self.rates_mbit):
+            self._attach(self.server_ns(k), k + 1, server_address(k), bridge, rate=rate)
+        log.info("testbed %s up: %d servers", self.prefix, self.num_servers)
+        return self
+
+    def _attach(self, ns: str, port: int, address: str, bridge: str, rate: float | None) -> None:
+        sw, inner, outer = self.switch, self.interface, f"{PREFIX}{self.run_id}p{port}"
+        run(["ip", "netns", "add", ns])
+        run(["ip", "link", "set", "lo", "up"], ns=ns)
+        run(["ip", "link", "add", outer, "type", "veth", "peer", "name", inner, "netns", ns], ns=sw)
+        run(["ip", "link", "set", outer, "master", bridge, "up"], ns=sw)
+        run(["ip", "addr", "add", f"{address}/24", "dev", inner], ns=ns)
+        run(["ip", "link", "set", inner, "up"], ns=ns)
+        if rate is not None:
+            for dev, where in ((inner, ns), (outer, sw)):
+                run(_tbf(dev, rate), ns=where)
+
+    def down(self) -> None:
+        """Remove this emulation's namespaces and folder (idempotent)."""
+        if not self._up:
+            return
+        for ns in [self.control, *map(self.server_ns, range(self.num_servers)), self.switch]:
+            if ns in namespaces():
+                _kill_inside(ns)
+                run(["ip", "netns", "delete", ns], check=False)
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        self._up = False
+        log.info("testbed %s down", self.prefix)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.down()
+        raise KeyboardInterrupt if signum == signal.SIGINT else SystemExit(128 + signum)
+
+    def __enter__(self) -> Network:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            # outside the main thread signal() raises ValueError: the caller handles signals
+            with contextlib.suppress(ValueError):
+                self._old_handlers[sig] = signal.signal(sig, self._on_signal)
+        try:
+            return self.up()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.down()
+        finally:
+            for sig, handler in self._old_handlers.items():
+                signal.signal(sig, handler)
+            self._old_handlers.clear()
+
+
+def _tbf(dev: str, rate_mbit: float) -> list[str]:
+    return [
+        "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
+        "rate", f"{rate_mbit * 1000:.0f}kbit", "burst", str(TBF_BURST),
+        "latency", f"{TBF_LATENCY_MS}ms",
+    ]  # fmt: skip
