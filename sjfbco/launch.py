@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING, Any
 from sjfbco.errors import InputError, short
 from sjfbco.evaluate import evaluate
 from sjfbco.files import atomic_write_text, json_text
-from sjfbco.schedule import Gpu
+from sjfbco.schedule import Gpu, Schedule
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
-    from sjfbco.schedule import Schedule
 
 LAUNCH_FORMAT = "sjfbco-launch/1"
 
@@ -228,3 +227,39 @@ def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
     target = root / "launch.json"
     atomic_write_text(target, json_text(plan.to_dict()))
     return target
+
+
+def schedule_of(plan: LaunchPlan, data: ProblemData) -> Schedule:
+    """The schedule a launch plan executes: its GPUs, earliest starts and launch order.
+
+    An :class:`InputError` when the plan does not fit ``data`` (unknown or
+    missing job) or when the schedule rebuilt from it would queue its GPUs
+    otherwise than the plan's ``after`` (e.g. arrivals that reorder a queue):
+    then give the schedule file instead.
+    """
+    index = {job.id: j for j, job in enumerate(data.jobs)}
+    gpus: list[tuple[Gpu, ...]] = [()] * data.num_jobs
+    start = [0] * data.num_jobs
+    order = [0] * data.num_jobs
+    seen = set()
+    for k, lj in enumerate(plan.jobs):
+        j = index.get(lj.id)
+        if j is None or j in seen:
+            what = "unknown to the instance" if j is None else "listed twice"
+            raise InputError(f"job {short(lj.id)} is {what}", where="jobs")
+        seen.add(j)
+        gpus[j], start[j], order[j] = lj.gpus, lj.not_before, k
+    if len(seen) != data.num_jobs:
+        missing = next(job.id for j, job in enumerate(data.jobs) if j not in seen)
+        raise InputError(f"job {short(missing)} of the instance is not in the plan", where="jobs")
+    sched = Schedule.build(gpus, start, order)
+    preds = _predecessors(data, sched)
+    for lj in plan.jobs:
+        j = index[lj.id]
+        if sorted(data.jobs[q].id for q in preds[j]) != sorted(lj.after):
+            raise InputError(
+                f"job {short(lj.id)}: its GPUs' queues rebuilt from the plan differ from its "
+                "'after'; run the schedule file instead",
+                where="jobs",
+            )
+    return sched

@@ -14,4 +14,5 @@ COMMANDS: list[str] = [
     "online",
     "elastic",
     "calibrate",
+    "testbed",
 ]

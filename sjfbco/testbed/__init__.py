@@ -1,0 +1,137 @@
+"""An emulated GPU cluster on one host that runs real ring-all-reduce jobs (``docs/testbed.md``).
+
+Servers are network namespaces joined by a bridge, their uplinks shaped with
+``tc`` to the instance's ``bandwidth_inter``; a GPU is an MPI rank (mpi4py and
+MPICH, TCP, ring all-reduce) whose compute phases sleep. With it:
+
+- :func:`measure` and :func:`contention` write measurement files that
+  ``sjfbco calibrate`` fits (step times per placement; slowdowns of split jobs
+  sharing servers);
+- :func:`run` executes a schedule by the evaluator's dispatch rule and returns
+  the executed times beside the evaluator's predictions
+  (:class:`~sjfbco.testbed.replay.Execution`).
+
+Each takes ``hostfile=`` to run on real hosts instead (one MPI slot per GPU,
+server ``k`` the ``k``-th host). :func:`down` removes whatever a killed run
+left behind. Needs root, ``ip``/``tc`` (iproute2) and the ``testbed`` extra.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sjfbco.testbed.launcher import Hosts
+from sjfbco.testbed.measure import measure_contention, measure_placements
+from sjfbco.testbed.net import (
+    MAX_RATE_MBIT,
+    MIN_RATE_MBIT,
+    Network,
+    TestbedError,
+    check_environment,
+    down_all,
+    leftovers,
+)
+from sjfbco.testbed.replay import Execution, calibrated, execute
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterator
+
+    from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Schedule
+    from sjfbco.workloads.paper import Preset
+
+__all__ = [
+    "Execution",
+    "Network",
+    "TestbedError",
+    "calibrated",
+    "contention",
+    "down",
+    "leftovers",
+    "measure",
+    "rates_of",
+    "run",
+]
+
+#: Most GPUs an emulated cluster may hold: each is a process on this host.
+MAX_EMULATED_GPUS = 32
+
+
+def rates_of(data: ProblemData) -> list[float]:
+    """Uplink rate of every server, Mbit/s: the instance's ``bandwidth_inter`` (MB/s) x 8."""
+    rate = data.cluster.bandwidth_inter * 8.0
+    if not MIN_RATE_MBIT <= rate <= MAX_RATE_MBIT:
+        raise TestbedError(
+            f"{data.name}: bandwidth_inter {data.cluster.bandwidth_inter:g} MB/s is "
+            f"{rate:g} Mbit/s, outside what the emulation shapes ({MIN_RATE_MBIT:g} to "
+            f"{MAX_RATE_MBIT:g} Mbit/s); use an instance sized for the testbed "
+            "(docs/testbed.md, 'Instances')"
+        )
+    gpus = data.cluster.num_gpus
+    if gpus > MAX_EMULATED_GPUS:
+        raise TestbedError(
+            f"{data.name}: {gpus} GPUs; the emulated cluster holds at most {MAX_EMULATED_GPUS} "
+            "(one process each on this host)"
+        )
+    return [rate] * data.cluster.num_servers
+
+
+@contextlib.contextmanager
+def hosts_for(
+    data: ProblemData, hostfile: str | os.PathLike[str] | None = None
+) -> Iterator[tuple[Hosts, Path]]:
+    """The emulated cluster of ``data`` (or real hosts from ``hostfile``) and a work folder.
+
+    The emulation is taken down when the block ends, by an exception or a signal.
+    """
+    if hostfile is not None:
+        check_environment(network=False)  # real hosts: no root, no namespaces
+        hosts = Hosts(hostfile=hostfile)
+        if hosts.num_servers < data.cluster.num_servers:
+            raise TestbedError(
+                f"{hostfile}: {hosts.num_servers} hosts; {data.name} has "
+                f"{data.cluster.num_servers} servers"
+            )
+        with tempfile.TemporaryDirectory(prefix="sjtb-hosts-") as tmp:
+            yield hosts, Path(tmp)
+        return
+    check_environment()
+    with Network(rates_of(data)) as net:
+        assert net.folder is not None
+        yield Hosts(net), net.folder
+
+
+def measure(
+    data: ProblemData, hostfile: str | os.PathLike[str] | None = None, iterations: int = 12
+) -> list[dict[str, object]]:
+    """Step-time rows of each job kind of ``data`` alone on each placement (calibrate's layout)."""
+    with hosts_for(data, hostfile) as (hosts, folder):
+        return measure_placements(hosts, data, folder, iterations)
+
+
+def contention(
+    data: ProblemData, hostfile: str | os.PathLike[str] | None = None, iterations: int = 12
+) -> list[dict[str, object]]:
+    """Slowdown rows of ``p = 1..4`` split jobs sharing two servers (the slowdown layout)."""
+    with hosts_for(data, hostfile) as (hosts, folder):
+        return measure_contention(hosts, data, folder, iterations)
+
+
+def run(
+    data: ProblemData,
+    schedule: Schedule,
+    calibration: Preset | None = None,
+    hostfile: str | os.PathLike[str] | None = None,
+) -> Execution:
+    """Execute ``schedule`` on the emulated cluster of ``data``; executed against predicted."""
+    with hosts_for(data, hostfile) as (hosts, folder):
+        return execute(hosts, data, schedule, folder / "run", calibration)
+
+
+def down() -> dict[str, list[str]]:
+    """Remove every namespace and folder a testbed run left behind; returns what it removed."""
+    return down_all()

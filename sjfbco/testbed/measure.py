@@ -106,22 +106,24 @@ def _sleep() -> None:
     time.sleep(0.01)
 
 
-def placements(gpus_per_server: Sequence[int], workers: int) -> list[tuple[int, ...]]:
-    """GPUs per server of ``workers`` GPUs: one server, two servers, one GPU per server.
+def placements(gpus_per_server: Sequence[int], workers: int) -> list[tuple[tuple[int, int], ...]]:
+    """Placements of ``workers`` GPUs as ``(server, GPUs there)``: one server, two, one GPU each.
 
-    Only placements the cluster holds (servers by index, fullest first as the
-    cluster allows); duplicates removed.
+    Only placements the cluster holds, on its fullest servers (lowest index
+    first among equals); duplicates removed.
     """
-    caps = list(gpus_per_server)
-    out: list[tuple[int, ...]] = []
+    order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))
     candidates: list[tuple[int, ...]] = [(workers,)]
     if workers >= 2:
         candidates.append((workers - workers // 2, workers // 2))
         candidates.append((1,) * workers)
+    out: list[tuple[tuple[int, int], ...]] = []
     for counts in candidates:
-        fits = len(counts) <= len(caps) and all(c <= t for c, t in zip(counts, caps, strict=False))
-        if fits and counts not in out:
-            out.append(counts)
+        if len(counts) > len(order):
+            continue
+        servers = tuple(zip(order, counts, strict=False))
+        if all(c <= gpus_per_server[s] for s, c in servers) and servers not in out:
+            out.append(servers)
     return out
 
 
@@ -149,9 +151,9 @@ def measure_placements(
     rows: list[dict[str, object]] = []
     for name, (mb, compute, most) in sorted(kinds(data).items()):
         for w in sorted({1, 2, 4, most} & set(range(1, most + 1))):
-            for counts in placements(caps, w):
-                servers = [(s, c) for s, c in enumerate(counts)]
+            for servers in placements(caps, w):
                 (t,) = run_together(hosts, folder / "alone", [(servers, mb, compute)], iterations)
+                counts = [c for _, c in servers]
                 rows.append({
                     "model": name, "placement": _placement_text(counts), "local_bsz": 1,
                     "step_time": t.step, "sync_time": t.sync, "gradient_mb": mb,

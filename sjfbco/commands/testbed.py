@@ -1,0 +1,169 @@
+"""``sjfbco testbed measure|contention|run|down``: the emulated cluster (``docs/testbed.md``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.errors import InputError
+
+if TYPE_CHECKING:
+    import argparse
+
+    from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Schedule
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "testbed",
+        help="an emulated GPU cluster on this host: measure, calibrate, replay schedules",
+        description="Emulate the instance's cluster on this host (a network namespace per "
+        "server, tc-shaped uplinks, one MPI rank per GPU; root, iproute2 and the testbed "
+        "extra needed) or use real hosts (--hostfile), and run real ring-all-reduce jobs: "
+        "measure step times and contention for 'sjfbco calibrate', or execute a schedule and "
+        "compare it with the evaluator (docs/testbed.md).",
+    )
+    tsub = p.add_subparsers(dest="testbed_command", metavar="COMMAND", required=True)
+    for name, text in (
+        ("measure", "step and sync times of every job kind alone on every placement"),
+        ("contention", "slowdowns of p = 1..4 split jobs sharing two servers"),
+    ):
+        m = tsub.add_parser(
+            name, help=text, description=text + " (a CSV 'sjfbco calibrate' reads)."
+        )
+        m.add_argument("instance", help="instance file: the cluster and the job kinds")
+        m.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="CSV to write")
+        _common(m)
+        m.add_argument("--iterations", type=int, default=12, help="iterations per run (default 12)")
+        m.set_defaults(run=run)
+    r = tsub.add_parser(
+        "run",
+        help="execute a schedule; executed against predicted makespan",
+        description="Execute SCHEDULE (sjfbco-schedule/1, or a sjfbco-launch/1 plan) by the "
+        "evaluator's dispatch rule and print, per job and for the makespan, executed against "
+        "predicted times in slots and seconds.",
+    )
+    r.add_argument("instance", help="instance file (sjfbco-instance/1)")
+    r.add_argument("schedule", help="schedule file or launch plan (launch.json)")
+    r.add_argument(
+        "--calibration",
+        metavar="CAL.json",
+        help="a preset written by 'sjfbco calibrate': predictions on its constants too",
+    )
+    r.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    _common(r)
+    r.set_defaults(run=run)
+    d = tsub.add_parser(
+        "down",
+        help="remove every namespace and folder a testbed run left behind",
+        description="Remove every network namespace and temporary folder whose name starts "
+        "with the testbed's prefix (sjtb-), killing processes still inside.",
+    )
+    d.set_defaults(run=run)
+
+
+def _common(p: Any) -> None:
+    p.add_argument(
+        "--hostfile",
+        metavar="FILE",
+        help="run on these real hosts (one per line, server k = line k; MPICH's ssh launcher) "
+        "instead of the emulated cluster",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import sjfbco.testbed as tb
+
+    if args.testbed_command == "down":
+        removed = tb.down()
+        n, f = len(removed["namespaces"]), len(removed["folders"])
+        print(f"removed {n} namespace(s) and {f} folder(s)" + (": " if n + f else ""), end="")
+        print(", ".join(removed["namespaces"] + removed["folders"]))
+        return 0
+    from sjfbco.files import read_instance
+
+    data = read_instance(args.instance)
+    if args.testbed_command == "run":
+        return _run(args, data)
+    if args.iterations < 3:
+        raise InputError(f"--iterations: must be >= 3, got {args.iterations}")
+    from sjfbco.testbed.measure import SLOWDOWN_HEADER, STEP_HEADER, write_rows
+
+    if args.testbed_command == "measure":
+        rows = tb.measure(data, args.hostfile, args.iterations)
+        write_rows(args.output, STEP_HEADER, rows)
+    else:
+        rows = tb.contention(data, args.hostfile, args.iterations)
+        write_rows(args.output, SLOWDOWN_HEADER, rows)
+    print(f"wrote {len(rows)} rows to {args.output}")
+    return 0
+
+
+def _read_plan_or_schedule(path: str, data: ProblemData) -> Schedule:
+    from sjfbco.files import load_json, read_schedule
+    from sjfbco.launch import LAUNCH_FORMAT, LaunchPlan, schedule_of
+
+    doc = load_json(path)
+    if isinstance(doc, dict) and doc.get("format") == LAUNCH_FORMAT:
+        try:
+            return schedule_of(LaunchPlan.from_dict(doc), data)
+        except InputError as err:
+            raise err.located(path) from None
+    return read_schedule(path, data)
+
+
+def _run(args: argparse.Namespace, data: ProblemData) -> int:
+    import sjfbco.testbed as tb
+    from sjfbco.files import json_line
+    from sjfbco.tables import format_table
+
+    schedule = _read_plan_or_schedule(args.schedule, data)
+    cal = None
+    if args.calibration is not None:
+        from sjfbco.workloads.paper import read_preset
+
+        cal = read_preset(args.calibration)
+    ex = tb.run(data, schedule, cal, args.hostfile)
+    doc = ex.to_dict()
+    if args.json:
+        print(json_line(doc))
+        return 0
+    cols = ["job", "start", "end", "pred_start", "pred_end"]
+    if cal is not None:
+        cols += ["cal_start", "cal_end"]
+    rows = [
+        {
+            "job": j.id,
+            "start": round(j.start, 2),
+            "end": round(j.end, 2),
+            "pred_start": round(j.predicted_start, 2),
+            "pred_end": round(j.predicted_end, 2),
+            "cal_start": None if j.predicted_start_calibrated is None
+            else round(j.predicted_start_calibrated, 2),
+            "cal_end": None if j.predicted_end_calibrated is None
+            else round(j.predicted_end_calibrated, 2),
+        }
+        for j in ex.jobs
+    ]  # fmt: skip
+    print(format_table(rows, cols))
+    sec = ex.slot_seconds
+    print(f"times in slots of {sec:g} s")
+    print()
+    print(
+        f"makespan: executed {ex.executed_makespan:.2f} slots ({ex.executed_makespan * sec:.1f} s),"
+        f" predicted {ex.predicted_makespan:.2f} ({ex.error:+.1%})"
+        + (
+            f", calibrated {ex.predicted_makespan_calibrated:.2f} ({ex.error_calibrated:+.1%})"
+            if ex.predicted_makespan_calibrated is not None and ex.error_calibrated is not None
+            else ""
+        )
+    )
+    launch, lat = doc["launch_seconds"], doc["release_latency_s"]
+    print(
+        f"launch (mpiexec to ready, before the clock): median {launch['median']:.2f} s, max "
+        f"{launch['max']:.2f} s; release to first compute: median "
+        f"{1000 * lat['median']:.1f} ms, max {1000 * lat['max']:.1f} ms"
+    )
+    sys.stdout.flush()
+    return 0
