@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -34,6 +34,9 @@ from sjfbco.calibration.measurements import _rows, check_text_at
 from sjfbco.cost import degradation_factor, iteration_seconds
 from sjfbco.errors import InputError
 from sjfbco.problem import MAX_ALPHA, CostParams
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SLOWDOWN_COLUMNS: tuple[str, ...] = ("jobs", "compute_share", "slowdown")
 SLOWDOWN_OPTIONAL: tuple[str, ...] = (
@@ -101,7 +104,8 @@ def read_slowdowns(path: str | Path) -> Slowdowns:
         if "model" in col:
             check_text_at(cells[col["model"]].strip(), src, f"line {line}, column model")
         values = [
-            _value(cells[col[name]], src, line, name, lo, hi) for name, (lo, hi) in RANGES.items()
+            parse_value(cells[col[name]], src, line, name, lo, hi)
+            for name, (lo, hi) in RANGES.items()
         ]
         if values[0] != int(values[0]):
             raise InputError(
@@ -122,7 +126,8 @@ RANGES: dict[str, tuple[float, float]] = {
 }
 
 
-def _value(cell: str, src: str, line: int, name: str, lo: float, hi: float) -> float:
+def parse_value(cell: str, src: str, line: int, name: str, lo: float, hi: float) -> float:
+    """A number in ``[lo, hi]`` from a CSV cell; an InputError naming file, line and column."""
     where = f"line {line}, column {name}"
     try:
         value = float(cell.strip())
@@ -237,24 +242,40 @@ def fit_slowdowns(rows: Slowdowns, form: str, seed: int = 0) -> SlowdownReport:
             mask = rows.jobs == p
             sub = _fit(rows.subset(~mask), form)
             heldout[mask] = predict(sub, rows.jobs[mask], rows.share[mask])
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(BOOTSTRAP):
-        pick = rng.integers(len(rows), size=len(rows))
-        draws.append(_fit(rows.subset(pick), form))
-    params = {}
-    for name, value in best.items():
-        low, high = np.quantile([d[name] for d in draws], [0.05, 0.95])
-        lo, hi = BOUNDS[name]
-        span = hi - lo
-        if min(value - lo, hi - value) < 1e-3 * span:
-            status = "at a bound"
-        elif high - low > 0.5 * span:
-            status = "unidentified"
-        else:
-            status = "identified"
-        params[name] = Constant(value, float(low), float(high), status)
+    params = bootstrap(best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), seed)
     return SlowdownReport(form, params, predicted, heldout, rows)
+
+
+def bootstrap(
+    best: dict[str, float],
+    bounds: dict[str, tuple[float, float]],
+    n: int,
+    refit: Callable[[np.ndarray], dict[str, float]],
+    seed: int = 0,
+    draws: int = BOOTSTRAP,
+) -> dict[str, Constant]:
+    """Each constant of ``best`` with a 90% bootstrap interval and a status.
+
+    ``refit(pick)`` fits the rows ``pick`` (indices drawn with replacement, seeded).
+    Status: ``at a bound`` when the value is within 0.1% of the range (of its
+    logarithm for a positive range over three decades) from a bound;
+    ``unidentified`` when the interval covers more than half the range, or more
+    than a factor of 10 for such a positive range; else ``identified``.
+    """
+    rng = np.random.default_rng(seed)
+    fits = [refit(rng.integers(n, size=n)) for _ in range(draws)]
+    out = {}
+    for name, value in best.items():
+        low, high = (float(v) for v in np.quantile([f[name] for f in fits], [0.05, 0.95]))
+        lo, hi = bounds[name]
+        wide = lo > 0 and hi / lo > 1e3
+        scale = (lambda v: math.log(v)) if wide else (lambda v: v)
+        span = scale(hi) - scale(lo)
+        near = min(scale(value) - scale(lo), scale(hi) - scale(value)) < 1e-3 * span
+        loose = (high / max(low, 1e-300) > 10) if wide else (high - low > 0.5 * span)
+        status = "at a bound" if near else "unidentified" if loose else "identified"
+        out[name] = Constant(value, low, high, status)
+    return out
 
 
 def pinning_hint(name: str) -> str:
@@ -263,4 +284,7 @@ def pinning_hint(name: str) -> str:
         "alpha": "slowdowns at three or more contention levels with compute share 0",
         "xi1": "slowdowns at p = 2 and p = 4 with compute share 0",
         "interleave": "slowdowns at compute shares 0.25 to 0.75 for p >= 2",
+        "bandwidth_inter": "step times of split placements (two or more servers)",
+        "bandwidth_intra": "step times of several GPUs on one server",
+        "xi2": "step times of one job on 1, 2 and 4 servers with the same GPUs",
     }[name]

@@ -196,6 +196,9 @@ def run(args: argparse.Namespace) -> int:
         from sjfbco.experiments.plots import image_format
 
         image_format(args.plot)  # .png, .pdf or .svg
+    testbed = _testbed_files(args.measurements)
+    if testbed is not None:
+        return _run_testbed(args, *testbed)
     if args.folds < 2:
         raise InputError(f"--folds: must be >= 2, got {args.folds}")
     steps, contention = read_all(args.measurements, args.model)  # every file checked before any fit
@@ -330,3 +333,110 @@ def _preset_row(model: str, s: Scores) -> dict[str, Any]:
         "p90": _pct(s.p90_rel_error),
         "max": _pct(s.max_rel_error, 0),
     }
+
+
+def _testbed_files(paths: list[str]) -> tuple[list[str], list[str]] | None:
+    """The sized step-time and slowdown files among ``paths`` (``docs/testbed.md``), or None.
+
+    They are fitted on their own (one cluster, known sizes): mixing them with
+    other step-time or contention files is an error naming the first such file.
+    """
+    from sjfbco.calibration.cluster import is_sized_file
+    from sjfbco.calibration.slowdown import is_slowdown_file
+
+    sized = [p for p in paths if is_sized_file(p)]
+    slow = [p for p in paths if p not in sized and is_slowdown_file(p)]
+    if not sized and not slow:
+        return None
+    other = [p for p in paths if p not in sized and p not in slow]
+    if other:
+        raise InputError(
+            "sized step times and slowdowns (sjfbco testbed measure/contention) are fitted on "
+            "their own; give them without other measurement files",
+            source=other[0],
+        )
+    return sized, slow
+
+
+def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) -> int:
+    """Fit links (sized step times) and contention (slowdowns); print; write one preset."""
+    from sjfbco.calibration.cluster import fit_testbed, read_sized
+    from sjfbco.calibration.slowdown import fit_slowdowns, pinning_hint, read_slowdowns
+    from sjfbco.commands.common import warn
+    from sjfbco.files import json_line
+    from sjfbco.tables import format_table
+    from sjfbco.workloads.paper import write_preset
+
+    steps = [read_sized(p) for p in sized]
+    slowdowns = [read_slowdowns(p) for p in slow]  # every file read before any fit
+    if not steps:
+        reports = [
+            fit_slowdowns(s, f, args.seed) for s in slowdowns for f in ("paper", "interleave")
+        ]
+        if args.output is not None:
+            raise InputError("-o: a preset needs sized step times (sjfbco testbed measure)")
+        docs = [r.to_json() for r in reports]
+        constants = {k: c for r in reports for k, c in r.params.items()}
+    else:
+        fit = fit_testbed(steps, slowdowns, name=args.name, seed=args.seed)
+        docs = ([fit.cluster.to_json()] if fit.cluster else []) + [
+            r.to_json() for r in fit.slowdowns
+        ]
+        constants = fit.constants()
+        if args.output is not None:
+            write_preset(
+                fit.preset,
+                args.output,
+                form="testbed",
+                sources=[*sized, *slow],
+                fit=fit.report(),
+                note="links from sized step times; contention "
+                + (f"from slowdowns ({fit.chosen.form} form)" if fit.chosen else "not measured"),
+            )
+    for name, c in constants.items():
+        if c.status != "identified":
+            warn(
+                f"{name} = {c.value:.4g} is {c.status} (90% interval {c.low:.4g} to "
+                f"{c.high:.4g}); measure {pinning_hint(name)} to pin it"
+            )
+    if args.json:
+        for doc in docs:
+            print(json_line(doc), flush=True)
+        return 0
+    rows = [
+        {
+            "fit": f"{d['model']} {d['form']}",
+            "rows": d["rows"],
+            "median": _pct(d["median_rel_error"]),
+            "p90": _pct(d["p90_rel_error"]),
+            "heldout_median": _pct(d["heldout_median_rel_error"]),
+            "heldout_p90": _pct(d["heldout_p90_rel_error"]),
+            "heldout_max": _pct(d["heldout_max_rel_error"], 0),
+            "constants": ", ".join(
+                f"{k} {_param_cell(v['value'])} [{v['status']}]" for k, v in d["params"].items()
+            ),
+        }
+        for d in docs
+    ]
+    cols = ["fit", "rows", "median", "p90", "heldout_median", "heldout_p90", "heldout_max"]
+    print(format_table(rows, [*cols, "constants"]))
+    for d in docs:
+        if "heldout_by_class" in d:
+            print()
+            print(
+                format_table(
+                    [
+                        {
+                            "placement": c["class"],
+                            "rows": c["rows"],
+                            "heldout_median": _pct(c["heldout_median_rel_error"]),
+                            "heldout_p90": _pct(c["heldout_p90_rel_error"]),
+                        }
+                        for c in d["heldout_by_class"]
+                    ],
+                    ["placement", "rows", "heldout_median", "heldout_p90"],
+                )
+            )
+    if args.output is not None:
+        print(f"\npreset {args.name!r} written to {args.output}")
+    return 0

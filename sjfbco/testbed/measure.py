@@ -48,8 +48,7 @@ _RUNS = itertools.count()
 MAX_P = 4
 
 STEP_HEADER = (
-    "model", "placement", "local_bsz", "step_time", "sync_time", "gradient_mb",
-    "compute_seconds", "workers", "servers",
+    "model", "placement", "local_bsz", "step_time", "sync_time", "gradient_mb", "compute_seconds",
 )  # fmt: skip
 SLOWDOWN_HEADER = (
     "model", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds", "gradient_mb",
@@ -114,9 +113,8 @@ def placements(gpus_per_server: Sequence[int], workers: int) -> list[tuple[tuple
     """
     order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))
     candidates: list[tuple[int, ...]] = [(workers,)]
-    if workers >= 2:
-        candidates.append((workers - workers // 2, workers // 2))
-        candidates.append((1,) * workers)
+    for n in range(2, min(workers, len(order)) + 1):  # as even as it goes on n servers
+        candidates.append(tuple(workers // n + (1 if i < workers % n else 0) for i in range(n)))
     out: list[tuple[tuple[int, int], ...]] = []
     for counts in candidates:
         if len(counts) > len(order):
@@ -131,15 +129,14 @@ def _placement_text(counts: Sequence[int]) -> str:
     return ("-" if max(counts) >= 10 else "").join(str(c) for c in counts)
 
 
-def kinds(data: ProblemData) -> dict[str, tuple[float, float, int]]:
-    """Job kinds of an instance: model name -> (gradient MB, compute s, most GPUs of a job)."""
-    out: dict[str, tuple[float, float, int]] = {}
+def kinds(data: ProblemData) -> dict[str, tuple[float, float]]:
+    """Job kinds of an instance: model name -> (gradient MB, compute s) of its first job."""
+    out: dict[str, tuple[float, float]] = {}
     for job in data.jobs:
         if job.compute_seconds is None:
             raise TestbedError(f"job {job.id}: the testbed needs compute_seconds")
         name = job.model or f"m{job.gradient_mb:g}-c{job.compute_seconds:g}"
-        mb, c, g = out.get(name, (job.gradient_mb, job.compute_seconds, 0))
-        out[name] = (mb, c, max(g, job.num_gpus))
+        out.setdefault(name, (job.gradient_mb, job.compute_seconds))
     return out
 
 
@@ -149,15 +146,15 @@ def measure_placements(
     """Step-time rows of every job kind alone on every placement (see the module docstring)."""
     caps = data.cluster.gpus_per_server[: hosts.num_servers]
     rows: list[dict[str, object]] = []
-    for name, (mb, compute, most) in sorted(kinds(data).items()):
-        for w in sorted({1, 2, 4, most} & set(range(1, most + 1))):
+    for name, (mb, compute) in sorted(kinds(data).items()):
+        for w in (1, 2, 3, 4):
             for servers in placements(caps, w):
                 (t,) = run_together(hosts, folder / "alone", [(servers, mb, compute)], iterations)
                 counts = [c for _, c in servers]
                 rows.append({
                     "model": name, "placement": _placement_text(counts), "local_bsz": 1,
                     "step_time": t.step, "sync_time": t.sync, "gradient_mb": mb,
-                    "compute_seconds": compute, "workers": w, "servers": len(counts),
+                    "compute_seconds": compute,
                 })  # fmt: skip
     return rows
 

@@ -1,0 +1,208 @@
+"""The cost model against the emulated cluster: calibrate, then execute schedules (issue 29).
+
+Needs root, iproute2 and the ``testbed`` extra. Steps, each on a fresh emulated cluster:
+
+1. Calibration: ``sjfbco testbed measure`` and ``contention`` on a 3 x 4-GPU
+   cluster with every job kind of :data:`sjfbco.testbed.workload.KINDS`, fitted by
+   ``sjfbco calibrate`` into a preset (written to ``--preset``, by default
+   ``sjfbco/workloads/testbed.json``, the bundled ``testbed`` preset).
+2. Instances (:data:`INSTANCES`: 8 to 16 jobs on 3 or 4 servers of 2 to 4 GPUs)
+   on the calibrated constants; each solved by ``best`` (``--best-limit`` s),
+   ``sjf-bco``, ``ls``, ``ff`` and ``rand`` (seed 0), each schedule executed.
+3. Figures: executed against predicted makespan with the calibrated constants and
+   with the paper's (``alpha`` 0.275, ``xi1`` 1, ``xi2`` 0.005, no interleaving, on
+   the shaped link rate); ranking agreement over pairs of schedules of one
+   instance whose calibrated predictions differ by more than 5%; the contention
+   table against both slowdown forms.
+
+Usage: ``python benchmarks/bench_testbed.py [--out benchmarks/results/testbed.json]``.
+Prints the load average before and after: the emulation sleeps through compute,
+but a loaded host delays wake-ups and MPI progress (``docs/testbed.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+import sjfbco
+from sjfbco.calibration.cluster import fit_testbed, read_sized
+from sjfbco.calibration.slowdown import read_slowdowns
+from sjfbco.testbed import Hosts, Network, rates_of
+from sjfbco.testbed.measure import (
+    SLOWDOWN_HEADER,
+    STEP_HEADER,
+    measure_contention,
+    measure_placements,
+    write_rows,
+)
+from sjfbco.testbed.replay import calibrated, execute
+from sjfbco.testbed.workload import KINDS, NOMINAL, testbed_instance
+from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
+
+ROOT = Path(__file__).resolve().parent.parent
+#: (GPUs per server, jobs, seed) of the executed instances.
+INSTANCES: tuple[tuple[tuple[int, ...], int, int], ...] = (
+    ((2, 2, 2), 8, 1),
+    ((4, 4, 4), 12, 2),
+    ((2, 2, 2, 2), 10, 3),
+    ((4, 2, 4, 2), 16, 4),
+)
+SOLVERS = ("best", "sjf-bco", "ls", "ff", "rand")
+#: The paper's contention and overhead constants on the testbed's shaped links.
+PAPER = replace(
+    NOMINAL,
+    name="paper-on-testbed",
+    alpha=PRESETS["paper"].alpha,
+    xi1=PRESETS["paper"].xi1,
+    xi2=PRESETS["paper"].xi2,
+    bandwidth_intra=PRESETS["paper"].bandwidth_intra,
+)
+
+
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def calibrate(folder: Path, preset_path: Path) -> dict:
+    """Measure on a 3 x 4-GPU cluster with every job kind; fit; write the preset."""
+    jobs = [
+        sjfbco.Job(id=k, num_gpus=1, iterations=1, gradient_mb=mb, compute_seconds=c, model=k)
+        for k, (mb, c) in KINDS.items()
+    ]
+    data = testbed_instance((4, 4, 4), 1)
+    data = replace(data, jobs=tuple(jobs), name="testbed-calibration")
+    t = time.monotonic()
+    with Network(rates_of(data)) as net:
+        steps = measure_placements(Hosts(net), data, folder / "m")
+        t_steps = time.monotonic() - t
+        slow = measure_contention(Hosts(net), data, folder / "c")
+    t_all = time.monotonic() - t
+    write_rows(folder / "steps.csv", STEP_HEADER, steps)
+    write_rows(folder / "slowdowns.csv", SLOWDOWN_HEADER, slow)
+    fit = fit_testbed(
+        [read_sized(folder / "steps.csv")], [read_slowdowns(folder / "slowdowns.csv")]
+    )
+    write_preset(
+        fit.preset,
+        preset_path,
+        form="testbed",
+        sources=["sjfbco testbed measure", "sjfbco testbed contention"],
+        fit=fit.report(),
+        note="written by benchmarks/bench_testbed.py on the emulated cluster (docs/testbed.md)",
+    )
+    print(f"calibration: {len(steps)} step rows in {t_steps:.0f} s, {len(slow)} slowdown rows; "
+          f"{t_all:.0f} s in all ({load()})")
+    return {"report": fit.report(), "seconds": t_all, "steps": steps, "slowdowns": slow}
+
+
+def run_instances(folder: Path, preset_path: Path, best_limit: float) -> list[dict]:
+    cal = read_preset(preset_path)
+    out = []
+    for caps, n, seed in INSTANCES:
+        data = testbed_instance(caps, n, seed, preset=cal)
+        paper = calibrated(data, PAPER)
+        with Network(rates_of(data)) as net:
+            for solver in SOLVERS:
+                limit = best_limit if solver == "best" else None
+                res = sjfbco.solve(data, solver, seed=0, time_limit=limit)
+                t = time.monotonic()
+                ex = execute(Hosts(net), paper, res.schedule, folder / f"{data.name}-{solver}", cal)
+                wall = time.monotonic() - t
+                row = {
+                    "instance": data.name, "solver": solver,
+                    "executed": ex.executed_makespan,
+                    "calibrated": ex.predicted_makespan_calibrated,
+                    "paper": ex.predicted_makespan,
+                    "error_calibrated": ex.error_calibrated, "error_paper": ex.error,
+                    "launch_median_s": statistics.median(ex.launch_seconds),
+                    "release_latency_max_ms": 1000 * max(ex.release_latency_s),
+                    "wall_s": wall,
+                }  # fmt: skip
+                out.append(row)
+                print(f"{data.name:28s} {solver:8s} executed {row['executed']:7.2f} s, "
+                      f"calibrated {row['calibrated']:7.2f} ({row['error_calibrated']:+.1%}), "
+                      f"paper {row['paper']:7.2f} ({row['error_paper']:+.1%}); wall {wall:.0f} s "
+                      f"({load()})", flush=True)  # fmt: skip
+    return out
+
+
+def ranking(rows: list[dict], key: str) -> tuple[int, int]:
+    """Pairs of one instance whose ``key`` predictions differ by > 5%, and how many agree."""
+    pairs = agree = 0
+    for inst in {r["instance"] for r in rows}:
+        mine = [r for r in rows if r["instance"] == inst]
+        for a, b in itertools.combinations(mine, 2):
+            if abs(a[key] - b[key]) > 0.05 * min(a[key], b[key]):
+                pairs += 1
+                agree += (a[key] < b[key]) == (a["executed"] < b["executed"])
+    return pairs, agree
+
+
+def summary(rows: list[dict]) -> dict:
+    out: dict = {}
+    for key in ("calibrated", "paper"):
+        errs = [abs(r[f"error_{key}"]) for r in rows]
+        pairs, agree = ranking(rows, key)
+        out[key] = {
+            "median_abs_error": statistics.median(errs),
+            "max_abs_error": max(errs),
+            "ranked_pairs": pairs,
+            "agreeing_pairs": agree,
+        }
+    gains = []
+    for inst in {r["instance"] for r in rows}:
+        by = {r["solver"]: r for r in rows if r["instance"] == inst}
+        gains.append(1 - by["best"]["executed"] / by["sjf-bco"]["executed"])
+        out.setdefault("best_vs_sjfbco", {})[inst] = {
+            "executed": [by["best"]["executed"], by["sjf-bco"]["executed"]],
+            "predicted": [by["best"]["calibrated"], by["sjf-bco"]["calibrated"]],
+        }
+    out["best_below_sjfbco_executed_mean"] = float(np.mean(gains))
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/testbed.json"))
+    ap.add_argument("--preset", default=str(ROOT / "sjfbco/workloads/testbed.json"))
+    ap.add_argument("--best-limit", type=float, default=10.0)
+    ap.add_argument("--skip-calibration", action="store_true", help="use --preset as it is")
+    args = ap.parse_args()
+    print(load())
+    t = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp:
+        folder = Path(tmp)
+        cal = None if args.skip_calibration else calibrate(folder, Path(args.preset))
+        rows = run_instances(folder, Path(args.preset), args.best_limit)
+    s = summary(rows)
+    wall = time.monotonic() - t
+    for key in ("calibrated", "paper"):
+        f = s[key]
+        print(f"{key:10s}: median |error| {f['median_abs_error']:.1%}, worst "
+              f"{f['max_abs_error']:.1%}; ranking {f['agreeing_pairs']} of {f['ranked_pairs']} "
+              "pairs agree")  # fmt: skip
+    print(f"best below sjf-bco, executed: {s['best_below_sjfbco_executed_mean']:.1%} on average")
+    print(f"wall {wall / 60:.1f} min ({load()})")
+    doc = {"rows": rows, "summary": s, "calibration": cal, "wall_s": wall,
+           "load_end": os.getloadavg(), "python": sys.version.split()[0],
+           "git": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                 capture_output=True, text=True).stdout.strip()}  # fmt: skip
+    Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,340 @@
+"""Fitting a cluster's links to step times of jobs whose sizes are known (``docs/testbed.md``).
+
+A *sized step-time* file is a step-time file (``placement``, ``step_time``,
+optionally ``model``, ``local_bsz``, ``sync_time``) that also gives each row's
+``gradient_mb`` and ``compute_seconds``: what ``sjfbco testbed measure`` writes,
+where every job's gradient and compute phase are set by the experiment. With
+the sizes known, the cluster's constants are measurable on their own (a
+step-time file without sizes only pins ratios of size to speed,
+``docs/calibration.md``), so one fit serves every model:
+
+    tau = compute + 2 m (w-1)/w / B + m (w-1)/w / C + xi2 * n
+
+(:func:`sjfbco.cost.iteration_seconds`, the cost model's own formula, alone:
+``p = 1``), with ``B = b_intra`` on one server and ``b_inter`` across servers,
+``C`` pinned (the reduction is a memory copy, far below the links' time).
+Fitted: ``bandwidth_inter`` and ``bandwidth_intra`` (MB/s) and ``xi2`` (s), on
+relative residuals. Held-out figures leave one placement class out at a time
+(GPUs per server and servers used). Each constant comes with a bootstrap
+interval and a status, as in :mod:`sjfbco.calibration.slowdown`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from sjfbco.calibration.measurements import _rows, check_text_at, parse_placement
+from sjfbco.calibration.slowdown import (
+    FORMS,
+    Constant,
+    SlowdownReport,
+    Slowdowns,
+    bootstrap,
+    fit_slowdowns,
+    parse_value,
+)
+from sjfbco.cost import iteration_seconds
+from sjfbco.errors import InputError
+from sjfbco.problem import MAX_BANDWIDTH, MIN_BANDWIDTH, CostParams
+from sjfbco.workloads.models import Model
+from sjfbco.workloads.paper import Preset
+
+SIZED_COLUMNS: tuple[str, ...] = ("placement", "step_time", "gradient_mb", "compute_seconds")
+SIZED_OPTIONAL: tuple[str, ...] = ("model", "local_bsz", "sync_time", "workers", "servers")
+#: ``C``, MB/s, pinned as in every preset.
+GPU_SPEED = 20_000.0
+NAMES: tuple[str, ...] = ("bandwidth_inter", "bandwidth_intra", "xi2")
+BOUNDS: dict[str, tuple[float, float]] = {
+    "bandwidth_inter": (MIN_BANDWIDTH, MAX_BANDWIDTH),
+    "bandwidth_intra": (MIN_BANDWIDTH, MAX_BANDWIDTH),
+    "xi2": (0.0, 1.0),
+}
+#: Ranges of the numbers of a row.
+RANGES: dict[str, tuple[float, float]] = {
+    "step_time": (1e-6, 1e6),
+    "gradient_mb": (0.0, 1e9),
+    "compute_seconds": (0.0, 1e6),
+}
+
+
+@dataclass(frozen=True)
+class SizedSteps:
+    """Step times of jobs with known sizes (one row each)."""
+
+    source: str
+    model: np.ndarray
+    placement: np.ndarray
+    workers: np.ndarray
+    servers: np.ndarray
+    per_server: np.ndarray
+    gradient: np.ndarray
+    compute: np.ndarray
+    step: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    def subset(self, mask: np.ndarray) -> SizedSteps:
+        return SizedSteps(
+            self.source, *(getattr(self, n)[mask] for n in (
+                "model", "placement", "workers", "servers", "per_server", "gradient", "compute",
+                "step",
+            ))
+        )  # fmt: skip
+
+
+def is_sized_file(path: str | Path) -> bool:
+    """Whether the CSV is a step-time file with known sizes (it has every required column)."""
+    header, _ = _rows(path)
+    return set(SIZED_COLUMNS) <= set(header)
+
+
+def read_sized(path: str | Path) -> SizedSteps:
+    """Read a sized step-time file; one :class:`InputError` naming the file, line and column."""
+    src = str(path)
+    header, body = _rows(path)
+    unknown = sorted(set(header) - set(SIZED_COLUMNS) - set(SIZED_OPTIONAL))
+    if unknown:
+        allowed = ", ".join((*SIZED_COLUMNS, *SIZED_OPTIONAL))
+        raise InputError(
+            f"line 1: unknown column {unknown[0]!r}; a sized step-time file has {allowed}",
+            source=src,
+        )
+    col = {name: i for i, name in enumerate(header)}
+    rows = []
+    for line, cells in body:
+        if len(cells) != len(header):
+            raise InputError(
+                f"line {line}: {len(cells)} fields, the header has {len(header)}", source=src
+            )
+        model = Path(src).stem
+        if "model" in col:
+            model = cells[col["model"]].strip()
+            check_text_at(model, src, f"line {line}, column model")
+        try:
+            counts = parse_placement(cells[col["placement"]])
+        except ValueError as err:
+            raise InputError(str(err), source=src, where=f"line {line}, column placement") from None
+        nums = [parse_value(cells[col[n]], src, line, n, lo, hi) for n, (lo, hi) in RANGES.items()]
+        rows.append(
+            (model, "-".join(map(str, counts)), sum(counts), len(counts), max(counts), *nums)
+        )
+    if not rows:
+        raise InputError("no measurements after the header", source=src)
+    cols = list(zip(*rows, strict=True))
+    step, gradient, compute = (np.array(c, dtype=float) for c in cols[5:])
+    return SizedSteps(
+        src,
+        model=np.array(cols[0]),
+        placement=np.array(cols[1]),
+        workers=np.array(cols[2], dtype=int),
+        servers=np.array(cols[3], dtype=int),
+        per_server=np.array(cols[4], dtype=int),
+        gradient=gradient,
+        compute=compute,
+        step=step,
+    )
+
+
+def predict(params: dict[str, float], rows: SizedSteps) -> np.ndarray:
+    """Predicted step times (s) of ``rows`` alone, by the cost model's formula."""
+    cost = CostParams(xi2=params["xi2"], time_model="continuous")
+    out: np.ndarray = iteration_seconds(
+        rows.compute, rows.gradient, rows.workers, rows.servers, rows.per_server,
+        np.ones(len(rows)), bandwidth_intra=params["bandwidth_intra"],
+        bandwidth_inter=params["bandwidth_inter"], gpu_speed=GPU_SPEED, cost=cost,
+    )  # fmt: skip
+    return out
+
+
+def _fit(rows: SizedSteps) -> dict[str, float]:
+    # bandwidths in log space: they span orders of magnitude
+    def unpack(x: np.ndarray) -> dict[str, float]:
+        return {"bandwidth_inter": math.exp(x[0]), "bandwidth_intra": math.exp(x[1]), "xi2": x[2]}
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        res: np.ndarray = (predict(unpack(x), rows) - rows.step) / rows.step
+        return res
+
+    lo = [math.log(MIN_BANDWIDTH), math.log(MIN_BANDWIDTH), 0.0]
+    hi = [math.log(MAX_BANDWIDTH), math.log(MAX_BANDWIDTH), 1.0]
+    sol = least_squares(residuals, [math.log(100.0), math.log(1000.0), 0.001], bounds=(lo, hi))
+    return unpack(sol.x)
+
+
+def placement_class(rows: SizedSteps) -> np.ndarray:
+    """``"one server"`` or ``"N servers, G per server"`` per row (the held-out groups)."""
+    return np.array([
+        "one server" if n == 1 else f"{n} servers, {g} per server"
+        for n, g in zip(rows.servers, rows.per_server, strict=True)
+    ])  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """The cluster's links fitted to sized step times."""
+
+    params: dict[str, Constant]
+    rows: SizedSteps = field(repr=False)
+    predicted: np.ndarray = field(repr=False)
+    heldout: np.ndarray = field(repr=False)
+
+    def values(self) -> dict[str, float]:
+        return {k: c.value for k, c in self.params.items()}
+
+    def by_class(self) -> list[dict[str, Any]]:
+        """Held-out median and 90th percentile relative error per placement class."""
+        err = np.abs(self.heldout - self.rows.step) / self.rows.step
+        classes = placement_class(self.rows)
+        return [
+            {
+                "class": c,
+                "rows": int(np.sum(classes == c)),
+                "heldout_median_rel_error": float(np.median(err[classes == c])),
+                "heldout_p90_rel_error": float(np.quantile(err[classes == c], 0.9)),
+            }
+            for c in sorted(set(classes.tolist()))
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        e = np.abs(self.predicted - self.rows.step) / self.rows.step
+        h = np.abs(self.heldout - self.rows.step) / self.rows.step
+        return {
+            "model": "cluster",
+            "form": "sized-steps",
+            "file": self.rows.source,
+            "rows": len(self.rows),
+            "params": {k: c.to_json() for k, c in self.params.items()},
+            "median_rel_error": float(np.median(e)),
+            "p90_rel_error": float(np.quantile(e, 0.9)),
+            "max_rel_error": float(e.max()),
+            "heldout_median_rel_error": float(np.median(h)),
+            "heldout_p90_rel_error": float(np.quantile(h, 0.9)),
+            "heldout_max_rel_error": float(h.max()),
+            "heldout_by_class": self.by_class(),
+        }
+
+
+def concat(parts: list[SizedSteps]) -> SizedSteps:
+    """Rows of several files as one set (source: the first file, others named after it)."""
+    if len(parts) == 1:
+        return parts[0]
+    names = (
+        "model",
+        "placement",
+        "workers",
+        "servers",
+        "per_server",
+        "gradient",
+        "compute",
+        "step",
+    )
+    source = ", ".join(p.source for p in parts)
+    return SizedSteps(source, *(np.concatenate([getattr(p, n) for p in parts]) for n in names))
+
+
+def fit_cluster(rows: SizedSteps, seed: int = 0) -> ClusterReport:
+    """Fit the links to ``rows``: constants with intervals, in-sample and held-out predictions."""
+    if len(rows) < len(NAMES):
+        raise InputError(f"{rows.source}: {len(rows)} rows cannot fit {len(NAMES)} constants")
+    best = _fit(rows)
+    predicted = predict(best, rows)
+    heldout = np.array(predicted, dtype=float)
+    classes = placement_class(rows)
+    for c in set(classes.tolist()):
+        mask = classes == c
+        rest = rows.subset(~mask)
+        # a class whose leaving-out removes every split (or every one-server) row cannot be
+        # predicted by the rest: it keeps its in-sample figure, and the report says so by its
+        # interval (the bootstrap) rather than by a held-out number
+        if len(rest) >= len(NAMES) and np.any(rest.servers > 1) and np.any(rest.workers > 1):
+            heldout[mask] = predict(_fit(rest), rows.subset(mask))
+    params = bootstrap(best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick)), seed)
+    return ClusterReport(params, rows, predicted, heldout)
+
+
+@dataclass(frozen=True)
+class TestbedFit:
+    """A cluster fitted to sized step times and, if given, slowdowns: one preset."""
+
+    __test__ = False  # not a pytest class
+
+    preset: Preset
+    cluster: ClusterReport | None
+    slowdowns: list[SlowdownReport]
+    chosen: SlowdownReport | None
+
+    def constants(self) -> dict[str, Constant]:
+        """Every fitted constant of the preset with its interval and status."""
+        out = dict(self.cluster.params) if self.cluster is not None else {}
+        if self.chosen is not None:
+            out.update(self.chosen.params)
+        return out
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "cluster": None if self.cluster is None else self.cluster.to_json(),
+            "slowdown": [r.to_json() for r in self.slowdowns],
+            "slowdown_form": None if self.chosen is None else self.chosen.form,
+        }
+
+
+def fit_testbed(
+    sized: list[SizedSteps],
+    slowdowns: list[Slowdowns],
+    name: str = "testbed",
+    slot_seconds: float = 1.0,
+    seed: int = 0,
+) -> TestbedFit:
+    """One preset from sized step times (the links) and slowdowns (contention).
+
+    The slowdown form kept is the one with the lower held-out median error
+    (``paper`` on a tie); the models are the step files' job kinds with their
+    known gradient and compute (``backward_seconds``, ``batch_size`` 1). Without
+    slowdowns ``alpha`` is 0 and ``xi1`` 1 (not measured: the report says so).
+    """
+    if not sized:
+        raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
+    rows = concat(sized)
+    cluster = fit_cluster(rows, seed)
+    reports = [fit_slowdowns(s, form, seed) for s in slowdowns for form in FORMS]
+    chosen = None
+    if reports:
+        chosen = min(
+            reports,
+            key=lambda r: (float(np.median(r.errors(heldout=True))), r.form != "paper"),
+        )
+    links = cluster.values()
+    cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}
+    models = []
+    for model in sorted(set(rows.model.tolist())):
+        mask = rows.model == model
+        models.append(
+            Model(
+                model,
+                gradient_mb=float(np.median(rows.gradient[mask])),
+                forward_seconds=0.0,
+                backward_seconds=float(np.median(rows.compute[mask])),
+                batch_size=1,
+            )
+        )
+    preset = Preset(
+        name=name,
+        slot_seconds=slot_seconds,
+        bandwidth_inter=links["bandwidth_inter"],
+        bandwidth_intra=links["bandwidth_intra"],
+        gpu_speed=GPU_SPEED,
+        alpha=cont["alpha"],
+        xi1=cont["xi1"],
+        xi2=links["xi2"],
+        time_model="continuous",
+        interleave=cont.get("interleave", 0.0),
+        models=tuple(models),
+    )
+    return TestbedFit(preset, cluster, reports, chosen)
