@@ -48,7 +48,7 @@ from sjfbco.testbed.measure import (
     write_rows,
 )
 from sjfbco.testbed.replay import calibrated, execute
-from sjfbco.testbed.workload import KINDS, NOMINAL, testbed_instance
+from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,7 +81,7 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
         sjfbco.Job(id=k, num_gpus=1, iterations=1, gradient_mb=mb, compute_seconds=c, model=k)
         for k, (mb, c) in KINDS.items()
     ]
-    data = testbed_instance((4, 4, 4), 1)
+    data = emulated_instance((4, 4, 4), 1)
     data = replace(data, jobs=tuple(jobs), name="testbed-calibration")
     t = time.monotonic()
     with Network(rates_of(data)) as net:
@@ -102,8 +102,10 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
         fit=fit.report(),
         note="written by benchmarks/bench_testbed.py on the emulated cluster (docs/testbed.md)",
     )
-    print(f"calibration: {len(steps)} step rows in {t_steps:.0f} s, {len(slow)} slowdown rows; "
-          f"{t_all:.0f} s in all ({load()})")
+    print(
+        f"calibration: {len(steps)} step rows in {t_steps:.0f} s, {len(slow)} slowdown rows; "
+        f"{t_all:.0f} s in all ({load()})"
+    )
     return {"report": fit.report(), "seconds": t_all, "steps": steps, "slowdowns": slow}
 
 
@@ -111,7 +113,7 @@ def run_instances(folder: Path, preset_path: Path, best_limit: float) -> list[di
     cal = read_preset(preset_path)
     out = []
     for caps, n, seed in INSTANCES:
-        data = testbed_instance(caps, n, seed, preset=cal)
+        data = emulated_instance(caps, n, seed, preset=cal)
         paper = calibrated(data, PAPER)
         with Network(rates_of(data)) as net:
             for solver in SOLVERS:

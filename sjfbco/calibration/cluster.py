@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -44,6 +44,9 @@ from sjfbco.errors import InputError
 from sjfbco.problem import MAX_BANDWIDTH, MIN_BANDWIDTH, CostParams
 from sjfbco.workloads.models import Model
 from sjfbco.workloads.paper import Preset
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SIZED_COLUMNS: tuple[str, ...] = ("placement", "step_time", "gradient_mb", "compute_seconds")
 SIZED_OPTIONAL: tuple[str, ...] = ("model", "local_bsz", "sync_time", "workers", "servers")
@@ -153,14 +156,23 @@ def predict(params: dict[str, float], rows: SizedSteps) -> np.ndarray:
     return out
 
 
+def _loss(rows: SizedSteps) -> Callable[[dict[str, float]], np.ndarray]:
+    def residuals(params: dict[str, float]) -> np.ndarray:
+        res: np.ndarray = (predict(params, rows) - rows.step) / rows.step
+        return res
+
+    return residuals
+
+
 def _fit(rows: SizedSteps) -> dict[str, float]:
     # bandwidths in log space: they span orders of magnitude
     def unpack(x: np.ndarray) -> dict[str, float]:
         return {"bandwidth_inter": math.exp(x[0]), "bandwidth_intra": math.exp(x[1]), "xi2": x[2]}
 
+    loss = _loss(rows)
+
     def residuals(x: np.ndarray) -> np.ndarray:
-        res: np.ndarray = (predict(unpack(x), rows) - rows.step) / rows.step
-        return res
+        return loss(unpack(x))
 
     lo = [math.log(MIN_BANDWIDTH), math.log(MIN_BANDWIDTH), 0.0]
     hi = [math.log(MAX_BANDWIDTH), math.log(MAX_BANDWIDTH), 1.0]
@@ -255,7 +267,9 @@ def fit_cluster(rows: SizedSteps, seed: int = 0) -> ClusterReport:
         # interval (the bootstrap) rather than by a held-out number
         if len(rest) >= len(NAMES) and np.any(rest.servers > 1) and np.any(rest.workers > 1):
             heldout[mask] = predict(_fit(rest), rows.subset(mask))
-    params = bootstrap(best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick)), seed)
+    params = bootstrap(
+        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick)), _loss(rows), seed
+    )
     return ClusterReport(params, rows, predicted, heldout)
 
 

@@ -166,18 +166,23 @@ def predict(params: dict[str, float], jobs: np.ndarray, share: np.ndarray) -> np
     return tau(f) / tau(np.ones_like(f))
 
 
+def _loss(rows: Slowdowns) -> Callable[[dict[str, float]], np.ndarray]:
+    def residuals(params: dict[str, float]) -> np.ndarray:
+        res: np.ndarray = (predict(params, rows.jobs, rows.share) - rows.slowdown) / rows.slowdown
+        return res
+
+    return residuals
+
+
 def _fit(rows: Slowdowns, form: str) -> dict[str, float]:
     names = PARAMS[form]
     lo = np.array([BOUNDS[n][0] for n in names])
     hi = np.array([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.array([0.1, 0.9, 0.5][: len(names)]), lo, hi)
-
-    def residuals(x: np.ndarray) -> np.ndarray:
-        pred = predict(dict(zip(names, x, strict=True)), rows.jobs, rows.share)
-        res: np.ndarray = (pred - rows.slowdown) / rows.slowdown
-        return res
-
-    sol = least_squares(residuals, x0, bounds=(lo, hi), method="trf")
+    loss = _loss(rows)
+    sol = least_squares(
+        lambda x: loss(dict(zip(names, x, strict=True))), x0, bounds=(lo, hi), method="trf"
+    )
     return dict(zip(names, (float(v) for v in sol.x), strict=True))
 
 
@@ -242,7 +247,9 @@ def fit_slowdowns(rows: Slowdowns, form: str, seed: int = 0) -> SlowdownReport:
             mask = rows.jobs == p
             sub = _fit(rows.subset(~mask), form)
             heldout[mask] = predict(sub, rows.jobs[mask], rows.share[mask])
-    params = bootstrap(best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), seed)
+    params = bootstrap(
+        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), _loss(rows), seed
+    )
     return SlowdownReport(form, params, predicted, heldout, rows)
 
 
@@ -251,16 +258,19 @@ def bootstrap(
     bounds: dict[str, tuple[float, float]],
     n: int,
     refit: Callable[[np.ndarray], dict[str, float]],
+    residuals: Callable[[dict[str, float]], np.ndarray],
     seed: int = 0,
     draws: int = BOOTSTRAP,
 ) -> dict[str, Constant]:
     """Each constant of ``best`` with a 90% bootstrap interval and a status.
 
-    ``refit(pick)`` fits the rows ``pick`` (indices drawn with replacement, seeded).
-    Status: ``at a bound`` when the value is within 0.1% of the range (of its
-    logarithm for a positive range over three decades) from a bound;
-    ``unidentified`` when the interval covers more than half the range, or more
-    than a factor of 10 for such a positive range; else ``identified``.
+    ``refit(pick)`` fits the rows ``pick`` (indices drawn with replacement, seeded);
+    ``residuals(params)`` are the fit's relative residuals. Status:
+    ``unidentified`` when moving the constant alone by a quarter of its range
+    (of its logarithm for a positive range over three decades) changes no
+    residual by more than 1e-9, or when the interval covers more than half the
+    range (a factor of 10 for such a positive range); ``at a bound`` when the
+    value is within 0.1% of the range from a bound; else ``identified``.
     """
     rng = np.random.default_rng(seed)
     fits = [refit(rng.integers(n, size=n)) for _ in range(draws)]
@@ -273,9 +283,31 @@ def bootstrap(
         span = scale(hi) - scale(lo)
         near = min(scale(value) - scale(lo), scale(hi) - scale(value)) < 1e-3 * span
         loose = (high / max(low, 1e-300) > 10) if wide else (high - low > 0.5 * span)
-        status = "at a bound" if near else "unidentified" if loose else "identified"
+        loose = loose or _flat(best, name, residuals, scale(value), span, wide)
+        status = "unidentified" if loose else "at a bound" if near else "identified"
         out[name] = Constant(value, low, high, status)
     return out
+
+
+def _flat(
+    best: dict[str, float],
+    name: str,
+    residuals: Callable[[dict[str, float]], np.ndarray],
+    at: float,
+    span: float,
+    wide: bool,
+) -> bool:
+    """Whether no residual moves when ``name`` alone moves by a quarter of its range."""
+    base = residuals(best)
+    for step in (0.25 * span, -0.25 * span):
+        moved = at + step
+        value = math.exp(moved) if wide else moved
+        try:
+            if float(np.max(np.abs(residuals({**best, name: value}) - base))) > 1e-9:
+                return False
+        except (InputError, ValueError, OverflowError):  # outside the model's range
+            continue
+    return True
 
 
 def pinning_hint(name: str) -> str:

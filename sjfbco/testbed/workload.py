@@ -42,7 +42,7 @@ NOMINAL = Preset(
 )
 
 
-def testbed_instance(
+def emulated_instance(
     gpus_per_server: tuple[int, ...],
     jobs: int,
     seed: int = 0,

@@ -1,0 +1,172 @@
+"""The testbed's model and fits, without the testbed: interleaving, slowdowns, sized step times."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sjfbco import CostParams, InputError
+from sjfbco.calibration.cluster import SizedSteps, fit_cluster, fit_testbed, read_sized
+from sjfbco.calibration.cluster import predict as predict_steps
+from sjfbco.calibration.slowdown import Slowdowns, fit_slowdowns, predict, read_slowdowns
+from sjfbco.cost import interleaved, iteration_seconds
+from sjfbco.launch import launch_plan, schedule_of
+from sjfbco.testbed.measure import placements
+from sjfbco.testbed.replay import calibrated
+from sjfbco.testbed.workload import NOMINAL, emulated_instance
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_interleaved_hand_computed() -> None:
+    # p = 2 (f = 2), compute = transfer (r = 1), omega = 1: x = 1 + x / (1 + x),
+    # x^2 - x - 1 = 0, the golden ratio
+    assert interleaved(2.0, 1.0, 1.0, 1.0) == pytest.approx((1 + math.sqrt(5)) / 2, rel=1e-12)
+    # omega = 0 (the paper's), no compute, or no other sender: exactly f
+    assert interleaved(3.0, 2.0, 1.0, 0.0) == 3.0
+    assert interleaved(3.0, 0.0, 1.0, 1.0) == 3.0
+    assert interleaved(1.0, 5.0, 1.0, 0.7) == 1.0
+    # between 1 and f, non-increasing in omega and in compute
+    xs = [interleaved(4.0, 1.0, 1.0, w) for w in (0.0, 0.5, 1.0)]
+    assert 4.0 == xs[0] >= xs[1] >= xs[2] >= 1.0
+    ys = [interleaved(4.0, c, 1.0, 1.0) for c in (0.0, 1.0, 10.0)]
+    assert ys[0] >= ys[1] >= ys[2] >= 1.0
+
+
+def test_interleave_on_arrays_equals_scalars() -> None:
+    f = np.array([1.0, 2.0, 3.5, 4.0])
+    c = np.array([0.3, 1.0, 0.0, 7.0])
+    got = interleaved(f, c, np.ones(4), 0.6)
+    assert got.tolist() == [interleaved(a, b, 1.0, 0.6) for a, b in zip(f, c, strict=True)]
+
+
+def test_interleave_off_is_the_paper() -> None:
+    args = dict(bandwidth_intra=50.0, bandwidth_inter=10.0, gpu_speed=1e4)
+    paper = CostParams()
+    on = CostParams(interleave=0.8)
+    # one server: no inter-server term, nothing changes
+    assert iteration_seconds(0.2, 5.0, 4, 1, 4, 1.0, cost=on, **args) == iteration_seconds(
+        0.2, 5.0, 4, 1, 4, 1.0, cost=paper, **args
+    )
+    # a split job at f = 1 (alone): unchanged; at f = 3 faster than the paper's
+    assert iteration_seconds(0.2, 5.0, 2, 2, 1, 1.0, cost=on, **args) == iteration_seconds(
+        0.2, 5.0, 2, 2, 1, 1.0, cost=paper, **args
+    )
+    assert iteration_seconds(0.2, 5.0, 2, 2, 1, 3.0, cost=on, **args) < iteration_seconds(
+        0.2, 5.0, 2, 2, 1, 3.0, cost=paper, **args
+    )
+    with pytest.raises(InputError, match=r"cost\.interleave"):
+        CostParams(interleave=1.5)
+    assert CostParams(interleave=0.5).to_dict()["interleave"] == 0.5
+    assert "interleave" not in CostParams().to_dict()
+
+
+def test_slowdown_prediction_hand_computed() -> None:
+    # paper form, alpha 0, xi1 1: slowdown = s + (1 - s) p
+    got = predict({"alpha": 0.0, "xi1": 1.0}, np.array([1, 2, 4]), np.array([0.0, 0.5, 0.25]))
+    assert got.tolist() == pytest.approx([1.0, 0.5 + 0.5 * 2, 0.25 + 0.75 * 4])
+    # interleave 1, p = 2, s = 0.5 (r = 1): (r + x) / (r + 1) with x the golden ratio
+    x = (1 + math.sqrt(5)) / 2
+    got = predict({"alpha": 0.0, "xi1": 1.0, "interleave": 1.0}, np.array([2]), np.array([0.5]))
+    assert got[0] == pytest.approx((1 + x) / 2)
+
+
+def _synthetic_slowdowns(params: dict[str, float]) -> Slowdowns:
+    jobs = np.repeat([1, 2, 3, 4], 4)
+    share = np.tile([0.0, 0.25, 0.5, 0.75], 4)
+    return Slowdowns("synthetic", jobs, share, predict(params, jobs, share), np.arange(16) + 2)
+
+
+def test_slowdown_fit_recovers_the_constants() -> None:
+    truth = {"alpha": 0.3, "xi1": 0.9, "interleave": 0.7}
+    rep = fit_slowdowns(_synthetic_slowdowns(truth), "interleave")
+    for k, v in truth.items():
+        assert rep.values()[k] == pytest.approx(v, abs=1e-4)
+        assert rep.params[k].status == "identified"
+    assert float(np.max(rep.errors(heldout=True))) < 1e-4
+
+
+def test_slowdown_fit_flags_what_the_data_cannot_pin() -> None:
+    # no compute share above 0: the interleave constant has nothing to act on
+    jobs = np.array([1, 2, 3, 4])
+    rows = Slowdowns("flat", jobs, np.zeros(4), jobs.astype(float), np.arange(4) + 2)
+    rep = fit_slowdowns(rows, "interleave")
+    assert rep.params["interleave"].status != "identified"
+    assert rep.params["alpha"].status == "at a bound"  # slowdown = p: alpha = 0
+
+
+def test_measured_slowdowns_prefer_interleaving() -> None:
+    rows = read_slowdowns(DATA / "testbed_slowdowns.csv")
+    paper = fit_slowdowns(rows, "paper")
+    inter = fit_slowdowns(rows, "interleave")
+    assert np.median(inter.errors(heldout=True)) < np.median(paper.errors(heldout=True))
+
+
+def _sized(params: dict[str, float]) -> SizedSteps:
+    # (workers, servers, per server) of a 3 x 4-GPU cluster, two job kinds
+    shapes = [(1, 1, 1), (2, 1, 2), (2, 2, 1), (3, 1, 3), (3, 3, 1), (4, 1, 4), (4, 2, 2)]
+    rows = [(w, n, g, mb, c) for w, n, g in shapes for mb, c in ((2.0, 0.15), (0.5, 0.05))]
+    a = np.array(rows, dtype=float)
+    sized = SizedSteps(
+        "synthetic", np.array(["k"] * len(rows)), np.array(["p"] * len(rows)),
+        a[:, 0].astype(int), a[:, 1].astype(int), a[:, 2].astype(int), a[:, 3], a[:, 4],
+        np.zeros(len(rows)),
+    )  # fmt: skip
+    return SizedSteps(**{**sized.__dict__, "step": predict_steps(params, sized)})
+
+
+def test_cluster_fit_recovers_the_links() -> None:
+    truth = {"bandwidth_inter": 12.0, "bandwidth_intra": 80.0, "xi2": 0.002}
+    rep = fit_cluster(_sized(truth))
+    for k, v in truth.items():
+        assert rep.values()[k] == pytest.approx(v, rel=1e-3)
+    assert {c["class"] for c in rep.by_class()} == {
+        "one server", "2 servers, 1 per server", "2 servers, 2 per server",
+        "3 servers, 1 per server",
+    }  # fmt: skip
+
+
+def test_testbed_preset_from_both_files(tmp_path: Path) -> None:
+    steps = tmp_path / "steps.csv"
+    steps.write_text(
+        "model,placement,local_bsz,step_time,sync_time,gradient_mb,compute_seconds\n"
+        "a,1,1,0.1001,0,2,0.1\na,2,1,0.152,0.05,2,0.1\na,11,1,0.27,0.17,2,0.1\n"
+        "a,4,1,0.18,0.08,2,0.1\na,22,1,0.36,0.26,2,0.1\na,1111,1,0.39,0.29,2,0.1\n"
+    )
+    fit = fit_testbed([read_sized(steps)], [read_slowdowns(DATA / "testbed_slowdowns.csv")])
+    p = fit.preset
+    assert p.time_model == "continuous" and p.models[0].gradient_mb == 2.0
+    assert fit.chosen is not None and fit.chosen.form == "interleave"
+    assert p.interleave == fit.chosen.values()["interleave"] > 0
+    assert 5 < p.bandwidth_inter < 20  # 2 MB over ~0.17 s
+    data = emulated_instance((2, 2, 2), 8, seed=1)
+    cal = calibrated(data, p)
+    assert cal.jobs == data.jobs and cal.cluster.bandwidth_inter == p.bandwidth_inter
+
+
+def test_bad_slowdown_file_names_file_line_and_column(tmp_path: Path) -> None:
+    bad = tmp_path / "s.csv"
+    bad.write_text("jobs,compute_share,slowdown\n1,0,1\n2,1.5,1.2\n")
+    with pytest.raises(InputError, match=r"s\.csv.*line 3, column compute_share"):
+        read_slowdowns(bad)
+    bad.write_text("jobs,compute_share,slowdown,colour\n1,0,1,red\n")
+    with pytest.raises(InputError, match="unknown column 'colour'"):
+        read_slowdowns(bad)
+
+
+def test_placements_fit_the_cluster() -> None:
+    assert placements((2, 2, 4), 4) == [((2, 4),), ((2, 2), (0, 2)), ((2, 2), (0, 1), (1, 1))]
+    assert placements((2, 2, 4), 1) == [((2, 1),)]
+    assert placements((1, 1), 3) == []
+
+
+def test_launch_plan_back_to_its_schedule() -> None:
+    import sjfbco
+
+    data = emulated_instance((2, 2, 2), 8, seed=1, preset=NOMINAL)
+    res = sjfbco.solve(data, "sjf-bco")
+    again = schedule_of(launch_plan(data, res.schedule), data)
+    assert sjfbco.evaluate(data, again).end == sjfbco.evaluate(data, res.schedule).end
