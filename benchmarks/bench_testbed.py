@@ -15,7 +15,7 @@ Needs root, iproute2 and the ``testbed`` extra. Steps, each on a fresh emulated 
    instance whose calibrated predictions differ by more than 5%; the contention
    table against both slowdown forms.
 
-Usage: ``python benchmarks/bench_testbed.py [--out benchmarks/results/testbed.json]``.
+Usage: ``python benchmarks/bench_testbed.py [--out benchmarks/results/testbed.json] [--quick]``.
 Prints the load average before and after: the emulation sleeps through compute,
 but a loaded host delays wake-ups and MPI progress (``docs/testbed.md``).
 """
@@ -26,6 +26,7 @@ import argparse
 import itertools
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,6 +34,7 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -109,14 +111,20 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
     return {"report": fit.report(), "seconds": t_all, "steps": steps, "slowdowns": slow}
 
 
-def run_instances(folder: Path, preset_path: Path, best_limit: float) -> list[dict]:
+def run_instances(
+    folder: Path,
+    preset_path: Path,
+    best_limit: float,
+    instances: tuple[tuple[tuple[int, ...], int, int], ...] = INSTANCES,
+    solvers: tuple[str, ...] = SOLVERS,
+) -> list[dict]:
     cal = read_preset(preset_path)
     out = []
-    for caps, n, seed in INSTANCES:
+    for caps, n, seed in instances:
         data = emulated_instance(caps, n, seed, preset=cal)
         paper = calibrated(data, PAPER)
         with Network(rates_of(data)) as net:
-            for solver in SOLVERS:
+            for solver in solvers:
                 limit = best_limit if solver == "best" else None
                 res = sjfbco.solve(data, solver, seed=0, time_limit=limit)
                 t = time.monotonic()
@@ -166,28 +174,45 @@ def summary(rows: list[dict]) -> dict:
     gains = []
     for inst in {r["instance"] for r in rows}:
         by = {r["solver"]: r for r in rows if r["instance"] == inst}
+        if not {"best", "sjf-bco"} <= set(by):
+            continue
         gains.append(1 - by["best"]["executed"] / by["sjf-bco"]["executed"])
         out.setdefault("best_vs_sjfbco", {})[inst] = {
             "executed": [by["best"]["executed"], by["sjf-bco"]["executed"]],
             "predicted": [by["best"]["calibrated"], by["sjf-bco"]["calibrated"]],
         }
-    out["best_below_sjfbco_executed_mean"] = float(np.mean(gains))
+    if gains:
+        out["best_below_sjfbco_executed_mean"] = float(np.mean(gains))
     return out
 
 
-def main() -> int:
+QUICK = (((2, 2, 2), 6, 1),)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(ROOT / "benchmarks/results/testbed.json"))
+    ap.add_argument("--out", default=None, help="write the figures here (JSON), the "
+                    "calibration's measurements beside it (CSV)")  # fmt: skip
     ap.add_argument("--preset", default=str(ROOT / "sjfbco/workloads/testbed.json"))
     ap.add_argument("--best-limit", type=float, default=10.0)
     ap.add_argument("--skip-calibration", action="store_true", help="use --preset as it is")
-    args = ap.parse_args()
+    ap.add_argument(
+        "--quick", action="store_true",
+        help="the bundled preset, one 6-job instance, sjf-bco and ff (about a minute)",
+    )  # fmt: skip
+    args = ap.parse_args(argv)
     print(load())
     t = time.monotonic()
+    instances, solvers = (QUICK, ("sjf-bco", "ff")) if args.quick else (INSTANCES, SOLVERS)
     with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp:
         folder = Path(tmp)
-        cal = None if args.skip_calibration else calibrate(folder, Path(args.preset))
-        rows = run_instances(folder, Path(args.preset), args.best_limit)
+        cal = None
+        if not (args.skip_calibration or args.quick):
+            cal = calibrate(folder, Path(args.preset))
+            if args.out is not None:
+                for name in ("steps.csv", "slowdowns.csv"):
+                    shutil.copy(folder / name, Path(args.out).with_suffix(f".{name}"))
+        rows = run_instances(folder, Path(args.preset), args.best_limit, instances, solvers)
     s = summary(rows)
     wall = time.monotonic() - t
     for key in ("calibrated", "paper"):
@@ -195,16 +220,20 @@ def main() -> int:
         print(f"{key:10s}: median |error| {f['median_abs_error']:.1%}, worst "
               f"{f['max_abs_error']:.1%}; ranking {f['agreeing_pairs']} of {f['ranked_pairs']} "
               "pairs agree")  # fmt: skip
-    print(f"best below sjf-bco, executed: {s['best_below_sjfbco_executed_mean']:.1%} on average")
+    if "best_below_sjfbco_executed_mean" in s:
+        print(
+            f"best below sjf-bco, executed: {s['best_below_sjfbco_executed_mean']:.1%} on average"
+        )
     print(f"wall {wall / 60:.1f} min ({load()})")
     doc = {"rows": rows, "summary": s, "calibration": cal, "wall_s": wall,
            "load_end": os.getloadavg(), "python": sys.version.split()[0],
            "git": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                  capture_output=True, text=True).stdout.strip()}  # fmt: skip
-    Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
-    print(f"wrote {args.out}")
-    return 0
+    if args.out is not None:
+        Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+        print(f"wrote {args.out}")
+    return doc
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -241,11 +241,11 @@ def interleaved(f: Num, compute: Num, transfer: Num, omega: float) -> Num:
     gives ``x = f`` (the paper's: all send at once); ``f = 1`` gives 1; ``x``
     lies in ``[1, f]``. Elementwise on numpy arrays.
     """
-    if isinstance(f, np.ndarray) or isinstance(compute, np.ndarray):
+    if any(isinstance(v, np.ndarray) for v in (f, compute, transfer)):
         r = np.asarray(compute, dtype=float) / np.maximum(transfer, 1e-300)
         a = 1.0 + (f - 1.0) * (1.0 - omega)
         b = f - r
-        return np.where(f > 1.0, (b + np.sqrt(b * b + 4.0 * a * r)) / 2.0, f)
+        return np.where(np.asarray(f) > 1.0, (b + np.sqrt(b * b + 4.0 * a * r)) / 2.0, f)
     if f <= 1.0 or transfer <= 0:  # exactly f: no other sender, or nothing to send
         return f
     r = compute / transfer

@@ -45,6 +45,7 @@ COVERED = {
     "bench_online",
     "bench_paper_ratios",
     "bench_sjf_bco",
+    "bench_testbed",
     "calibration_transfer",
     "fit_paper",
     "measured_preset",
@@ -325,3 +326,29 @@ def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.Monk
             assert r["makespan"] >= r["bound"] * (1 - 1e-6)
             if (r["policy"], r["mode"]) == ("constant-share", "continuous"):
                 assert r["makespan"] == pytest.approx(r["bound"], rel=1e-6)
+
+
+def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Executed schedules (root and the testbed extra needed: skipped elsewhere); each
+    calibrated prediction is the evaluator's makespan of that solver's schedule."""
+    from sjfbco.testbed import TestbedError
+    from sjfbco.testbed.net import check_environment
+    from sjfbco.testbed.workload import emulated_instance
+    from sjfbco.workloads.paper import get_preset
+
+    try:
+        check_environment()
+    except TestbedError as err:
+        pytest.skip(f"testbed unavailable: {err}")
+    out = run("bench_testbed", ["--quick"], monkeypatch)
+    mod = bench("bench_testbed", monkeypatch)
+    ((caps, jobs, seed),) = mod.QUICK
+    data = emulated_instance(caps, jobs, seed, preset=get_preset("testbed"))
+    rows = out["rows"]
+    assert [r["solver"] for r in rows] == ["sjf-bco", "ff"]
+    for r in rows:
+        assert r["calibrated"] == pytest.approx(solve(data, r["solver"], seed=0).makespan)
+        assert r["executed"] > 0
+        assert r["error_calibrated"] == pytest.approx(r["calibrated"] / r["executed"] - 1)
+    errs = [abs(r["error_calibrated"]) for r in rows]
+    assert out["summary"]["calibrated"]["median_abs_error"] == statistics.median(errs)

@@ -31,9 +31,16 @@ JOB = Job("j", num_gpus=1, iterations=10, gradient_mb=97.5, compute_seconds=0.31
     st.sampled_from([1.0, 2.5]),
     st.sampled_from(["linear", "power"]),
     st.floats(0.0, 0.05),
+    st.sampled_from([0.0, 0.9]),
 )
 def test_every_count_equals_the_scalar_call(
-    caps: list[int], node: float, two: float, overlap: float, degradation: str, xi2: float
+    caps: list[int],
+    node: float,
+    two: float,
+    overlap: float,
+    degradation: str,
+    xi2: float,
+    interleave: float,
 ) -> None:
     cluster = Cluster(tuple(caps), bandwidth_intra=100.0, bandwidth_inter=10.0, gpu_speed=50.0)
     cost = CostParams(
@@ -45,6 +52,7 @@ def test_every_count_equals_the_scalar_call(
         two_server_sharing=two,
         overlap_exponent=overlap,
         degradation=degradation,
+        interleave=interleave,
     )
     ks = np.arange(1, cluster.num_gpus + 1)
     vector = best_iteration_times(JOB, cluster, cost, ks)

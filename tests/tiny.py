@@ -8,12 +8,18 @@ from sjfbco import Cluster, CostParams, Job, ProblemData
 
 
 def extensions() -> st.SearchStrategy[dict[str, float]]:
-    """Extended-form fields of ``CostParams``: overlap, and sharing terms with ``h <= 4``."""
+    """Extended-form fields of ``CostParams``: overlap, sharing (``h <= 4``), interleave."""
     sharing = st.sampled_from([(0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.5)])
     return st.builds(
-        lambda q, sr: {"overlap_exponent": q, "node_sharing": sr[0], "two_server_sharing": sr[1]},
+        lambda q, sr, w: {
+            "overlap_exponent": q,
+            "node_sharing": sr[0],
+            "two_server_sharing": sr[1],
+            "interleave": w,
+        },
         st.sampled_from([1.0, 1.0, 2.0, 8.0]),
         sharing,
+        st.sampled_from([0.0, 0.0, 0.5, 1.0]),
     )
 
 

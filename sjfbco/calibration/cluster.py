@@ -14,8 +14,9 @@ step-time file without sizes only pins ratios of size to speed,
 ``p = 1``), with ``B = b_intra`` on one server and ``b_inter`` across servers,
 ``C`` pinned (the reduction is a memory copy, far below the links' time).
 Fitted: ``bandwidth_inter`` and ``bandwidth_intra`` (MB/s) and ``xi2`` (s), on
-relative residuals. Held-out figures leave one placement class out at a time
-(GPUs per server and servers used). Each constant comes with a bootstrap
+relative residuals. Held-out figures leave one placement out at a time (every
+model's rows of it), and are reported by placement class (one server; servers
+used and GPUs per server). Each constant comes with a bootstrap
 interval and a status, as in :mod:`sjfbco.calibration.slowdown`.
 """
 
@@ -258,14 +259,10 @@ def fit_cluster(rows: SizedSteps, seed: int = 0) -> ClusterReport:
     best = _fit(rows)
     predicted = predict(best, rows)
     heldout = np.array(predicted, dtype=float)
-    classes = placement_class(rows)
-    for c in set(classes.tolist()):
-        mask = classes == c
+    for placement in set(rows.placement.tolist()):  # leave one placement out, every model
+        mask = rows.placement == placement
         rest = rows.subset(~mask)
-        # a class whose leaving-out removes every split (or every one-server) row cannot be
-        # predicted by the rest: it keeps its in-sample figure, and the report says so by its
-        # interval (the bootstrap) rather than by a held-out number
-        if len(rest) >= len(NAMES) and np.any(rest.servers > 1) and np.any(rest.workers > 1):
+        if len(rest) >= len(NAMES):
             heldout[mask] = predict(_fit(rest), rows.subset(mask))
     params = bootstrap(
         best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick)), _loss(rows), seed

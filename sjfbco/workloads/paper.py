@@ -272,7 +272,7 @@ PRESETS: dict[str, Preset] = {
     "10gbe": Preset("10gbe", slot_seconds=36.0, bandwidth_inter=1_170.0, xi2=0.005),
 }
 #: Presets written by ``sjfbco calibrate``, bundled beside this module (docs/calibration.md).
-BUNDLED_PRESETS: tuple[str, ...] = ("measured",)
+BUNDLED_PRESETS: tuple[str, ...] = ("measured", "testbed")
 
 
 def size_mix(jobs: int) -> dict[int, int]:

@@ -1,0 +1,205 @@
+"""The emulated cluster itself: shaping, all-reduce, contention, replay, clean-up (root only).
+
+Each test builds its own emulation (a few seconds) and checks, after it, that
+nothing of the testbed's is left (a leftover namespace fails the test). Skipped
+where the testbed cannot run (not root, no ``ip``/``tc``/``mpiexec``): CI runs
+them as root with the ``testbed`` extra installed (``.ci/run``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import sjfbco
+from sjfbco import Cluster, CostParams, Job, ProblemData
+from sjfbco.schedule import Schedule
+from sjfbco.testbed import Hosts, Network, TestbedError, leftovers, rates_of
+from sjfbco.testbed.measure import run_together
+from sjfbco.testbed.net import check_environment, run, server_address
+from sjfbco.testbed.replay import execute
+
+try:
+    check_environment()
+    REASON = ""
+except TestbedError as err:
+    REASON = str(err)
+
+pytestmark = pytest.mark.skipif(bool(REASON), reason=f"testbed unavailable: {REASON}")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind():
+    before = leftovers()["namespaces"]
+    yield
+    after = leftovers()["namespaces"]
+    assert after == before, f"the test left namespaces behind: {sorted(set(after) - set(before))}"
+
+
+SENDER = """
+import socket, sys, time
+mode, host, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if mode == "recv":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, 5001)); s.listen(1); print("up", flush=True)
+    c, _ = s.accept(); got = 0; t = None
+    while got < n:
+        b = c.recv(1 << 20)
+        t = t or time.monotonic()
+        got += len(b)
+    print(n / (time.monotonic() - t))
+else:
+    c = socket.create_connection((host, 5001)); c.sendall(b"x" * n); c.close()
+"""
+
+
+def test_shaping_is_the_rate_it_claims(tmp_path: Path) -> None:
+    # 40 Mbit/s = 5 MB/s; 4 MB take 0.8 s. tbf counts whole frames (payload about 95%)
+    script = tmp_path / "send.py"
+    script.write_text(SENDER)
+    with Network([40.0, 40.0]) as net:
+        dst = server_address(1)
+        recv = subprocess.Popen(
+            ["ip", "netns", "exec", net.server_ns(1), sys.executable, str(script), "recv", dst,
+             str(4_000_000)], stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert recv.stdout is not None and recv.stdout.readline().strip() == "up"
+        run([sys.executable, str(script), "send", dst, "4000000"], ns=net.server_ns(0))
+        rate = float(recv.stdout.readline())
+        recv.wait(10)
+    assert 0.9 * 5e6 <= rate <= 1.1 * 5e6, rate
+
+
+def test_allreduce_across_servers_is_slower_than_inside_one() -> None:
+    with Network([100.0, 100.0]) as net:
+        hosts = Hosts(net)
+        assert net.folder is not None
+        inside, across = run_together(hosts, net.folder, [([(0, 2)], 2.0, 0.0)], 6) + run_together(
+            hosts, net.folder, [([(0, 1), (1, 1)], 2.0, 0.0)], 6
+        )
+    # across: 2 MB over 12.5 MB/s = 0.16 s; inside: loopback, several times faster
+    assert across.sync > 2 * inside.sync
+    assert 0.14 < across.sync < 0.25
+
+
+def test_two_jobs_sharing_an_uplink_slow_each_other() -> None:
+    with Network([100.0, 100.0]) as net:
+        hosts = Hosts(net)
+        assert net.folder is not None
+        split = ([(0, 1), (1, 1)], 2.0, 0.0)
+        (alone,) = run_together(hosts, net.folder, [split], 6)
+        both = run_together(hosts, net.folder, [split, split], 6)
+    for t in both:
+        assert t.sync > 1.5 * alone.sync  # fair sharing: about twice
+
+
+def _two_on_one_gpu() -> tuple[ProblemData, Schedule]:
+    # a (3 iterations) then b (2) on GPU (0, 0); c on server 1 alone; 0.3 s per iteration
+    cluster = Cluster((1, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
+    cost = CostParams(xi2=0.0, alpha=0.0, slot_seconds=1.0, time_model="continuous")
+    jobs = (
+        Job(id="a", num_gpus=1, iterations=3, gradient_mb=1.0, compute_seconds=0.3),
+        Job(id="b", num_gpus=1, iterations=2, gradient_mb=1.0, compute_seconds=0.3),
+        Job(id="c", num_gpus=1, iterations=2, gradient_mb=1.0, compute_seconds=0.3),
+    )
+    data = ProblemData(cluster, jobs, cost, name="queue")
+    return data, Schedule.build([[(0, 0)], [(0, 0)], [(1, 0)]], [0, 0, 0])
+
+
+def test_schedule_replays_in_the_evaluators_order() -> None:
+    data, sched = _two_on_one_gpu()
+    ev = sjfbco.evaluate(data, sched)
+    with Network([100.0, 100.0]) as net:
+        assert net.folder is not None
+        ex = execute(Hosts(net), data, sched, net.folder / "run")
+    by = {j.id: j for j in ex.jobs}
+    # b waits for a on their GPU; c starts at once on the other server
+    assert by["b"].start >= by["a"].end
+    assert by["c"].start < 0.05 and by["a"].start < 0.05
+    assert [j.id for j in sorted(ex.jobs, key=lambda j: j.start)][-1] == "b"
+    assert ev.makespan == pytest.approx(1.5)  # (3 + 2) x 0.3 s
+    assert ex.executed_makespan == pytest.approx(1.5, rel=0.1)
+    assert max(ex.release_latency_s) < 0.5
+
+
+def _cli(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "sjfbco", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )  # fmt: skip
+
+
+def _wait_for_namespaces(before: list[str], timeout: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = sorted(set(leftovers()["namespaces"]) - set(before))
+        if len(new) >= 3:
+            return new
+        time.sleep(0.1)
+    raise AssertionError("the testbed did not come up")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_takes_the_emulation_down(tmp_path: Path, sig: int) -> None:
+    data, sched = _long_run(tmp_path)
+    before = leftovers()["namespaces"]
+    proc = _cli("testbed", "run", str(data), str(sched))
+    _wait_for_namespaces(before)
+    proc.send_signal(sig)
+    proc.wait(30)
+    assert proc.returncode != 0
+    assert leftovers()["namespaces"] == before
+
+
+def test_down_removes_what_a_killed_run_left(tmp_path: Path) -> None:
+    data, sched = _long_run(tmp_path)
+    before = leftovers()["namespaces"]
+    proc = _cli("testbed", "run", str(data), str(sched))
+    left = _wait_for_namespaces(before)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    assert set(left) <= set(leftovers()["namespaces"])  # SIGKILL cannot be caught
+    down = _cli("testbed", "down")
+    out, _ = down.communicate(timeout=60)
+    assert down.returncode == 0 and "removed" in out
+    assert leftovers()["namespaces"] == []
+
+
+def _long_run(tmp_path: Path) -> tuple[Path, Path]:
+    cluster = Cluster((1, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
+    cost = CostParams(xi2=0.0, slot_seconds=1.0, time_model="continuous")
+    jobs = (Job(id="x", num_gpus=2, iterations=200, gradient_mb=1.0, compute_seconds=0.2),)
+    data = ProblemData(cluster, jobs, cost, name="long")
+    sched = Schedule.build([[(0, 0), (1, 0)]], [0])
+    sjfbco.write_instance(data, tmp_path / "long.json")
+    sjfbco.write_schedule(sched, data, tmp_path / "long-schedule.json")
+    return tmp_path / "long.json", tmp_path / "long-schedule.json"
+
+
+def test_refusals_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(TestbedError, match="needs root"):
+        check_environment()
+    monkeypatch.undo()
+    monkeypatch.setattr("shutil.which", lambda tool: None if tool == "tc" else "/bin/true")
+    with pytest.raises(TestbedError, match=r"'tc' not found; install iproute2"):
+        check_environment()
+    monkeypatch.undo()
+    # a paper instance: its links are far beyond what the emulation shapes
+    paper = sjfbco.read_instance(ROOT / "instances/paper/paper-s20-seed0.json")
+    with pytest.raises(TestbedError, match=r"Mbit/s, outside what the emulation shapes"):
+        rates_of(paper)
+    sched = tmp_path / "s.json"
+    sjfbco.write_schedule(sjfbco.solve(paper, "ff").schedule, paper, sched)
+    proc = _cli("testbed", "run", str(ROOT / "instances/paper/paper-s20-seed0.json"), str(sched))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "Mbit/s" in err
