@@ -203,3 +203,35 @@ def test_refusals_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Mbit/s" in err
+
+
+def test_hostfile_mode_runs_through_the_namespaces(tmp_path: Path) -> None:
+    """--hostfile (real hosts, MPICH's ssh launcher) with the namespaces standing in for the
+    hosts: the launcher command is replaced by the namespace wrapper (HYDRA_LAUNCHER_EXEC) and
+    the run starts inside the launcher's namespace, as it would on a cluster's head node."""
+    import json
+
+    data, sched = _two_on_one_gpu()
+    sjfbco.write_instance(data, tmp_path / "queue.json")
+    sjfbco.write_schedule(sched, data, tmp_path / "queue-schedule.json")
+    hostfile = tmp_path / "hosts.txt"
+    hostfile.write_text(f"{server_address(0)}  # server 0\n{server_address(1)}:1\n")
+    with Network([100.0, 100.0]) as net:
+        assert net.folder is not None
+        wrapper = Hosts(net).wrapper(net.folder)
+        env = {
+            **os.environ, "PYTHONPATH": str(ROOT), "HYDRA_LAUNCHER_EXEC": str(wrapper),
+            "HYDRA_IFACE": net.interface,
+        }  # fmt: skip
+        proc = subprocess.run(
+            ["ip", "netns", "exec", net.control, sys.executable, "-m", "sjfbco", "testbed", "run",
+             str(tmp_path / "queue.json"), str(tmp_path / "queue-schedule.json"),
+             "--hostfile", str(hostfile), "--shared-dir", str(tmp_path), "--json"],
+            capture_output=True, text=True, env=env, timeout=180, check=False,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    by = {j["id"]: j for j in doc["jobs"]}
+    assert by["b"]["start"] >= by["a"]["end"]
+    assert doc["executed_makespan"] == pytest.approx(1.5, rel=0.15)
+    assert not list(tmp_path.glob("sjtb-hosts-*"))  # the shared work folder is removed

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 SLOWDOWN_COLUMNS: tuple[str, ...] = ("jobs", "compute_share", "slowdown")
 SLOWDOWN_OPTIONAL: tuple[str, ...] = (
-    "model", "seconds", "alone_seconds", "gradient_mb", "compute_seconds", "workers", "servers",
+    "model", "layout", "seconds", "alone_seconds", "gradient_mb", "compute_seconds", "workers",
+    "servers",
 )  # fmt: skip
 FORMS: tuple[str, ...] = ("paper", "interleave")
 #: Bounds of each fitted constant.

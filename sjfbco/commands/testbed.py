@@ -70,6 +70,13 @@ def _common(p: Any) -> None:
         help="run on these real hosts (one per line, server k = line k; MPICH's ssh launcher) "
         "instead of the emulated cluster",
     )
+    p.add_argument(
+        "--shared-dir",
+        default=".",
+        metavar="DIR",
+        help="with --hostfile: a folder every host sees at the same path, for the jobs' "
+        "control files (default: the current folder)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,10 +98,10 @@ def run(args: argparse.Namespace) -> int:
     from sjfbco.testbed.measure import SLOWDOWN_HEADER, STEP_HEADER, write_rows
 
     if args.testbed_command == "measure":
-        rows = tb.measure(data, args.hostfile, args.iterations)
+        rows = tb.measure(data, args.hostfile, args.iterations, args.shared_dir)
         write_rows(args.output, STEP_HEADER, rows)
     else:
-        rows = tb.contention(data, args.hostfile, args.iterations)
+        rows = tb.contention(data, args.hostfile, args.iterations, args.shared_dir)
         write_rows(args.output, SLOWDOWN_HEADER, rows)
     print(f"wrote {len(rows)} rows to {args.output}")
     return 0
@@ -124,7 +131,7 @@ def _run(args: argparse.Namespace, data: ProblemData) -> int:
         from sjfbco.workloads.paper import read_preset
 
         cal = read_preset(args.calibration)
-    ex = tb.run(data, schedule, cal, args.hostfile)
+    ex = tb.run(data, schedule, cal, args.hostfile, args.shared_dir)
     doc = ex.to_dict()
     if args.json:
         print(json_line(doc))

@@ -19,6 +19,7 @@ left behind. Needs root, ``ip``/``tc`` (iproute2) and the ``testbed`` extra.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,11 +83,16 @@ def rates_of(data: ProblemData) -> list[float]:
 
 @contextlib.contextmanager
 def hosts_for(
-    data: ProblemData, hostfile: str | os.PathLike[str] | None = None
+    data: ProblemData,
+    hostfile: str | os.PathLike[str] | None = None,
+    shared_dir: str | os.PathLike[str] = ".",
 ) -> Iterator[tuple[Hosts, Path]]:
     """The emulated cluster of ``data`` (or real hosts from ``hostfile``) and a work folder.
 
     The emulation is taken down when the block ends, by an exception or a signal.
+    On real hosts the jobs' control files live in a folder made inside
+    ``shared_dir``, which every host must see at the same path (e.g. an NFS
+    home); it is removed at the end.
     """
     if hostfile is not None:
         check_environment(network=False)  # real hosts: no root, no namespaces
@@ -96,8 +102,16 @@ def hosts_for(
                 f"{hostfile}: {hosts.num_servers} hosts; {data.name} has "
                 f"{data.cluster.num_servers} servers"
             )
-        with tempfile.TemporaryDirectory(prefix="sjtb-hosts-") as tmp:
-            yield hosts, Path(tmp)
+        try:
+            tmp = tempfile.mkdtemp(prefix="sjtb-hosts-", dir=shared_dir)
+        except OSError as exc:
+            raise TestbedError(
+                f"{shared_dir}: cannot make a work folder ({exc.strerror})"
+            ) from None
+        try:
+            yield hosts, Path(tmp).resolve()
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return
     check_environment()
     with Network(rates_of(data)) as net:
@@ -106,18 +120,24 @@ def hosts_for(
 
 
 def measure(
-    data: ProblemData, hostfile: str | os.PathLike[str] | None = None, iterations: int = 12
+    data: ProblemData,
+    hostfile: str | os.PathLike[str] | None = None,
+    iterations: int = 12,
+    shared_dir: str | os.PathLike[str] = ".",
 ) -> list[dict[str, object]]:
     """Step-time rows of each job kind of ``data`` alone on each placement (calibrate's layout)."""
-    with hosts_for(data, hostfile) as (hosts, folder):
+    with hosts_for(data, hostfile, shared_dir) as (hosts, folder):
         return measure_placements(hosts, data, folder, iterations)
 
 
 def contention(
-    data: ProblemData, hostfile: str | os.PathLike[str] | None = None, iterations: int = 12
+    data: ProblemData,
+    hostfile: str | os.PathLike[str] | None = None,
+    iterations: int = 12,
+    shared_dir: str | os.PathLike[str] = ".",
 ) -> list[dict[str, object]]:
     """Slowdown rows of ``p = 1..4`` split jobs sharing two servers (the slowdown layout)."""
-    with hosts_for(data, hostfile) as (hosts, folder):
+    with hosts_for(data, hostfile, shared_dir) as (hosts, folder):
         return measure_contention(hosts, data, folder, iterations)
 
 
@@ -126,9 +146,10 @@ def run(
     schedule: Schedule,
     calibration: Preset | None = None,
     hostfile: str | os.PathLike[str] | None = None,
+    shared_dir: str | os.PathLike[str] = ".",
 ) -> Execution:
     """Execute ``schedule`` on the emulated cluster of ``data``; executed against predicted."""
-    with hosts_for(data, hostfile) as (hosts, folder):
+    with hosts_for(data, hostfile, shared_dir) as (hosts, folder):
         return execute(hosts, data, schedule, folder / "run", calibration)
 
 

@@ -10,7 +10,8 @@ emulated compute is a fixed sleep, not a batch.
 :func:`measure_contention` runs ``p = 1..4`` identical split jobs at once, each
 with one GPU on each of the same two servers (so all ``p`` share both uplinks
 and the cost model's contention count is ``p``), at compute shares from 0 to
-:data:`SHARES`\\ [-1] of the iteration alone, and writes the *slowdown* layout:
+:data:`SHARES`\\ [-1] of the iteration alone (and, on three servers or more, ``p``
+jobs that share one server only), and writes the *slowdown* layout:
 ``jobs, compute_share, slowdown`` (the form papers publish) with the measured
 seconds beside them.
 
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
 #: Compute shares of the iteration alone measured under contention.
 SHARES: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75)
+#: Compute shares of the ``star`` layout (jobs sharing one server only).
+STAR_SHARES: tuple[float, ...] = (0.0, 0.5)
 #: Iterations left out at the start of every run.
 WARMUP = 2
 #: Numbers the runs of one process, so that no two share a folder.
@@ -51,8 +54,8 @@ STEP_HEADER = (
     "model", "placement", "local_bsz", "step_time", "sync_time", "gradient_mb", "compute_seconds",
 )  # fmt: skip
 SLOWDOWN_HEADER = (
-    "model", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds", "gradient_mb",
-    "compute_seconds", "workers", "servers",
+    "model", "layout", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds",
+    "gradient_mb", "compute_seconds", "workers", "servers",
 )  # fmt: skip
 
 
@@ -166,29 +169,42 @@ def measure_contention(
     iterations: int = 12,
     shares: Sequence[float] = SHARES,
 ) -> list[dict[str, object]]:
-    """Slowdown rows of ``p = 1..4`` split jobs sharing two servers (module docstring)."""
+    """Slowdown rows of ``p = 1..4`` split jobs sharing servers (module docstring).
+
+    Layout ``pair``: every job holds one GPU on each of the same two servers.
+    Layout ``star`` (with three servers or more, at :data:`STAR_SHARES`): job
+    ``k`` holds one GPU on the fullest server (the hub) and one on server ``k``,
+    so the jobs share the hub only; eq. 6 counts ``p`` for each, as in ``pair``.
+    """
     caps = data.cluster.gpus_per_server[: hosts.num_servers]
     if len(caps) < 2:
         raise TestbedError("contention needs at least two servers")
-    top = min(MAX_P, min(sorted(caps)[-2:]))
-    pair = sorted(range(len(caps)), key=lambda s: -caps[s])[:2]
+    order = sorted(range(len(caps)), key=lambda s: (-caps[s], s))
+    hub = order[0]
     mb = statistics.median(job.gradient_mb for job in data.jobs) if data.jobs else 2.0
-    servers = [(min(pair), 1), (max(pair), 1)]
-    (alone,) = run_together(hosts, folder / "c", [(servers, mb, 0.0)], iterations)
-    comm = alone.sync
+    pair = [(hub, 1), (order[1], 1)]
+    (alone,) = run_together(hosts, folder / "c", [(pair, mb, 0.0)], iterations)
+    layouts: list[tuple[str, Sequence[float], list[list[tuple[int, int]]]]] = [
+        ("pair", shares, [pair] * min(MAX_P, caps[order[1]]))
+    ]
+    if len(caps) >= 3:
+        spokes = [[(hub, 1), (s, 1)] for s in order[1 : 1 + MAX_P]]
+        layouts.append(("star", [s for s in shares if s in STAR_SHARES], spokes))
     rows: list[dict[str, object]] = []
-    for share in shares:
-        compute = comm * share / (1.0 - share)
-        base: float | None = None
-        for p in range(1, top + 1):
-            times = run_together(hosts, folder / "c", [(servers, mb, compute)] * p, iterations)
-            seconds = statistics.mean(t.step for t in times)
-            base = seconds if base is None else base
-            rows.append({
-                "model": f"m{mb:g}", "jobs": p, "compute_share": share,
-                "slowdown": seconds / base, "seconds": seconds, "alone_seconds": base,
-                "gradient_mb": mb, "compute_seconds": compute, "workers": 2, "servers": 2,
-            })  # fmt: skip
+    for layout, layout_shares, placements_ in layouts:
+        for share in layout_shares:
+            compute = alone.sync * share / (1.0 - share)
+            base: float | None = None
+            for p in range(1, len(placements_) + 1):
+                jobs = [(placements_[k], mb, compute) for k in range(p)]
+                times = run_together(hosts, folder / "c", jobs, iterations)
+                seconds = statistics.mean(t.step for t in times)
+                base = seconds if base is None else base
+                rows.append({
+                    "model": f"m{mb:g}", "layout": layout, "jobs": p, "compute_share": share,
+                    "slowdown": seconds / base, "seconds": seconds, "alone_seconds": base,
+                    "gradient_mb": mb, "compute_seconds": compute, "workers": 2, "servers": 2,
+                })  # fmt: skip
     return rows
 
 
