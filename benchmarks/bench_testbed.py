@@ -57,8 +57,8 @@ ROOT = Path(__file__).resolve().parent.parent
 #: (GPUs per server, jobs, seed) of the executed instances.
 INSTANCES: tuple[tuple[tuple[int, ...], int, int], ...] = (
     ((2, 2, 2), 8, 1),
-    ((4, 4, 4), 12, 2),
-    ((2, 2, 2, 2), 10, 3),
+    ((4, 4, 4), 16, 7),
+    ((2, 2, 2, 2), 12, 3),
     ((4, 2, 4, 2), 16, 4),
 )
 SOLVERS = ("best", "sjf-bco", "ls", "ff", "rand")

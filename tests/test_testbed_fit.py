@@ -95,7 +95,7 @@ def test_slowdown_fit_flags_what_the_data_cannot_pin() -> None:
     rows = Slowdowns("flat", jobs, np.zeros(4), jobs.astype(float), np.arange(4) + 2)
     rep = fit_slowdowns(rows, "interleave")
     assert rep.params["interleave"].status != "identified"
-    assert rep.params["alpha"].status == "at a bound"  # slowdown = p: alpha = 0
+    assert rep.params["alpha"].status == "at_bound"  # slowdown = p: alpha = 0
 
 
 def test_measured_slowdowns_prefer_interleaving() -> None:
@@ -170,3 +170,39 @@ def test_launch_plan_back_to_its_schedule() -> None:
     res = sjfbco.solve(data, "sjf-bco")
     again = schedule_of(launch_plan(data, res.schedule), data)
     assert sjfbco.evaluate(data, again).end == sjfbco.evaluate(data, res.schedule).end
+
+
+def test_bundled_testbed_preset_is_what_calibrate_writes(tmp_path: Path) -> None:
+    """``sjfbco calibrate`` on the benchmark's measurements writes the bundled preset."""
+    import json
+    import subprocess
+    import sys
+
+    from sjfbco.workloads.paper import get_preset, read_preset
+
+    root = Path(__file__).resolve().parent.parent
+    results = root / "benchmarks" / "results"
+    out = tmp_path / "testbed.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sjfbco", "calibrate", str(results / "testbed.steps.csv"),
+         str(results / "testbed.slowdowns.csv"), "--name", "testbed", "-o", str(out)],
+        capture_output=True, text=True, check=False, cwd=root,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert read_preset(out) == get_preset("testbed")
+    assert json.loads(out.read_text())["form"] == "testbed"
+
+
+def test_a_replay_too_long_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    import sjfbco
+    from sjfbco.testbed import TestbedError
+    from sjfbco.testbed.launcher import Hosts
+    from sjfbco.testbed.replay import execute
+
+    data = emulated_instance((2, 2, 2), 8, seed=1)
+    res = sjfbco.solve(data, "ff")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("a\nb\nc\n")
+    with pytest.raises(TestbedError, match=r"predicted to run \d+ s, more than 1 s"):
+        execute(Hosts(hostfile=hostfile), data, res.schedule, tmp_path / "run", max_seconds=1.0)
+    assert not (tmp_path / "run").exists()

@@ -194,7 +194,7 @@ class Constant:
     value: float
     low: float
     high: float
-    status: str  # "identified", "at a bound", "unidentified"
+    status: str  # "identified", "at_bound", "unidentified"
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "interval90": [self.low, self.high], "status": self.status}
@@ -270,7 +270,7 @@ def bootstrap(
     ``unidentified`` when moving the constant alone by a quarter of its range
     (of its logarithm for a positive range over three decades) changes no
     residual by more than 1e-9, or when the interval covers more than half the
-    range (a factor of 10 for such a positive range); ``at a bound`` when the
+    range (a factor of 10 for such a positive range); ``at_bound`` when the
     value is within 0.1% of the range from a bound; else ``identified``.
     """
     rng = np.random.default_rng(seed)
@@ -285,7 +285,7 @@ def bootstrap(
         near = min(scale(value) - scale(lo), scale(hi) - scale(value)) < 1e-3 * span
         loose = (high / max(low, 1e-300) > 10) if wide else (high - low > 0.5 * span)
         loose = loose or _flat(best, name, residuals, scale(value), span, wide)
-        status = "unidentified" if loose else "at a bound" if near else "identified"
+        status = "unidentified" if loose else "at_bound" if near else "identified"
         out[name] = Constant(value, low, high, status)
     return out
 

@@ -52,6 +52,13 @@ def add_parser(sub: Any) -> None:
         help="a preset written by 'sjfbco calibrate': predictions on its constants too",
     )
     r.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
+    r.add_argument(
+        "--max-seconds",
+        type=float,
+        default=1800.0,
+        help="refuse a schedule predicted to run longer, s (default 1800); a run past 4x its "
+        "prediction + 60 s is stopped",
+    )
     _common(r)
     r.set_defaults(run=run)
     d = tsub.add_parser(
@@ -131,7 +138,7 @@ def _run(args: argparse.Namespace, data: ProblemData) -> int:
         from sjfbco.workloads.paper import read_preset
 
         cal = read_preset(args.calibration)
-    ex = tb.run(data, schedule, cal, args.hostfile, args.shared_dir)
+    ex = tb.run(data, schedule, cal, args.hostfile, args.shared_dir, args.max_seconds)
     doc = ex.to_dict()
     if args.json:
         print(json_line(doc))

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
 DISPATCH_POLL_S = 0.005
 #: Longest wait for every job of a schedule to be launched and ready, s.
 READY_TIMEOUT_S = 300.0
+#: Longest predicted makespan a replay accepts by default, s (``max_seconds``).
+MAX_SECONDS = 1800.0
+#: A replay is stopped when it runs past ``SLACK_FACTOR`` x the predicted makespan + SLACK_S.
+SLACK_FACTOR, SLACK_S = 4.0, 60.0
 
 
 @dataclass(frozen=True)
@@ -134,9 +138,21 @@ def execute(
     schedule: Schedule,
     folder: Path,
     calibration: Preset | None = None,
+    max_seconds: float = MAX_SECONDS,
 ) -> Execution:
-    """Run ``schedule`` on ``hosts`` and compare with the evaluator (see the module docstring)."""
+    """Run ``schedule`` on ``hosts`` and compare with the evaluator (see the module docstring).
+
+    Refuses, before launching anything, a schedule predicted to run longer than
+    ``max_seconds``; stops (killing every job) a run that goes on past
+    ``SLACK_FACTOR`` times its predicted makespan plus ``SLACK_S`` seconds.
+    """
     plan = launch_plan(data, schedule)
+    predicted_s = plan.makespan * plan.slot_seconds
+    if predicted_s > max_seconds:
+        raise TestbedError(
+            f"{data.name}: the schedule is predicted to run {predicted_s:.0f} s, more than "
+            f"{max_seconds:g} s (raise --max-seconds, or use an instance sized for the testbed)"
+        )
     used = {s for job in plan.jobs for s, _ in job.hosts}
     if used and max(used) >= hosts.num_servers:
         raise TestbedError(
@@ -144,7 +160,7 @@ def execute(
         )
     procs = _launch_all(hosts, data, plan, folder)
     try:
-        starts, ends, latency = _dispatch(plan, procs)
+        starts, ends, latency = _dispatch(plan, procs, SLACK_FACTOR * predicted_s + SLACK_S)
     finally:
         for p in procs.values():
             p.wait(timeout=10.0) if p.is_done() else p.kill()
@@ -173,7 +189,7 @@ def _launch_all(
 
 
 def _dispatch(
-    plan: LaunchPlan, procs: dict[str, JobProcess]
+    plan: LaunchPlan, procs: dict[str, JobProcess], timeout: float
 ) -> tuple[dict[str, float], dict[str, float], list[float]]:
     """Release jobs by the plan; return real starts and ends (s from the clock's start)."""
     slot = plan.slot_seconds
@@ -195,6 +211,11 @@ def _dispatch(
             else:
                 keep.append(lj)
         waiting = keep
+        if now > timeout:
+            raise TestbedError(
+                f"the replay ran {now:.0f} s, past its limit of {timeout:.0f} s; still running: "
+                + ", ".join(running[:5])
+            )
         if waiting or running:
             time.sleep(DISPATCH_POLL_S)
     starts, ends, latency = {}, {}, []

@@ -72,7 +72,7 @@ def emulated_instance(
         preset.cluster(gpus_per_server),
         tuple(out),
         preset.cost(),
-        name=f"testbed-{len(gpus_per_server)}x{biggest}-j{jobs}-seed{seed}",
+        name=f"testbed-{'-'.join(map(str, gpus_per_server))}-j{jobs}-seed{seed}",
     )
 
 
