@@ -37,10 +37,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def nothing_left_behind():
-    before = leftovers()["namespaces"]
+    before = leftovers()
     yield
-    after = leftovers()["namespaces"]
-    assert after == before, f"the test left namespaces behind: {sorted(set(after) - set(before))}"
+    after = leftovers()
+    for kind in ("namespaces", "folders"):
+        new = sorted(set(after[kind]) - set(before[kind]))
+        assert not new, f"the test left {kind} behind: {new}"
 
 
 SENDER = """

@@ -168,7 +168,11 @@ def _loss(rows: SizedSteps) -> Callable[[dict[str, float]], np.ndarray]:
 def _fit(rows: SizedSteps) -> dict[str, float]:
     # bandwidths in log space: they span orders of magnitude
     def unpack(x: np.ndarray) -> dict[str, float]:
-        return {"bandwidth_inter": math.exp(x[0]), "bandwidth_intra": math.exp(x[1]), "xi2": x[2]}
+        return {
+            "bandwidth_inter": math.exp(x[0]),
+            "bandwidth_intra": math.exp(x[1]),
+            "xi2": float(x[2]),
+        }
 
     loss = _loss(rows)
 
