@@ -225,6 +225,11 @@ def iteration_seconds(
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
 
 
+#: Largest compute-to-transfer ratio :func:`interleaved` uses (beyond it ``x`` equals its
+#: limit ``1 + (f - 1)(1 - omega)`` to machine precision, and ``r^2`` stays finite).
+MAX_RATIO = 1e150
+
+
 def interleaved(f: Num, compute: Num, transfer: Num, omega: float) -> Num:
     """The slowdown ``x`` of a split job's transfers when phases interleave (extended form).
 
@@ -242,16 +247,26 @@ def interleaved(f: Num, compute: Num, transfer: Num, omega: float) -> Num:
     lies in ``[1, f]``. Elementwise on numpy arrays.
     """
     if any(isinstance(v, np.ndarray) for v in (f, compute, transfer)):
-        r = np.asarray(compute, dtype=float) / np.maximum(transfer, 1e-300)
+        c, t, fa = np.broadcast_arrays(
+            np.asarray(compute, dtype=float), np.asarray(transfer, dtype=float), np.asarray(f)
+        )
+        # r = c / T where something is sent; 0 elsewhere, where x = f (nothing to interleave)
+        with np.errstate(over="ignore"):  # c / T past MAX_RATIO is capped next
+            ratio = np.divide(c, t, out=np.zeros(t.shape), where=t > 0)
+        r = np.minimum(ratio, MAX_RATIO)
         a = 1.0 + (f - 1.0) * (1.0 - omega)
         b = f - r
-        return np.where(np.asarray(f) > 1.0, (b + np.sqrt(b * b + 4.0 * a * r)) / 2.0, f)
+        root = np.sqrt(b * b + 4.0 * a * r)
+        # the root without cancellation: (b + root) / 2 for b >= 0, 2 a r / (root - b) else
+        x = np.where(b >= 0, (b + root) / 2.0, 2.0 * a * r / np.where(b >= 0, 1.0, root - b))
+        return np.where(fa > 1.0, x, f)
     if f <= 1.0 or transfer <= 0:  # exactly f: no other sender, or nothing to send
         return f
-    r = compute / transfer
+    r = min(compute / transfer, MAX_RATIO)
     a = 1.0 + (f - 1.0) * (1.0 - omega)
     b = f - r
-    return (b + math.sqrt(b * b + 4.0 * a * r)) / 2.0
+    root = math.sqrt(b * b + 4.0 * a * r)
+    return (b + root) / 2.0 if b >= 0 else 2.0 * a * r / (root - b)
 
 
 def _select(cond: Any, a: Any, b: Any) -> Any:

@@ -189,7 +189,11 @@ def test_bundled_testbed_preset_is_what_calibrate_writes(tmp_path: Path) -> None
         capture_output=True, text=True, check=False, cwd=root,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert read_preset(out) == get_preset("testbed")
+    got, bundled = read_preset(out), get_preset("testbed")
+    # the same fit: equal up to the optimiser's last digits (constants at a bound fit ~1e-20)
+    assert got.models == bundled.models
+    for name in ("bandwidth_inter", "bandwidth_intra", "xi1", "xi2", "alpha", "interleave"):
+        assert getattr(got, name) == pytest.approx(getattr(bundled, name), rel=1e-6, abs=1e-9)
     assert json.loads(out.read_text())["form"] == "testbed"
 
 
