@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from sjfbco.calibration.measurements import _rows, check_text_at, parse_placement
+from sjfbco.calibration.measurements import check_text_at, parse_placement
 from sjfbco.calibration.slowdown import (
     FORMS,
     Constant,
@@ -38,7 +38,9 @@ from sjfbco.calibration.slowdown import (
     Slowdowns,
     bootstrap,
     fit_slowdowns,
+    has_columns,
     parse_value,
+    table_rows,
 )
 from sjfbco.cost import iteration_seconds
 from sjfbco.errors import InputError
@@ -95,28 +97,15 @@ class SizedSteps:
 
 def is_sized_file(path: str | Path) -> bool:
     """Whether the CSV is a step-time file with known sizes (it has every required column)."""
-    header, _ = _rows(path)
-    return set(SIZED_COLUMNS) <= set(header)
+    return has_columns(path, SIZED_COLUMNS)
 
 
 def read_sized(path: str | Path) -> SizedSteps:
     """Read a sized step-time file; one :class:`InputError` naming the file, line and column."""
     src = str(path)
-    header, body = _rows(path)
-    unknown = sorted(set(header) - set(SIZED_COLUMNS) - set(SIZED_OPTIONAL))
-    if unknown:
-        allowed = ", ".join((*SIZED_COLUMNS, *SIZED_OPTIONAL))
-        raise InputError(
-            f"line 1: unknown column {unknown[0]!r}; a sized step-time file has {allowed}",
-            source=src,
-        )
-    col = {name: i for i, name in enumerate(header)}
+    col, body = table_rows(path, SIZED_COLUMNS, SIZED_OPTIONAL, "sized step-time")
     rows = []
     for line, cells in body:
-        if len(cells) != len(header):
-            raise InputError(
-                f"line {line}: {len(cells)} fields, the header has {len(header)}", source=src
-            )
         model = Path(src).stem
         if "model" in col:
             model = cells[col["model"]].strip()

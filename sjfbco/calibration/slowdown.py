@@ -36,7 +36,7 @@ from sjfbco.errors import InputError
 from sjfbco.problem import MAX_ALPHA, CostParams
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
 SLOWDOWN_COLUMNS: tuple[str, ...] = ("jobs", "compute_share", "slowdown")
 SLOWDOWN_OPTIONAL: tuple[str, ...] = (
@@ -79,29 +79,51 @@ class Slowdowns:
         )
 
 
+def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
+    """Whether the CSV's header has every column of ``required``."""
+    header, _ = _rows(path)
+    return set(required) <= set(header)
+
+
 def is_slowdown_file(path: str | Path) -> bool:
     """Whether the CSV's header is the slowdown layout (it has every required column)."""
-    header, _ = _rows(path)
-    return set(SLOWDOWN_COLUMNS) <= set(header)
+    return has_columns(path, SLOWDOWN_COLUMNS)
+
+
+def table_rows(
+    path: str | Path, required: tuple[str, ...], optional: tuple[str, ...], kind: str
+) -> tuple[dict[str, int], Iterator[tuple[int, list[str]]]]:
+    """A CSV's column index and its rows ``(line, cells)``, each row's width checked.
+
+    One :class:`InputError` naming the file (and line) for an unknown column or a row
+    whose width is not the header's; ``kind`` names the layout in the message.
+    """
+    src = str(path)
+    header, body = _rows(path)
+    unknown = sorted(set(header) - set(required) - set(optional))
+    if unknown:
+        allowed = ", ".join((*required, *optional))
+        raise InputError(
+            f"line 1: unknown column {unknown[0]!r}; a {kind} file has {allowed}", source=src
+        )
+
+    def checked() -> Iterator[tuple[int, list[str]]]:
+        for line, cells in body:
+            if len(cells) != len(header):
+                raise InputError(
+                    f"line {line}: {len(cells)} fields, the header has {len(header)}", source=src
+                )
+            yield line, cells
+
+    return {name: i for i, name in enumerate(header)}, checked()
 
 
 def read_slowdowns(path: str | Path) -> Slowdowns:
     """Read a slowdown file; one :class:`InputError` naming the file, line and column."""
     src = str(path)
-    header, body = _rows(path)
-    unknown = sorted(set(header) - set(SLOWDOWN_COLUMNS) - set(SLOWDOWN_OPTIONAL))
-    if unknown:
-        allowed = ", ".join((*SLOWDOWN_COLUMNS, *SLOWDOWN_OPTIONAL))
-        raise InputError(
-            f"line 1: unknown column {unknown[0]!r}; a slowdown file has {allowed}", source=src
-        )
-    col = {name: i for i, name in enumerate(header)}
+    col, body = table_rows(path, SLOWDOWN_COLUMNS, SLOWDOWN_OPTIONAL, "slowdown")
     rows = []
     for line, cells in body:
-        if len(cells) != len(header):
-            raise InputError(
-                f"line {line}: {len(cells)} fields, the header has {len(header)}", source=src
-            )
         if "model" in col:
             check_text_at(cells[col["model"]].strip(), src, f"line {line}, column model")
         values = [

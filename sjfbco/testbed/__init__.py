@@ -39,7 +39,7 @@ from sjfbco.testbed.replay import MAX_SECONDS, Execution, calibrated, execute
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
@@ -126,8 +126,7 @@ def measure(
     shared_dir: str | os.PathLike[str] = ".",
 ) -> list[dict[str, object]]:
     """Step-time rows of each job kind of ``data`` alone on each placement (calibrate's layout)."""
-    with hosts_for(data, hostfile, shared_dir) as (hosts, folder):
-        return measure_placements(hosts, data, folder, iterations)
+    return _measured(measure_placements, data, hostfile, iterations, shared_dir)
 
 
 def contention(
@@ -136,9 +135,19 @@ def contention(
     iterations: int = 12,
     shared_dir: str | os.PathLike[str] = ".",
 ) -> list[dict[str, object]]:
-    """Slowdown rows of ``p = 1..4`` split jobs sharing two servers (the slowdown layout)."""
+    """Slowdown rows of ``p = 1..4`` split jobs sharing servers (the slowdown layout)."""
+    return _measured(measure_contention, data, hostfile, iterations, shared_dir)
+
+
+def _measured(
+    how: Callable[[Hosts, ProblemData, Path, int], list[dict[str, object]]],
+    data: ProblemData,
+    hostfile: str | os.PathLike[str] | None,
+    iterations: int,
+    shared_dir: str | os.PathLike[str],
+) -> list[dict[str, object]]:
     with hosts_for(data, hostfile, shared_dir) as (hosts, folder):
-        return measure_contention(hosts, data, folder, iterations)
+        return how(hosts, data, folder, iterations)
 
 
 def run(
