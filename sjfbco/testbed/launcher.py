@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sjfbco.files import load_json
-from sjfbco.testbed.net import Network, TestbedError, server_address
+from sjfbco.testbed.net import Network, TestbedError, mpiexec_path, server_address
 
 WORKER = Path(__file__).with_name("worker.py")
 #: Environment of every rank: TCP only, MPICH's ring all-reduce.
@@ -89,12 +88,13 @@ class Hosts:
 
     def mpiexec(self, hostfile: Path, ranks: int, args: Sequence[str], folder: Path) -> list[str]:
         """The command that launches ``args`` on ``ranks`` ranks placed by ``hostfile``."""
-        cmd = ["mpiexec", "-f", str(hostfile), "-n", str(ranks)]
+        launcher = mpiexec_path() or "mpiexec"
+        cmd = [launcher, "-f", str(hostfile), "-n", str(ranks)]
         net = self.network
         if net is not None:
             wrapper = self.wrapper(folder)
             cmd = [
-                "ip", "netns", "exec", net.control, "mpiexec",
+                "ip", "netns", "exec", net.control, launcher,
                 "-launcher", "ssh", "-launcher-exec", str(wrapper),
                 "-f", str(hostfile), "-iface", net.interface, "-n", str(ranks),
             ]  # fmt: skip
@@ -207,7 +207,3 @@ def wait_ready(jobs: Sequence[JobProcess], timeout: float, poll: float = 0.01) -
             late = [j.name for j in jobs if not j.is_ready()]
             raise TestbedError(f"jobs not ready after {timeout:g} s: {', '.join(late[:5])}")
         time.sleep(poll)
-
-
-def launcher_available() -> bool:
-    return shutil.which("mpiexec") is not None

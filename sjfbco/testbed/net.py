@@ -28,6 +28,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sysconfig
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,16 @@ def server_address(server: int) -> str:
     return f"198.18.0.{10 + server}"
 
 
+def mpiexec_path() -> str | None:
+    """MPICH's ``mpiexec``: on ``PATH``, or beside this Python (where the ``mpich`` wheel puts
+    it, even when no shim or ``bin`` folder on ``PATH`` exposes it)."""
+    found = shutil.which("mpiexec")
+    if found is not None:
+        return found
+    beside = Path(sysconfig.get_path("scripts")) / "mpiexec"
+    return str(beside) if beside.exists() else None
+
+
 def check_environment(network: bool = True, launcher: bool = True) -> None:
     """Refuse in one line when not root or when ``ip``, ``tc`` or ``mpiexec`` is missing.
 
@@ -82,7 +93,7 @@ def check_environment(network: bool = True, launcher: bool = True) -> None:
                     f"'{tool}' not found; install {package} (apt-get install {package})"
                 )
     if launcher:
-        if shutil.which("mpiexec") is None:
+        if mpiexec_path() is None:
             raise TestbedError(
                 "the MPI launcher 'mpiexec' was not found; install the testbed extra: "
                 "pip install -e '.[testbed]' in the sjfbco checkout (mpi4py and MPICH from PyPI)"
