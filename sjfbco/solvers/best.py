@@ -63,6 +63,7 @@ from sjfbco.solvers.sgs import (
     priority_order,
     split_permissions,
 )
+from sjfbco.solvers.wholecp import whole_pack
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -105,6 +106,13 @@ class BestParams:
     scheme
         Schemes the global search decodes with: ``serial``, ``parallel`` or
         ``both`` (alternating rounds).
+    whole_share
+        Share of the time limit for one CP-SAT model of the whole instance without
+        splits (:mod:`sjfbco.solvers.wholecp`), hinted with the portfolio's best,
+        after the bound phase (0: none). Without a time limit it runs for
+        ``whole_effort`` deterministic seconds on one worker.
+    whole_effort
+        CP-SAT's deterministic time limit for that model without a time limit.
     cp_moves
         CP-SAT re-packings per round (0: none); each counts one candidate.
     cp_jobs
@@ -130,6 +138,8 @@ class BestParams:
     global_moves: int = 50
     server_moves: int = 10_000
     scheme: Literal["serial", "parallel", "both"] = "both"
+    whole_share: float = 0.4
+    whole_effort: float = 10.0
     cp_moves: int = 2
     cp_jobs: int = 40
     cp_effort: float = 1.0
@@ -152,6 +162,13 @@ class BestParams:
         share = self.bound_share
         if not (isinstance(share, int | float) and 0 < share < 1):
             raise ValueError(f"parameter bound_share: must be in (0, 1), got {share!r}")
+        whole = self.whole_share
+        if not (isinstance(whole, int | float) and 0 <= whole < 1 - share):
+            raise ValueError(
+                f"parameter whole_share: must be in [0, 1 - bound_share), got {whole!r}"
+            )
+        if not (isinstance(self.whole_effort, int | float) and self.whole_effort > 0):
+            raise ValueError(f"parameter whole_effort: must be > 0, got {self.whole_effort!r}")
 
 
 def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
@@ -353,6 +370,7 @@ def best_solve(
 
     phase: dict[str, float] = {"portfolio": 0.0, "bound": 0.0, "global": 0.0, "servers": 0.0}
     phase["cp-sat"] = 0.0
+    phase["whole"] = 0.0
     clock = time.perf_counter()
 
     def lap(name: str) -> None:
@@ -421,10 +439,29 @@ def best_solve(
             engine.target = bound
     lap("bound")
 
-    # 3. search rounds; with a time limit each phase also gets at most a share of it
     def share(fraction: float) -> float | None:
         return None if time_limit is None else fraction * time_limit
 
+    # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
+    if params.whole_share > 0 and not engine.done and not late():
+        assert engine.best is not None
+        whole_s = share(params.whole_share)
+        if whole_s is not None and deadline is not None:
+            whole_s = min(whole_s, deadline - budget.reserve - time.perf_counter())
+        with contextlib.suppress(ConfigurationError):
+            found = whole_pack(
+                data,
+                engine.best,
+                deadline=None if whole_s is None else time.perf_counter() + whole_s,
+                deterministic=params.whole_effort if time_limit is None else None,
+                workers=1 if time_limit is None else 2,
+                seed=seed,
+            )
+            if found is not None and engine.offer(found, "cp-sat (whole)"):
+                best_genome = genome_of(found, data, best_genome.split)
+    lap("whole")
+
+    # 4. search rounds; with a time limit each phase also gets at most a share of it
     def room() -> float:
         """Seconds to the deadline less the reserve (``inf`` without a deadline)."""
         return math.inf if deadline is None else deadline - budget.reserve - time.perf_counter()
