@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 #: Jobs x servers above which the model is not built (each pair is an optional interval;
 #: CP-SAT's presolve alone takes seconds near this size on this project's machine).
-MAX_PAIRS = 200_000
+MAX_PAIRS = 50_000
 
 
 def whole_pack(
