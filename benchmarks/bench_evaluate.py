@@ -1,13 +1,18 @@
 """Time the evaluator on a paper-sized schedule (160 jobs, 20 servers) and a large one.
 
-Run: ``python benchmarks/bench_evaluate.py [--quick]``. Prints milliseconds per
+Run: ``python benchmarks/bench_evaluate.py [--quick | --scale]``. Prints milliseconds per
 evaluation (best of several repeats) and events per second; ``--quick`` times
-only the paper-sized case, 3 repeats. ``main`` returns the rows it printed.
+only the paper-sized case, 3 repeats; ``--scale`` times 1,000, 10,000 and 100,000
+jobs (8 per server; about a minute) and prints the growth exponent between sizes
+(1.0 is linear; CPU time, so other processes on the machine matter less).
+``main`` returns the rows it printed.
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
+import math
 import random
 import time
 from typing import Any
@@ -43,14 +48,15 @@ def make_case(n_jobs: int, n_servers: int, seed: int) -> tuple[ProblemData, Sche
             )
         )
     data = ProblemData(cluster, tuple(jobs), CostParams())
-    load = [0.0] * cluster.num_gpus
+    # the job's GPUs: the least-loaded ones, ties to the lower index (a heap, so that
+    # 100,000 jobs take seconds; the same choice as sorting every GPU by (load, g))
+    free = [(0, g) for g in range(cluster.num_gpus)]
     gpus = []
-    for j, job in enumerate(jobs):
-        chosen = sorted(range(cluster.num_gpus), key=lambda g: (load[g], g))[: job.num_gpus]
-        for g in chosen:
-            load[g] += job.iterations
-        gpus.append([cluster.gpu_pair(g) for g in chosen])
-        del j
+    for job in jobs:
+        chosen = [heapq.heappop(free) for _ in range(job.num_gpus)]
+        for load, g in chosen:
+            heapq.heappush(free, (load + job.iterations, g))
+        gpus.append([cluster.gpu_pair(g) for _, g in chosen])
     return data, Schedule.build(gpus)
 
 
@@ -80,10 +86,37 @@ def bench(n_jobs: int, n_servers: int, repeats: int) -> dict[str, Any]:
     }
 
 
+def scale(sizes: list[int], repeats: int = 2) -> dict[str, Any]:
+    """CPU seconds per evaluation at each size (8 jobs per server) and the growth
+    exponent ``log(t2 / t1) / log(n2 / n1)`` between consecutive sizes."""
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        data, sched = make_case(n, max(1, n // 8), seed=0)
+        evaluate(data, sched)  # warm the rate cache
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.process_time()
+            ev = evaluate(data, sched)
+            best = min(best, time.process_time() - t0)
+        row: dict[str, Any] = {"jobs": n, "cpu_ms": best * 1e3, "makespan": ev.makespan}
+        if rows:
+            prev = rows[-1]
+            row["exponent"] = math.log(best * 1e3 / prev["cpu_ms"]) / math.log(n / prev["jobs"])
+        rows.append(row)
+        grow = f"; exponent {row['exponent']:.2f} from {prev['jobs']:,}" if len(rows) > 1 else ""
+        print(f"{n:>7,} jobs: {best * 1e3:9.1f} ms CPU per evaluation{grow}", flush=True)
+    return {"scale": rows}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the paper-sized case only, 3 repeats")
+    ap.add_argument(
+        "--scale", action="store_true", help="1k, 10k and 100k jobs, with the growth exponent"
+    )
     args = ap.parse_args(argv)
+    if args.scale:
+        return scale([1_000, 10_000, 100_000])
     if args.quick:
         return {"rows": [bench(160, 20, repeats=3)]}
     return {"rows": [bench(160, 20, repeats=50), bench(5000, 500, repeats=3)]}
