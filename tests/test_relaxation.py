@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
+from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
+from sjfbco.bounds import timeindexed
 from sjfbco.bounds.closed import lower_bound as closed_bound
 from sjfbco.bounds.relaxation import contention_free_bound
 from sjfbco.bounds.timeindexed import pooled_weights, time_indexed_bound
@@ -18,7 +19,7 @@ from sjfbco.errors import InputError
 from sjfbco.formulations.common import Plan, plan_to_schedule
 from sjfbco.solvers.exact import serial_schedule
 from tests.bruteforce import brute_force
-from tests.test_exact import _contention_instance, instance_b
+from tests.test_exact import _contention_instance, _late_pair, _undecided_relaxation, instance_b
 from tests.tiny import tiny_instances, trap_instances
 
 if TYPE_CHECKING:
@@ -443,3 +444,28 @@ def test_decide_on_instance_b() -> None:
     at = contention_free_bound(data, horizon=11, decide=True)
     assert at.plan is not None and at.plan.makespan <= 11
     assert at.bound == int(closed_bound(data)) < 10
+
+
+@pytest.mark.parametrize("solver", ["highs", "cpsat"])
+def test_time_indexed_build_stops_at_its_deadline(solver: str) -> None:
+    """A time limit that has passed before the first column is built: the build stops
+    there and says so (no bound, not infeasible), whatever the solver."""
+    res = time_indexed_bound(_contention_instance(), 8, time_limit=1e-9, solver=solver)
+    assert res.bound is None and not res.infeasible
+    assert res.status == "not built: building the time-indexed relaxation ran out of time"
+
+
+def test_an_oversized_time_indexed_form_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counted before building: with a cap of 0 capacity-row entries, no form is built
+    and the reason is given; exact's stats carry it and the run still ends with the
+    optimum 3 (brute force, the test above)."""
+    monkeypatch.setattr(timeindexed, "MAX_ENTRIES", 0)
+    res = time_indexed_bound(_contention_instance(), 8)
+    assert res.bound is None and not res.infeasible
+    assert res.status.startswith("not built: ") and "capacity-row entries" in res.status
+    data = _late_pair()
+    _undecided_relaxation(monkeypatch)
+    out = solve(data, "exact", backend="cpsat")
+    assert out.stats["pooled"]["status"].startswith("not built: ")
+    assert "capacity-row entries (at most 0)" in out.stats["pooled"]["status"]
+    assert out.makespan == 3

@@ -94,6 +94,8 @@ from sjfbco.bounds.closed import lower_bound
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sjfbco.formulations.common import Pattern, Patterns
     from sjfbco.problem import ProblemData
 
@@ -102,6 +104,24 @@ Solver = Literal["highs", "cpsat"]
 
 #: Most start variables the ILP may have; a bigger one is not built (bound ``None``).
 MAX_VARIABLES = 200_000
+#: Most capacity-row entries (a start variable times the slots it covers times the rows
+#: it loads) the ILP may have; a bigger one is not built. The pooled form on servers of
+#: several sizes has few variables but many rows per column: 20 jobs on servers of 4, 8
+#: and 16 GPUs reached 10 GB building (issue 31). About 150 bytes per entry: 20 million
+#: is the exact solver's default memory cap, 3 GB.
+MAX_ENTRIES = 20_000_000
+
+
+def count_entries(columns: Columns, horizon: int, arrivals: list[int]) -> int:
+    """Capacity-row entries of the form built from ``columns`` at ``horizon``, counted
+    without building it: each start ``a`` of a column of duration ``d`` loads ``d``
+    slots of each row the column uses."""
+    total = 0
+    for col, arrival in zip(columns, arrivals, strict=True):
+        for d, use in col:
+            rows = sum(1 for c in use.values() if c)
+            total += max(0, horizon - d - arrival + 1) * d * rows
+    return total
 
 
 @dataclass(frozen=True)
@@ -291,6 +311,39 @@ def _pooled_columns(
     return columns, capacity
 
 
+def _load_rows(
+    data: ProblemData,
+    columns: Columns,
+    horizon: int,
+    new_var: Callable[[str], Any],
+    deadline: float | None,
+) -> tuple[list[list[tuple[Any, int, int]]], dict[tuple[Any, int], list[tuple[int, Any]]]]:
+    """Each job's start variables ``(x, start, duration)`` and each capacity row's terms
+    ``(GPUs or weight, x)`` by ``(row, slot)``; an empty list for a job that cannot end
+    by the horizon stops the build there. Raises
+    :class:`~sjfbco.formulations.common.BuildTimeout` past ``deadline``
+    (``time.perf_counter()``), checked once per column."""
+    from sjfbco.formulations.common import check_deadline
+
+    load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
+    starts: list[list[tuple[Any, int, int]]] = []
+    for j, job in enumerate(data.jobs):
+        xs = []
+        for k, (d, use) in enumerate(columns[j]):
+            check_deadline(deadline, "time-indexed relaxation")
+            for a in range(job.arrival, horizon - d + 1):
+                x = new_var(f"x_{j}_{k}_{a}")
+                xs.append((x, a, d))
+                for key, c in use.items():
+                    if c:
+                        for t in range(a, a + d):
+                            load.setdefault((key, t), []).append((c, x))
+        starts.append(xs)
+        if not xs:
+            break
+    return starts, load
+
+
 def time_indexed_bound(
     data: ProblemData,
     horizon: int,
@@ -335,12 +388,10 @@ def time_indexed_bound(
     TimeIndexedBound
         ``bound`` valid for every schedule (see the module docstring).
     """
-    import pulp
-
     from sjfbco.formulations.common import (
+        BuildTimeout,
         Patterns,
         duration_caps,
-        identical_job_groups,
         pattern_durations,
         require_slotted,
     )
@@ -363,28 +414,70 @@ def time_indexed_bound(
     nvars = count_variables(data, [[d for d, _ in col] for col in columns], horizon)
     if nvars > MAX_VARIABLES:
         return TimeIndexedBound(None, False, f"not built: {nvars:,} variables", 0.0, nvars)
-    closed = int(lower_bound(data))
-    if closed > horizon:  # nothing ends by the horizon
+    if int(lower_bound(data)) > horizon:  # nothing ends by the horizon
         return TimeIndexedBound(horizon + 1, True, "below the closed-form bound", 0.0, 0)
+    entries = count_entries(columns, horizon, [job.arrival for job in data.jobs])
+    if entries > MAX_ENTRIES:
+        return TimeIndexedBound(
+            None,
+            False,
+            f"not built: {entries:,} capacity-row entries (at most {MAX_ENTRIES:,})",
+            time.perf_counter() - t0,
+            nvars,
+        )
+    deadline = None if time_limit is None else t0 + time_limit
+    try:
+        return _build_and_solve(
+            data, columns, capacity, horizon, t0, time_limit, deadline, solver, threads, seed
+        )
+    except BuildTimeout as err:
+        return TimeIndexedBound(None, False, f"not built: {err}", time.perf_counter() - t0, nvars)
+
+
+def _build_and_solve(
+    data: ProblemData,
+    columns: Columns,
+    capacity: dict[Any, int],
+    horizon: int,
+    t0: float,
+    time_limit: float | None,
+    deadline: float | None,
+    solver: Solver,
+    threads: int,
+    seed: int,
+) -> TimeIndexedBound:
+    """The rest of :func:`time_indexed_bound` once the size is known to fit."""
+    import pulp
+
+    from sjfbco.formulations.common import identical_job_groups
+
+    nvars = count_variables(data, [[d for d, _ in col] for col in columns], horizon)
+    closed = int(lower_bound(data))
     if solver == "cpsat":
         return _decide_cpsat(
-            data, columns, capacity, horizon, closed, t0, time_limit, workers=threads, seed=seed
+            data,
+            columns,
+            capacity,
+            horizon,
+            closed,
+            t0,
+            time_limit,
+            deadline,
+            workers=threads,
+            seed=seed,
         )
     prob = pulp.LpProblem("contention_free", pulp.LpMinimize)
     C = prob.add_variable("C", closed, horizon)
     prob += C
-    load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
+    starts, load = _load_rows(
+        data,
+        columns,
+        horizon,
+        lambda name: prob.add_variable(name, 0, 1, cat=pulp.LpBinary),
+        deadline,
+    )
     start_sum = []
-    for j, job in enumerate(data.jobs):
-        xs = []
-        for k, (d, use) in enumerate(columns[j]):
-            for a in range(job.arrival, horizon - d + 1):
-                x = prob.add_variable(f"x_{j}_{k}_{a}", 0, 1, cat=pulp.LpBinary)
-                xs.append((x, a, d))
-                for key, c in use.items():
-                    if c:
-                        for t in range(a, a + d):
-                            load.setdefault((key, t), []).append((c, x))
+    for xs in starts:
         if not xs:  # this job cannot end by the horizon
             return TimeIndexedBound(horizon + 1, True, "a job cannot end by the horizon", 0.0, 0)
         prob += pulp.lpSum(x for x, _, _ in xs) == 1
@@ -416,6 +509,7 @@ def _decide_cpsat(
     closed: int,
     started: float,
     time_limit: float | None,
+    deadline: float | None,
     *,
     workers: int,
     seed: int,
@@ -428,19 +522,10 @@ def _decide_cpsat(
     from sjfbco.formulations.common import identical_job_groups
 
     m = cp_model.CpModel()
-    load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
+    starts, load = _load_rows(data, columns, horizon, m.new_bool_var, deadline)
     start_sum, gpu_time = [], []
     nvars = 0
-    for j, job in enumerate(data.jobs):
-        xs = []
-        for k, (d, use) in enumerate(columns[j]):
-            for a in range(job.arrival, horizon - d + 1):
-                x = m.new_bool_var(f"x_{j}_{k}_{a}")
-                xs.append((x, a, d))
-                for key, c in use.items():
-                    if c:
-                        for t in range(a, a + d):
-                            load.setdefault((key, t), []).append((c, x))
+    for job, xs in zip(data.jobs, starts, strict=False):
         if not xs:  # this job cannot end by the horizon
             return TimeIndexedBound(horizon + 1, True, "a job cannot end by the horizon", 0.0, 0)
         nvars += len(xs)
