@@ -8,6 +8,7 @@ them as root with the ``testbed`` extra installed (``.ci/run``).
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -237,3 +238,13 @@ def test_hostfile_mode_runs_through_the_namespaces(tmp_path: Path) -> None:
     assert by["b"]["start"] >= by["a"]["end"]
     assert doc["executed_makespan"] == pytest.approx(1.5, rel=0.15)
     assert not list(tmp_path.glob("sjtb-hosts-*"))  # the shared work folder is removed
+
+
+def test_a_failing_job_is_one_error_naming_it() -> None:
+    # a gradient of NaN MB makes every rank fail before it is ready: mpiexec exits early
+    with Network([100.0, 100.0]) as net:
+        assert net.folder is not None
+        with pytest.raises(
+            TestbedError, match=r"job m0: mpiexec exited with \d+ before it finished"
+        ):
+            run_together(Hosts(net), net.folder, [([(0, 1), (1, 1)], math.nan, 0.1)], 3)

@@ -192,6 +192,13 @@ class JobProcess:
         except subprocess.TimeoutExpired:
             self.kill()
 
+    def finish(self, timeout: float = 10.0) -> None:
+        """After a run, whatever happened: let a finished job exit, kill any other (no raise)."""
+        if (self.folder / "result.json").exists():
+            self.wait(timeout)
+        else:
+            self.kill()
+
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError):

@@ -99,7 +99,7 @@ def run_together(
         return out
     finally:
         for p in procs:
-            p.wait(10.0) if p.is_done() else p.kill()
+            p.finish()
 
 
 def _sleep() -> None:

@@ -163,7 +163,7 @@ def execute(
         starts, ends, latency = _dispatch(plan, procs, SLACK_FACTOR * predicted_s + SLACK_S)
     finally:
         for p in procs.values():
-            p.wait(timeout=10.0) if p.is_done() else p.kill()
+            p.finish()
     return _compare(data, schedule, plan, starts, ends, latency, procs, calibration)
 
 
