@@ -90,6 +90,13 @@ PLOT_BARS = Limit("SJFBCO_MAX_PLOT_BARS", 100_000, "bars in one Gantt chart (job
 CALIBRATION_ROWS = Limit(
     "SJFBCO_MAX_CALIBRATION_ROWS", 1_000_000, "measurement rows in one calibrate run"
 )
+#: Seconds a model is estimated to take to build in ``formulate`` (its variables at the
+#: exact solver's measured build rate, ``docs/exact.md``): a valid model can take minutes.
+BUILD_SECONDS = Limit(
+    "SJFBCO_MAX_BUILD_SECONDS",
+    60,
+    "seconds to build the model (estimated before building, from its variables)",
+)
 
 ALL: tuple[Limit, ...] = (
     FILE_BYTES,
@@ -102,4 +109,5 @@ ALL: tuple[Limit, ...] = (
     MODEL_CELLS,
     PLOT_BARS,
     CALIBRATION_ROWS,
+    BUILD_SECONDS,
 )

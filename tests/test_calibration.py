@@ -21,12 +21,16 @@ from sjfbco.calibration.fit import (
     GPU_SPEED,
     Distinct,
     Scores,
+    bounds_of,
+    column_groups,
     compute_seconds,
+    depends_on,
     fit_model,
     param_names,
     placement_classes,
     placement_folds,
     predict,
+    solve_bounded,
 )
 from sjfbco.calibration.identify import (
     Identifiability,
@@ -173,6 +177,70 @@ def test_distinct_rows_predict_as_all_rows(tmp_path: Path) -> None:
     )
     (rows,), _ = read_measurements(path)
     assert Distinct.of(rows).index.tolist() == [0, 1, 0]
+
+
+def test_table_entries_move_disjoint_rows() -> None:
+    """A table entry moves the rows between its neighbouring entries (np.interp)."""
+    names = ("gradient_mb", "compute_at_8", "compute_at_16", "compute_at_32")
+    depends = depends_on(names, np.array([8.0, 12.0, 32.0, 64.0]))
+    # batch 12 lies between the entries 8 and 16 (both move it); 64 is past 32 (flat)
+    assert depends.tolist() == [
+        [True, True, False, False],
+        [True, True, True, False],
+        [True, False, False, True],
+        [True, False, False, True],
+    ]
+    # gradient_mb alone; 8 and 32 share no row; 16 shares row 12 with 8
+    assert column_groups(depends).tolist() == [0, 1, 2, 1]
+
+
+def test_grouped_differences_are_scipys_with_fewer_evaluations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 33: the fit's Jacobian steps a group of table entries at once.
+
+    Extended form over 5 batch sizes: 6 constants and 5 entries, whose rows are disjoint,
+    so 7 evaluations per Jacobian instead of 11, and the same differences as scipy's.
+    """
+    from scipy.optimize import _numdiff
+
+    from sjfbco.calibration import fit as fit_module
+
+    (rows,), _ = read_measurements(synthetic_csv(tmp_path, "extended", compute=STEPPY))
+    names = param_names("extended", "table", rows.batch)
+    depends = depends_on(names, rows.batch)
+    assert len(names) == 11 and column_groups(depends).max() + 1 == 7
+    x = np.array([{**TRUE, "gradient_mb": 300.0}.get(n, 0.15) for n in names])
+    x[names.index("overlap_exponent")] = 1.0  # a bound: the step turns inwards
+    calls: list[int] = []
+
+    def residuals(v: np.ndarray) -> np.ndarray:
+        calls.append(1)
+        return (predict(dict(zip(names, v, strict=True)), rows) - rows.step) / rows.step
+
+    lo, hi = (np.array([bounds_of(n)[i] for n in names]) for i in (0, 1))
+    jacobians: list[tuple[np.ndarray, np.ndarray]] = []
+    real = fit_module._grouped_jacobian
+
+    def spy(*args: object) -> object:
+        jac = real(*args)  # type: ignore[arg-type]
+
+        def wrapped(v: np.ndarray) -> np.ndarray:
+            before = len(calls)
+            out = jac(v)
+            jacobians.append((np.array(v), out))
+            assert len(calls) - before == 7  # the point itself is remembered
+            return out
+
+        return wrapped
+
+    monkeypatch.setattr(fit_module, "_grouped_jacobian", spy)
+    solve_bounded(names, x, residuals, depends)
+    assert len(jacobians) >= 2
+    for at, grouped in jacobians[:2]:
+        f0 = residuals(at)
+        dense = _numdiff.approx_derivative(residuals, at, "2-point", f0=f0, bounds=(lo, hi))
+        assert (grouped == dense).all()
 
 
 def test_bootstrap_draws_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

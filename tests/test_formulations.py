@@ -397,6 +397,35 @@ def test_formulate_lp_bound_and_text(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "; built model's size: variables " in text and " s to build\n" in text
 
 
+def test_formulate_refuses_a_model_too_slow_to_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """issue 33: a model estimated to build past SJFBCO_MAX_BUILD_SECONDS is refused first.
+
+    The fuzz run's one-GPU shape of a Philly instance: every job on one GPU, a valid model
+    of about 200,000 variables (about 240 s at 1.2 ms each, over the 60 s default).
+    """
+    doc = json.loads((INSTANCES / "philly" / "philly-11cb48-1109.json").read_text())
+    doc["cluster"]["gpus_per_server"] = [1]
+    doc["jobs"] = [{**j, "gpus": 1} for j in doc["jobs"]]
+    inst, out = tmp_path / "one-gpu.json", tmp_path / "m.lp"
+    inst.write_text(json.dumps(doc))
+    for extra in ([], ["--lp-bound", "--json"]):
+        assert main(["formulate", str(inst), "--kind", "ilp", "-o", str(out), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "SJFBCO_MAX_BUILD_SECONDS" in err, err
+        assert "seconds to build the model" in err and "the limit is 60 " in err
+        assert not out.exists()
+    # the CP-SAT model of that instance is small (246 variables): built
+    assert main(["formulate", str(inst), "--kind", "nonconvex", "-o", str(tmp_path / "n.txt")]) == 0
+    # lowered to 1 s, the small example's ILP (about 2.4 s) is refused too; raised, built
+    monkeypatch.setenv("SJFBCO_MAX_BUILD_SECONDS", "1")
+    assert main(["formulate", str(EXAMPLE), "--kind", "ilp", "-o", str(out), "--json"]) == 2
+    assert "the limit is 1 " in capsys.readouterr().err and not out.exists()
+    monkeypatch.setenv("SJFBCO_MAX_BUILD_SECONDS", "100000")
+    assert main(["formulate", str(EXAMPLE), "--kind", "ilp", "-o", str(out), "--json"]) == 0
+
+
 @pytest.mark.parametrize(
     "kind, name, message",
     [

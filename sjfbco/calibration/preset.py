@@ -38,6 +38,7 @@ from sjfbco.calibration.fit import (
     compute_form_of,
     compute_names,
     compute_seconds,
+    depends_on,
     param_names,
     predict,
     solve_bounded,
@@ -145,8 +146,15 @@ def fit_preset(
         ]
         return np.concatenate(parts)
 
+    # a model's own constants move only its rows (a table entry only those at its batch)
+    depends = np.zeros((sum(len(r.rows) for r in reports), len(layout)), dtype=bool)
+    depends[:, : len(shared)] = True
+    first = np.cumsum([0] + [len(r.rows) for r in reports])
+    for i, (r, own) in enumerate(zip(reports, own_names, strict=True)):
+        block = (slice(first[i], first[i + 1]), slice(starts[i], starts[i + 1]))
+        depends[block] = depends_on(own, r.rows.batch)
     with threadpool_limits(limits=1):
-        x = solve_bounded([n.split(":")[-1] for n in layout], x0, residuals)
+        x = solve_bounded([n.split(":")[-1] for n in layout], x0, residuals, depends)
     fitted = unpack(x)
     scores = {
         r.model: Scores.of(predict(p, r.rows), r.rows.step)

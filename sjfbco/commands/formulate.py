@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import limits
 from sjfbco.commands import options
 from sjfbco.commands.common import add_output
 from sjfbco.errors import InputError
@@ -82,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
                 f"about {build_s:,.0f} s to build",
                 flush=True,
             )
+        limits.BUILD_SECONDS.check(math.ceil(build_s), source=args.instance)
         if args.kind == "ilp":
             from sjfbco.formulations.ilp import TimeIndexedILP, lp_bound
 
