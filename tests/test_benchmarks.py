@@ -228,6 +228,27 @@ def test_bench_elastic_meets_the_closed_form(monkeypatch: pytest.MonkeyPatch) ->
             assert r["makespan"] >= r["bound"] * (1 - 1e-9)
 
 
+def test_bench_fuzz_hangs_by_cpu_not_by_a_loaded_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """issue 33: a run starved of CPU is slow, not hung; one that works or waits too long is.
+
+    The 22.7 s Gantt chart of the fuzz run at load 9 used about 1 s of CPU.
+    """
+    import os
+
+    fuzz = bench("bench_fuzz", monkeypatch)
+    timeout = 20.0
+    assert not fuzz.is_hang(1.3, 22.7, timeout)  # waited for the CPU: slow (wall)
+    assert fuzz.is_hang(20.0, 25.0, timeout)  # 20 s of CPU: a hang
+    assert fuzz.is_hang(0.5, fuzz.WALL_FACTOR * timeout, timeout)  # asleep too long
+    assert fuzz.is_hang(None, 20.0, timeout) and not fuzz.is_hang(None, 19.0, timeout)
+    # this process's CPU as /proc counts it: at least what it has used (clock ticks apart)
+    used = sum(os.times()[:2])
+    mine = fuzz.cpu_seconds(os.getpid())
+    if mine is not None:  # /proc present
+        assert mine >= used - 0.05
+        assert fuzz.cpu_seconds(2**22 + 12345) is None  # no such process
+
+
 @pytest.mark.slow
 def test_bench_fuzz_finds_nothing_on_a_few_files(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
