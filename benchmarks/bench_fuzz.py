@@ -217,17 +217,18 @@ def _worker(conn: Any) -> None:
         conn.send((o.code, o.seconds, found, o.err[-400:]))
 
 
-def cpu_seconds(pid: int) -> float | None:
+def cpu_seconds(pid: int, descendants: bool = True) -> float | None:
     """CPU seconds (user + system) of process ``pid`` and its live descendants so far.
 
     From ``/proc/<pid>/stat`` (children already waited for are in the parent's
     ``cutime``/``cstime``); None without ``/proc`` or when ``pid`` is gone.
+    ``descendants=False``: ``pid`` alone (one file read, not a scan of ``/proc``).
     """
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     parent: dict[int, int] = {}
     ticks: dict[int, int] = {}
     try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+        entries = [e for e in os.listdir("/proc") if e.isdigit()] if descendants else [str(pid)]
     except OSError:
         return None
     for e in entries:
@@ -276,7 +277,7 @@ class Pool:
 
     def run(self, w: int, argv: list[Any]) -> tuple[int | None, float, list[str], str]:
         proc, conn = self.procs[w]
-        start = cpu_seconds(proc.pid)
+        start = cpu_seconds(proc.pid, descendants=False)  # an idle worker has no children
         conn.send(argv)
         t0 = time.perf_counter()
         ready = conn.poll(self.timeout)
