@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.files import json_line, read_instance
-    from sjfbco.formulations.common import require_slotted
+    from sjfbco.formulations.common import model_patterns, require_slotted
 
     data = read_instance(args.instance)
     out = str(args.output)
@@ -75,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
             info["horizon_from"] = name
         from sjfbco.formulations.size import estimate
 
-        est = estimate(data, "cpsat" if args.kind == "nonconvex" else "highs", horizon)
+        # the model's cells limit first (the memory it would need), then its build time
+        patterns = model_patterns(data, horizon, None)
+        est = estimate(data, "cpsat" if args.kind == "nonconvex" else "highs", horizon, patterns)
         build_s = BUILD_S_PER_VARIABLE[est.backend] * est.variables  # measured, rounded up
         info["estimate"] = {**est.as_dict(), "build_seconds": round(build_s, 1)}
         if not args.json:  # before building: a big model takes a while
@@ -88,13 +90,13 @@ def run(args: argparse.Namespace) -> int:
         if args.kind == "ilp":
             from sjfbco.formulations.ilp import TimeIndexedILP, lp_bound
 
-            model: Any = TimeIndexedILP(data, horizon)
+            model: Any = TimeIndexedILP(data, horizon, patterns=patterns)
             if args.lp_bound:
                 info["lp_bound"] = lp_bound(data, horizon)
         else:
             from sjfbco.formulations.nonconvex import NonconvexModel
 
-            model = NonconvexModel(data, horizon)
+            model = NonconvexModel(data, horizon, patterns=patterns)
         model.write(out)
         size = model.size()
     info["size"] = size
