@@ -138,7 +138,16 @@ def solve_cp(solver: Any, model: Any, callback: Any = None) -> Any:
     stop request. CP-SAT's own SIGINT catching is turned off: it would swallow the
     Ctrl-C, stop only this solve and leave the solver around it searching on."""
     solver.parameters.catch_sigint_signal = False
-    return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search)
+    try:
+        return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search)
+    except IndexError:
+        # OR-Tools 9.15's presolve can fail on a valid model with a feasible solution hint
+        # ("absl::btree_map::at"; tests/test_best.py keeps such a model as an example): the
+        # hint only guides the search, so the same model is solved once more without it
+        if not model.proto.solution_hint.vars:
+            raise
+        model.clear_hints()
+        return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search)
 
 
 def run_highs(h: Any) -> None:

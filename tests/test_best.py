@@ -59,6 +59,26 @@ def test_server_search_figures_are_the_evaluators(
     seed=573,
     split=False,
 )
+@example(  # OR-Tools 9.15's presolve failed on this model's hint (sjfbco.interrupt.solve_cp)
+    data=ProblemData(
+        Cluster((1,), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0),
+        tuple(
+            Job(
+                id=f"j{k}",
+                num_gpus=1,
+                iterations=1,
+                gradient_mb=0.0,
+                compute_seconds=0.05,
+                arrival=a,
+            )
+            for k, a in enumerate([0, 3, 3, 3])
+        ),
+        CostParams(xi1=1.0, xi2=0.0, alpha=0.0, slot_seconds=2.5, time_model="slotted"),
+        name="random",
+    ),
+    seed=0,
+    split=False,
+)
 def test_cp_sat_repacking_never_does_worse_than_its_model(
     data: ProblemData, seed: int, split: bool
 ) -> None:
