@@ -210,3 +210,17 @@ def test_a_replay_too_long_is_refused_before_anything_runs(tmp_path: Path) -> No
     with pytest.raises(TestbedError, match=r"predicted to run \d+ s, more than 1 s"):
         execute(Hosts(hostfile=hostfile), data, res.schedule, tmp_path / "run", max_seconds=1.0)
     assert not (tmp_path / "run").exists()
+
+
+def test_one_contention_level_has_no_heldout_figure() -> None:
+    # p = 1 and 2 only: leaving the one level above 1 out leaves nothing to fit it by
+    truth = {"alpha": 0.1, "xi1": 1.0, "interleave": 0.5}
+    jobs = np.repeat([1, 2], 4)
+    share = np.tile([0.0, 0.25, 0.5, 0.75], 2)
+    rows = Slowdowns("two", jobs, share, predict(truth, jobs, share), np.arange(8) + 2)
+    rep = fit_slowdowns(rows, "paper")
+    doc = rep.to_json()
+    assert not rep.has_heldout
+    assert doc["heldout_median_rel_error"] is None and doc["median_rel_error"] >= 0
+    assert rep.selection_error() == pytest.approx(float(np.median(rep.errors())))
+    assert fit_slowdowns(_synthetic_slowdowns(truth), "paper").has_heldout

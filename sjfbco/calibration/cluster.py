@@ -299,7 +299,8 @@ def fit_testbed(
     """One preset from sized step times (the links) and slowdowns (contention).
 
     The slowdown form kept is the one with the lower held-out median error
-    (``paper`` on a tie); the models are the step files' job kinds with their
+    (in-sample when the slowdowns hold one contention level above 1; ``paper`` on
+    a tie); the models are the step files' job kinds with their
     known gradient and compute (``backward_seconds``, ``batch_size`` 1). Without
     slowdowns ``alpha`` is 0 and ``xi1`` 1 (not measured: the report says so).
     """
@@ -312,7 +313,7 @@ def fit_testbed(
     if reports:
         chosen = min(
             reports,
-            key=lambda r: (float(np.median(r.errors(heldout=True))), r.form != "paper"),
+            key=lambda r: (r.selection_error(), r.form != "paper"),
         )
     links = cluster.values()
     cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}

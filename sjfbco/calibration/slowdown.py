@@ -231,9 +231,16 @@ class SlowdownReport:
     predicted: np.ndarray = field(repr=False)
     heldout: np.ndarray = field(repr=False)
     rows: Slowdowns = field(repr=False)
+    #: Whether the rows hold two or more contention levels above 1, so that one can be
+    #: left out; without, there are no held-out figures (``None`` in :meth:`to_json`).
+    has_heldout: bool = True
 
     def values(self) -> dict[str, float]:
         return {k: c.value for k, c in self.params.items()}
+
+    def selection_error(self) -> float:
+        """The median error a form is chosen by: held out if there is such a figure."""
+        return float(np.median(self.errors(heldout=self.has_heldout)))
 
     def errors(self, heldout: bool = False) -> np.ndarray:
         pred = self.heldout if heldout else self.predicted
@@ -242,6 +249,7 @@ class SlowdownReport:
 
     def to_json(self) -> dict[str, Any]:
         e, h = self.errors(), self.errors(heldout=True)
+        held = self.has_heldout
         return {
             "model": Path(self.rows.source).stem,
             "form": f"slowdown-{self.form}",
@@ -251,9 +259,9 @@ class SlowdownReport:
             "median_rel_error": float(np.median(e)),
             "p90_rel_error": float(np.quantile(e, 0.9)),
             "max_rel_error": float(e.max()),
-            "heldout_median_rel_error": float(np.median(h)),
-            "heldout_p90_rel_error": float(np.quantile(h, 0.9)),
-            "heldout_max_rel_error": float(h.max()),
+            "heldout_median_rel_error": float(np.median(h)) if held else None,
+            "heldout_p90_rel_error": float(np.quantile(h, 0.9)) if held else None,
+            "heldout_max_rel_error": float(h.max()) if held else None,
         }
 
 
@@ -273,7 +281,7 @@ def fit_slowdowns(rows: Slowdowns, form: str, seed: int = 0) -> SlowdownReport:
     params = bootstrap(
         best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), _loss(rows), seed
     )
-    return SlowdownReport(form, params, predicted, heldout, rows)
+    return SlowdownReport(form, params, predicted, heldout, rows, has_heldout=len(levels) > 1)
 
 
 def bootstrap(

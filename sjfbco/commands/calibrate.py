@@ -116,6 +116,10 @@ def _pct(fraction: float, decimals: int = 1) -> str:
     return f"{100 * fraction:.{decimals}f}%"
 
 
+def _pct_or_dash(fraction: float | None, decimals: int = 1) -> str:
+    return "-" if fraction is None else _pct(fraction, decimals)
+
+
 def _score_row(r: FitReport | ContentionReport) -> dict[str, Any]:
     s, h = r.scores, r.heldout_scores
     return {
@@ -409,9 +413,10 @@ def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) ->
             "rows": d["rows"],
             "median": _pct(d["median_rel_error"]),
             "p90": _pct(d["p90_rel_error"]),
-            "heldout_median": _pct(d["heldout_median_rel_error"]),
-            "heldout_p90": _pct(d["heldout_p90_rel_error"]),
-            "heldout_max": _pct(d["heldout_max_rel_error"], 0),
+            # no held-out figure with one contention level above 1: nothing to leave out
+            "heldout_median": _pct_or_dash(d["heldout_median_rel_error"]),
+            "heldout_p90": _pct_or_dash(d["heldout_p90_rel_error"]),
+            "heldout_max": _pct_or_dash(d["heldout_max_rel_error"], 0),
             "constants": ", ".join(
                 f"{k} {_param_cell(v['value'])} [{v['status']}]" for k, v in d["params"].items()
             ),
