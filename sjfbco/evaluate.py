@@ -327,6 +327,39 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     return evaluation_of(data, sim)
 
 
+def queue_links(
+    keys: Sequence[tuple[float, int, int]],
+    gpu_ids: Sequence[Sequence[int]],
+    num_gpus: int,
+    keep_preds: bool = False,
+) -> tuple[list[list[int]], list[int], list[list[int]] | None]:
+    """Each job's immediate neighbours in the per-GPU queues ordered by ``keys``.
+
+    Returns the successors of every job, its number of distinct predecessors and,
+    with ``keep_preds``, the predecessors themselves (in queue order). Flat lists,
+    no set per job: memory, not steps, is what grows at 100,000 jobs.
+    """
+    n = len(keys)
+    last_on_gpu = [-1] * num_gpus
+    seen_by = [-1] * n  # seen_by[q] == j: q is already a predecessor of j
+    n_pred = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    preds: list[list[int]] | None = [[] for _ in range(n)] if keep_preds else None
+    for j in sorted(range(n), key=keys.__getitem__):
+        count = 0
+        for g in gpu_ids[j]:
+            q = last_on_gpu[g]
+            if q >= 0 and seen_by[q] != j:
+                seen_by[q] = j
+                succ[q].append(j)
+                count += 1
+                if preds is not None:
+                    preds[j].append(q)
+            last_on_gpu[g] = j
+        n_pred[j] = count
+    return succ, n_pred, preds
+
+
 def dispatch(
     data: ProblemData,
     gpu_ids: Sequence[Sequence[int]],
@@ -345,25 +378,7 @@ def dispatch(
         [float(p) for p in planned] if data.cost.time_model == "continuous" else planned
     )
     key = [(due[j], ranks[j], j) for j in range(n)]
-    # immediate predecessors on each GPU in the per-GPU queue order; flat lists, no set
-    # per job (memory, not steps, is what grows at 100,000 jobs)
-    last_on_gpu = [-1] * data.cluster.num_gpus
-    seen_by = [-1] * n  # seen_by[q] == j: q is already a predecessor of j
-    n_pred = [0] * n
-    succ: list[list[int]] = [[] for _ in range(n)]
-    preds: list[list[int]] | None = [[] for _ in range(n)] if strict else None
-    for j in sorted(range(n), key=key.__getitem__):
-        count = 0
-        for g in gpu_ids[j]:
-            q = last_on_gpu[g]
-            if q >= 0 and seen_by[q] != j:
-                seen_by[q] = j
-                succ[q].append(j)
-                count += 1
-                if preds is not None:
-                    preds[j].append(q)
-            last_on_gpu[g] = j
-        n_pred[j] = count
+    succ, n_pred, preds = queue_links(key, gpu_ids, data.cluster.num_gpus, keep_preds=strict)
     arrival = [job.arrival for job in data.jobs]
     ready: list[tuple[float, tuple[float, int, int]]] = [
         (max(due[j], arrival[j]), key[j]) for j in range(n) if n_pred[j] == 0

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError, short
-from sjfbco.evaluate import evaluate
+from sjfbco.evaluate import evaluate, queue_links
 from sjfbco.files import atomic_write_text, json_text
-from sjfbco.schedule import Gpu, Schedule
+from sjfbco.schedule import Gpu, Schedule, check_schedule
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -146,15 +146,11 @@ class LaunchPlan:
 
 def _predecessors(data: ProblemData, schedule: Schedule) -> list[list[int]]:
     """Immediate predecessors of each job in the per-GPU queues (the evaluator's order)."""
-    key = [(schedule.start[j], schedule.rank(j), j) for j in range(data.num_jobs)]
-    last: dict[Gpu, int] = {}
-    preds: list[list[int]] = [[] for _ in range(data.num_jobs)]
-    for j in sorted(range(data.num_jobs), key=key.__getitem__):
-        for g in schedule.gpus[j]:
-            q = last.get(g)
-            if q is not None and q not in preds[j]:
-                preds[j].append(q)
-            last[g] = j
+    keys = [(float(schedule.start[j]), schedule.rank(j), j) for j in range(data.num_jobs)]
+    _, _, preds = queue_links(
+        keys, check_schedule(data, schedule), data.cluster.num_gpus, keep_preds=True
+    )
+    assert preds is not None
     return preds
 
 
