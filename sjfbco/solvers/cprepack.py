@@ -44,6 +44,8 @@ from sjfbco.solvers.sgs import Plan, hand_out
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from ortools.sat.python import cp_model
+
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.sgs import Candidate
 
@@ -83,6 +85,41 @@ def merge_spans(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((t, e))
     return out
+
+
+def mode_slots(data: ProblemData, j: int, pattern: Sequence[tuple[int, int]]) -> int | None:
+    """Job ``j``'s run time alone on ``pattern`` (``(server, GPUs)`` pairs), whole slots
+    (at least 1; ``None`` where it cannot run even alone)."""
+    k, g = shape_of(c for _, c in pattern)
+    d = data.rates.alone_slots(j, k, g)
+    return max(1, math.ceil(d - EPS)) if math.isfinite(d) else None
+
+
+def solve_within(
+    model: cp_model.CpModel,
+    deadline: float | None,
+    deterministic: float | None,
+    *,
+    workers: int,
+    seed: int,
+) -> cp_model.CpSolver | None:
+    """Solve ``model`` with CP-SAT by ``deadline`` (``time.perf_counter()``) and within
+    ``deterministic`` seconds of deterministic time; the solver when it found a solution,
+    ``None`` when it found none or less than 0.05 s was left."""
+    from ortools.sat.python import cp_model
+
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = workers
+    solver.parameters.random_seed = seed
+    if deterministic is not None:
+        solver.parameters.max_deterministic_time = deterministic
+    if deadline is not None:
+        left = deadline - time.perf_counter()
+        if left <= 0.05:
+            return None
+        solver.parameters.max_time_in_seconds = left
+    status = interrupt.solve_cp(solver, model)
+    return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
 def repack(
@@ -143,20 +180,15 @@ def repack(
     if not free:
         return None
     frozen = [j for j in range(n) if j not in set(free)]
-    rates = data.rates
 
-    def whole(j: int, parts: Sequence[tuple[int, int]]) -> tuple[int, float]:
-        k, g = shape_of(c for _, c in parts)
-        d = rates.alone_slots(j, k, g)  # inf: unusable even alone, left out below
-        return (max(1, math.ceil(d - EPS)) if math.isfinite(d) else 0), d
-
-    modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int, float]]] = {}
+    modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int]]] = {}
     for j in free:
         g = data.jobs[j].num_gpus
         opts: list[tuple[tuple[int, int], ...]] = [((s, g),) for s in chosen if caps[s] >= g]
         if g >= 2 and (split or not opts):  # a job no chosen server holds must split
             opts += split_patterns(caps, chosen, g)
-        modes[j] = [m for m in ((p, *whole(j, p)) for p in opts) if math.isfinite(m[2])]
+        timed = ((p, mode_slots(data, j, p)) for p in opts)  # None: unusable even alone
+        modes[j] = [(p, w) for p, w in timed if w is not None]
         if not modes[j]:  # pragma: no cover - the job lay on these servers, so some mode fits
             return None
     blocks: dict[int, list[tuple[int, int, int, bool]]] = {s: [] for s in chosen}
@@ -168,7 +200,7 @@ def repack(
                 blocks[s].append((t, stop, c, len(parts_of[j]) > 1))
     horizon = max([0, *(e for b in blocks.values() for _, e, _, _ in b)])
     horizon = max(horizon, *(data.jobs[j].arrival for j in free))
-    horizon += sum(max(w for _, w, _ in modes[j]) for j in free)
+    horizon += sum(max(w for _, w in modes[j]) for j in free)
 
     model = cp_model.CpModel()
     start: dict[int, cp_model.IntVar] = {}
@@ -180,7 +212,7 @@ def repack(
         start[j] = model.new_int_var(data.jobs[j].arrival, horizon, f"s{j}")
         end[j] = model.new_int_var(0, horizon, f"e{j}")
         lits = []
-        for m, (pattern, w, _) in enumerate(modes[j]):
+        for m, (pattern, w) in enumerate(modes[j]):
             lit = model.new_bool_var(f"x{j}_{m}")
             iv = model.new_optional_fixed_size_interval_var(start[j], w, lit, f"i{j}_{m}")
             model.add(end[j] == start[j] + w).only_enforce_if(lit)
@@ -192,7 +224,7 @@ def repack(
         model.add_exactly_one(lits)
         choice[j] = lits
         current = tuple(parts_of[j])
-        for m, (pattern, _, _) in enumerate(modes[j]):
+        for m, (pattern, _) in enumerate(modes[j]):
             model.add_hint(lits[m], pattern == current)
         model.add_hint(start[j], round(base.began[j]))
     for s in chosen:
@@ -215,17 +247,8 @@ def repack(
     last = model.new_int_var(0, horizon, "last")
     model.add_max_equality(last, [end[j] for j in free])
     model.minimize((len(free) * horizon + 1) * last + sum(end[j] for j in free))
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = seed
-    solver.parameters.max_deterministic_time = deterministic
-    if deadline is not None:
-        left = deadline - time.perf_counter()
-        if left <= 0.05:
-            return None
-        solver.parameters.max_time_in_seconds = left
-    status = interrupt.solve_cp(solver, model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
+    if solver is None:
         return None
     plan: list[Plan] = [(0, 0.0, [])] * n
     prio = [0.0] * n
@@ -234,7 +257,7 @@ def repack(
         prio[j] = base.rank[j]
     for j in free:
         m = next(m for m, lit in enumerate(choice[j]) if solver.boolean_value(lit))
-        pattern, w, _ = modes[j][m]
+        pattern, w = modes[j][m]
         t = int(solver.value(start[j]))
         plan[j] = (t, float(t + w), list(pattern))
         prio[j] = base.rank[j]

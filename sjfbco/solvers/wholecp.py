@@ -26,10 +26,8 @@ import math
 import time
 from typing import TYPE_CHECKING
 
-from sjfbco import interrupt
-from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
-from sjfbco.solvers.cprepack import split_patterns
+from sjfbco.solvers.cprepack import mode_slots, solve_within, split_patterns
 from sjfbco.solvers.sgs import Plan, hand_out
 
 if TYPE_CHECKING:
@@ -82,7 +80,6 @@ def whole_pack(
         return None
     if deadline is not None and deadline - time.perf_counter() <= 0.05:
         return None
-    rates = data.rates
     srv = cl.server_of_gpu
     modes: list[list[tuple[tuple[tuple[int, int], ...], int]]] = []
     for j, job in enumerate(data.jobs):
@@ -92,12 +89,7 @@ def whole_pack(
         ]
         if not patterns:
             patterns = split_patterns(caps, range(cl.num_servers), g)
-        opts: list[tuple[tuple[tuple[int, int], ...], int]] = []
-        for p in patterns:
-            k, most = shape_of(c for _, c in p)
-            d = rates.alone_slots(j, k, most)
-            if math.isfinite(d):
-                opts.append((p, max(1, math.ceil(d - EPS))))
+        opts = [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
         if not opts:
             return None
         modes.append(opts)
@@ -146,18 +138,8 @@ def whole_pack(
     makespan = model.new_int_var(0, horizon, "makespan")
     model.add_max_equality(makespan, ends)
     model.minimize(makespan)
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    if deterministic is not None:
-        solver.parameters.max_deterministic_time = deterministic
-    if deadline is not None:
-        left = deadline - time.perf_counter()
-        if left <= 0.05:
-            return None
-        solver.parameters.max_time_in_seconds = left
-    status = interrupt.solve_cp(solver, model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
+    if solver is None:
         return None
     plan: list[Plan] = []
     for j in range(n):
