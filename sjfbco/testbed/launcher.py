@@ -53,7 +53,6 @@ class Hosts:
         self.real: list[str] = []
         if hostfile is not None:
             self.real = _read_hostfile(Path(hostfile))
-        self.folder = network.folder if network is not None else None
 
     @property
     def num_servers(self) -> int:

@@ -22,8 +22,10 @@ Each figure is the median over iterations of one run, the first
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import statistics
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -86,7 +88,7 @@ def run_together(
         for p in procs:
             p.go()
         while not all(p.is_done() for p in procs):
-            _sleep()
+            time.sleep(0.01)
         out = []
         for p in procs:
             rows = p.result()["iterations"][WARMUP:] or p.result()["iterations"]
@@ -100,12 +102,6 @@ def run_together(
     finally:
         for p in procs:
             p.finish()
-
-
-def _sleep() -> None:
-    import time
-
-    time.sleep(0.01)
 
 
 def placements(gpus_per_server: Sequence[int], workers: int) -> list[tuple[tuple[int, int], ...]]:
@@ -210,8 +206,6 @@ def measure_contention(
 
 def write_rows(path: str | os.PathLike[str], header: Sequence[str], rows: Sequence[dict]) -> None:
     """Write ``rows`` as CSV with ``header`` (atomically; floats with 6 significant digits)."""
-    import io
-
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=list(header), lineterminator="\n")
     w.writeheader()

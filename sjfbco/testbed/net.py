@@ -238,8 +238,9 @@ class Network:
         """Remove this emulation's namespaces and folder (idempotent)."""
         if not self._up:
             return
+        existing = set(namespaces())
         for ns in [self.control, *map(self.server_ns, range(self.num_servers)), self.switch]:
-            if ns in namespaces():
+            if ns in existing:
                 _kill_inside(ns)
                 run(["ip", "netns", "delete", ns], check=False)
         if self.folder is not None:
