@@ -231,7 +231,7 @@ def test_a_full_disk_names_the_journal(tmp_path: Path, monkeypatch: pytest.Monke
     def full(fd: int) -> None:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(B.os, "fsync", full)
+    monkeypatch.setattr(os, "fsync", full)
     out = tmp_path / "r.csv"
     with pytest.raises(OSError) as caught:
         B.run_batch(_tasks(1), out, workers=1)
