@@ -251,7 +251,7 @@ def test_best_has_the_lowest_mean_jct_among_portfolio_schedules_of_its_makespan(
     """On instances where SJF-BCO and others are already optimal (their makespan meets the
     bound, so ``best`` stops at once), ``best`` keeps the optimal schedule of lowest mean
     JCT among its portfolio's: never the first one found (the list rules come first)."""
-    from sjfbco.solvers.best import PORTFOLIO
+    from sjfbco.solvers.portfolio import PORTFOLIO
     from sjfbco.solvers.sgs import PRIORITY_RULES, SPLIT_POLICIES
 
     data = read_instance(INSTANCES / "bench" / f"{name}.json")

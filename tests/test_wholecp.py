@@ -9,7 +9,7 @@ from hypothesis import given, settings
 
 from sjfbco import Cluster, CostParams, InputError, Job, ProblemData, evaluate, solve
 from sjfbco.schedule import Schedule
-from sjfbco.solvers.best import evaluated
+from sjfbco.solvers.portfolio import evaluated
 from sjfbco.solvers.wholecp import whole_pack
 from tests.bruteforce import brute_force
 from tests.tiny import tiny_instances

@@ -47,22 +47,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
 from sjfbco.cost import ConfigurationError
-from sjfbco.evaluate import dispatch
 from sjfbco.progress import report
-from sjfbco.schedule import check_schedule
 from sjfbco.solvers.common import check_choice, check_count
-from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
-from sjfbco.solvers.placement import estimates
+from sjfbco.solvers.contract import SolverOutput, Status, register
+from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Budget, Engine, Genome, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
-from sjfbco.solvers.sgs import (
-    PRIORITY_RULES,
-    SPLIT_POLICIES,
-    Candidate,
-    candidate_from,
-    priority_order,
-    split_permissions,
-)
 from sjfbco.solvers.wholecp import whole_pack
 
 if TYPE_CHECKING:
@@ -70,14 +60,12 @@ if TYPE_CHECKING:
 
     from sjfbco.bounds.timeindexed import TimeIndexedBound
     from sjfbco.problem import ProblemData
-    from sjfbco.schedule import Schedule
+    from sjfbco.solvers.sgs import Candidate
 
 log = logging.getLogger(__name__)
 
 #: Seconds ``best`` runs when neither a time limit nor ``iterations`` is given.
 DEFAULT_TIME_LIMIT = 10.0
-#: Registered solvers whose schedules join the portfolio.
-PORTFOLIO = ("sjf-bco", "lwf", "ls", "fifo-gang")
 BoundKind = Literal["closed", "packing", "lp", "relaxation"]
 
 
@@ -169,25 +157,6 @@ class BestParams:
             )
         if not (isinstance(self.whole_effort, int | float) and self.whole_effort > 0):
             raise ValueError(f"parameter whole_effort: must be > 0, got {self.whole_effort!r}")
-
-
-def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
-    """A schedule of another solver as a :class:`Candidate` (the evaluator's figures)."""
-    gpus = check_schedule(data, schedule)
-    ranks = [schedule.rank(j) for j in range(data.num_jobs)]
-    sim = dispatch(data, gpus, schedule.start, ranks)
-    return candidate_from(data, sim, gpus, schedule.start, ranks)
-
-
-def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Genome:
-    """A serial-scheme genome that lists the jobs in the order ``cand`` starts them; a job
-    ``cand`` runs split may split, the others as ``split`` says."""
-    order = sorted(range(data.num_jobs), key=lambda j: (cand.began[j], cand.rank[j], j))
-    srv = data.cluster.server_of_gpu
-    flags = tuple(
-        allowed or len({srv[g] for g in cand.gpus[j]}) > 1 for j, allowed in enumerate(split)
-    )
-    return Genome("serial", tuple(order), flags)
 
 
 def cp_move(
@@ -340,15 +309,12 @@ def best_solve(
     data: ProblemData, params: BestParams, *, time_limit: float | None = None, seed: int = 0
 ) -> SolverOutput:
     """Anytime portfolio and local search with lower bounds (the best schedule in a budget)."""
-    from sjfbco.solvers.api import solve
-
     t0 = time.perf_counter()
     if time_limit is None and params.iterations is None:
         time_limit = DEFAULT_TIME_LIMIT
     deadline = None if time_limit is None else t0 + time_limit
     rng = random.Random(seed)
     traj = Trajectory(t0)
-    sources: dict[str, float] = {}
 
     def improved(cand: Candidate, source: str) -> None:
         traj.add(cand, source)
@@ -379,48 +345,20 @@ def best_solve(
         phase[name] += now - clock
         clock = now
 
-    # 1. portfolio: the list rules first (fast), then SJF-BCO (always: best is never worse),
-    # then the other registered heuristics on instances of up to portfolio_limit jobs
-    rho_hat = estimates(data)
-    best_genome: Genome | None = None
-    best_key: tuple[float, float] | None = None
-    serial_ok = data.num_jobs * data.cluster.num_servers <= params.serial_limit
-    schemes = ("parallel", "serial") if serial_ok else ("parallel",)
-
+    # 1. portfolio: the list rules, SJF-BCO (always: best is never worse) and the others
     def late() -> bool:
         return interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
 
-    for scheme in schemes:
-        for rule in PRIORITY_RULES:
-            for policy in SPLIT_POLICIES:
-                if late() and best_genome is not None:
-                    continue
-                g = Genome(
-                    scheme,
-                    tuple(priority_order(data, rule, rho_hat)),
-                    tuple(split_permissions(data, policy)),
-                )
-                cand = engine.decode(g)
-                if cand is None:
-                    continue
-                label = f"list {rule}/{scheme}/{policy}"
-                sources[label] = cand.makespan
-                engine.offer(cand, label, g)
-                key = engine.score(cand)
-                if best_key is None or key < best_key:
-                    best_genome, best_key = g, key
-    others = PORTFOLIO if data.num_jobs <= params.portfolio_limit else PORTFOLIO[:1]
-    for name in others:
-        if name not in SOLVERS or (name != "sjf-bco" and late()):
-            continue  # SJF-BCO always runs (fast): best is never worse than it
-        res = solve(data, name, seed=seed)
-        if res.schedule is not None:
-            cand = evaluated(data, res.schedule)
-            sources[name] = cand.makespan
-            engine.offer(cand, name)
+    built = run_portfolio(
+        data,
+        engine,
+        seed=seed,
+        serial_limit=params.serial_limit,
+        portfolio_limit=params.portfolio_limit,
+        late=late,
+    )
+    best_genome, serial_ok, sources = built.genome, built.serial_ok, built.sources
     assert engine.best is not None  # SJF-BCO always returns a schedule
-    if best_genome is None:  # every list genome was invalid: start from the best schedule
-        best_genome = genome_of(engine.best, data, tuple(split_permissions(data, "allow")))
     lap("portfolio")
 
     # 2. the LP bound, within its share of the budget (to completion without a time limit)
