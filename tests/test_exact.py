@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
-from sjfbco.formulations.common import model_bound
+from sjfbco.patterns import model_bound
 from sjfbco.solvers import SOLVERS, Status, heuristics
 from sjfbco.solvers.exact import ExactParams, ModelError, best_warm_start, serial_schedule
 from tests.bruteforce import brute_force
@@ -288,8 +288,8 @@ def test_infeasible_model_with_a_feasible_warm_start_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A model that rejects a schedule it must admit is a bug: ModelError, not a time limit."""
-    from sjfbco.formulations.common import Outcome
     from sjfbco.formulations.ilp import TimeIndexedILP
+    from sjfbco.patterns import Outcome
 
     def infeasible(self: object, *args: object, **kw: object) -> Outcome:
         return Outcome(
@@ -392,8 +392,8 @@ def test_size_estimate_matches_the_built_models() -> None:
 def test_build_past_its_deadline_stops() -> None:
     import time
 
-    from sjfbco.formulations.common import BuildTimeout
     from sjfbco.formulations.nonconvex import NonconvexModel
+    from sjfbco.patterns import BuildTimeout
 
     with pytest.raises(BuildTimeout):
         NonconvexModel(instance_b(), 13, deadline=time.perf_counter() - 1)
@@ -867,8 +867,8 @@ def test_duration_caps_hand_computed() -> None:
     H = 7: room = 4 * 7 - (3 * 5 + 2 * 2 + 2 * 2) = 5, caps 5 + 5 // 3 = 6 and
     2 + 5 // 2 = 4; H = 6: room 1, caps 5, 2, 2 (s1's split pattern, 3 slots, is
     out); H = 5: room -3, no schedule."""
-    from sjfbco.formulations.common import Patterns, duration_caps
     from sjfbco.formulations.nonconvex import NonconvexModel
+    from sjfbco.patterns import Patterns, duration_caps
 
     data = _contention_instance()
     pats = Patterns(data)
@@ -883,7 +883,7 @@ def test_duration_caps_hand_computed() -> None:
 def _check_caps_hold(data: ProblemData) -> None:
     """SJF-BCO's, first fit's and the serial schedule, and the brute-force optimum, at
     H = its makespan: each job's run (evaluator's start to end) is within its cap."""
-    from sjfbco.formulations.common import Patterns, duration_caps
+    from sjfbco.patterns import Patterns, duration_caps
 
     pats = Patterns(data)
     scheds = [serial_schedule(data)]

@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, Job, ProblemData, Schedule, ScheduleError, evaluate
 from sjfbco.cli import main
-from sjfbco.formulations.backends import solve_mip
-from sjfbco.formulations.common import (
+from sjfbco.formulations.ilp import Candidate, TimeIndexedILP, paper_ilp, theta_program
+from sjfbco.formulations.nonconvex import NonconvexModel
+from sjfbco.mip import solve_mip
+from sjfbco.patterns import (
     Patterns,
     Plan,
     is_canonical,
@@ -22,8 +24,6 @@ from sjfbco.formulations.common import (
     plan_to_schedule,
     rate,
 )
-from sjfbco.formulations.ilp import Candidate, TimeIndexedILP, paper_ilp, theta_program
-from sjfbco.formulations.nonconvex import NonconvexModel
 from sjfbco.solvers.exact import best_warm_start
 from tests.conftest import INSTANCES, schedules
 from tests.test_exact import COST, _contention_instance
@@ -134,7 +134,7 @@ def test_ilp_written_as_lp_or_mps(tmp_path: Path, suffix: str, marker: str) -> N
 
 
 def test_warm_start_fits_and_is_kept() -> None:
-    from sjfbco.formulations.common import plan_from_schedule
+    from sjfbco.patterns import plan_from_schedule
 
     data = _contention_instance()
     _, sched, ev = best_warm_start(data)

@@ -16,7 +16,7 @@ from sjfbco.bounds.closed import lower_bound as closed_bound
 from sjfbco.bounds.relaxation import contention_free_bound
 from sjfbco.bounds.timeindexed import pooled_weights, time_indexed_bound
 from sjfbco.errors import InputError
-from sjfbco.formulations.common import Plan, plan_to_schedule
+from sjfbco.patterns import Plan, plan_to_schedule
 from sjfbco.solvers.exact import serial_schedule
 from tests.bruteforce import brute_force
 from tests.test_exact import _contention_instance, _late_pair, _undecided_relaxation, instance_b
@@ -179,7 +179,7 @@ def perfect_instance() -> ProblemData:
 def test_perfect_packing_hand_computed() -> None:
     """perfect_instance: slack 0 at 4; both forms, on HiGHS and deciding on CP-SAT, find
     nothing by 4 (bound 5) and a packing by 5 (bound the closed form, 4)."""
-    from sjfbco.formulations.common import Patterns, gpu_slack, pattern_durations
+    from sjfbco.patterns import Patterns, gpu_slack, pattern_durations
 
     data = perfect_instance()
     pats = Patterns(data)
@@ -335,7 +335,7 @@ def test_gpu_time_caps_prune_slow_patterns() -> None:
     / 3) = 12 slots, so no pattern is cut, and the relaxation with its pairwise cuts still
     proves that nothing ends by 10 (bound 11); at the horizon 8, 4 + floor((48 - 36) / 3) =
     8, and the bound is 9 = horizon + 1 either way."""
-    from sjfbco.formulations.common import Patterns, duration_caps
+    from sjfbco.patterns import Patterns, duration_caps
 
     data = instance_b()
     assert duration_caps(data, Patterns(data), 10) == [12, 12, 12]

@@ -25,14 +25,14 @@ server), so its contention count is at least ``k``. Per group ``g`` of identical
   ``w[j, h, i, k]`` integer: the slots the piece spends on a server with ``k`` split
   jobs; ``sum_k w[j, h, i, k] = D[j, h]`` and
   ``sum_k phi(j, h, k) w[j, h, i, k] >= F_j y[j, h]`` (progress, eq. 9), with ``phi``
-  the iterations per slot at count ``k`` (:func:`~sjfbco.formulations.common.rate`)
+  the iterations per slot at count ``k`` (:func:`~sjfbco.patterns.rate`)
   and only the levels at which one iteration fits in a slot;
 - per group, part size ``c`` and level ``k``: the pieces' ``w`` at ``(c, k)`` sum to at
   most ``sum_C mult_C(c, s) n[g, C]`` over the configurations with exactly ``k`` split
   parts.
 
 The bound is HiGHS's bound on ``Z``, made valid for every schedule by
-:func:`~sjfbco.formulations.common.model_bound` (``min(ceil L, H + 1)``; ``H + 1``
+:func:`~sjfbco.patterns.model_bound` (``min(ceil L, H + 1)``; ``H + 1``
 when infeasible), and at least the closed-form bound.
 
 **Validity.** Take a schedule with makespan ``T <= H``. For every server ``s`` and slot
@@ -42,7 +42,7 @@ when infeasible), and at least the closed-form bound.
 runs at a constant rate for exactly its duration and is one ``(G_j, u)`` part of its
 server's configuration in each of those slots. A split job ``j`` runs over ``[a_j,
 e_j)``; ``D = e_j - a_j`` is within its GPU-time cap at ``H``
-(:func:`~sjfbco.formulations.common.duration_caps`); for its piece on server ``s_i``,
+(:func:`~sjfbco.patterns.duration_caps`); for its piece on server ``s_i``,
 let ``w[i, k]`` count the slots of the run in which ``s_i`` holds exactly ``k`` split
 jobs. Those slots add up to ``D``, each is one ``(c_i, s)`` part of a configuration with
 ``k`` split parts (distinct pieces are distinct parts), and in each the job's count
@@ -75,12 +75,21 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds.closed import lower_bound
-from sjfbco.bounds.timeindexed import TimeIndexedBound
+from sjfbco.bounds.timeindexed import TimeIndexedBound, finish_bound, pooled_shapes
+from sjfbco.patterns import (
+    Patterns,
+    duration_caps,
+    identical_server_groups,
+    level_cap,
+    max_level,
+    pattern_durations,
+    rate,
+    require_slotted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from sjfbco.formulations.common import Patterns
     from sjfbco.problem import ProblemData
 
 #: Most configurations (over all groups of identical servers) the model may have.
@@ -143,18 +152,6 @@ def configuration_bound(
         many configurations); ``variables`` counts the model's integer variables.
     """
     import pulp
-
-    from sjfbco.bounds.timeindexed import finish_bound, pooled_shapes
-    from sjfbco.formulations.common import (
-        Patterns,
-        duration_caps,
-        identical_server_groups,
-        level_cap,
-        max_level,
-        pattern_durations,
-        rate,
-        require_slotted,
-    )
 
     require_slotted(data, "the configuration bound")
     t0 = time.perf_counter()

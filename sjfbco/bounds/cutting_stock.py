@@ -33,6 +33,8 @@ import numpy as np
 
 from sjfbco import interrupt
 from sjfbco.bounds.packing import bins_l2, run_times
+from sjfbco.mip import highs_pool
+from sjfbco.stdio import library_output
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -80,8 +82,6 @@ class PatternLP:
     def __init__(self, demand: np.ndarray):
         import highspy
 
-        from sjfbco.stdio import library_output
-
         with library_output():  # HiGHS prints a banner on creation
             self.h = highspy.Highs()
         self.h.setOptionValue("output_flag", False)
@@ -101,8 +101,6 @@ class PatternLP:
     def solve(self) -> tuple[float, np.ndarray] | None:
         """Primal value and row duals (``>= 0``), or ``None`` if HiGHS failed."""
         import highspy
-
-        from sjfbco.formulations.backends import highs_pool
 
         with highs_pool(self.h):
             interrupt.run_highs(self.h)

@@ -1,7 +1,7 @@
 """The contention-free multi-mode relaxation: a lower bound and a warm-start source.
 
 Every job picks one *mode*, a placement pattern (its per-server GPU counts, see
-:class:`~sjfbco.formulations.common.Patterns`), and runs for the pattern's
+:class:`~sjfbco.patterns.Patterns`), and runs for the pattern's
 duration *alone*: ``d(j, q) = ceil(F_j / r(j, q))`` slots, with ``r(j, q)`` the
 iterations per slot of eq. 9 at contention count 1 on a split pattern (0 on one
 server). Jobs never slow each other. Each server is a renewable resource of
@@ -50,7 +50,7 @@ is invalid for the pattern (one iteration longer than a slot, a
 **GPU-time cuts** (``gpu_time=True``, default) keep it valid too. In a
 schedule with makespan ``T <= H`` (the horizon) the jobs hold distinct GPUs
 inside ``[0, T)`` and every run lasts at least its fastest duration alone, so
-no run is longer than its cap (:func:`~sjfbco.formulations.common.duration_caps`
+no run is longer than its cap (:func:`~sjfbco.patterns.duration_caps`
 at ``H``, proof there); the solution built from the schedule above has lengths
 ``d_j <= e_j - a_j``, within the caps, so patterns slower alone than the cap
 and lengths above it are left out. The row ``sum_j G_j d_j <= N C`` (``N``
@@ -74,12 +74,22 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import lower_bound
-from sjfbco.formulations.common import Plan
+from sjfbco.patterns import (
+    Patterns,
+    Plan,
+    duration,
+    duration_caps,
+    identical_job_groups,
+    level_cap,
+    max_level,
+    pattern_durations,
+    rate,
+    require_slotted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sjfbco.formulations.common import Patterns
     from sjfbco.problem import ProblemData
 
 
@@ -153,7 +163,7 @@ def contention_free_bound(
         Add the pairwise contention cuts (module docstring; ``"jobs"`` only).
     gpu_time
         Add the GPU-time cuts (module docstring): no run longer than its cap
-        (:func:`~sjfbco.formulations.common.duration_caps` at the horizon) and
+        (:func:`~sjfbco.patterns.duration_caps` at the horizon) and
         ``sum_j G_j d_j <= N C`` (``"jobs"`` only).
     accept
         Plan search instead of a bound: enumerate solutions ending by the horizon
@@ -175,14 +185,6 @@ def contention_free_bound(
         ``bound`` is valid even when CP-SAT stops at the time limit.
     """
     from ortools.sat.python import cp_model
-
-    from sjfbco.formulations.common import (
-        Patterns,
-        duration_caps,
-        identical_job_groups,
-        pattern_durations,
-        require_slotted,
-    )
 
     require_slotted(data, "the contention-free relaxation")
     t0 = time.perf_counter()
@@ -375,7 +377,6 @@ def _pairwise_cuts(
     equals the largest such overlap and ``d_j`` is the shortest length the cut
     allows, so that enumerated solutions differ in patterns and starts.
     """
-    from sjfbco.formulations.common import duration, level_cap, max_level, rate
 
     top = max_level(data, pats)
     S = data.cluster.num_servers

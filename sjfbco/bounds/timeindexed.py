@@ -15,7 +15,7 @@ contention-free relaxation"):
 - symmetry, as in the CP-SAT relaxation: one job's patterns canonical,
   interchangeable jobs start in input order;
 - GPU-time caps: a pattern whose duration alone exceeds the job's cap
-  (:func:`~sjfbco.formulations.common.duration_caps` at ``H``) is left out.
+  (:func:`~sjfbco.patterns.duration_caps` at ``H``) is left out.
 
 **Why.** At a horizon one below the incumbent the relaxation is a feasibility
 question about a tight packing (on the exact benchmark's 12-job, 3-server
@@ -34,7 +34,7 @@ solution (same arguments as there), and ``d(j, q_j) <= e_j - a_j`` is within
 the job's GPU-time cap at ``H`` (proof in ``duration_caps``), so no pattern it
 uses is left out. So the ILP's optimum, and HiGHS's bound
 ``L`` on it, are at most the makespan of every schedule ending by ``H``, and
-:func:`~sjfbco.formulations.common.model_bound` (``min(ceil(L), H + 1)``;
+:func:`~sjfbco.patterns.model_bound` (``min(ceil(L), H + 1)``;
 ``H + 1`` when infeasible) bounds every schedule. Tested against the brute
 force (``tests/test_relaxation.py``).
 
@@ -73,7 +73,7 @@ count rows in each of its slots, so the count rows' loads add up to ``sum_j G_j 
 and what they leave of ``N H`` is exactly the idle GPU-slots. The LP relaxation
 implies the same, so HiGHS gains nothing from it; CP-SAT's propagation does: where
 the jobs' shortest GPU time fills ``[0, H)`` exactly
-(:func:`~sjfbco.formulations.common.gpu_slack` is 0), every idle variable is fixed at 0
+(:func:`~sjfbco.patterns.gpu_slack` is 0), every idle variable is fixed at 0
 and each count row is an equality, a perfect packing. On the exact benchmark's
 20/3/7 at 45 (zero slack) the pooled form decided this way is infeasible in 14.8 to
 50.9 s (one or two workers), where HiGHS on either form, with or without those
@@ -92,11 +92,23 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from sjfbco import interrupt
 from sjfbco.bounds.closed import lower_bound
 from sjfbco.errors import InputError
+from sjfbco.mip import solve_mip
+from sjfbco.patterns import (
+    BuildTimeout,
+    Patterns,
+    check_deadline,
+    duration_caps,
+    identical_job_groups,
+    identical_server_groups,
+    model_bound,
+    pattern_durations,
+    require_slotted,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sjfbco.formulations.common import Pattern, Patterns
+    from sjfbco.patterns import Pattern
     from sjfbco.problem import ProblemData
 
 #: Who solves the form: HiGHS minimises the makespan, CP-SAT decides (module docstring).
@@ -154,7 +166,7 @@ class TimeIndexedBound:
 
 def count_variables(data: ProblemData, durations: list[list[int | None]], horizon: int) -> int:
     """Start variables of the ILP at ``horizon``, counted without building it, from the
-    patterns' durations alone (:func:`~sjfbco.formulations.common.pattern_durations`)."""
+    patterns' durations alone (:func:`~sjfbco.patterns.pattern_durations`)."""
     total = 0
     for j, durs in enumerate(durations):
         arrival = data.jobs[j].arrival
@@ -219,7 +231,6 @@ def pooled_shapes(
     the patterns of that shape and one such pattern (the durations are equal, and so are
     the rates at every contention level: the cost model reads a placement only through
     its counts, and identical servers differ in nothing)."""
-    from sjfbco.formulations.common import identical_server_groups
 
     groups = identical_server_groups(data)
     out = []
@@ -246,9 +257,7 @@ def finish_bound(
 ) -> TimeIndexedBound:
     """Solve a bound model built from ``started`` (``time.perf_counter()``) with HiGHS in
     what is left of ``time_limit``, and report its bound made valid for every schedule
-    (:func:`~sjfbco.formulations.common.model_bound`), at least ``closed``."""
-    from sjfbco.formulations.backends import solve_mip
-    from sjfbco.formulations.common import model_bound
+    (:func:`~sjfbco.patterns.model_bound`), at least ``closed``."""
 
     left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - started))
     out = solve_mip(prob, "highs", time_limit=left, threads=threads, gap_abs=gap_abs)
@@ -287,7 +296,6 @@ def _pooled_columns(
     """The pooled form: one column per shape, a row per group of identical servers and
     dual feasible function (:func:`pooled_weights`), capacity the scale times the
     group's servers."""
-    from sjfbco.formulations.common import identical_server_groups
 
     groups = identical_server_groups(data)
     caps = data.cluster.gpus_per_server
@@ -321,9 +329,8 @@ def _load_rows(
     """Each job's start variables ``(x, start, duration)`` and each capacity row's terms
     ``(GPUs or weight, x)`` by ``(row, slot)``; an empty list for a job that cannot end
     by the horizon stops the build there. Raises
-    :class:`~sjfbco.formulations.common.BuildTimeout` past ``deadline``
+    :class:`~sjfbco.patterns.BuildTimeout` past ``deadline``
     (``time.perf_counter()``), checked once per column."""
-    from sjfbco.formulations.common import check_deadline
 
     load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
     starts: list[list[tuple[Any, int, int]]] = []
@@ -388,13 +395,6 @@ def time_indexed_bound(
     TimeIndexedBound
         ``bound`` valid for every schedule (see the module docstring).
     """
-    from sjfbco.formulations.common import (
-        BuildTimeout,
-        Patterns,
-        duration_caps,
-        pattern_durations,
-        require_slotted,
-    )
 
     require_slotted(data, "the time-indexed relaxation")
     if solver not in get_args(Solver):
@@ -448,8 +448,6 @@ def _build_and_solve(
 ) -> TimeIndexedBound:
     """The rest of :func:`time_indexed_bound` once the size is known to fit."""
     import pulp
-
-    from sjfbco.formulations.common import identical_job_groups
 
     nvars = count_variables(data, [[d for d, _ in col] for col in columns], horizon)
     closed = int(lower_bound(data))
@@ -518,8 +516,6 @@ def _decide_cpsat(
     idle GPU-slots counted (module docstring): ``horizon + 1`` when no packing ends by
     the horizon, else ``closed``."""
     from ortools.sat.python import cp_model
-
-    from sjfbco.formulations.common import identical_job_groups
 
     m = cp_model.CpModel()
     starts, load = _load_rows(data, columns, horizon, m.new_bool_var, deadline)

@@ -53,7 +53,7 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.files import json_line, read_instance
-    from sjfbco.formulations.common import model_patterns, require_slotted
+    from sjfbco.patterns import model_patterns, require_slotted
 
     data = read_instance(args.instance)
     out = str(args.output)

@@ -10,7 +10,7 @@
   on the makespan.
 
 Building a model never solves it; ``write`` emits ``.lp`` or ``.mps`` for any
-MILP solver, ``solve`` runs HiGHS or CBC (see :mod:`sjfbco.formulations.backends`).
+MILP solver, ``solve`` runs HiGHS or CBC (see :mod:`sjfbco.mip`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ import pulp
 
 from sjfbco.bounds import lower_bound
 from sjfbco.errors import InputError
-from sjfbco.formulations.backends import MipOutcome, solve_mip
-from sjfbco.formulations.common import (
+from sjfbco.evaluate import evaluate
+from sjfbco.files import atomic_write_text
+from sjfbco.mip import Outcome, solve_mip
+from sjfbco.patterns import (
     Pattern,
     Patterns,
     Plan,
@@ -136,7 +138,7 @@ class TimeIndexedILP:
         relaxation's; ``C`` starts at the largest of it and the closed forms.
     deadline
         ``time.perf_counter()`` value by which construction must end, else
-        :class:`~sjfbco.formulations.common.BuildTimeout`.
+        :class:`~sjfbco.patterns.BuildTimeout`.
     """
 
     def __init__(
@@ -198,7 +200,7 @@ class TimeIndexedILP:
 
     def _energy(self) -> None:
         """GPU-time row ``sum_j G_j (end_j - start_j) <= N C`` (valid: the jobs hold
-        distinct GPUs inside ``[0, C)``; see :func:`~sjfbco.formulations.common.duration_caps`).
+        distinct GPUs inside ``[0, C)``; see :func:`~sjfbco.patterns.duration_caps`).
         It ties contention's slowdown to the makespan in the LP. Left out when all
         jobs fit side by side (``sum G_j <= N``: then ``d_j <= C`` implies it)."""
         data = self.data
@@ -218,7 +220,7 @@ class TimeIndexedILP:
         Valid: sort a schedule's (start, placement) pairs within each group of
         identical jobs and hand them out in input order; the makespan is the
         same. Permuting identical servers afterwards (to make the canonical job
-        canonical, see :class:`~sjfbco.formulations.common.Patterns`) moves no
+        canonical, see :class:`~sjfbco.patterns.Patterns`) moves no
         start, so both symmetry cuts hold together.
         """
         for group in identical_job_groups(self.data):
@@ -401,7 +403,7 @@ class TimeIndexedILP:
         time_limit: float | None = None,
         threads: int | None = None,
         warm: bool = False,
-    ) -> MipOutcome:
+    ) -> Outcome:
         # the objective C is a whole number of slots: stopping at a gap below 1 loses nothing
         return solve_mip(
             self.prob,
@@ -441,7 +443,7 @@ def pattern_dims(
     ``None`` when the pattern has no valid level (one iteration exceeds a slot
     even at contention 1), cannot end by the horizon, or lasts longer alone
     than ``longest`` (the job's cap from
-    :func:`~sjfbco.formulations.common.duration_caps`, which also caps
+    :func:`~sjfbco.patterns.duration_caps`, which also caps
     ``d_max``). ``fixed``: the rate is the same at every possible contention
     level, so the duration is ``d_min``.
     """
@@ -485,8 +487,6 @@ def _clean(name: str) -> str:
 
 def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
     """Write a PuLP model as ``.lp`` or ``.mps``, atomically."""
-    from sjfbco.files import atomic_write_text
-
     target = os.fspath(path)
     suffix = os.path.splitext(target)[1].lower()
     if suffix not in (".lp", ".mps"):
@@ -510,7 +510,7 @@ def lp_bound(
     """LP-relaxation lower bound on the optimal makespan, slots (a whole number).
 
     The relaxation's optimum ``L`` bounds every schedule ending by ``horizon``;
-    :func:`~sjfbco.formulations.common.model_bound` turns it into a bound valid
+    :func:`~sjfbco.patterns.model_bound` turns it into a bound valid
     for every schedule, ``min(ceil(L), horizon + 1)`` (``horizon + 1`` when the
     relaxation is infeasible). Returns ``None`` if the LP was not solved in time.
     """
@@ -539,8 +539,6 @@ class Candidate:
     @classmethod
     def evaluated(cls, data: ProblemData, schedule: Schedule) -> Candidate:
         """Starts and execution times from the evaluator."""
-        from sjfbco.evaluate import evaluate
-
         ev = evaluate(data, schedule)
         return cls(schedule, ev.start, tuple(e - s for s, e in zip(ev.start, ev.end, strict=True)))
 
@@ -563,7 +561,7 @@ class PaperILP:
     def write(self, path: str | os.PathLike[str]) -> None:
         write_model(self.prob, path)
 
-    def solve(self, backend: str = "highs", *, time_limit: float | None = None) -> MipOutcome:
+    def solve(self, backend: str = "highs", *, time_limit: float | None = None) -> Outcome:
         return solve_mip(self.prob, backend, time_limit=time_limit)
 
     def chosen(self) -> int:

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
 from sjfbco.errors import InputError
-from sjfbco.formulations.common import (
+from sjfbco.files import atomic_write_text
+from sjfbco.patterns import (
     Outcome,
     Patterns,
     Plan,
@@ -91,7 +92,7 @@ class NonconvexModel:
         of it and the closed forms.
     deadline
         ``time.perf_counter()`` value by which construction must end, else
-        :class:`~sjfbco.formulations.common.BuildTimeout`.
+        :class:`~sjfbco.patterns.BuildTimeout`.
     """
 
     def __init__(
@@ -375,8 +376,6 @@ class NonconvexModel:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write :meth:`dump` (``.txt``) or :meth:`proto_text` (``.pb.txt``/``.pbtxt``)."""
-        from sjfbco.files import atomic_write_text
-
         target = os.fspath(path)
         if target.endswith((".pb.txt", ".pbtxt")):
             atomic_write_text(target, self.proto_text())

@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sjfbco.formulations.common import Patterns, duration, duration_caps, level_cap, max_level
+from sjfbco.formulations.ilp import pattern_dims
+from sjfbco.patterns import Patterns, duration, duration_caps, level_cap, max_level
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -87,7 +88,6 @@ def estimate(
 
 def _ilp_counts(data: ProblemData, H: int, pats: Patterns) -> tuple[int, int]:
     """Variables and rows of :class:`~sjfbco.formulations.ilp.TimeIndexedILP` (sparse form)."""
-    from sjfbco.formulations.ilp import pattern_dims
 
     top = max_level(data, pats)
     longest = duration_caps(data, pats, H)

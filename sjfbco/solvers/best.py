@@ -246,7 +246,7 @@ def relaxation_bound(
     from sjfbco.bounds.configuration import configuration_bound
     from sjfbco.bounds.relaxation import contention_free_bound
     from sjfbco.bounds.timeindexed import time_indexed_bound
-    from sjfbco.formulations.common import Patterns
+    from sjfbco.patterns import Patterns
 
     if data.cost.time_model != "slotted":
         return None, "continuous time"

@@ -352,7 +352,7 @@ def solve_exact(
     data: ProblemData, params: ExactParams, *, time_limit: float | None, seed: int
 ) -> SolverOutput:
     """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
-    from sjfbco.formulations.common import require_slotted
+    from sjfbco.patterns import require_slotted
 
     p = params
     require_slotted(data, "solver 'exact'")
@@ -388,7 +388,7 @@ def _start_spare(data: ProblemData, horizon: int, budget: Budget) -> Spare | Non
     per-server form would refuse the instance (too many patterns or variables) or no
     child process can be started: the run then goes on as without a time limit."""
     from sjfbco.bounds.timeindexed import MAX_VARIABLES, count_variables
-    from sjfbco.formulations.common import Patterns, pattern_durations
+    from sjfbco.patterns import Patterns, pattern_durations
 
     left = budget.left()
     assert left is not None
@@ -415,8 +415,8 @@ def _solve(
     seed: int,
 ) -> SolverOutput:
     """:func:`solve_exact` once the spare core (if any) is started; see the module doc."""
-    from sjfbco.formulations.common import BuildTimeout, plan_from_schedule
     from sjfbco.formulations.size import estimate
+    from sjfbco.patterns import BuildTimeout, plan_from_schedule
 
     name, warm, warm_ev = best_warm_start(
         data, seed=seed, time_limit=budget.share(BEST_SHARE + 0.05)
@@ -591,7 +591,7 @@ def _plan_search(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     evaluator; no bound comes from this phase.
     """
     from sjfbco.bounds.relaxation import contention_free_bound
-    from sjfbco.formulations.common import plan_to_schedule
+    from sjfbco.patterns import plan_to_schedule
 
     rel = run.stats.get("relaxation") or run.stats.get("relaxation_quick") or {}
     if rel.get("makespan") is None or rel["makespan"] >= run.makespan:
@@ -629,7 +629,7 @@ def _plan_search(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
 
 def _offer_plan(run: _Run, name: str, plan: Any) -> None:
     """Offer a relaxation's plan (``None``: none) as an incumbent, scored by the evaluator."""
-    from sjfbco.formulations.common import plan_to_schedule
+    from sjfbco.patterns import plan_to_schedule
 
     if plan is not None:
         sched = plan_to_schedule(run.data, plan)
@@ -650,13 +650,13 @@ def _quick_bound(
     run on one thread: HiGHS gains little from more on these models, and ``best``'s runs
     of them have one too, so HiGHS's thread pool is not reset between them.
 
-    When the horizon leaves no GPU-slot idle (:func:`~sjfbco.formulations.common.gpu_slack`
+    When the horizon leaves no GPU-slot idle (:func:`~sjfbco.patterns.gpu_slack`
     is 0), CP-SAT decides the pooled form instead, with ``workers`` and ``seed``, for
     ``PERFECT_SHARE`` of the limit (docs/exact.md, "A perfect packing").
     """
     from sjfbco.bounds.configuration import configuration_bound
     from sjfbco.bounds.timeindexed import time_indexed_bound
-    from sjfbco.formulations.common import Patterns, gpu_slack
+    from sjfbco.patterns import Patterns, gpu_slack
 
     horizon = int(run.makespan) - 1
     perfect = key == "pooled" and gpu_slack(run.data, Patterns(run.data), horizon) == 0
@@ -792,7 +792,7 @@ def _run_model(
     ModelError
         The model contradicts the evaluator (see :class:`ModelError`).
     """
-    from sjfbco.formulations.common import BOUND_TOL, model_bound, plan_to_schedule
+    from sjfbco.patterns import BOUND_TOL, model_bound, plan_to_schedule
 
     data, stats = run.data, run.stats
     t0 = time.perf_counter()

@@ -4,7 +4,7 @@ Three traps handled here (docs/model.md section 4, issue 4):
 
 - PuLP's ``status`` says ``Optimal`` even when the solver stopped at its time
   limit; what was proven is read from the solver itself (HiGHS model status,
-  CBC's log), and :class:`MipOutcome` says ``proven`` only then.
+  CBC's log), and :class:`Outcome` says ``proven`` only then.
 - HiGHS prints a banner on the process's stdout (at the C level) whenever a
   solver object is created; :func:`~sjfbco.stdio.library_output` drops it (or
   sends it to stderr under ``--debug``), so that ``--json`` output stays clean
@@ -32,11 +32,12 @@ import pulp
 
 from sjfbco import interrupt
 from sjfbco.errors import InputError
-from sjfbco.formulations.common import Outcome as MipOutcome
+from sjfbco.patterns import Outcome
 from sjfbco.stdio import library_output
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
 
 #: MILP solvers the time-indexed ILP can be handed to (through PuLP).
 MILP_BACKENDS: tuple[str, ...] = ("highs", "cbc")
@@ -167,7 +168,7 @@ def solve_mip(
     warm: bool = False,
     relax: bool = False,
     gap_abs: float = 0.0,
-) -> MipOutcome:
+) -> Outcome:
     """Solve ``prob`` (a minimisation) with ``backend`` and report what was proven.
 
     Parameters
@@ -205,7 +206,7 @@ def _solve_highs(
     warm: bool,
     relax: bool,
     gap_abs: float,
-) -> MipOutcome:
+) -> Outcome:
     import highspy
 
     solver = _HiGHSWarm(
@@ -229,7 +230,7 @@ def _solve_highs(
         bound = objective if proven else None
     elif proven and objective is not None:  # stopped at a gap of at most gap_abs
         bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
-    return MipOutcome(proven, has_solution, objective, bound, infeasible, str(st))
+    return Outcome(proven, has_solution, objective, bound, infeasible, str(st))
 
 
 _CBC_BOUND = re.compile(r"best possible\s+(-?[0-9.eE+]+)")
@@ -244,7 +245,7 @@ def _solve_cbc(
     warm: bool,
     relax: bool,
     gap_abs: float,
-) -> MipOutcome:
+) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="sjfbco-cbc-") as tmp:
         log = str(Path(tmp) / "cbc.log")
         solver = _cbc(deadline, threads, warm and not relax, log, gap_abs)
@@ -266,4 +267,4 @@ def _solve_cbc(
         bound = float(found[-1])
     if proven and objective is not None:  # stopped at a gap of at most gap_abs
         bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
-    return MipOutcome(proven, has_solution, objective, bound, infeasible, message)
+    return Outcome(proven, has_solution, objective, bound, infeasible, message)
