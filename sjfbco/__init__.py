@@ -13,6 +13,7 @@ from sjfbco.solvers import SOLVERS, Result, Status, solve
 from sjfbco.solvers.best import BestParams
 from sjfbco.solvers.exact import ExactParams
 from sjfbco.solvers.sjf_bco import SJFBCOParams
+from sjfbco.version import __version__ as __version__
 
 #: One row per result, as a pandas DataFrame (:func:`sjfbco.frames.results_frame`).
 to_frame = results_frame
@@ -44,5 +45,3 @@ __all__ = [
     "write_instance",
     "write_schedule",
 ]
-
-__version__ = "0.1.0"

@@ -31,7 +31,9 @@ import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sjfbco.commands import COMMANDS
+from sjfbco.commands.common import warn
 from sjfbco.errors import InputError, one_line
+from sjfbco.version import __version__
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -68,8 +70,6 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sjfbco import __version__
-
     parser = Parser(
         prog="sjfbco",
         description="Schedule ring-all-reduce training jobs on GPU clusters (SJF-BCO and friends).",
@@ -94,7 +94,6 @@ def rewrite_deprecated(argv: Sequence[str]) -> list[str]:
 
     Each rewrite prints a one-line deprecation warning on stderr.
     """
-    from sjfbco.commands.common import warn
 
     out = list(argv)
     at = next((i for i, a in enumerate(out) if a in COMMANDS), None)

@@ -29,6 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from sjfbco.errors import InputError, one_line
+from sjfbco.files import read_text
+from sjfbco.solvers.contract import SOLVERS, spec_of
 
 if typing.TYPE_CHECKING:
     import os
@@ -55,7 +57,6 @@ def parse_kv(items: Sequence[str] | None) -> dict[str, str]:
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a TOML parameter file; errors name the file (and the line, for bad TOML)."""
-    from sjfbco.files import read_text  # a regular file, size-bounded
 
     try:
         doc = tomllib.loads(read_text(path))
@@ -79,7 +80,6 @@ def solver_params(
     building its parameter dataclass, so a typo or a bad value fails here,
     before anything runs, with one line naming the parameter.
     """
-    from sjfbco.solvers.contract import SOLVERS, spec_of
 
     specs = {name: spec_of(name) for name in solvers}
     known = {name: field_names(spec.params) for name, spec in specs.items()}

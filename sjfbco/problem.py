@@ -19,12 +19,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import limits
+from sjfbco.cost import DEGRADATIONS, RateCache, best_iteration_time
 from sjfbco.errors import InputError, check_text, short
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from sjfbco.cost import RateCache
 
 __all__ = ["INSTANCE_FORMAT", "Cluster", "CostParams", "InputError", "Job", "ProblemData"]
 
@@ -253,7 +253,6 @@ class CostParams:
                 f"must be one of {', '.join(TIME_MODELS)}, got {short(self.time_model)}",
                 where="cost.time_model",
             )
-        from sjfbco.cost import DEGRADATIONS  # late import: cost imports problem
 
         if self.degradation not in DEGRADATIONS:
             raise InputError(
@@ -405,7 +404,6 @@ class ProblemData:
         limits.JOB_GPUS.check(sum(job.num_gpus for job in self.jobs), where="jobs")
         seen: dict[str, int] = {}
         n_gpus = self.cluster.num_gpus
-        from sjfbco.cost import best_iteration_time  # late import: cost imports problem
 
         for j, job in enumerate(self.jobs):
             where = f"jobs[{j}]"
@@ -452,7 +450,6 @@ class ProblemData:
     @cached_property
     def rates(self) -> RateCache:
         """Memoised iteration rates for this instance (see :class:`sjfbco.cost.RateCache`)."""
-        from sjfbco.cost import RateCache
 
         return RateCache(self)
 

@@ -145,12 +145,12 @@ def test_schedule_out_placeholders_checked_before_solving(
     template: str,
     message: str,
 ) -> None:
-    import sjfbco.solvers
+    import sjfbco.commands.solve
 
     def no_solving(*a: Any, **k: Any) -> Any:
         raise AssertionError("solved before checking --output")
 
-    monkeypatch.setattr(sjfbco.solvers, "solve", no_solving)
+    monkeypatch.setattr(sjfbco.commands.solve, "solve", no_solving)
     code, _, err = _run(capsys, "solve", EXAMPLE, "-o", tmp_path / template)
     assert code == 2
     assert message in _one_line_error(err)

@@ -5,9 +5,13 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from sjfbco import limits
+from sjfbco import batch, limits
+from sjfbco.batch import ERROR, BatchError
 from sjfbco.commands import options
-from sjfbco.commands.common import add_output, add_progress
+from sjfbco.commands.common import add_output, add_progress, progress_enabled, warn
+from sjfbco.errors import InputError
+from sjfbco.files import INSTANCE_FORMAT, file_format, peek_format
+from sjfbco.params import load_config, solver_params
 
 if TYPE_CHECKING:
     import argparse
@@ -45,7 +49,6 @@ def add_engine_arguments(p: Any) -> None:
 
 def check_engine_arguments(args: argparse.Namespace) -> None:
     """One-line errors for bad engine options."""
-    from sjfbco.batch import BatchError
 
     if args.address and args.engine != "dask":
         raise BatchError("--address needs --engine dask")
@@ -67,8 +70,6 @@ class Progress:
             self.bar = _progress_bar(pending, self.desc)
 
     def on_row(self, row: dict[str, Any]) -> None:
-        from sjfbco.batch import ERROR
-
         self.done += 1
         self.failed += row["status"] == ERROR
         if self.bar is not None:
@@ -152,16 +153,12 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco import batch
-    from sjfbco.commands.common import progress_enabled
-
     solvers = [s.strip() for s in args.solvers.split(",") if s.strip()]
     if not solvers:
         raise batch.BatchError("--solvers lists no solver")
     check_engine_arguments(args)
     batch.check_solvers(solvers, args.plugin)
     instances = _instances_only(batch.expand_inputs(args.inputs))
-    from sjfbco.params import load_config, solver_params
 
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
@@ -218,10 +215,6 @@ def _instances_only(paths: list[str]) -> list[str]:
     requires one). A file that cannot be read or parsed is kept: its task
     becomes an error row saying why.
     """
-    from sjfbco.batch import BatchError
-    from sjfbco.commands.common import warn
-    from sjfbco.errors import InputError
-    from sjfbco.files import INSTANCE_FORMAT, file_format, peek_format
 
     kept = []
     for path in paths:

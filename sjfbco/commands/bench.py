@@ -5,6 +5,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.benchset import read_best_known, run_bench, select
+from sjfbco.datasets import bench_dir
+from sjfbco.errors import InputError, unknown_name
+from sjfbco.params import parse_kv
+from sjfbco.solvers import SOLVERS, solve
+from sjfbco.stdio import stdout_to_stderr
+from sjfbco.tables import format_table
+
 if TYPE_CHECKING:
     import argparse
 
@@ -40,14 +48,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import math
-
-    from sjfbco.benchset import read_best_known, run_bench, select
-    from sjfbco.datasets import bench_dir
-    from sjfbco.errors import InputError, unknown_name
-    from sjfbco.params import parse_kv
-    from sjfbco.solvers import SOLVERS, solve
-    from sjfbco.stdio import stdout_to_stderr
-    from sjfbco.tables import format_table
 
     if args.solver not in SOLVERS:
         raise InputError(f"--solver: {unknown_name('solver', args.solver, SOLVERS)}")

@@ -24,6 +24,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.cost import ConfigurationError
+from sjfbco.files import read_instance_and_schedule as read_pair
+from sjfbco.plugins import import_plugin
+from sjfbco.progress import listen
+
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Iterator
@@ -141,8 +146,6 @@ class ProgressBar:
 
     def __enter__(self) -> ProgressBar:
         if self.enabled:
-            from sjfbco.progress import listen
-
             self._ctx = listen(self)
             self._ctx.__enter__()
             self._stop = threading.Event()
@@ -188,7 +191,6 @@ def add_plugin(p: Any, what: str = "a solver") -> None:
 
 def load_plugins(specs: list[str]) -> None:
     """Import each ``--plugin``; a failure is one line naming the plugin."""
-    from sjfbco.plugins import import_plugin
 
     for spec in specs:
         import_plugin(spec)
@@ -198,7 +200,6 @@ def read_instance_and_schedule(
     instance: str, schedule: str, command: str
 ) -> tuple[ProblemData, Schedule]:
     """Read ``INSTANCE SCHEDULE``; the swapped order works with a deprecation warning."""
-    from sjfbco.files import read_instance_and_schedule as read_pair
 
     data, sched, swapped = read_pair(instance, schedule)
     if swapped:
@@ -214,7 +215,6 @@ def naming(path: str) -> Iterator[None]:
     """Prefix a :class:`~sjfbco.cost.ConfigurationError` raised inside with ``path``: the
     one-line message then names the file whose schedule put a job past one slot per
     iteration."""
-    from sjfbco.cost import ConfigurationError
 
     try:
         yield

@@ -5,10 +5,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands import options
-from sjfbco.commands.common import add_output, add_param, add_plugin, add_progress
+from sjfbco.commands.common import (
+    ProgressBar,
+    add_output,
+    add_param,
+    add_plugin,
+    add_progress,
+    load_plugins,
+    progress_enabled,
+    warn,
+)
 from sjfbco.commands.convert import add_trace_arguments
+from sjfbco.commands.online import policy_list
+from sjfbco.commands.solve import solver_list
+from sjfbco.compare import compare, default_solvers, in_unit, recommend, rows_of
 from sjfbco.errors import InputError
-from sjfbco.tables import add_time_unit_option
+from sjfbco.files import atomic_write_text, json_line, read_instance, write_json
+from sjfbco.params import solver_params
+from sjfbco.tables import add_time_unit_option, format_table
+from sjfbco.workloads.philly import COLUMNS as PHILLY_COLUMNS
+from sjfbco.workloads.philly import read_philly
+from sjfbco.workloads.swf import read_swf
+from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
 
 if TYPE_CHECKING:
     import argparse
@@ -78,14 +96,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import ProgressBar, load_plugins, progress_enabled, warn
-    from sjfbco.commands.online import policy_list
-    from sjfbco.commands.solve import solver_list
-    from sjfbco.compare import compare, default_solvers, in_unit, recommend, rows_of
-    from sjfbco.files import json_line
-    from sjfbco.params import solver_params
-    from sjfbco.tables import format_table
-
     load_plugins(args.plugin)
     solvers = _names(args.solvers, default_solvers(), solver_list)
     policies = _names(args.policies, None, policy_list)
@@ -193,8 +203,6 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
     """The table as CSV or JSON (a list of row objects), atomically."""
     import pandas as pd
 
-    from sjfbco.files import atomic_write_text, write_json
-
     if table_format(path) == "json":
         write_json(path, rows)
     else:
@@ -204,12 +212,6 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
 def read_input(path: str, args: argparse.Namespace) -> ProblemData:
     """An instance file, or a Philly CSV / SWF trace converted with the trace options."""
     from pathlib import Path
-
-    from sjfbco.files import read_instance
-    from sjfbco.workloads.philly import COLUMNS as PHILLY_COLUMNS
-    from sjfbco.workloads.philly import read_philly
-    from sjfbco.workloads.swf import read_swf
-    from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
 
     kind = trace_kind(path, PHILLY_COLUMNS)
     if kind is None:
@@ -231,7 +233,6 @@ def read_input(path: str, args: argparse.Namespace) -> ProblemData:
         name=Path(path).stem,
         load=args.load,
     )
-    from sjfbco.commands.common import warn
 
     warn(f"{report.headline()}; converted as by 'sjfbco convert {kind} {path} --arrivals'")
     return data

@@ -8,6 +8,11 @@ from sjfbco import limits
 from sjfbco.commands import options
 from sjfbco.commands.common import add_output
 from sjfbco.errors import InputError, check_text
+from sjfbco.files import CONVERSION_FORMAT, write_instance, write_json
+from sjfbco.tables import format_table
+from sjfbco.workloads.philly import parse_time, read_philly
+from sjfbco.workloads.swf import read_swf
+from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
 
 #: Most instances one conversion writes.
 MAX_INSTANCES = 10_000
@@ -140,12 +145,6 @@ def add_trace_arguments(p: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
-
-    from sjfbco.files import CONVERSION_FORMAT, write_instance, write_json
-    from sjfbco.tables import format_table
-    from sjfbco.workloads.philly import parse_time, read_philly
-    from sjfbco.workloads.swf import read_swf
-    from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
 
     name = plain_name(args.name or args.kind, "--name")
     cluster = parse_cluster(args.cluster)

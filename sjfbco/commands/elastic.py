@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands import options
+from sjfbco.elastic import parse_speedup, run_elastic
+from sjfbco.elastic.simulator import MODES, OBJECTIVES, POLICIES
+from sjfbco.errors import InputError
+from sjfbco.files import json_line, read_instance
 
 if TYPE_CHECKING:
     import argparse
@@ -15,8 +19,6 @@ KNEE_DEFAULT = 0.05
 
 
 def add_parser(sub: Any) -> None:
-    from sjfbco.elastic.simulator import MODES, OBJECTIVES, POLICIES
-
     p = sub.add_parser(
         "elastic",
         help="run the jobs as malleable jobs under heSRPT and friends",
@@ -61,10 +63,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.elastic import parse_speedup, run_elastic
-    from sjfbco.errors import InputError
-    from sjfbco.files import json_line, read_instance
-
     if args.objective is not None and args.policy != "hesrpt":
         raise InputError(f"--objective applies to --policy hesrpt only, not {args.policy!r}")
     if args.knee_threshold is not None and args.policy != "knee":

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.tables import add_time_unit_option
+from sjfbco.commands.common import naming, read_instance_and_schedule
+from sjfbco.evaluate import evaluate
+from sjfbco.files import json_line
+from sjfbco.tables import add_time_unit_option, format_table, slots_in
 
 if TYPE_CHECKING:
     import argparse
@@ -36,11 +39,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import naming, read_instance_and_schedule
-    from sjfbco.evaluate import evaluate
-    from sjfbco.files import json_line
-    from sjfbco.tables import format_table, slots_in
-
     data, schedule = read_instance_and_schedule(args.instance, args.schedule, "evaluate")
     with naming(args.schedule):
         ev = evaluate(data, schedule, strict=args.strict)

@@ -7,7 +7,10 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
 from sjfbco.commands import options
+from sjfbco.errors import InputError
+from sjfbco.files import json_text, write_instance
 from sjfbco.problem import MAX_SLOT_SECONDS, MIN_SLOT_SECONDS, TIME_MODELS
+from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
 
 if TYPE_CHECKING:
     import argparse
@@ -78,10 +81,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.errors import InputError
-    from sjfbco.files import json_text, write_instance
-    from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
-
     name = args.preset or ("testbed" if args.workload == "testbed" else "paper")
     try:
         base = get_preset(name)
@@ -115,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _gpus(text: str) -> tuple[int, ...]:
     """``--gpus 2,2,4``: GPUs per server, 1 to 4096 each, at most 200 servers."""
-    from sjfbco.errors import InputError
 
     try:
         caps = tuple(int(t) for t in text.split(","))

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.commands.common import add_plugin
+from sjfbco.commands.common import add_plugin, load_plugins, naming
+from sjfbco.errors import InputError
+from sjfbco.files import json_line, read_instance
+from sjfbco.frames import export_schedule, schedule_format
+from sjfbco.launch import launch_plan, write_launch
+from sjfbco.online import make_policy, run_online
+from sjfbco.online.replan import SjfBcoOnline
+from sjfbco.online.simulator import ADMISSIONS, METRIC_NAMES, POLICIES, policy_names
+from sjfbco.tables import format_table
 
 if TYPE_CHECKING:
     import argparse
@@ -14,8 +22,6 @@ REPLAN_DEFAULT = "arrivals"
 
 
 def add_parser(sub: Any) -> None:
-    from sjfbco.online.simulator import ADMISSIONS, POLICIES
-
     p = sub.add_parser(
         "online",
         help="simulate jobs arriving over time under an online policy",
@@ -71,11 +77,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import load_plugins
-    from sjfbco.errors import InputError
-    from sjfbco.files import json_line, read_instance
-    from sjfbco.tables import format_table
-
     load_plugins(args.plugin)
     names = policy_list(args.policy)
     if args.replan is not None and "sjf-bco-online" not in names:
@@ -83,8 +84,6 @@ def run(args: argparse.Namespace) -> int:
     if (args.jobs or args.output or args.launch) and len(names) > 1:
         raise InputError("--jobs, -o and --launch take one policy; give one --policy")
     if args.output:
-        from sjfbco.frames import schedule_format
-
         schedule_format(args.output)  # a suffix we cannot write fails before the run
     policies = [make(name, args.replan) for name in names]  # unknown names fail first
     if args.admission == "partial" and "all" in args.policy.split(","):
@@ -99,8 +98,6 @@ def run(args: argparse.Namespace) -> int:
             print(json_line(doc), flush=True)
         return 0
     if len(docs) > 1:
-        from sjfbco.online.simulator import METRIC_NAMES
-
         print(format_table(docs, ["policy", "status", *METRIC_NAMES, "held_idle_gpu_slots"]))
         print(
             f"{data.name}, {args.admission} admission; times in slots (one slot is "
@@ -135,8 +132,6 @@ def run(args: argparse.Namespace) -> int:
 def policy_list(spec: str) -> list[str]:
     """The policies of ``--policy``: one name, a comma list, ``all`` (every known policy;
     under ``--admission partial`` those that can run it)."""
-    from sjfbco.errors import InputError
-    from sjfbco.online.simulator import policy_names
 
     names: list[str] = []
     for item in (s.strip() for s in spec.split(",")):
@@ -149,11 +144,8 @@ def policy_list(spec: str) -> list[str]:
 
 def make(name: str, replan: str | None) -> Any:
     """The policy object for ``name`` (``sjf-bco-online`` with its ``--replan``)."""
-    from sjfbco.online import make_policy
 
     if name == "sjf-bco-online":
-        from sjfbco.online.replan import SjfBcoOnline
-
         return SjfBcoOnline(replan=replan or REPLAN_DEFAULT)
     return make_policy(name)
 
@@ -161,8 +153,6 @@ def make(name: str, replan: str | None) -> Any:
 def run_policy(args: argparse.Namespace, data: Any, policy: Any) -> tuple[dict[str, Any], Any]:
     """One online run of ``data`` under ``policy``: the JSON object ``online`` prints, and
     the run as a schedule (``None`` after a deadlock)."""
-    from sjfbco.commands.common import naming
-    from sjfbco.online import run_online
 
     with naming(args.instance):
         result = run_online(data, policy, admission=args.admission)
@@ -172,9 +162,6 @@ def run_policy(args: argparse.Namespace, data: Any, policy: Any) -> tuple[dict[s
 
 def _export(args: argparse.Namespace, data: Any, doc: dict[str, Any], schedule: Any) -> None:
     """Write the one run's schedule (-o) and launch plan (--launch)."""
-    from sjfbco.errors import InputError
-    from sjfbco.frames import export_schedule
-    from sjfbco.launch import launch_plan, write_launch
 
     if schedule is None:
         raise InputError(

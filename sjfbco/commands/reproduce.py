@@ -9,8 +9,11 @@ from typing import TYPE_CHECKING, Any
 from sjfbco import limits
 from sjfbco.commands import options
 from sjfbco.commands.batch import Progress, add_engine_arguments, check_engine_arguments
-from sjfbco.commands.common import add_output, add_progress
+from sjfbco.commands.common import add_output, add_progress, progress_enabled
 from sjfbco.errors import InputError
+from sjfbco.params import field_names, parse_kv
+from sjfbco.solvers import SOLVERS
+from sjfbco.workloads.paper import get_preset
 
 if TYPE_CHECKING:
     import argparse
@@ -129,7 +132,6 @@ def _extra_time_limit(args: argparse.Namespace) -> float:
 
 def _readings(args: argparse.Namespace) -> tuple[Any, ...]:
     from sjfbco.experiments.readings import get_reading
-    from sjfbco.workloads.paper import get_preset
 
     names = [n.strip() for item in (args.reading or ["default"]) for n in item.split(",")]
     names = list(dict.fromkeys(n for n in names if n))
@@ -148,7 +150,6 @@ def _readings(args: argparse.Namespace) -> tuple[Any, ...]:
 
 def _extras(args: argparse.Namespace) -> tuple[str, ...]:
     from sjfbco.experiments.paper import EXTRA_POLICIES, PAPER_POLICIES
-    from sjfbco.solvers import SOLVERS
 
     if args.extras is None:
         return tuple(e for e in EXTRA_POLICIES if e in SOLVERS)
@@ -162,7 +163,6 @@ def _extras(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import progress_enabled
     from sjfbco.experiments.paper import PAPER_POLICIES
     from sjfbco.experiments.reproduce import (
         Engine,
@@ -173,8 +173,6 @@ def run(args: argparse.Namespace) -> int:
         reproduce,
         tasks_for,
     )
-    from sjfbco.params import field_names, parse_kv
-    from sjfbco.solvers import SOLVERS
 
     check_engine_arguments(args)
     readings = _readings(args)

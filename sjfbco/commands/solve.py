@@ -9,8 +9,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.commands import options
-from sjfbco.commands.common import add_output, add_param, add_plugin, add_progress
+from sjfbco.commands.common import (
+    ProgressBar,
+    add_output,
+    add_param,
+    add_plugin,
+    add_progress,
+    load_plugins,
+    progress_enabled,
+    slot_note,
+    warn,
+)
 from sjfbco.errors import InputError, one_line
+from sjfbco.files import json_line, read_instance
+from sjfbco.frames import export_schedule, schedule_format
+from sjfbco.launch import launch_plan, write_launch
+from sjfbco.params import load_config, solver_params
+from sjfbco.progress import report
+from sjfbco.solvers import SOLVERS, heuristics, solve, spec_of
+from sjfbco.solvers.api import has_mode, ignores_arrivals, mode_of, solve_in_better_mode
+from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
+from sjfbco.solvers.contract import SUMMARY_COLUMNS
+from sjfbco.stdio import stdout_to_stderr
+from sjfbco.tables import format_table
 
 if TYPE_CHECKING:
     import argparse
@@ -90,20 +111,6 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.commands.common import (
-        ProgressBar,
-        load_plugins,
-        progress_enabled,
-        slot_note,
-        warn,
-    )
-    from sjfbco.files import read_instance
-    from sjfbco.frames import export_schedule, schedule_format
-    from sjfbco.params import load_config, solver_params
-    from sjfbco.progress import report
-    from sjfbco.solvers.contract import SUMMARY_COLUMNS
-    from sjfbco.tables import format_table
-
     load_plugins(args.plugin)
     solvers = solver_list(args.solver)
     config = load_config(args.config) if args.config else None
@@ -167,9 +174,6 @@ SEED_WARNING = (
 def budget(solvers: list[str], args: argparse.Namespace, n_runs: int) -> float | None:
     """Expected seconds of the whole command: the time limit of each anytime run (``best``
     without one: its default), heuristics counted as 0; ``None`` if a run has no limit."""
-    from sjfbco.solvers import SOLVERS
-    from sjfbco.solvers.api import has_mode
-    from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
 
     per_instance = 0.0
     for name in solvers:
@@ -193,7 +197,6 @@ MODE_NOTE = (
 def solver_list(spec: str) -> list[str]:
     """The solvers of ``--solver``: one name, a comma list, ``all`` (every heuristic)
     anywhere in it; unknown names fail with a did-you-mean, before any work."""
-    from sjfbco.solvers import heuristics, spec_of
 
     names: list[str] = []
     for item in (s.strip() for s in spec.split(",")):
@@ -219,11 +222,6 @@ def _run_one(
     export_schedule: Any,
 ) -> tuple[dict[str, Any], int]:
     """One (instance, solver) run: its row and exit code (0 ok, 2 bad input, 1 other)."""
-    from sjfbco.commands.common import warn
-    from sjfbco.files import json_line
-    from sjfbco.solvers import solve
-    from sjfbco.solvers.api import ignores_arrivals, mode_of, solve_in_better_mode
-    from sjfbco.stdio import stdout_to_stderr
 
     ctx = stdout_to_stderr() if args.json else contextlib.nullcontext()
     run = solve_in_better_mode if len(solver_list(args.solver)) > 1 else solve
@@ -256,8 +254,6 @@ def _run_one(
         out = args.output.format(instance=Path(path).stem, solver=name)
         export_schedule(data, res.schedule, out)
     if args.launch and res.schedule is not None:
-        from sjfbco.launch import launch_plan, write_launch
-
         folder = args.launch.format(instance=Path(path).stem, solver=name)
         write_launch(launch_plan(data, res.schedule), folder)
     return row, INTERRUPTED if res.status == "interrupted" else 0

@@ -6,6 +6,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError
+from sjfbco.files import json_line, load_json, read_instance, read_schedule
+from sjfbco.launch import LAUNCH_FORMAT, LaunchPlan, schedule_of
+from sjfbco.tables import format_table
+from sjfbco.workloads.paper import read_preset
 
 if TYPE_CHECKING:
     import argparse
@@ -95,7 +99,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"removed {n} namespace(s) and {f} folder(s)" + (": " if n + f else ""), end="")
         print(", ".join(removed["namespaces"] + removed["folders"]))
         return 0
-    from sjfbco.files import read_instance
 
     data = read_instance(args.instance)
     if args.testbed_command == "run":
@@ -115,9 +118,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_plan_or_schedule(path: str, data: ProblemData) -> Schedule:
-    from sjfbco.files import load_json, read_schedule
-    from sjfbco.launch import LAUNCH_FORMAT, LaunchPlan, schedule_of
-
     doc = load_json(path)
     if isinstance(doc, dict) and doc.get("format") == LAUNCH_FORMAT:
         try:
@@ -129,14 +129,10 @@ def _read_plan_or_schedule(path: str, data: ProblemData) -> Schedule:
 
 def _run(args: argparse.Namespace, data: ProblemData) -> int:
     import sjfbco.testbed as tb
-    from sjfbco.files import json_line
-    from sjfbco.tables import format_table
 
     schedule = _read_plan_or_schedule(args.schedule, data)
     cal = None
     if args.calibration is not None:
-        from sjfbco.workloads.paper import read_preset
-
         cal = read_preset(args.calibration)
     ex = tb.run(data, schedule, cal, args.hostfile, args.shared_dir, args.max_seconds)
     doc = ex.to_dict()

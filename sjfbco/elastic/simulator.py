@@ -30,7 +30,9 @@ from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.policies import (
     ALLOCATORS,
     Active,
+    _hell_chain,
     curve_table,
+    knee_of,
     round_by_largest_remainder,
 )
 from sjfbco.elastic.speedup import PowerLaw, Speedup, TableSpeedup, curves_for, elastic_sizes
@@ -351,7 +353,6 @@ def window(s: _Setting) -> int | None:
     when fewer jobs are active). ``hell`` with one curve: the length of its chain of
     counts (:func:`~sjfbco.elastic.policies.hell`). The rest: every job.
     """
-    from sjfbco.elastic.policies import _hell_chain, knee_of
 
     if s.policy == "srpt":
         return 1
@@ -366,7 +367,6 @@ def window(s: _Setting) -> int | None:
 def _knee_table(s: _Setting) -> np.ndarray | None:
     """``knee`` with curves of different knees: each curve's knee
     (:func:`~sjfbco.elastic.policies.knee_of`); else ``None``."""
-    from sjfbco.elastic.policies import knee_of
 
     if s.policy != "knee":
         return None

@@ -56,7 +56,7 @@ from sjfbco.experiments.paper import (
     PAPER as PAPER_VALUES,
 )
 from sjfbco.experiments.readings import preset_of, reading_of
-from sjfbco.experiments.reproduce import Engine, Settings, run_tasks, tasks_for
+from sjfbco.experiments.reproduce import Engine, Settings, failures, md_table, run_tasks, tasks_for
 from sjfbco.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -208,7 +208,6 @@ class Score:
 
 def score(rows: Sequence[Mapping[str, Any]]) -> Score:
     """Distance, residuals, claims and Fig. 4 ratios of one reading's figure rows."""
-    from sjfbco.experiments.reproduce import failures
 
     bad = failures(rows)
     res = residuals(rows)
@@ -547,7 +546,6 @@ def distance_floor() -> float:
 
 def space_table() -> str:
     """Markdown table of :data:`SPACE` (dimension, range or choices, why)."""
-    from sjfbco.experiments.reproduce import md_table
 
     body = [[f"`{d.name}`", d.range_text(), d.why] for d in SPACE]
     return md_table(["dimension", "range", "why"], body, left=3)
@@ -555,7 +553,6 @@ def space_table() -> str:
 
 def report(table: Sequence[Mapping[str, Any]]) -> str:
     """Markdown summary of a trial table: counts, the best trial, claims, residuals."""
-    from sjfbco.experiments.reproduce import md_table
 
     done = [r for r in table if math.isfinite(_distance(r))]
     lines = [
@@ -611,7 +608,6 @@ def report(table: Sequence[Mapping[str, Any]]) -> str:
 def choice_table(table: Sequence[Mapping[str, Any]]) -> str:
     """Markdown: per choice of each categorical dimension, the complete trials that took
     it, and their best and median distance (which Decisions the fit prefers)."""
-    from sjfbco.experiments.reproduce import md_table
 
     done = [r for r in table if math.isfinite(_distance(r))]
     body = []

@@ -54,6 +54,8 @@ from sjfbco.experiments.paper import (
 from sjfbco.experiments.readings import DEFAULT, Reading
 from sjfbco.files import atomic_write_text, csv_checked, json_text, read_text
 from sjfbco.params import field_names
+from sjfbco.solvers import SOLVERS
+from sjfbco.version import __version__
 from sjfbco.workloads.paper import PaperSpec
 
 if TYPE_CHECKING:
@@ -93,8 +95,6 @@ SETTINGS_FORMAT = "sjfbco-reproduce-settings/1"
 
 
 def _known_params(solver: str) -> set[str]:
-    from sjfbco.solvers import SOLVERS
-
     spec = SOLVERS.get(solver)
     return field_names(spec.params) if spec is not None else set()
 
@@ -639,8 +639,6 @@ def write_settings(
     settings: Settings, engine: Engine, figures: Sequence[str], out: str | os.PathLike[str]
 ) -> Path:
     """Write ``settings.json`` (what was run: readings in full, seeds, parameters, engine)."""
-    from sjfbco import __version__
-
     doc = {
         "format": SETTINGS_FORMAT,
         "sjfbco": __version__,

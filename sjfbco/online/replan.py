@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError
 from sjfbco.online.policies import Policy, Start, View
+from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
+from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco
 
 if TYPE_CHECKING:
     from sjfbco.online.pool import FreePool
@@ -43,8 +45,6 @@ def plan_subset(
 
     Returns, per job, ``(global GPUs, planned start, rank)``.
     """
-    from sjfbco.params import make_params
-    from sjfbco.solvers.sjf_bco import SJFBCOParams, sjf_bco
 
     jobs = sorted(jobs)
     if len(jobs) == data.num_jobs and all(job.arrival == 0 for job in data.jobs):

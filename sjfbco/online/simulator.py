@@ -45,6 +45,7 @@ from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
 from sjfbco.online.pool import FreePool
+from sjfbco.online.replan import SjfBcoOnline
 from sjfbco.schedule import Schedule, _num
 
 if TYPE_CHECKING:
@@ -109,8 +110,6 @@ def make_policy(policy: str | Policy) -> Policy:
     if isinstance(policy, Policy):
         return policy
     if policy == "sjf-bco-online":
-        from sjfbco.online.replan import SjfBcoOnline
-
         return SjfBcoOnline()
     cls = POLICY_CLASSES.get(policy)
     if cls is None:

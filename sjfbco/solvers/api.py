@@ -11,6 +11,7 @@ from sjfbco import interrupt
 from sjfbco.bounds import lower_bound as cheap_lower_bound
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
+from sjfbco.files import read_instance
 from sjfbco.params import make_params
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
@@ -61,8 +62,6 @@ def solve(
         exception; bad input or unknown parameters raise ``ValueError``.
     """
     if not isinstance(data, ProblemData):
-        from sjfbco.files import read_instance
-
         data = read_instance(data)
     spec = spec_of(solver)
     typed = build_params(spec.params, params, kwargs)
