@@ -6,6 +6,7 @@ import itertools
 import math
 import random
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -293,7 +294,7 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
     relaxation follows."""
     from pathlib import Path
 
-    import sjfbco.bounds.relaxation as relaxation
+    import sjfbco.relaxations.contention_free as relaxation
     from sjfbco.solvers.best import BestParams, relaxation_bound
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
@@ -301,13 +302,16 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
 
     data = make_instance(10, 4, 3)
     calls = []
-    real = relaxation.contention_free_bound
+    for how in ("bound", "decide"):
+        real = getattr(relaxation.ContentionFree, how)
 
-    def counted(*args: object, **kw: object) -> relaxation.RelaxationResult:
-        calls.append(kw.get("horizon"))
-        return real(*args, **kw)  # type: ignore[arg-type]
+        def counted(
+            self: relaxation.ContentionFree, *args: Any, real: Any = real, **kw: Any
+        ) -> relaxation.RelaxationResult:
+            calls.append(self.horizon)
+            return real(self, *args, **kw)  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(relaxation, "contention_free_bound", counted)
+        monkeypatch.setattr(relaxation.ContentionFree, how, counted)
     assert relaxation_bound(data, 20, 120, BestParams(), 0) == (20.0, "pooled form: infeasible")
     assert calls == []
     bound, _ = relaxation_bound(data, 21, 120, BestParams(), 0)

@@ -1,4 +1,4 @@
-"""The configuration bound (sjfbco/bounds/configuration.py): oracles and hand-computed values."""
+"""The configuration bound (sjfbco/relaxations/configuration.py): oracles, hand-computed values."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
-from sjfbco.bounds import configuration as cfg
 from sjfbco.bounds import lower_bound
-from sjfbco.bounds.configuration import configuration_bound, configurations
-from sjfbco.bounds.relaxation import contention_free_bound
-from sjfbco.bounds.timeindexed import time_indexed_bound
+from sjfbco.relaxations import configuration as cfg
+from sjfbco.relaxations.configuration import Configuration, configurations
+from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.solvers.contract import Status
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
@@ -61,11 +61,11 @@ def test_hand_computed_configuration_bound() -> None:
     data = _two_that_cannot_share()
     assert _optimum(data) == 8
     assert lower_bound(data) == 4
-    assert contention_free_bound(data, pairwise=False).bound == 4
+    assert ContentionFree(data, pairwise=False).bound().bound == 4
     for horizon in (6, 7, 8, 9):
-        res = configuration_bound(data, horizon)
+        res = Configuration(data, horizon).bound()
         assert (res.bound, res.infeasible) == (6, False), (horizon, res)
-    five = configuration_bound(data, 5)  # 16 server-slots do not fit in 3 x 5
+    five = Configuration(data, 5).bound()  # 16 server-slots do not fit in 3 x 5
     assert (five.bound, five.infeasible) == (6, True)
 
 
@@ -76,7 +76,7 @@ def _check(data: ProblemData) -> None:
     for horizon in (opt - 2, opt - 1, opt, opt + 1):
         if horizon < 1:
             continue
-        res = configuration_bound(data, horizon)
+        res = Configuration(data, horizon).bound()
         assert res.bound is not None and res.bound <= opt, (horizon, res, opt)
         assert not (res.infeasible and horizon >= opt), (horizon, res, opt)
 
@@ -124,9 +124,9 @@ def test_it_proves_what_the_time_indexed_forms_cannot(monkeypatch: pytest.Monkey
 
     data = _bench(14, 3, 6, monkeypatch)
     assert lower_bound(data) == 30
-    pooled = time_indexed_bound(data, 30, pooled=True, threads=1)
+    pooled = TimeIndexed(data, 30, pooled=True).bound(threads=1)
     assert pooled.bound == 30 and not pooled.infeasible
-    res = configuration_bound(data, 30)
+    res = Configuration(data, 30).bound()
     assert (res.bound, res.infeasible) == (31, True)
     assert relaxation_bound(data, 31, 60, BestParams(), 0) == (
         31.0,
@@ -136,7 +136,7 @@ def test_it_proves_what_the_time_indexed_forms_cannot(monkeypatch: pytest.Monkey
 
 def test_too_many_configurations_is_no_bound(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cfg, "MAX_CONFIGURATIONS", 2)  # it has 3: 1, 2, 1+1 split
-    res = configuration_bound(_two_that_cannot_share(), 8)
+    res = Configuration(_two_that_cannot_share(), 8).bound()
     assert res.bound is None and not res.infeasible and "not built" in res.status
 
 

@@ -432,7 +432,7 @@ def test_last_slot_relaxation_takes_what_is_left(
     """One slot left (bound = makespan - 1) and a contention-free packing by it: the
     relaxation decides with all the time left but the finish margin; without the packing
     it keeps its share and leaves the model its reserve."""
-    import sjfbco.bounds.relaxation as relaxation
+    import sjfbco.relaxations.contention_free as relaxation
     from sjfbco.solvers.exact import (
         FINISH_MARGIN_S,
         MODEL_RESERVE,
@@ -445,11 +445,15 @@ def test_last_slot_relaxation_takes_what_is_left(
 
     asked: dict[str, Any] = {}
 
-    def record(data: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
-        asked.update(kw)
-        return relaxation.RelaxationResult(10, None, False, None, "UNKNOWN", 0.0, {})
+    def record(how: str) -> Any:
+        def ask(self: relaxation.ContentionFree, **kw: Any) -> relaxation.RelaxationResult:
+            asked.update(kw, horizon=self.horizon, decide=how == "decide")
+            return relaxation.RelaxationResult(10, None, False, None, "UNKNOWN", 0.0, {})
 
-    monkeypatch.setattr(relaxation, "contention_free_bound", record)
+        return ask
+
+    for how in ("bound", "decide"):
+        monkeypatch.setattr(relaxation.ContentionFree, how, record(how))
     data = instance_b()
     stats: dict[str, Any] = {"time_indexed": {"packed_by": 10 if packed else None}}
     run = _Run(data, serial_schedule(data), 11, 10, stats)
@@ -478,7 +482,7 @@ def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(
     decided by CP-SAT with the run's workers for PERFECT_SHARE of the limit; otherwise
     HiGHS solves it on one thread for POOLED_SHARE. Then, unstubbed, CP-SAT's verdict
     lifts the bound to the incumbent (test_relaxation.perfect_instance: nothing by 4)."""
-    import sjfbco.bounds.timeindexed as timeindexed
+    import sjfbco.relaxations.timeindexed as timeindexed
     from sjfbco.solvers.exact import (
         PERFECT_SHARE,
         POOLED_SHARE,
@@ -489,14 +493,20 @@ def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(
     from tests.test_relaxation import perfect_instance
 
     asked: dict[str, Any] = {}
-    real = timeindexed.time_indexed_bound
+    real = {how: getattr(timeindexed.TimeIndexed, how) for how in ("bound", "decide")}
 
-    def record(data: ProblemData, horizon: int, **kw: Any) -> timeindexed.TimeIndexedBound:
-        asked.update(kw, horizon=horizon)
-        return timeindexed.TimeIndexedBound(None, False, "stub", 0.0, 0)
+    def record(solver: str) -> Any:
+        def ask(self: timeindexed.TimeIndexed, **kw: Any) -> timeindexed.TimeIndexedBound:
+            threads = kw.pop("workers", kw.pop("threads", None))
+            asked.update(kw, horizon=self.horizon, solver=solver, threads=threads)
+            asked["pooled"] = self.pooled
+            return timeindexed.TimeIndexedBound(None, False, "stub", 0.0, 0)
+
+        return ask
 
     data, makespan, bound = (perfect_instance(), 5, 4) if perfect else (instance_b(), 11, 10)
-    monkeypatch.setattr(timeindexed, "time_indexed_bound", record)
+    monkeypatch.setattr(timeindexed.TimeIndexed, "bound", record("highs"))
+    monkeypatch.setattr(timeindexed.TimeIndexed, "decide", record("cpsat"))
     run = _Run(data, serial_schedule(data), makespan, bound, {})
     _quick_bound(run, Budget(100.0), "pooled", POOLED_SHARE, workers=2, seed=3)
     assert asked["horizon"] == makespan - 1 and asked["pooled"] is True
@@ -507,7 +517,8 @@ def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(
     else:
         assert asked["solver"] == "highs" and asked["threads"] == 1
         assert asked["time_limit"] == pytest.approx(POOLED_SHARE * 100, abs=0.1)
-    monkeypatch.setattr(timeindexed, "time_indexed_bound", real)
+    for how, method in real.items():
+        monkeypatch.setattr(timeindexed.TimeIndexed, how, method)
     if perfect:
         _quick_bound(run, Budget(100.0), "pooled", POOLED_SHARE, workers=2, seed=3)
         assert run.stats["pooled"]["status"] == "INFEASIBLE" and run.bound == 5
@@ -537,17 +548,26 @@ def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
 def _undecided_relaxation(monkeypatch: pytest.MonkeyPatch, *, cuts_only: bool = False) -> None:
     """Make CP-SAT's relaxation end undecided (no packing, no proof), as at a time limit;
     ``cuts_only``: only with the pairwise cuts (the quick check without them runs)."""
-    import sjfbco.bounds.relaxation as relaxation
 
-    real = relaxation.contention_free_bound
+    _stub_relaxation(monkeypatch, lambda model: cuts_only and not model.pairwise)
 
-    def undecided(data: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
-        if cuts_only and not kw.get("pairwise", True):
-            return real(data, **kw)
-        closed = int(relaxation.lower_bound(data))
-        return relaxation.RelaxationResult(closed, None, False, None, "UNKNOWN", 0.0, {})
 
-    monkeypatch.setattr(relaxation, "contention_free_bound", undecided)
+def _stub_relaxation(monkeypatch: pytest.MonkeyPatch, real_if: Any) -> None:
+    """The relaxation's bound and decision end undecided (no packing, no proof) unless
+    ``real_if(model)``."""
+    import sjfbco.relaxations.contention_free as relaxation
+
+    for how in ("bound", "decide"):
+        real = getattr(relaxation.ContentionFree, how)
+
+        def undecided(
+            self: relaxation.ContentionFree, real: Any = real, **kw: Any
+        ) -> relaxation.RelaxationResult:
+            if real_if(self):
+                return real(self, **kw)  # type: ignore[no-any-return]
+            return relaxation.RelaxationResult(self.closed, None, False, None, "UNKNOWN", 0.0, {})
+
+        monkeypatch.setattr(relaxation.ContentionFree, how, undecided)
 
 
 def test_time_indexed_is_skipped_when_a_packing_ends_by_the_horizon(
@@ -569,17 +589,7 @@ def test_quick_relaxation_pass_comes_before_the_time_indexed_form(
     """Instance B (optimum 11) with the packing check (no cuts) forced undecided: the short
     first pass of the relaxation with its pairwise cuts bounds 11 (test_relaxation.py) and
     proves the warm start, so neither the time-indexed form nor the long pass runs."""
-    import sjfbco.bounds.relaxation as relaxation
-
-    real = relaxation.contention_free_bound
-
-    def undecided_packing(data: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
-        if kw.get("pairwise", True):
-            return real(data, **kw)
-        closed = int(relaxation.lower_bound(data))
-        return relaxation.RelaxationResult(closed, None, False, None, "UNKNOWN", 0.0, {})
-
-    monkeypatch.setattr(relaxation, "contention_free_bound", undecided_packing)
+    _stub_relaxation(monkeypatch, lambda model: model.pairwise)
     res = solve(instance_b(), "exact", backend="cpsat", time_limit=60)
     assert res.stats["relaxation_quick"]["bound"] == 11
     assert "bound" not in res.stats["time_indexed"] and "relaxation" not in res.stats
@@ -594,7 +604,7 @@ def test_plan_search_finds_what_the_relaxation_plan_missed(
     relaxation's own plan withheld (as when contention stretches it under the evaluator):
     the relaxation bounds 11 and has a plan ending by 11, so the plan search enumerates
     its plans by the horizon 11 and keeps the first the evaluator ends below 12."""
-    import sjfbco.bounds.relaxation as relaxation
+    import sjfbco.relaxations.contention_free as relaxation
     import sjfbco.solvers.exact as exact
 
     data = instance_b()
@@ -603,13 +613,15 @@ def test_plan_search_finds_what_the_relaxation_plan_missed(
     monkeypatch.setattr(
         exact, "best_warm_start", lambda d, **kw: ("serial", serial, evaluate(d, serial))
     )
-    real = relaxation.contention_free_bound
+    for how in ("bound", "decide"):
+        real = getattr(relaxation.ContentionFree, how)
 
-    def no_plan(d: ProblemData, **kw: Any) -> relaxation.RelaxationResult:
-        res = real(d, **kw)
-        return res if kw.get("accept") else replace(res, plan=None)
+        def no_plan(
+            self: relaxation.ContentionFree, real: Any = real, **kw: Any
+        ) -> relaxation.RelaxationResult:
+            return replace(real(self, **kw), plan=None)
 
-    monkeypatch.setattr(relaxation, "contention_free_bound", no_plan)
+        monkeypatch.setattr(relaxation.ContentionFree, how, no_plan)
     res = solve(data, "exact", backend="cpsat", time_limit=60)
     assert res.stats["plan_search"]["found"] and res.stats["incumbent_from"] == "plan search"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
@@ -747,7 +759,7 @@ def test_no_spare_core_where_the_per_server_form_is_refused(
 ) -> None:
     """An instance whose per-server form is above ``MAX_VARIABLES`` gets no child at all
     (it would only refuse it, with a warning); the run proves its optimum as before."""
-    import sjfbco.bounds.timeindexed as ti
+    import sjfbco.relaxations.timeindexed as ti
 
     monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
     with caplog.at_level("WARNING"):

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
-from sjfbco.bounds import timeindexed
 from sjfbco.bounds.closed import lower_bound as closed_bound
-from sjfbco.bounds.relaxation import contention_free_bound
-from sjfbco.bounds.timeindexed import pooled_weights, time_indexed_bound
-from sjfbco.errors import InputError
 from sjfbco.patterns import Plan, plan_to_schedule
+from sjfbco.relaxations import timeindexed
+from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, pooled_weights
 from sjfbco.solvers.exact import serial_schedule
 from tests.bruteforce import brute_force
 from tests.test_exact import _contention_instance, _late_pair, _undecided_relaxation, instance_b
@@ -38,7 +37,7 @@ def test_hand_computed_relaxation() -> None:
     The big job needs 3 of the 4 GPUs, so no small job runs beside it; the two
     small jobs run together on one server each: 5 + 2 = 7 (as the exact solver).
     """
-    res = contention_free_bound(_contention_instance())
+    res = ContentionFree(_contention_instance()).bound()
     assert res.optimal and res.bound == res.makespan == 7
     assert res.plan is not None and res.plan.makespan == 7
 
@@ -50,7 +49,7 @@ def test_relaxation_is_below_contention() -> None:
     on 6 GPUs, so the relaxation is 2 alone-durations, below the optimum 11.
     """
     data = instance_b()
-    res = contention_free_bound(data, pairwise=False)
+    res = ContentionFree(data, pairwise=False).bound()
     assert res.optimal
     assert res.bound == 8  # two side by side (4 slots alone each), then the third
     assert res.plan is not None
@@ -60,14 +59,14 @@ def test_relaxation_is_below_contention() -> None:
 
 
 def test_time_limit_keeps_a_valid_bound() -> None:
-    res = contention_free_bound(instance_b(), time_limit=0.001)
+    res = ContentionFree(instance_b()).bound(time_limit=0.001)
     assert res.bound <= 11
 
 
 @settings(max_examples=12)
 @given(tiny_instances())
 def test_relaxation_bound_against_brute_force(data: ProblemData) -> None:
-    res = contention_free_bound(data)
+    res = ContentionFree(data).bound()
     opt = _optimum(data)
     assert res.bound <= opt
     assert res.optimal and res.makespan == res.bound
@@ -76,7 +75,7 @@ def test_relaxation_bound_against_brute_force(data: ProblemData) -> None:
 @settings(max_examples=5)
 @given(trap_instances(max_jobs=3))
 def test_relaxation_bound_on_split_jobs(data: ProblemData) -> None:
-    assert contention_free_bound(data).bound <= _optimum(data)
+    assert ContentionFree(data).bound().bound <= _optimum(data)
 
 
 @settings(max_examples=8)
@@ -84,7 +83,7 @@ def test_relaxation_bound_on_split_jobs(data: ProblemData) -> None:
 def test_relaxation_is_exact_without_gradient_traffic(data: ProblemData) -> None:
     """No gradient, no contention: durations are the true ones and the bound is the optimum."""
     flat = replace(data, jobs=tuple(replace(job, gradient_mb=0.0) for job in data.jobs))
-    assert contention_free_bound(flat).bound == _optimum(flat)
+    assert ContentionFree(flat).bound().bound == _optimum(flat)
 
 
 def test_arrivals_are_respected() -> None:
@@ -94,7 +93,7 @@ def test_arrivals_are_respected() -> None:
     jobs = (
         Job(id="late", num_gpus=1, iterations=22, gradient_mb=0.0, compute_seconds=0.2, arrival=3),
     )
-    res = contention_free_bound(ProblemData(cl, jobs, cost))
+    res = ContentionFree(ProblemData(cl, jobs, cost)).bound()
     assert res.bound == 5 and res.plan is not None and res.plan.start == (3,)
 
 
@@ -107,11 +106,11 @@ def test_pairwise_cuts_reach_instance_b_optimum() -> None:
     while both run: overlapping fully, 3 d >= 20 gives d = 7, and the third job
     alone needs 4 more: 11. The cuts lift the bound from 8 to the optimum."""
     data = instance_b()
-    res = contention_free_bound(data)
+    res = ContentionFree(data).bound()
     assert res.optimal and res.bound == 11 == _optimum(data)
 
 
-# -- the time-indexed form (sjfbco/bounds/timeindexed.py) ----------------------------------
+# -- the time-indexed form (sjfbco/relaxations/timeindexed.py) ----------------------------------
 
 
 def _check_time_indexed(data: ProblemData) -> None:
@@ -121,12 +120,12 @@ def _check_time_indexed(data: ProblemData) -> None:
     for horizon in (opt - 2, opt - 1, opt, opt + 1):
         if horizon < 1:
             continue
-        ti = time_indexed_bound(data, horizon)
-        cp = contention_free_bound(data, horizon=horizon, pairwise=False)
+        ti = TimeIndexed(data, horizon).bound()
+        cp = ContentionFree(data, horizon=horizon, pairwise=False).bound()
         assert ti.bound is not None and ti.bound <= opt, (horizon, ti, opt)
         # the pooled form relaxes the per-server form: never above it, never infeasible
         # where the per-server form has a packing
-        pooled = time_indexed_bound(data, horizon, pooled=True)
+        pooled = TimeIndexed(data, horizon, pooled=True).bound()
         assert pooled.bound is not None and pooled.bound <= ti.bound, (horizon, pooled, ti)
         assert pooled.infeasible <= ti.infeasible
         # two encodings of one problem: the same optimum (or both nothing by the horizon)
@@ -134,7 +133,7 @@ def _check_time_indexed(data: ProblemData) -> None:
         assert ti.infeasible == (cp.makespan is None or cp.makespan > horizon)
         # CP-SAT deciding either form, its idle GPU-slots counted: the same verdict
         for form, ref in ((False, ti), (True, pooled)):
-            dec = time_indexed_bound(data, horizon, pooled=form, solver="cpsat")
+            dec = TimeIndexed(data, horizon, pooled=form).decide()
             assert dec.infeasible or dec.status in ("OPTIMAL", "FEASIBLE"), (form, dec)
             assert dec.infeasible == ref.infeasible, (horizon, form, dec, ref)
             assert dec.bound == (horizon + 1 if dec.infeasible else closed_bound(data))
@@ -188,22 +187,25 @@ def test_perfect_packing_hand_computed() -> None:
     assert [gpu_slack(data, pats, h) for h in (3, 4, 5)] == [-2, 0, 2]
     for solver in ("highs", "cpsat"):
         for pooled in (False, True):
-            at4 = time_indexed_bound(data, 4, pooled=pooled, solver=solver)
-            at5 = time_indexed_bound(data, 5, pooled=pooled, solver=solver)
+            at4 = _ask(TimeIndexed(data, 4, pooled=pooled), solver)
+            at5 = _ask(TimeIndexed(data, 5, pooled=pooled), solver)
             assert at4.infeasible and at4.bound == 5, (solver, pooled, at4)
             assert not at5.infeasible and at5.bound in (4, 5), (solver, pooled, at5)
             if solver == "cpsat":
                 assert at5.bound == 4 and at5.status in ("OPTIMAL", "FEASIBLE")
-    with pytest.raises(InputError, match=r"unknown solver 'gurobi'.*known: highs, cpsat"):
-        time_indexed_bound(data, 4, solver="gurobi")
+
+
+def _ask(model: TimeIndexed, solver: str, **kw: Any) -> TimeIndexedBound:
+    """The bound of HiGHS (``"highs"``) or CP-SAT's decision (``"cpsat"``)."""
+    return model.bound(**kw) if solver == "highs" else model.decide(**kw)
 
 
 def test_time_indexed_hand_computed() -> None:
     """The hand-computed instance (optimum 7, no contention in it): bound 7 at horizons
     7 and 8; at 6 nothing fits (the big job alone 5 slots, the small ones 2 more)."""
     data = _contention_instance()
-    assert time_indexed_bound(data, 8).bound == 7
-    six = time_indexed_bound(data, 6)
+    assert TimeIndexed(data, 8).bound().bound == 7
+    six = TimeIndexed(data, 6).bound()
     assert six.infeasible and six.bound == 7
 
 
@@ -265,9 +267,9 @@ def test_pooled_form_proves_a_tight_packing(monkeypatch: pytest.MonkeyPatch) -> 
     from benchmarks.bench_exact import make_instance
 
     data = make_instance(12, 3, 0)
-    res = time_indexed_bound(data, 18, pooled=True, time_limit=120)
+    res = TimeIndexed(data, 18, pooled=True).bound(time_limit=120)
     assert res.infeasible and res.bound == 19
-    assert time_indexed_bound(data, 19, pooled=True, time_limit=120).bound == 19
+    assert TimeIndexed(data, 19, pooled=True).bound(time_limit=120).bound == 19
 
 
 def test_highs_runs_with_any_thread_count_in_one_process() -> None:
@@ -278,15 +280,15 @@ def test_highs_runs_with_any_thread_count_in_one_process() -> None:
     data = _contention_instance()
     for threads in (1, 2, 1, 2):
         for pooled in (False, True):
-            six = time_indexed_bound(data, 6, threads=threads, pooled=pooled)
+            six = TimeIndexed(data, 6, pooled=pooled).bound(threads=threads)
             assert six.infeasible and six.bound == 7, (threads, pooled, six)
 
 
 def test_time_indexed_refuses_a_huge_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sjfbco.bounds.timeindexed as ti
+    import sjfbco.relaxations.timeindexed as ti
 
     monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
-    res = ti.time_indexed_bound(_contention_instance(), 8)
+    res = ti.TimeIndexed(_contention_instance(), 8).bound()
     assert res.bound is None and res.status.startswith("not built")
 
 
@@ -309,8 +311,8 @@ def _check_gpu_time_cuts(data: ProblemData) -> None:
     relaxation.py's docstring)."""
     opt = _optimum(data)
     for pairwise, horizon in _around_optimum(opt):
-        on = contention_free_bound(data, horizon=horizon, pairwise=pairwise)
-        off = contention_free_bound(data, horizon=horizon, pairwise=pairwise, gpu_time=False)
+        on = ContentionFree(data, horizon=horizon, pairwise=pairwise).bound()
+        off = ContentionFree(data, horizon=horizon, pairwise=pairwise, gpu_time=False).bound()
         assert on.bound <= opt, (pairwise, horizon, on, opt)
         assert on.status in ("OPTIMAL", "INFEASIBLE") and off.status == on.status
         assert min(on.bound, horizon + 1) == min(off.bound, horizon + 1)
@@ -340,8 +342,8 @@ def test_gpu_time_caps_prune_slow_patterns() -> None:
     data = instance_b()
     assert duration_caps(data, Patterns(data), 10) == [12, 12, 12]
     assert duration_caps(data, Patterns(data), 8) == [8, 8, 8]
-    assert contention_free_bound(data, horizon=10).bound == 11
-    assert contention_free_bound(data, horizon=8).bound == 9
+    assert ContentionFree(data, horizon=10).bound().bound == 11
+    assert ContentionFree(data, horizon=8).bound().bound == 9
 
 
 # -- the plan search (``accept``): the incumbent side ------------------------------------
@@ -371,7 +373,7 @@ def _check_plan_search(data: ProblemData) -> None:
         if horizon < 1:
             continue
         taken: list[Plan] = []
-        res = contention_free_bound(data, horizon=horizon, accept=_by_horizon(data, horizon, taken))
+        res = ContentionFree(data, horizon=horizon).search(_by_horizon(data, horizon, taken))
         assert res.bound == int(lower_bound(data)) and not res.optimal
         if res.plan is None:
             assert not taken
@@ -390,10 +392,10 @@ def test_plan_search_finds_instance_b_optimum() -> None:
     """Instance B at the horizon 11 (the optimum): a plan whose schedule ends at 11; at 10,
     none (no schedule ends by 10), and still no bound claimed."""
     data = instance_b()
-    res = contention_free_bound(data, horizon=11, accept=_by_horizon(data, 11, []))
+    res = ContentionFree(data, horizon=11).search(_by_horizon(data, 11, []))
     assert res.plan is not None
     assert evaluate(data, plan_to_schedule(data, res.plan)).makespan == 11
-    below = contention_free_bound(data, horizon=10, accept=_by_horizon(data, 10, []))
+    below = ContentionFree(data, horizon=10).search(_by_horizon(data, 10, []))
     assert below.plan is None and below.bound <= 11
 
 
@@ -409,8 +411,8 @@ def _check_decide(data: ProblemData) -> None:
     closed = int(closed_bound(data))
     for pairwise, asked in _around_optimum(opt):
         horizon = max(asked, closed)  # the relaxation never searches below the closed form
-        dec = contention_free_bound(data, horizon=asked, pairwise=pairwise, decide=True)
-        mini = contention_free_bound(data, horizon=asked, pairwise=pairwise)
+        dec = ContentionFree(data, horizon=asked, pairwise=pairwise).decide()
+        mini = ContentionFree(data, horizon=asked, pairwise=pairwise).bound()
         assert dec.bound <= opt, (pairwise, horizon, dec, opt)
         assert (dec.status == "INFEASIBLE") == (mini.status == "INFEASIBLE")
         assert not dec.optimal
@@ -439,9 +441,9 @@ def test_decide_on_instance_b() -> None:
     no plan (bound 11, the optimum); at 11 it finds one, and the bound stays the closed
     form (nothing is minimised, so CP-SAT proves no bound of its own)."""
     data = instance_b()
-    below = contention_free_bound(data, horizon=10, decide=True)
+    below = ContentionFree(data, horizon=10).decide()
     assert below.status == "INFEASIBLE" and below.bound == 11
-    at = contention_free_bound(data, horizon=11, decide=True)
+    at = ContentionFree(data, horizon=11).decide()
     assert at.plan is not None and at.plan.makespan <= 11
     assert at.bound == int(closed_bound(data)) < 10
 
@@ -450,7 +452,7 @@ def test_decide_on_instance_b() -> None:
 def test_time_indexed_build_stops_at_its_deadline(solver: str) -> None:
     """A time limit that has passed before the first column is built: the build stops
     there and says so (no bound, not infeasible), whatever the solver."""
-    res = time_indexed_bound(_contention_instance(), 8, time_limit=1e-9, solver=solver)
+    res = _ask(TimeIndexed(_contention_instance(), 8), solver, time_limit=1e-9)
     assert res.bound is None and not res.infeasible
     assert res.status == "not built: building the time-indexed relaxation ran out of time"
 
@@ -460,7 +462,7 @@ def test_an_oversized_time_indexed_form_is_refused(monkeypatch: pytest.MonkeyPat
     and the reason is given; exact's stats carry it and the run still ends with the
     optimum 3 (brute force, the test above)."""
     monkeypatch.setattr(timeindexed, "MAX_ENTRIES", 0)
-    res = time_indexed_bound(_contention_instance(), 8)
+    res = TimeIndexed(_contention_instance(), 8).bound()
     assert res.bound is None and not res.infeasible
     assert res.status.startswith("not built: ") and "capacity-row entries" in res.status
     data = _late_pair()

@@ -47,7 +47,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
 from sjfbco.cost import ConfigurationError
+from sjfbco.patterns import Patterns
 from sjfbco.progress import report
+from sjfbco.relaxations.configuration import Configuration
+from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.solvers.common import check_choice, check_count
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
@@ -58,8 +62,8 @@ from sjfbco.solvers.wholecp import whole_pack
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from sjfbco.bounds.timeindexed import TimeIndexedBound
     from sjfbco.problem import ProblemData
+    from sjfbco.relaxations.timeindexed import TimeIndexedBound
     from sjfbco.solvers.sgs import Candidate
 
 log = logging.getLogger(__name__)
@@ -239,15 +243,10 @@ def relaxation_bound(
     decides tight packings that CP-SAT's interval model leaves open), each with up
     to half of what is left of ``seconds``; the CP-SAT relaxation with its
     contention cuts gets the rest. Each stops the search once a bound meets the
-    incumbent. Every figure is a valid lower bound (:mod:`sjfbco.bounds.configuration`,
-    :mod:`sjfbco.bounds.relaxation`, :mod:`sjfbco.bounds.timeindexed`); the largest
+    incumbent. Every figure is a valid lower bound (:mod:`sjfbco.relaxations.configuration`,
+    :mod:`sjfbco.relaxations.contention_free`, :mod:`sjfbco.relaxations.timeindexed`); the largest
     is returned.
     """
-    from sjfbco.bounds.configuration import configuration_bound
-    from sjfbco.bounds.relaxation import contention_free_bound
-    from sjfbco.bounds.timeindexed import time_indexed_bound
-    from sjfbco.patterns import Patterns
-
     if data.cost.time_model != "slotted":
         return None, "continuous time"
     if seconds < 0.05:
@@ -269,12 +268,12 @@ def relaxation_bound(
     steps: list[tuple[str, Callable[[float], TimeIndexedBound]]] = [
         (
             "configuration bound",
-            lambda t: configuration_bound(data, horizon, time_limit=t, patterns=patterns),
+            lambda t: Configuration(data, horizon, patterns=patterns).bound(time_limit=t),
         ),
         (
             "pooled form",
-            lambda t: time_indexed_bound(
-                data, horizon, time_limit=t, threads=1, patterns=patterns, pooled=True
+            lambda t: TimeIndexed(data, horizon, patterns=patterns, pooled=True).bound(
+                time_limit=t, threads=1
             ),
         ),
     ]
@@ -292,15 +291,10 @@ def relaxation_bound(
     left = seconds - (time.perf_counter() - t0)
     if left < 0.05:
         return out_of_time()
-    rel = contention_free_bound(
-        data,
-        time_limit=left,
-        horizon=horizon,
-        workers=1,
-        seed=seed,
-        patterns=patterns,
-        decide=max(found, default=0) >= horizon,  # only infeasible can raise it
-    )
+    model = ContentionFree(data, horizon=horizon, patterns=patterns)
+    decide = max(found, default=0) >= horizon  # only infeasible can raise it
+    rel = (model.decide if decide else model.bound)(time_limit=left, workers=1, seed=seed)
+
     return float(max([rel.bound, *found])), rel.status
 
 

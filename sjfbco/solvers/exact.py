@@ -6,17 +6,17 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
 1. a warm start: the best schedule of the registered heuristics (``best`` when
    registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
    schedule (every job alone on its best placement, one after another);
-2. the contention-free relaxation (:mod:`sjfbco.bounds.relaxation`): a lower
+2. the contention-free relaxation (:mod:`sjfbco.relaxations.contention_free`): a lower
    bound, and its schedule as one more warm-start candidate. First the
-   configuration bound (:mod:`sjfbco.bounds.configuration`: contention per
+   configuration bound (:mod:`sjfbco.relaxations.configuration`: contention per
    server and slot, time forgotten), then the relaxation's pooled
    time-indexed form on HiGHS (identical servers pooled,
-   :mod:`sjfbco.bounds.timeindexed`; decided by CP-SAT, its idle GPU-slots
+   :mod:`sjfbco.relaxations.timeindexed`; decided by CP-SAT, its idle GPU-slots
    counted, when the horizon leaves none idle: ``docs/exact.md``, "A perfect
    packing"), then a packing
    check (CP-SAT without the contention cuts); when it ends without an answer,
    a short pass of the relaxation with its cuts, then the time-indexed form on
-   HiGHS (:mod:`sjfbco.bounds.timeindexed`); then the relaxation with its cuts
+   HiGHS (:mod:`sjfbco.relaxations.timeindexed`); then the relaxation with its cuts
    (deciding the last slot, after a packing by it, with all the time left:
    ``docs/exact.md``, "The last slot takes the time");
    when the relaxation has a plan below the incumbent that contention stretches,
@@ -52,7 +52,11 @@ from sjfbco.bounds import lower_bound
 from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError, LimitError
 from sjfbco.evaluate import evaluate
+from sjfbco.patterns import Patterns, gpu_slack, plan_to_schedule
 from sjfbco.problem import ProblemData
+from sjfbco.relaxations.configuration import Configuration
+from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.schedule import Evaluation, Schedule
 from sjfbco.solvers.common import check_choice, serial_schedule
 from sjfbco.solvers.contract import SOLVERS, SolverOutput, Status, register
@@ -130,17 +134,17 @@ class ExactParams:
         comes from the best of them).
     relaxation
         Solve the contention-free relaxation first: a lower bound and a warm
-        start (:mod:`sjfbco.bounds.relaxation`).
+        start (:mod:`sjfbco.relaxations.contention_free`).
     configuration
         First solve the configuration bound with HiGHS
-        (:mod:`sjfbco.bounds.configuration`; needs ``relaxation``).
+        (:mod:`sjfbco.relaxations.configuration`; needs ``relaxation``).
     pooled
         Then solve the pooled form of the time-indexed relaxation with HiGHS
-        (:mod:`sjfbco.bounds.timeindexed`, ``pooled=True``; needs ``relaxation``).
+        (:mod:`sjfbco.relaxations.timeindexed`, ``pooled=True``; needs ``relaxation``).
     time_indexed
         When CP-SAT ends the relaxation undecided (no packing found, none
         excluded), solve its time-indexed form with HiGHS
-        (:mod:`sjfbco.bounds.timeindexed`; needs ``relaxation``).
+        (:mod:`sjfbco.relaxations.timeindexed`; needs ``relaxation``).
     lp_bound
         Also compute the time-indexed ILP's LP-relaxation bound when optimality
         is not proven (builds the ILP once more; off by default).
@@ -387,8 +391,8 @@ def _start_spare(data: ProblemData, horizon: int, budget: Budget) -> Spare | Non
     """The spare core at ``horizon`` for what is left of the limit; ``None`` when the
     per-server form would refuse the instance (too many patterns or variables) or no
     child process can be started: the run then goes on as without a time limit."""
-    from sjfbco.bounds.timeindexed import MAX_VARIABLES, count_variables
     from sjfbco.patterns import Patterns, pattern_durations
+    from sjfbco.relaxations.timeindexed import MAX_VARIABLES, count_variables
 
     left = budget.left()
     assert left is not None
@@ -540,11 +544,9 @@ def _relaxation(
     ``share`` of the limit (at most what is left less ``MODEL_RESERVE``), or all that is
     left but ``FINISH_MARGIN_S`` when it decides the last slot (a bound at
     ``makespan - 1``) and the packing check found a packing by it; its figures go to
-    ``stats[key]``. Returns the :class:`~sjfbco.bounds.relaxation.RelaxationResult`, or
+    ``stats[key]``. Returns the :class:`~sjfbco.relaxations.contention_free.RelaxationResult`, or
     ``None`` when no time was left for it.
     """
-    from sjfbco.bounds.relaxation import contention_free_bound
-
     horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
     decide = run.bound >= horizon
     left = budget.left()
@@ -561,13 +563,9 @@ def _relaxation(
         run.stats[key] = {"status": "no time left (MODEL_RESERVE)"}
         return None
     progress.report("exact: contention-free relaxation bound")
-    rel = contention_free_bound(
-        run.data,
-        time_limit=limit,
-        horizon=horizon,
-        workers=run.workers(p),
-        seed=seed,
-        decide=decide,
+    model = ContentionFree(run.data, horizon=horizon)
+    rel = (model.decide if decide else model.bound)(
+        time_limit=limit, workers=run.workers(p), seed=seed
     )
     run.stats[key] = {
         "bound": rel.bound,
@@ -585,14 +583,11 @@ def _plan_search(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
 
     Runs when the relaxation with its cuts (either pass) found a plan ending below the
     incumbent whose schedule contention stretched to the incumbent or beyond: CP-SAT then
-    enumerates such plans (:func:`~sjfbco.bounds.relaxation.contention_free_bound` with
-    ``accept``) for ``PLAN_SEARCH_SHARE`` of the limit, and the first whose schedule
-    evaluates below the incumbent becomes the incumbent. Every schedule is scored by the
+    enumerates such plans (:meth:`~sjfbco.relaxations.contention_free.ContentionFree.search`)
+    for ``PLAN_SEARCH_SHARE`` of the limit, and the first whose schedule evaluates
+    below the incumbent becomes the incumbent. Every schedule is scored by the
     evaluator; no bound comes from this phase.
     """
-    from sjfbco.bounds.relaxation import contention_free_bound
-    from sjfbco.patterns import plan_to_schedule
-
     rel = run.stats.get("relaxation") or run.stats.get("relaxation_quick") or {}
     if rel.get("makespan") is None or rel["makespan"] >= run.makespan:
         return  # no relaxed plan below the incumbent: nothing to search
@@ -611,12 +606,8 @@ def _plan_search(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
             return False
 
     progress.report("exact: plan search")
-    res = contention_free_bound(
-        run.data,
-        time_limit=limit,
-        horizon=int(target) - 1,
-        seed=seed,
-        accept=better,
+    res = ContentionFree(run.data, horizon=int(target) - 1).search(
+        better, time_limit=limit, seed=seed
     )
     run.stats["plan_search"] = {
         "status": res.status,
@@ -629,8 +620,6 @@ def _plan_search(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
 
 def _offer_plan(run: _Run, name: str, plan: Any) -> None:
     """Offer a relaxation's plan (``None``: none) as an incumbent, scored by the evaluator."""
-    from sjfbco.patterns import plan_to_schedule
-
     if plan is not None:
         sched = plan_to_schedule(run.data, plan)
         # contention may push some tau over a slot: then it is not a schedule
@@ -654,10 +643,6 @@ def _quick_bound(
     is 0), CP-SAT decides the pooled form instead, with ``workers`` and ``seed``, for
     ``PERFECT_SHARE`` of the limit (docs/exact.md, "A perfect packing").
     """
-    from sjfbco.bounds.configuration import configuration_bound
-    from sjfbco.bounds.timeindexed import time_indexed_bound
-    from sjfbco.patterns import Patterns, gpu_slack
-
     horizon = int(run.makespan) - 1
     perfect = key == "pooled" and gpu_slack(run.data, Patterns(run.data), horizon) == 0
     if perfect:
@@ -672,17 +657,13 @@ def _quick_bound(
     }[key]
     progress.report(f"exact: {what}")
     if key == "configuration":
-        res = configuration_bound(run.data, horizon, time_limit=limit, threads=1)
-    else:
-        res = time_indexed_bound(
-            run.data,
-            horizon,
-            time_limit=limit,
-            threads=workers if perfect else 1,
-            pooled=True,
-            solver="cpsat" if perfect else "highs",
-            seed=seed,
+        res = Configuration(run.data, horizon).bound(time_limit=limit, threads=1)
+    elif perfect:
+        res = TimeIndexed(run.data, horizon, pooled=True).decide(
+            time_limit=limit, workers=workers, seed=seed
         )
+    else:
+        res = TimeIndexed(run.data, horizon, pooled=True).bound(time_limit=limit, threads=1)
     run.stats[key] = {
         "bound": res.bound,
         "status": res.status,
@@ -708,19 +689,13 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
     cuts is tighter than the time-indexed form, so that form would have a packing
     too and could prove nothing).
     """
-    from sjfbco.bounds.relaxation import contention_free_bound
-    from sjfbco.bounds.timeindexed import time_indexed_bound
-
     horizon = int(run.makespan) - 1
     progress.report("exact: contention-free packing")
-    quick = contention_free_bound(
-        run.data,
+    packing = ContentionFree(run.data, horizon=horizon, pairwise=False)
+    quick = (packing.decide if run.bound >= horizon else packing.bound)(
         time_limit=budget.share(PACKING_SHARE, UNLIMITED_PACKING_S, keep=MODEL_RESERVE),
-        horizon=horizon,
         workers=run.workers(p),
         seed=seed,
-        pairwise=False,
-        decide=run.bound >= horizon,
     )
     info: dict[str, Any] = {"packing_status": quick.status, "packing_bound": quick.bound}
     # the horizon a contention-free packing ends by (None: none found)
@@ -750,12 +725,7 @@ def _packing(run: _Run, budget: Budget, p: ExactParams, seed: int) -> None:
         info["status"] = "no time left (MODEL_RESERVE)"
         return
     progress.report("exact: time-indexed relaxation bound")
-    ti = time_indexed_bound(
-        run.data,
-        horizon,
-        time_limit=limit,
-        threads=p.threads,
-    )
+    ti = TimeIndexed(run.data, horizon).bound(time_limit=limit, threads=p.threads)
     info.update(
         bound=ti.bound, status=ti.status, seconds=round(ti.seconds, 3), variables=ti.variables
     )

@@ -3,7 +3,7 @@
 ``exact`` (:mod:`sjfbco.solvers.exact`) runs its bound phases one after another on
 CP-SAT, while the warm start is mostly single-threaded Python: one of the machine's
 cores is idle for much of a run. Under a time limit, the per-server time-indexed
-form of the contention-free relaxation (:func:`sjfbco.bounds.timeindexed.time_indexed_bound`,
+form of the contention-free relaxation (:meth:`sjfbco.relaxations.timeindexed.TimeIndexed.bound`,
 HiGHS on one thread) runs on that core from the start, in a child process, and the run
 reads its result between phases (``docs/exact.md``, "The spare core").
 
@@ -36,8 +36,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound
+
 if TYPE_CHECKING:
-    from sjfbco.bounds.timeindexed import TimeIndexedBound
     from sjfbco.problem import ProblemData
 
 #: Seconds between two looks of the watcher thread at the child.
@@ -66,14 +67,12 @@ class Spare:
     finished
         Set once the child has ended (result or error) or was stopped.
     result
-        The child's :class:`~sjfbco.bounds.timeindexed.TimeIndexedBound`, once in.
+        The child's :class:`~sjfbco.relaxations.timeindexed.TimeIndexedBound`, once in.
     error
         Why there is no result (a message), if so.
     """
 
     def __init__(self, data: ProblemData, horizon: int, seconds: float):
-        import sjfbco
-
         self.horizon = horizon
         self.proved = threading.Event()
         self.finished = threading.Event()
@@ -87,7 +86,7 @@ class Spare:
         self._out = folder / "out.pkl"
         self._log = folder / "stderr.txt"
         env = dict(os.environ)
-        root = str(Path(sjfbco.__file__).resolve().parents[1])  # this very package first
+        root = str(Path(__file__).resolve().parents[2])  # this very package first
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         with open(self._log, "wb") as err:
             self._proc = subprocess.Popen(
@@ -155,8 +154,6 @@ class Spare:
 def main(argv: list[str] | None = None) -> int:
     """The child: ``python -m sjfbco.solvers.spare IN OUT PARENT_PID``; one solve, its
     result to ``OUT``."""
-    from sjfbco.bounds.timeindexed import time_indexed_bound
-
     src, dst, parent = (argv if argv is not None else sys.argv[1:])[:3]
     watch = threading.Thread(target=_orphan_watch, args=(int(parent), Path(src).parent))
     watch.daemon = True
@@ -164,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     data, horizon, seconds = pickle.loads(Path(src).read_bytes())
     out: tuple[str, Any]
     try:
-        out = ("result", time_indexed_bound(data, horizon, time_limit=seconds, threads=1))
+        out = ("result", TimeIndexed(data, horizon).bound(time_limit=seconds, threads=1))
     except Exception as err:  # reported by the parent; the run goes on without it
         out = ("error", f"{type(err).__name__}: {err}")
     tmp = Path(dst).with_suffix(".tmp")

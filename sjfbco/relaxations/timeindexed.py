@@ -1,6 +1,6 @@
 """The contention-free relaxation as a time-indexed ILP: a bound for tight packings.
 
-The relaxation of :mod:`sjfbco.bounds.relaxation` (every job picks a placement
+The relaxation of :mod:`sjfbco.relaxations.contention_free` (every job picks a placement
 pattern and runs for its duration *alone*, ``d(j, q)`` slots; each server a
 renewable resource of ``O_s`` GPUs), without its contention cuts, written as a
 time-indexed integer program and solved with HiGHS (``docs/exact.md``, "The
@@ -26,7 +26,7 @@ energy argument per slot and HiGHS proves infeasibility (figures in
 ``docs/exact.md``, "Measured figures").
 
 **Validity.** It is the same relaxation (the proof of
-:mod:`sjfbco.bounds.relaxation`): a schedule with makespan ``T <= H`` gives
+:mod:`sjfbco.relaxations.contention_free`): a schedule with makespan ``T <= H`` gives
 each job its pattern ``q_j`` and start ``a_j``, and the alone-run
 ``[a_j, a_j + d(j, q_j))`` lies inside its true run, so every capacity row
 holds and ``C = max_j (a_j + d(j, q_j)) <= T``; the symmetry cuts keep one such
@@ -87,11 +87,10 @@ import math
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import lower_bound
-from sjfbco.errors import InputError
 from sjfbco.mip import solve_mip
 from sjfbco.patterns import (
     BuildTimeout,
@@ -139,7 +138,7 @@ def count_entries(columns: Columns, horizon: int, arrivals: list[int]) -> int:
 @dataclass(frozen=True)
 class TimeIndexedBound:
     """What one solve of the time-indexed relaxation (or of the configuration bound,
-    :mod:`sjfbco.bounds.configuration`) established.
+    :mod:`sjfbco.relaxations.configuration`) established.
 
     Parameters
     ----------
@@ -351,19 +350,14 @@ def _load_rows(
     return starts, load
 
 
-def time_indexed_bound(
-    data: ProblemData,
-    horizon: int,
-    *,
-    time_limit: float | None = None,
-    threads: int = 2,
-    patterns: Patterns | None = None,
-    pooled: bool = False,
-    solver: Solver = "highs",
-    seed: int = 0,
-) -> TimeIndexedBound:
-    """Solve the time-indexed contention-free relaxation (module docstring) with HiGHS,
-    or decide it with CP-SAT (``solver="cpsat"``: does a packing end by the horizon?).
+class TimeIndexed:
+    """The time-indexed contention-free relaxation (module docstring) at one horizon, in
+    its per-server or pooled form, counted once and asked two questions:
+
+    - :meth:`bound`: minimise the makespan with HiGHS (its bound, valid whenever it stops);
+    - :meth:`decide`: does a packing end by the horizon? CP-SAT, the idle GPU-slots
+      counted ("Counting the idle GPU-slots"): ``bound`` is ``horizon + 1`` or the
+      closed-form bound.
 
     Parameters
     ----------
@@ -371,132 +365,145 @@ def time_indexed_bound(
         The instance (slotted time model).
     horizon
         ``H``: the last boundary a job may end at, slots.
-    time_limit
-        Seconds for build and solve; the bound is valid whenever it stops.
-    threads
-        HiGHS threads.
     patterns
         The placement patterns (default: all, one job's symmetry broken).
     pooled
-        Solve the pooled form instead (module docstring): identical servers pooled,
-        a pattern known only by its shape, capacity checked per group of identical
-        servers by dual feasible functions. A relaxation of the per-server form, far
-        smaller and without the servers' symmetry.
-    solver
-        ``"highs"`` (minimise the makespan: HiGHS's bound) or ``"cpsat"`` (decide only,
-        the idle GPU-slots counted: module docstring, "Counting the idle GPU-slots";
-        ``threads`` is then CP-SAT's workers; ``bound`` is ``horizon + 1`` or the
-        closed-form bound).
-    seed
-        CP-SAT's random seed.
+        The pooled form (module docstring): identical servers pooled, a pattern known
+        only by its shape, capacity checked per group of identical servers by dual
+        feasible functions. A relaxation of the per-server form, far smaller and
+        without the servers' symmetry.
 
-    Returns
-    -------
-    TimeIndexedBound
-        ``bound`` valid for every schedule (see the module docstring).
+    Its size is counted before anything is built (:meth:`refused`: above
+    :data:`MAX_VARIABLES` start variables or :data:`MAX_ENTRIES` capacity-row entries),
+    and each question checks its deadline while it builds: a form that does not fit
+    answers ``bound=None`` with ``status`` ``"not built: ..."``.
     """
 
-    require_slotted(data, "the time-indexed relaxation")
-    if solver not in get_args(Solver):
-        raise InputError(
-            f"unknown solver {solver!r} for the time-indexed relaxation; "
-            f"known: {', '.join(get_args(Solver))}"
+    def __init__(
+        self,
+        data: ProblemData,
+        horizon: int,
+        *,
+        patterns: Patterns | None = None,
+        pooled: bool = False,
+    ) -> None:
+        require_slotted(data, "the time-indexed relaxation")
+        t0 = time.perf_counter()
+        self.data, self.horizon, self.pooled = data, horizon, pooled
+        pats = patterns or Patterns(data)
+        longest = duration_caps(data, pats, horizon)  # GPU-time caps (module docstring)
+        dur = [
+            [d if d is not None and d <= cap else None for d in row]
+            for row, cap in zip(pattern_durations(data, pats), longest, strict=True)
+        ]
+        form = _pooled_columns if pooled else _server_columns
+        self.columns, self.capacity = form(data, pats, dur)
+        self.variables = count_variables(
+            data, [[d for d, _ in col] for col in self.columns], horizon
         )
-    t0 = time.perf_counter()
-    pats = patterns or Patterns(data)
-    dur = pattern_durations(data, pats)
-    longest = duration_caps(data, pats, horizon)  # GPU-time caps (module docstring)
-    dur = [
-        [d if d is not None and d <= cap else None for d in row]
-        for row, cap in zip(dur, longest, strict=True)
-    ]
-    columns, capacity = (_pooled_columns if pooled else _server_columns)(data, pats, dur)
-    nvars = count_variables(data, [[d for d, _ in col] for col in columns], horizon)
-    if nvars > MAX_VARIABLES:
-        return TimeIndexedBound(None, False, f"not built: {nvars:,} variables", 0.0, nvars)
-    if int(lower_bound(data)) > horizon:  # nothing ends by the horizon
-        return TimeIndexedBound(horizon + 1, True, "below the closed-form bound", 0.0, 0)
-    entries = count_entries(columns, horizon, [job.arrival for job in data.jobs])
-    if entries > MAX_ENTRIES:
-        return TimeIndexedBound(
-            None,
-            False,
-            f"not built: {entries:,} capacity-row entries (at most {MAX_ENTRIES:,})",
-            time.perf_counter() - t0,
-            nvars,
+        self.closed = int(lower_bound(data))
+        self.prepared_s = time.perf_counter() - t0
+
+    def refused(self) -> str | None:
+        """Why the form is not built (too many variables or entries), else ``None``."""
+        if self.variables > MAX_VARIABLES:
+            return f"not built: {self.variables:,} variables"
+        if self.closed > self.horizon:
+            return None
+        entries = count_entries(self.columns, self.horizon, [job.arrival for job in self.data.jobs])
+        if entries > MAX_ENTRIES:
+            return f"not built: {entries:,} capacity-row entries (at most {MAX_ENTRIES:,})"
+        return None
+
+    def bound(self, *, time_limit: float | None = None, threads: int = 2) -> TimeIndexedBound:
+        """Minimise the makespan with HiGHS (``threads``); ``bound`` valid for every
+        schedule (module docstring)."""
+        return self._run(
+            time_limit, lambda t0, deadline: self._highs(t0, time_limit, deadline, threads)
         )
-    deadline = None if time_limit is None else t0 + time_limit
-    try:
-        return _build_and_solve(
-            data, columns, capacity, horizon, t0, time_limit, deadline, solver, threads, seed
-        )
-    except BuildTimeout as err:
-        return TimeIndexedBound(None, False, f"not built: {err}", time.perf_counter() - t0, nvars)
 
-
-def _build_and_solve(
-    data: ProblemData,
-    columns: Columns,
-    capacity: dict[Any, int],
-    horizon: int,
-    t0: float,
-    time_limit: float | None,
-    deadline: float | None,
-    solver: Solver,
-    threads: int,
-    seed: int,
-) -> TimeIndexedBound:
-    """The rest of :func:`time_indexed_bound` once the size is known to fit."""
-    import pulp
-
-    nvars = count_variables(data, [[d for d, _ in col] for col in columns], horizon)
-    closed = int(lower_bound(data))
-    if solver == "cpsat":
-        return _decide_cpsat(
-            data,
-            columns,
-            capacity,
-            horizon,
-            closed,
-            t0,
+    def decide(
+        self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0
+    ) -> TimeIndexedBound:
+        """Decide with CP-SAT (``workers``, ``seed``) whether a packing ends by the horizon,
+        the idle GPU-slots counted: ``horizon + 1`` when none does, else the closed form."""
+        return self._run(
             time_limit,
-            deadline,
-            workers=threads,
-            seed=seed,
+            lambda t0, deadline: _decide_cpsat(
+                self.data,
+                self.columns,
+                self.capacity,
+                self.horizon,
+                self.closed,
+                t0,
+                time_limit,
+                deadline,
+                workers=workers,
+                seed=seed,
+            ),
         )
-    prob = pulp.LpProblem("contention_free", pulp.LpMinimize)
-    C = prob.add_variable("C", closed, horizon)
-    prob += C
-    starts, load = _load_rows(
-        data,
-        columns,
-        horizon,
-        lambda name: prob.add_variable(name, 0, 1, cat=pulp.LpBinary),
-        deadline,
-    )
-    start_sum = []
-    for xs in starts:
-        if not xs:  # this job cannot end by the horizon
-            return TimeIndexedBound(horizon + 1, True, "a job cannot end by the horizon", 0.0, 0)
-        prob += pulp.lpSum(x for x, _, _ in xs) == 1
-        prob += pulp.lpSum((a + d) * x for x, a, d in xs) <= C
-        start_sum.append(pulp.lpSum(a * x for x, a, _ in xs))
-    for (key, _), terms in sorted(load.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-        if sum(c for c, _ in terms) > capacity[key]:
-            prob += pulp.lpSum(c * x for c, x in terms) <= capacity[key]
-    for group in identical_job_groups(data):
-        for j, k in itertools.pairwise(group):
-            prob += start_sum[j] <= start_sum[k]
-    return finish_bound(  # C takes whole values: a gap below 1 loses nothing
-        prob,
-        horizon,
-        closed,
-        started=t0,
-        time_limit=time_limit,
-        threads=threads,
-        variables=nvars,
-        gap_abs=0.99,
-    )
+
+    def _run(
+        self, time_limit: float | None, solve: Callable[[float, float | None], TimeIndexedBound]
+    ) -> TimeIndexedBound:
+        t0 = time.perf_counter() - self.prepared_s
+        if self.variables > MAX_VARIABLES:
+            return TimeIndexedBound(None, False, self.refused() or "", 0.0, self.variables)
+        if self.closed > self.horizon:  # nothing ends by the horizon
+            return TimeIndexedBound(self.horizon + 1, True, "below the closed-form bound", 0.0, 0)
+        why = self.refused()
+        if why is not None:
+            return TimeIndexedBound(None, False, why, time.perf_counter() - t0, self.variables)
+        deadline = None if time_limit is None else t0 + time_limit
+        try:
+            return solve(t0, deadline)
+        except BuildTimeout as err:
+            return TimeIndexedBound(
+                None, False, f"not built: {err}", time.perf_counter() - t0, self.variables
+            )
+
+    def _highs(
+        self, t0: float, time_limit: float | None, deadline: float | None, threads: int
+    ) -> TimeIndexedBound:
+        """Build the form as a PuLP model (``C`` minimised) and solve it with HiGHS."""
+        import pulp
+
+        data, horizon = self.data, self.horizon
+        prob = pulp.LpProblem("contention_free", pulp.LpMinimize)
+        C = prob.add_variable("C", self.closed, horizon)
+        prob += C
+        starts, load = _load_rows(
+            data,
+            self.columns,
+            horizon,
+            lambda name: prob.add_variable(name, 0, 1, cat=pulp.LpBinary),
+            deadline,
+        )
+        start_sum = []
+        for xs in starts:
+            if not xs:  # this job cannot end by the horizon
+                return TimeIndexedBound(
+                    horizon + 1, True, "a job cannot end by the horizon", 0.0, 0
+                )
+            prob += pulp.lpSum(x for x, _, _ in xs) == 1
+            prob += pulp.lpSum((a + d) * x for x, a, d in xs) <= C
+            start_sum.append(pulp.lpSum(a * x for x, a, _ in xs))
+        for (key, _), terms in sorted(load.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+            if sum(c for c, _ in terms) > self.capacity[key]:
+                prob += pulp.lpSum(c * x for c, x in terms) <= self.capacity[key]
+        for group in identical_job_groups(data):
+            for j, k in itertools.pairwise(group):
+                prob += start_sum[j] <= start_sum[k]
+        return finish_bound(  # C takes whole values: a gap below 1 loses nothing
+            prob,
+            horizon,
+            self.closed,
+            started=t0,
+            time_limit=time_limit,
+            threads=threads,
+            variables=self.variables,
+            gap_abs=0.99,
+        )
 
 
 def _decide_cpsat(
