@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -443,17 +443,28 @@ def column_groups(depends: np.ndarray) -> np.ndarray:
     return groups
 
 
+class Solution(NamedTuple):
+    """A bounded least-squares solution; ``capped``: stopped by ``max_nfev``, not converged."""
+
+    x: np.ndarray
+    capped: bool
+
+
 def solve_bounded(
     names: Sequence[str],
     x0: np.ndarray,
     residuals: Callable[[np.ndarray], np.ndarray],
     depends: np.ndarray | None = None,
-) -> np.ndarray:
+    max_nfev: int | None = None,
+) -> Solution:
     """``least_squares`` within the bounds of ``names``, soft-L1 loss; returns the solution.
 
     ``depends``: which residuals each parameter can move (:func:`depends_on`); the
     forward differences then step the columns of a :func:`column_groups` group
     together, one evaluation per group (the same differences, fewer evaluations).
+    ``max_nfev``: most evaluations of ``residuals`` outside the Jacobians (scipy's
+    ``max_nfev``; each Jacobian costs one more per column group); ``None``: scipy's
+    default (100 per parameter).
     """
     lo = np.array([bounds_of(n)[0] for n in names])
     hi = np.array([bounds_of(n)[1] for n in names])
@@ -472,8 +483,10 @@ def solve_bounded(
         loss="soft_l1",
         f_scale=LOSS_SCALE,
         x_scale="jac",
+        max_nfev=max_nfev,
     )
-    return np.asarray(res.x, dtype=float)
+    # status 0: the evaluation budget ran out before any stopping test held
+    return Solution(np.asarray(res.x, dtype=float), res.status == 0)
 
 
 def _last_kept(
@@ -539,6 +552,22 @@ def fit_params(
     ``fixed``: parameters held at the given values, not fitted (e.g. a cluster's
     constants carried over from other models), returned with the fitted ones.
     """
+    return fit_within(rows, form, start, compute, fixed)[0]
+
+
+def fit_within(
+    rows: StepTimes,
+    form: str,
+    start: dict[str, float] | None = None,
+    compute: str = "affine",
+    fixed: dict[str, float] | None = None,
+    max_nfev: int | None = None,
+) -> tuple[dict[str, float], bool]:
+    """:func:`fit_params` within ``max_nfev`` evaluations (:func:`solve_bounded`).
+
+    Returns the parameters and whether the budget stopped the fit before it
+    converged (the parameters are then where it had got to).
+    """
     held = {n: v for n, v in (fixed or {}).items() if n in param_names(form, compute, rows.batch)}
     names = tuple(n for n in param_names(form, compute, rows.batch) if n not in held)
     if len(rows) < len(names):
@@ -554,11 +583,16 @@ def fit_params(
     def residuals(x: np.ndarray) -> np.ndarray:
         return (distinct.predict({**held, **dict(zip(names, x, strict=True))}) - y) / y
 
-    x = solve_bounded(
-        names, np.array([guess[n] for n in names]), residuals, depends_on(names, rows.batch)
+    x, capped = solve_bounded(
+        names,
+        np.array([guess[n] for n in names]),
+        residuals,
+        depends_on(names, rows.batch),
+        max_nfev,
     )
     fitted = {n: float(v) for n, v in zip(names, x, strict=True)}
-    return {n: held[n] if n in held else fitted[n] for n in param_names(form, compute, rows.batch)}
+    names_all = param_names(form, compute, rows.batch)
+    return {n: held[n] if n in held else fitted[n] for n in names_all}, capped
 
 
 def fold_count(rows: StepTimes, folds: int) -> int:

@@ -154,7 +154,7 @@ def fit_preset(
         block = (slice(first[i], first[i + 1]), slice(starts[i], starts[i + 1]))
         depends[block] = depends_on(own, r.rows.batch)
     with threadpool_limits(limits=1):
-        x = solve_bounded([n.split(":")[-1] for n in layout], x0, residuals, depends)
+        x = solve_bounded([n.split(":")[-1] for n in layout], x0, residuals, depends).x
     fitted = unpack(x)
     scores = {
         r.model: Scores.of(predict(p, r.rows), r.rows.step)
