@@ -189,160 +189,221 @@ def _run_general(
     reach, :func:`_knee_reach`); the active list lives in
     one buffer whose served head is rewritten in place, so an event never copies
     the jobs behind the window. Curves are evaluated only for the jobs that get
-    GPUs, from a table when the counts are whole.
+    GPUs, from a table when the counts are whole. The state and the steps of one
+    event are :class:`_EventLoop`'s.
     """
-    x, arr, n, uniq, cid, p = s.x, s.arr, s.n, s.curves, s.cid, s.p
-    m = len(x)
-    alloc_fn = ALLOCATORS[s.policy]
-    whole_counts = s.mode == "integer" or s.policy in ("hell", "knee", "srpt")
-    tables = None
-    tabulated = whole_counts or all(isinstance(c, TableSpeedup) for c in uniq)
-    if tabulated and len(uniq) * (n + 1) <= _TABLE_CELLS:
-        tables = np.stack([curve_table(c, n) for c in uniq])
-    slopes = None if tables is None else table_slopes(tables)
-    first = np.full(m, math.inf)
-    end = np.full(m, math.inf)
-    pending = np.lexsort((np.arange(m), arr))  # by arrival, then position
-    due = arr[pending]
-    nxt, now, used = 0, 0.0, 0.0
-    log: list[tuple[float, tuple[float, ...]]] = []
-    # the active jobs in SRPT order (remaining, position) are ids[lo:], with their remaining
-    # work, sizes, curves and whether they wait for their first GPU alongside (rb, xb, cb,
-    # wb); only the first `w` of them can get GPUs (the others keep their work), so the
-    # order of the whole list stays right if the first `w` are kept in order
-    ids = np.empty(0, dtype=int)
-    rb, xb, cb = np.empty(0), np.empty(0), np.empty(0, dtype=int)
-    wb = np.empty(0, dtype=bool)
-    lo = 0
-    unstarted = 0  # active jobs that never had a GPU
-    width = window(s)
-    knees = _knee_table(s)
-    trim = s.policy == "hell" and len(uniq) > 1
-    memo: dict[str, Any] = {}  # the policy's hints from one event to the next
-    served = 0  # jobs the last event served (knee's window is the jobs its GPUs reach)
-    ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
-    moved: np.ndarray | None = None  # if only these of them (from lo) did
+    loop = _EventLoop(s, record)
     # one errstate for the whole loop (entering it per event costs as much as a vector pass)
     with np.errstate(divide="ignore"):
-        while nxt < m or lo < len(ids):
-            arrived = nxt < m and bool(due[nxt] <= now)  # as searchsorted: due is sorted
-            if arrived:
-                upto = int(np.searchsorted(due, now, side="right"))
-                new = pending[nxt:upto]
-                ids = np.concatenate([ids[lo:], new])
-                rb = np.concatenate([rb[lo:], x[new]])
-                perm = _srpt_perm(ids, rb)
-                if perm is not None:
-                    ids, rb = ids[perm], rb[perm]
-                xb, cb = x[ids], cid[ids]
-                wb = np.isinf(first[ids])  # never had a GPU yet
-                unstarted += upto - nxt
-                lo, nxt, ahead = 0, upto, 0
-            size = len(ids) - lo
-            if not size:
-                now = float(due[nxt])
-                continue
-            w = size if width is None else min(size, width)
-            if arrived:
-                moved = None
-            elif ahead > lo:
-                # the jobs the last event served, ids[lo:ahead], can only move ahead of the
-                # others (their remaining work fell; the others kept theirs and their
-                # order): sorting the served ones sorts the list; if only some of them
-                # got GPUs (`moved`), merging those into the others does
-                if moved is None:
-                    perm = _srpt_perm(ids[lo:ahead], rb[lo:ahead])
-                else:
-                    perm = _srpt_merge(ids[lo:ahead], rb[lo:ahead], moved)
-                if perm is not None:
-                    for a in (ids, rb, xb, cb, wb):
-                        a[lo:ahead] = a[lo:ahead][perm]
-            if knees is not None:
-                w = served = _knee_reach(knees, cb[lo : lo + w], n, served)
-            hi = lo + w
-            view = Active(
-                ids[lo:hi],
-                rb[lo:hi],
-                xb[lo:hi],
-                cb[lo:hi],
-                uniq,
-                n,
-                p,
-                s.objective,
-                s.knee_threshold,
-                memo,
+        while loop.nxt < loop.m or loop.lo < len(loop.ids):
+            loop.event()
+    return loop.first, loop.end, loop.used, loop.log
+
+
+class _EventLoop:
+    """The state of :func:`_run_general` between events, and one event as named steps.
+
+    The active jobs in SRPT order (remaining, position) are ``ids[lo:]``, with their
+    remaining work, sizes, curves and whether they wait for their first GPU alongside
+    (``rb``, ``xb``, ``cb``, ``wb``); only the first ``w`` of them can get GPUs (the
+    others keep their work), so the order of the whole list stays right if the first
+    ``w`` are kept in order.
+    """
+
+    def __init__(self, s: _Setting, record: bool):
+        self.s, self.record = s, record
+        self.m = m = len(s.x)
+        self.alloc_fn = ALLOCATORS[s.policy]
+        self.whole_counts = s.mode == "integer" or s.policy in ("hell", "knee", "srpt")
+        self.tables: np.ndarray | None = None
+        tabulated = self.whole_counts or all(isinstance(c, TableSpeedup) for c in s.curves)
+        if tabulated and len(s.curves) * (s.n + 1) <= _TABLE_CELLS:
+            self.tables = np.stack([curve_table(c, s.n) for c in s.curves])
+        self.slopes = None if self.tables is None else table_slopes(self.tables)
+        self.first = np.full(m, math.inf)
+        self.end = np.full(m, math.inf)
+        self.pending = np.lexsort((np.arange(m), s.arr))  # by arrival, then position
+        self.due = s.arr[self.pending]
+        self.nxt, self.now, self.used = 0, 0.0, 0.0
+        self.log: list[tuple[float, tuple[float, ...]]] = []
+        self.ids = np.empty(0, dtype=int)
+        self.rb, self.xb, self.cb = np.empty(0), np.empty(0), np.empty(0, dtype=int)
+        self.wb = np.empty(0, dtype=bool)
+        self.lo = 0
+        self.unstarted = 0  # active jobs that never had a GPU
+        self.width = window(s)
+        self.knees = _knee_table(s)
+        self.trim = s.policy == "hell" and len(s.curves) > 1
+        self.memo: dict[str, Any] = {}  # the policy's hints from one event to the next
+        self.served = 0  # jobs the last event served (knee's window: the jobs its GPUs reach)
+        self.ahead = 0  # ids[lo:ahead] may have changed their remaining work since the last sort
+        self.moved: np.ndarray | None = None  # if only these of them (from lo) did
+
+    def event(self) -> None:
+        """One arrival or completion: admit, re-sort, allocate, run to the next event."""
+        arrived = self.nxt < self.m and bool(self.due[self.nxt] <= self.now)
+        if arrived:  # as searchsorted: due is sorted
+            self._admit()
+        size = len(self.ids) - self.lo
+        if not size:
+            self.now = float(self.due[self.nxt])
+            return
+        w = size if self.width is None else min(size, self.width)
+        if arrived:
+            self.moved = None
+        elif self.ahead > self.lo:
+            self._resort()
+        if self.knees is not None:
+            w = self.served = _knee_reach(
+                self.knees, self.cb[self.lo : self.lo + w], self.s.n, self.served
             )
-            k = alloc_fn(view)
-            on = None  # the jobs with GPUs (from lo) if only few of the first w have any
-            if trim and w > 1:
-                # hell with several curves serves the first few jobs of each curve: the
-                # rest of the event works on the jobs up to the last one served, or
-                # (unrecorded) on the served ones only
-                served_to = np.flatnonzero(k)
-                w = int(served_to[-1]) + 1 if len(served_to) else 1
-                hi = lo + w
-                if record:
-                    k = k[:w]
-                else:
-                    on, k = served_to, k[served_to]
-            at = slice(lo, hi) if on is None else on + lo  # the jobs the event works on
-            counts = None
-            if on is not None:
-                counts = k.astype(int)  # whole counts (hell): the integer mode keeps them
-            elif s.mode == "integer":
-                counts = round_by_largest_remainder(k)
-                if record:
-                    k = counts.astype(float)
-            elif whole_counts:
-                counts = k.astype(int)
-            given = k if counts is None else counts  # the integer mode: k is not rounded
-            rate = _rates(uniq, cb[at], given, n, counts, tables, slopes)
-            if record:
-                full = np.concatenate([k, np.zeros(size - w)])
-                whole = ids[lo:]
-                by_arrival = np.lexsort((whole, arr[whole]))
-                log.append((now, tuple(full[by_arrival].tolist())))
-            left = rb[at]  # a view if `at` is a slice: updated in place below
-            finish = left / rate  # remaining work is > 0: no GPU gives inf (errstate above)
-            dt = float(finish.min()) if len(finish) else math.inf
-            t_arr = float(due[nxt]) if nxt < m else math.inf
-            if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
-                raise RuntimeError(f"elastic policy {s.policy!r} gave no GPU to any active job")
-            step = min(dt, t_arr - now)
-            used += float(given.sum()) * step
-            if unstarted:
-                fresh = given > 0
-                fresh &= wb[at]
-                got = np.flatnonzero(fresh)
-                if len(got):
-                    got = lo + got if on is None else lo + on[got]
-                    first[ids[got]] = now
-                    wb[got] = False
-                    unstarted -= len(got)
-            done = finish <= step * (1 + _TOL) + 1e-12
-            if on is None:
-                np.subtract(left, rate * step, out=left)
+        k, w, on = self._allocate(w)
+        hi = self.lo + w
+        at = slice(self.lo, hi) if on is None else on + self.lo  # the jobs the event works on
+        given, rate = self._counts_and_rates(k, at, on, size, w)
+        left = self.rb[at]  # a view if `at` is a slice: updated in place below
+        finish = left / rate  # remaining work is > 0: no GPU gives inf (errstate)
+        step = self._step(finish)
+        self.used += float(given.sum()) * step
+        if self.unstarted:
+            self._mark_started(given, at, on)
+        done = finish <= step * (1 + _TOL) + 1e-12
+        if on is None:
+            np.subtract(left, rate * step, out=left)
+        else:
+            self.rb[at] = left - rate * step
+            gone = on[done]
+            self.moved = moved = on[~done]
+            moved -= np.searchsorted(gone, moved)  # their places once `gone` have left
+            done = np.zeros(w, dtype=bool)
+            done[gone] = True
+        self.now += step
+        self._retire(done, hi)
+
+    def _admit(self) -> None:
+        """Add the jobs arrived by now to the active list, in SRPT order."""
+        upto = int(np.searchsorted(self.due, self.now, side="right"))
+        new = self.pending[self.nxt : upto]
+        ids = np.concatenate([self.ids[self.lo :], new])
+        rb = np.concatenate([self.rb[self.lo :], self.s.x[new]])
+        perm = _srpt_perm(ids, rb)
+        if perm is not None:
+            ids, rb = ids[perm], rb[perm]
+        self.ids, self.rb = ids, rb
+        self.xb, self.cb = self.s.x[ids], self.s.cid[ids]
+        self.wb = np.isinf(self.first[ids])  # never had a GPU yet
+        self.unstarted += upto - self.nxt
+        self.lo, self.nxt, self.ahead = 0, upto, 0
+
+    def _resort(self) -> None:
+        """Restore SRPT order after the last event served ``ids[lo:ahead]``.
+
+        Those jobs can only move ahead of the others (their remaining work fell; the
+        others kept theirs and their order): sorting the served ones sorts the list; if
+        only some of them got GPUs (``moved``), merging those into the others does.
+        """
+        lo, ahead = self.lo, self.ahead
+        if self.moved is None:
+            perm = _srpt_perm(self.ids[lo:ahead], self.rb[lo:ahead])
+        else:
+            perm = _srpt_merge(self.ids[lo:ahead], self.rb[lo:ahead], self.moved)
+        if perm is not None:
+            for a in (self.ids, self.rb, self.xb, self.cb, self.wb):
+                a[lo:ahead] = a[lo:ahead][perm]
+
+    def _allocate(self, w: int) -> tuple[np.ndarray, int, np.ndarray | None]:
+        """The policy's GPU counts for the first ``w`` active jobs: ``(k, w, on)``.
+
+        ``on`` (positions from ``lo``) are the jobs with GPUs when only few of the
+        first ``w`` have any (hell with several curves, unrecorded), else ``None``.
+        """
+        lo, hi, s = self.lo, self.lo + w, self.s
+        view = Active(
+            self.ids[lo:hi],
+            self.rb[lo:hi],
+            self.xb[lo:hi],
+            self.cb[lo:hi],
+            s.curves,
+            s.n,
+            s.p,
+            s.objective,
+            s.knee_threshold,
+            self.memo,
+        )
+        k = self.alloc_fn(view)
+        on = None
+        if self.trim and w > 1:
+            # hell with several curves serves the first few jobs of each curve: the
+            # rest of the event works on the jobs up to the last one served, or
+            # (unrecorded) on the served ones only
+            served_to = np.flatnonzero(k)
+            w = int(served_to[-1]) + 1 if len(served_to) else 1
+            if self.record:
+                k = k[:w]
             else:
-                rb[at] = left - rate * step
-                gone = on[done]
-                moved = on[~done]
-                moved -= np.searchsorted(gone, moved)  # their places once `gone` have left
-                done = np.zeros(w, dtype=bool)
-                done[gone] = True
-            now += step
-            ended = int(np.count_nonzero(done))
-            head = ids[lo:hi]
-            if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
-                end[head[:ended]] = now
-                lo += ended
-            elif ended:
-                end[head[done]] = now
-                keep = ~done
-                for a in (ids, rb, xb, cb, wb):
-                    a[lo + ended : hi] = a[lo:hi][keep]
-                lo += ended
-            ahead = hi
-    return first, end, used, log
+                on, k = served_to, k[served_to]
+        return k, w, on
+
+    def _counts_and_rates(
+        self, k: np.ndarray, at: slice | np.ndarray, on: np.ndarray | None, size: int, w: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The GPU counts the jobs ``at`` get (whole in the integer mode) and their rates;
+        the allocation logged when recording."""
+        s = self.s
+        counts = None
+        if on is not None:
+            counts = k.astype(int)  # whole counts (hell): the integer mode keeps them
+        elif s.mode == "integer":
+            counts = round_by_largest_remainder(k)
+            if self.record:
+                k = counts.astype(float)
+        elif self.whole_counts:
+            counts = k.astype(int)
+        given = k if counts is None else counts  # the integer mode: k is not rounded
+        rate = _rates(s.curves, self.cb[at], given, s.n, counts, self.tables, self.slopes)
+        if self.record:
+            full = np.concatenate([k, np.zeros(size - w)])
+            whole = self.ids[self.lo :]
+            by_arrival = np.lexsort((whole, s.arr[whole]))
+            self.log.append((self.now, tuple(full[by_arrival].tolist())))
+        return given, rate
+
+    def _step(self, finish: np.ndarray) -> float:
+        """Time to the next event: the first completion or the next arrival."""
+        dt = float(finish.min()) if len(finish) else math.inf
+        t_arr = float(self.due[self.nxt]) if self.nxt < self.m else math.inf
+        if math.isinf(dt) and math.isinf(t_arr):  # pragma: no cover - a policy bug
+            raise RuntimeError(f"elastic policy {self.s.policy!r} gave no GPU to any active job")
+        return min(dt, t_arr - self.now)
+
+    def _mark_started(
+        self, given: np.ndarray, at: slice | np.ndarray, on: np.ndarray | None
+    ) -> None:
+        """Record ``now`` as the first GPU time of the jobs that get their first GPUs."""
+        fresh = given > 0
+        fresh &= self.wb[at]
+        got = np.flatnonzero(fresh)
+        if len(got):
+            got = self.lo + got if on is None else self.lo + on[got]
+            self.first[self.ids[got]] = self.now
+            self.wb[got] = False
+            self.unstarted -= len(got)
+
+    def _retire(self, done: np.ndarray, hi: int) -> None:
+        """End the jobs ``done`` (over ``ids[lo:hi]``) at ``now`` and drop them from the list."""
+        lo = self.lo
+        ended = int(np.count_nonzero(done))
+        head = self.ids[lo:hi]
+        if ended and done[:ended].all():  # the usual: the first jobs in SRPT order end
+            self.end[head[:ended]] = self.now
+            self.lo += ended
+        elif ended:
+            self.end[head[done]] = self.now
+            keep = ~done
+            for a in (self.ids, self.rb, self.xb, self.cb, self.wb):
+                a[lo + ended : hi] = a[lo:hi][keep]
+            self.lo += ended
+        self.ahead = hi
 
 
 def window(s: _Setting) -> int | None:
