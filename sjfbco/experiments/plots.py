@@ -168,68 +168,28 @@ def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
         xs = [i - 0.4 + width * (k + 0.5) for i in x]
         hatch = HATCHES[k % len(HATCHES)]
         mst = [ms[(s, p, "")] for p in policies]
-        ax1.bar(
-            xs,
-            [m.mean for m in mst],
-            width=width,
-            yerr=_err(mst),
-            color=[_colour(p) for p in policies],
-            hatch=hatch,
-            edgecolor="black" if hatch else None,
-            linewidth=0.4,
-            capsize=3,
-            label=f"{name} (mean, seed range)",
-        )
+        _policy_bars(ax1, xs, mst, policies, width, hatch, label=f"{name} (mean, seed range)")
         jst = [jct[(s, p, "")] for p in policies]
-        ax2.bar(
-            xs,
-            [m.mean for m in jst],
-            width=width,
-            yerr=_err(jst),
-            color=[_colour(p) for p in policies],
-            hatch=hatch,
-            edgecolor="black" if hatch else None,
-            linewidth=0.4,
-            alpha=0.85,
-            capsize=3,
-            label=f"{name}: mean JCT (seed range)",
-        )
-        ax2.scatter(
-            xs,
-            [lo[(s, p, "")].mean for p in policies],
-            marker="v",
-            facecolor="white",
-            edgecolor="black",
-            s=18,
-            zorder=3,
-            label="shortest / longest JCT (mean over seeds)" if k == 0 else None,
-        )
-        ax2.scatter(
-            xs,
-            [hi[(s, p, "")].mean for p in policies],
-            marker="^",
-            facecolor="white",
-            edgecolor="black",
-            s=18,
-            zorder=3,
-        )
-    px = [i for i, p in enumerate(policies) if p in PAPER["4"]["makespan"]]
-    ax1.scatter(
-        px,
-        [PAPER["4"]["makespan"][policies[i]] for i in px],
-        marker="D",
-        color="black",
-        zorder=4,
-        label="paper",
-    )
-    ax2.scatter(
-        px,
-        [PAPER["4"]["mean_jct"][policies[i]] for i in px],
-        marker="D",
-        color="black",
-        zorder=4,
-        label="paper: mean JCT",
-    )
+        label_jct = f"{name}: mean JCT (seed range)"
+        _policy_bars(ax2, xs, jst, policies, width, hatch, label=label_jct, alpha=0.85)
+        for stats, marker in ((lo, "v"), (hi, "^")):
+            ax2.scatter(
+                xs,
+                [stats[(s, p, "")].mean for p in policies],
+                marker=marker,
+                facecolor="white",
+                edgecolor="black",
+                s=18,
+                zorder=3,
+                label="shortest / longest JCT (mean over seeds)"
+                if k == 0 and marker == "v"
+                else None,
+            )
+    for ax, key, what in ((ax1, "makespan", "paper"), (ax2, "mean_jct", "paper: mean JCT")):
+        paper = PAPER["4"][key]
+        px = [i for i, p in enumerate(policies) if p in PAPER["4"]["makespan"]]
+        points = [paper[policies[i]] for i in px]
+        ax.scatter(px, points, marker="D", color="black", zorder=4, label=what)
     ax1.set_title(f"Makespan, {s} servers")
     ax1.set_ylabel("makespan (slots)")
     ax2.set_title("Job completion time (JCT)")
@@ -240,6 +200,31 @@ def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize="x-small", loc="upper left")
         ax.grid(axis="y", alpha=0.3, which="both")
+
+
+def _policy_bars(
+    ax: Axes,
+    xs: Sequence[float],
+    stats: Sequence[Stat],
+    policies: Sequence[str],
+    width: float,
+    hatch: str | None,
+    **style: Any,
+) -> None:
+    """One bar per policy at ``xs``: the mean, a whisker over the seed range, the policy's
+    colour and the reading's hatch (outlined in black when hatched)."""
+    ax.bar(
+        xs,
+        [m.mean for m in stats],
+        width=width,
+        yerr=_err(stats),
+        color=[_colour(p) for p in policies],
+        hatch=hatch,
+        edgecolor="black" if hatch else None,
+        linewidth=0.4,
+        capsize=3,
+        **style,
+    )
 
 
 def _log_axis(ax: Axes, bottom: float) -> None:
@@ -589,14 +574,7 @@ def gantt(
     shown = range(lo_s, hi_s + 1)
     n_rows = sum(cluster.gpus_per_server[s] for s in shown)
     if ax is None:
-        width, height, _ = gantt_size(data, n_rows)
-        width, height = size if size is not None else (width, height)
-        fig = Figure(figsize=(width, height))
-        left, right, top, bottom = _MARGIN_IN
-        fig.subplots_adjust(
-            left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height
-        )
-        ax = fig.subplots()
+        ax = _gantt_axes(data, n_rows, size)
     top_row = n_rows - 1  # the first shown server's GPU 0 on top
     base = cluster.offsets[lo_s]
 
@@ -607,23 +585,8 @@ def gantt(
     ax.set_xlim(0, end * 1.02)
     ax.set_ylim(-0.5, n_rows - 0.5)
     every = gantt_blocks(data, schedule, ev)
-    colours = gantt_colours(data, every)
     blocks = [b for b in every if lo_s <= b.server <= hi_s]
-    drawn: list[tuple[Rectangle, Block]] = []
-    for b in blocks:
-        rect = Rectangle(
-            (b.start, y_of(b.server, b.last) - 0.4),
-            b.end - b.start,
-            b.last - b.first + 0.8,
-            facecolor=colours[b.job],
-            edgecolor=SPLIT_COLOUR if b.split else "none",
-            linewidth=0.6,
-            hatch=SPLIT_HATCH if b.split else None,
-            zorder=2,
-        )
-        rect.set_gid(f"{data.jobs[b.job].id}@{b.gid}")
-        ax.add_artist(rect)
-        drawn.append((rect, b))
+    drawn = _draw_blocks(ax, data, blocks, gantt_colours(data, every), y_of)
     _server_axis(ax, data, shown)
     per = slots_in(time_unit, data.cost.slot_seconds)
     _time_axis(ax, end * 1.02, per, time_unit)
@@ -640,6 +603,53 @@ def gantt(
         parse_math=False,  # ids and titles are shown as written, "$x$" included
     )
     show_waits = waits if waits is not None else any(j.arrival > 0 for j in data.jobs)
+    _gantt_legend(ax, _wait_marks(ax, data, ev, blocks, y_of) if show_waits else [])
+    if labels:
+        _label_bars(ax, data, drawn)
+    return ax
+
+
+def _gantt_axes(data: ProblemData, n_rows: int, size: tuple[float, float] | None) -> Axes:
+    """The axes of a new Gantt figure of ``size`` inches (default :func:`gantt_size`)."""
+    width, height, _ = gantt_size(data, n_rows)
+    width, height = size if size is not None else (width, height)
+    fig = Figure(figsize=(width, height))
+    left, right, top, bottom = _MARGIN_IN
+    fig.subplots_adjust(
+        left=left / width, right=1 - right / width, top=1 - top / height, bottom=bottom / height
+    )
+    return fig.subplots()
+
+
+def _draw_blocks(
+    ax: Axes,
+    data: ProblemData,
+    blocks: Sequence[Block],
+    colours: Sequence[tuple[float, float, float]],
+    y_of: Callable[[int, int], int],
+) -> list[tuple[Rectangle, Block]]:
+    """One ``Rectangle`` per block (hatched and outlined when its job is split), with its
+    ``gid``; the rectangles with their blocks."""
+    drawn: list[tuple[Rectangle, Block]] = []
+    for b in blocks:
+        rect = Rectangle(
+            (b.start, y_of(b.server, b.last) - 0.4),
+            b.end - b.start,
+            b.last - b.first + 0.8,
+            facecolor=colours[b.job],
+            edgecolor=SPLIT_COLOUR if b.split else "none",
+            linewidth=0.6,
+            hatch=SPLIT_HATCH if b.split else None,
+            zorder=2,
+        )
+        rect.set_gid(f"{data.jobs[b.job].id}@{b.gid}")
+        ax.add_artist(rect)
+        drawn.append((rect, b))
+    return drawn
+
+
+def _gantt_legend(ax: Axes, wait_handles: list[Any]) -> None:
+    """The legend above the chart: split and whole jobs, then the wait marks if any."""
     handles: list[Any] = [
         Patch(
             facecolor="white",
@@ -648,9 +658,8 @@ def gantt(
             label="split over servers (hatched, outlined)",
         ),
         Patch(facecolor="white", edgecolor="grey", label="inside one server (a colour per job)"),
+        *wait_handles,
     ]
-    if show_waits:
-        handles += _wait_marks(ax, data, ev, blocks, y_of)
     ax.legend(
         handles=handles,
         fontsize="small",
@@ -660,9 +669,6 @@ def gantt(
         frameon=False,
         borderaxespad=0.2,
     )
-    if labels:
-        _label_bars(ax, data, drawn)
-    return ax
 
 
 def _time_axis(ax: Axes, end: float, per: float, unit: str) -> None:
