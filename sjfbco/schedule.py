@@ -106,49 +106,15 @@ class Schedule:
         Every job of the instance must appear exactly once, by id.
         Raises :class:`ScheduleError` naming the job or field.
         """
-        if not isinstance(doc, dict):
-            raise ScheduleError(f"must be a JSON object, got {type(doc).__name__}")
-        allowed = {"format", "instance", "jobs"}
-        for key in doc:
-            if key not in allowed:
-                raise ScheduleError(
-                    f"unknown field {short(key)}; allowed: " + ", ".join(sorted(allowed))
-                )
-        if doc.get("format") != SCHEDULE_FORMAT:
-            raise ScheduleError(
-                f"unsupported format {short(doc.get('format'))}; expected {SCHEDULE_FORMAT!r}",
-                where="format",
-            )
-        if "instance" in doc:
-            try:
-                check_text(doc["instance"], "instance", empty=True)
-            except InputError as err:
-                raise ScheduleError(err.problem, where=err.where) from None
-        entries = doc.get("jobs")
-        if not isinstance(entries, list):
-            raise ScheduleError("missing or not a list", where="jobs")
+        entries = _schedule_entries(doc)
         n = data.num_jobs
         gpus: list[tuple[Gpu, ...] | None] = [None] * n
         start = [0] * n
         order: list[int] | None = None
         for e, entry in enumerate(entries):
             where = f"jobs[{e}]"
-            if not isinstance(entry, dict):
-                raise ScheduleError("must be a JSON object", where=where)
-            for key in entry:
-                if key not in {"id", "start", "gpus", "order"}:
-                    raise ScheduleError(
-                        f"unknown field {short(key)}; allowed: gpus, id, order, start", where=where
-                    )
-            jid = entry.get("id")
-            if not isinstance(jid, str):
-                raise ScheduleError("missing or not a string", where=f"{where}.id")
-            j = data.job_index.get(jid)
-            if j is None:
-                raise ScheduleError(
-                    f"unknown job id {short(jid)} (not in instance {short(data.name)})",
-                    where=f"{where}.id",
-                )
+            j = _entry_job(entry, where, data)
+            jid = data.jobs[j].id
             if gpus[j] is not None:
                 raise ScheduleError(f"job {jid!r} is listed twice", where=f"{where}.id")
             st = entry.get("start", 0)
@@ -159,43 +125,10 @@ class Schedule:
                 )
             start[j] = st
             if "order" in entry:
-                rank = entry["order"]
-                if (
-                    isinstance(rank, bool)
-                    or not isinstance(rank, int)
-                    or not -MAX_ORDER <= rank <= MAX_ORDER
-                ):
-                    raise ScheduleError(
-                        f"job {jid!r}: must be an integer in [-2^62, 2^62], got {short(rank)}",
-                        where=f"{where}.order",
-                    )
                 if order is None:
                     order = list(range(n))
-                order[j] = rank
-            pairs = entry.get("gpus")
-            if not isinstance(pairs, list):
-                raise ScheduleError(
-                    f"job {jid!r}: missing or not a list of [server, gpu] pairs",
-                    where=f"{where}.gpus",
-                )
-            if len(pairs) != data.jobs[j].num_gpus:
-                raise ScheduleError(
-                    f"job {jid!r} is given {len(pairs)} GPUs; it asks for {data.jobs[j].num_gpus}",
-                    where=f"{where}.gpus",
-                )
-            parsed = []
-            for k, pair in enumerate(pairs):
-                if (
-                    not isinstance(pair, list)
-                    or len(pair) != 2
-                    or any(isinstance(x, bool) or not isinstance(x, int) for x in pair)
-                ):
-                    raise ScheduleError(
-                        f"job {jid!r}: must be a [server, gpu] pair of integers, got {short(pair)}",
-                        where=f"{where}.gpus[{k}]",
-                    )
-                parsed.append((pair[0], pair[1]))
-            gpus[j] = tuple(parsed)
+                order[j] = _entry_order(entry["order"], jid, where)
+            gpus[j] = _entry_gpus(entry.get("gpus"), jid, where, data.jobs[j].num_gpus)
         missing = [data.jobs[j].id for j in range(n) if gpus[j] is None]
         if missing:
             more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
@@ -209,6 +142,91 @@ class Schedule:
         )
         check_schedule(data, sched)
         return sched
+
+
+def _schedule_entries(doc: Any) -> list[Any]:
+    """The ``jobs`` list of a schedule document, once its fields, format and instance
+    name are checked."""
+    if not isinstance(doc, dict):
+        raise ScheduleError(f"must be a JSON object, got {type(doc).__name__}")
+    allowed = {"format", "instance", "jobs"}
+    for key in doc:
+        if key not in allowed:
+            raise ScheduleError(
+                f"unknown field {short(key)}; allowed: " + ", ".join(sorted(allowed))
+            )
+    if doc.get("format") != SCHEDULE_FORMAT:
+        raise ScheduleError(
+            f"unsupported format {short(doc.get('format'))}; expected {SCHEDULE_FORMAT!r}",
+            where="format",
+        )
+    if "instance" in doc:
+        try:
+            check_text(doc["instance"], "instance", empty=True)
+        except InputError as err:
+            raise ScheduleError(err.problem, where=err.where) from None
+    entries = doc.get("jobs")
+    if not isinstance(entries, list):
+        raise ScheduleError("missing or not a list", where="jobs")
+    return entries
+
+
+def _entry_job(entry: Any, where: str, data: ProblemData) -> int:
+    """The index of the job a schedule entry names, once its fields are checked."""
+    if not isinstance(entry, dict):
+        raise ScheduleError("must be a JSON object", where=where)
+    for key in entry:
+        if key not in {"id", "start", "gpus", "order"}:
+            raise ScheduleError(
+                f"unknown field {short(key)}; allowed: gpus, id, order, start", where=where
+            )
+    jid = entry.get("id")
+    if not isinstance(jid, str):
+        raise ScheduleError("missing or not a string", where=f"{where}.id")
+    j = data.job_index.get(jid)
+    if j is None:
+        raise ScheduleError(
+            f"unknown job id {short(jid)} (not in instance {short(data.name)})",
+            where=f"{where}.id",
+        )
+    return j
+
+
+def _entry_order(rank: Any, jid: str, where: str) -> int:
+    """A schedule entry's ``order``: an integer in [-2^62, 2^62]."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or not -MAX_ORDER <= rank <= MAX_ORDER:
+        raise ScheduleError(
+            f"job {jid!r}: must be an integer in [-2^62, 2^62], got {short(rank)}",
+            where=f"{where}.order",
+        )
+    return rank
+
+
+def _entry_gpus(pairs: Any, jid: str, where: str, need: int) -> tuple[Gpu, ...]:
+    """A schedule entry's ``gpus``: ``need`` [server, gpu] pairs of integers."""
+    if not isinstance(pairs, list):
+        raise ScheduleError(
+            f"job {jid!r}: missing or not a list of [server, gpu] pairs",
+            where=f"{where}.gpus",
+        )
+    if len(pairs) != need:
+        raise ScheduleError(
+            f"job {jid!r} is given {len(pairs)} GPUs; it asks for {need}",
+            where=f"{where}.gpus",
+        )
+    parsed = []
+    for k, pair in enumerate(pairs):
+        if (
+            not isinstance(pair, list)
+            or len(pair) != 2
+            or any(isinstance(x, bool) or not isinstance(x, int) for x in pair)
+        ):
+            raise ScheduleError(
+                f"job {jid!r}: must be a [server, gpu] pair of integers, got {short(pair)}",
+                where=f"{where}.gpus[{k}]",
+            )
+        parsed.append((pair[0], pair[1]))
+    return tuple(parsed)
 
 
 def check_schedule(data: ProblemData, schedule: Schedule) -> list[list[int]]:
