@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
@@ -12,7 +13,7 @@ from sjfbco.files import CONVERSION_FORMAT, write_instance, write_json
 from sjfbco.tables import format_table
 from sjfbco.workloads.philly import parse_time, read_philly
 from sjfbco.workloads.swf import read_swf
-from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
+from sjfbco.workloads.traces import DropReport, Limits, TraceJob, build_instances, parse_cluster
 
 #: Most instances one conversion writes.
 MAX_INSTANCES = 10_000
@@ -21,6 +22,9 @@ DEPRECATED = {"--out-dir": "--output-dir"}
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
+
+    from sjfbco.problem import ProblemData
 
 
 def add_parser(sub: Any) -> None:
@@ -38,6 +42,20 @@ def add_parser(sub: Any) -> None:
         p, required=True, folder=True, help="folder for the instance files (formerly --out-dir)"
     )
     add_trace_arguments(p)
+    _add_sample_arguments(p)
+    _add_model_arguments(p)
+    _add_swf_arguments(p)
+    p.add_argument(
+        "--name",
+        default=None,
+        help="instance name prefix, also the file names in -o (default: the kind); a plain "
+        "name, no folders",
+    )
+    p.set_defaults(run=run)
+
+
+def _add_sample_arguments(p: Any) -> None:
+    """``--instances``, ``--seed`` and the rows kept: ``--vc``, ``--start``, ``--end``."""
     p.add_argument(
         "--instances",
         type=options.integer(1, MAX_INSTANCES),
@@ -63,6 +81,10 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--end", default=None, metavar="ISO", help="keep jobs submitted before this time"
     )
+
+
+def _add_model_arguments(p: Any) -> None:
+    """How trace jobs become model jobs: time scale, durations kept, GPU counts, arrivals."""
     p.add_argument(
         "--time-scale",
         type=options.number(0.0),
@@ -92,6 +114,10 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="keep submit times as job arrivals (default: offline batch, all 0)",
     )
+
+
+def _add_swf_arguments(p: Any) -> None:
+    """``--processors`` and ``--procs-per-gpu``: the GPU count of an SWF job."""
     p.add_argument(
         "--processors",
         choices=["allocated", "requested"],
@@ -104,13 +130,6 @@ def add_parser(sub: Any) -> None:
         default=1,
         help="swf: processors per GPU (default 1)",
     )
-    p.add_argument(
-        "--name",
-        default=None,
-        help="instance name prefix, also the file names in -o (default: the kind); a plain "
-        "name, no folders",
-    )
-    p.set_defaults(run=run)
 
 
 def add_trace_arguments(p: Any) -> None:
@@ -144,8 +163,6 @@ def add_trace_arguments(p: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     name = plain_name(args.name or args.kind, "--name")
     cluster = parse_cluster(args.cluster)
     drop_rules = Limits(
@@ -154,26 +171,7 @@ def run(args: argparse.Namespace) -> int:
         min_duration=args.min_duration,
         power_of_two=args.drop_non_pow2,
     )
-    if args.kind == "philly":
-        start = parse_time(args.start, "--start") if args.start else None
-        end = parse_time(args.end, "--end") if args.end else None
-        jobs, report = read_philly(args.source, drop_rules, vc=args.vc, start=start, end=end)
-    else:
-        if args.vc:
-            raise InputError("--vc applies to philly traces only")
-        try:
-            lo = float(args.start) if args.start else None
-            hi = float(args.end) if args.end else None
-        except ValueError:
-            raise InputError("swf --start/--end are seconds (numbers)") from None
-        jobs, report = read_swf(
-            args.source,
-            drop_rules,
-            processors=args.processors,
-            procs_per_gpu=args.procs_per_gpu,
-            start=lo,
-            end=hi,
-        )
+    jobs, report = _read_trace(args, drop_rules)
     limits.OUTPUT_JOBS.check(
         (args.n_jobs or len(jobs)) * args.instances, where="--n-jobs x --instances"
     )
@@ -194,24 +192,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)  # everything is checked: from here on only writes
     for data in instances:
         write_instance(data, out / f"{data.name}.json")
-    write_json(
-        out / "conversion.json",
-        {
-            "format": CONVERSION_FORMAT,
-            "kind": args.kind,
-            "settings": {
-                **settings,
-                "vc": args.vc,
-                "start": args.start,
-                "end": args.end,
-                "max_duration_days": args.max_duration_days,
-                "min_duration_s": args.min_duration,
-                "drop_non_pow2": args.drop_non_pow2,
-            },
-            "instances": [d.name + ".json" for d in instances],
-            "report": report.to_dict(),
-        },
-    )
+    write_json(out / "conversion.json", _conversion(args, instances, settings, report))
     print(report.headline())
     if report.dropped:
         print(format_table(report.table_rows(), ["reason", "rows", "first lines"]))
@@ -222,6 +203,53 @@ def run(args: argparse.Namespace) -> int:
     )
     print(load_line(settings["offered_load"], settings["keep_arrivals"]))
     return 0
+
+
+def _read_trace(args: argparse.Namespace, drop_rules: Limits) -> tuple[list[TraceJob], DropReport]:
+    """The jobs of the trace file that pass ``drop_rules`` and the selection options."""
+    if args.kind == "philly":
+        start = parse_time(args.start, "--start") if args.start else None
+        end = parse_time(args.end, "--end") if args.end else None
+        return read_philly(args.source, drop_rules, vc=args.vc, start=start, end=end)
+    if args.vc:
+        raise InputError("--vc applies to philly traces only")
+    try:
+        lo = float(args.start) if args.start else None
+        hi = float(args.end) if args.end else None
+    except ValueError:
+        raise InputError("swf --start/--end are seconds (numbers)") from None
+    return read_swf(
+        args.source,
+        drop_rules,
+        processors=args.processors,
+        procs_per_gpu=args.procs_per_gpu,
+        start=lo,
+        end=hi,
+    )
+
+
+def _conversion(
+    args: argparse.Namespace,
+    instances: Sequence[ProblemData],
+    settings: dict[str, Any],
+    report: DropReport,
+) -> dict[str, Any]:
+    """The ``sjfbco-conversion/1`` document: settings, instance files and drop report."""
+    return {
+        "format": CONVERSION_FORMAT,
+        "kind": args.kind,
+        "settings": {
+            **settings,
+            "vc": args.vc,
+            "start": args.start,
+            "end": args.end,
+            "max_duration_days": args.max_duration_days,
+            "min_duration_s": args.min_duration,
+            "drop_non_pow2": args.drop_non_pow2,
+        },
+        "instances": [d.name + ".json" for d in instances],
+        "report": report.to_dict(),
+    }
 
 
 def load_line(loads: list[float], arrivals: bool) -> str:
