@@ -18,6 +18,8 @@ from sjfbco.workloads.paper import get_preset
 if TYPE_CHECKING:
     import argparse
 
+    from sjfbco.experiments.reproduce import Settings
+
 #: Old option spellings, still accepted with a warning.
 DEPRECATED = {"--out": "--output-dir", "--no-progress": "--quiet", "--jobs": "--workers"}
 
@@ -43,6 +45,21 @@ def add_parser(sub: Any) -> None:
         "four policies at 10, 15, 20 servers; Fig. 7: SJF-BCO with kappa = 1 against "
         "lambda. Exit status 1 when some runs failed (their rows stay in the CSVs).",
     )
+    _add_run_arguments(p)
+    add_output(p, folder=True, default="reproduction", help="output folder (formerly --out)")
+    add_engine_arguments(p)
+    _add_policy_arguments(p)
+    p.add_argument(
+        "--replot",
+        action="store_true",
+        help="rewrite the tables and plots from the CSVs in --output-dir, without running",
+    )
+    add_progress(p)
+    p.set_defaults(run=run)
+
+
+def _add_run_arguments(p: Any) -> None:
+    """What to run: ``--figure``, ``--reading``, ``--seeds``, ``--quick``."""
     p.add_argument(
         "--figure",
         action="append",
@@ -69,8 +86,10 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="a fast check: 3 seeds (well under a minute on 2 cores)",
     )
-    add_output(p, folder=True, default="reproduction", help="output folder (formerly --out)")
-    add_engine_arguments(p)
+
+
+def _add_policy_arguments(p: Any) -> None:
+    """How the policies run: ``--preset``, ``--param``, ``--extras``, ``--extra-time-limit``."""
     p.add_argument(
         "--preset",
         default=None,
@@ -101,13 +120,6 @@ def add_parser(sub: Any) -> None:
         help=f"seconds per instance for the extras (default {EXTRA_TIME_LIMIT:g}; "
         f"{QUICK_EXTRA_TIME_LIMIT:g} with --quick)",
     )
-    p.add_argument(
-        "--replot",
-        action="store_true",
-        help="rewrite the tables and plots from the CSVs in --output-dir, without running",
-    )
-    add_progress(p)
-    p.set_defaults(run=run)
 
 
 def _figures(args: argparse.Namespace) -> tuple[str, ...]:
@@ -163,11 +175,9 @@ def _extras(args: argparse.Namespace) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sjfbco.experiments.paper import PAPER_POLICIES
     from sjfbco.experiments.reproduce import (
         Engine,
         FigureOutput,
-        Settings,
         failures,
         replot,
         reproduce,
@@ -175,22 +185,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     check_engine_arguments(args)
-    readings = _readings(args)
-    extras = _extras(args)
-    values = parse_kv(args.param)
-    policies = [*PAPER_POLICIES, *extras]
-    known = set().union(*(field_names(SOLVERS[s].params) for s in policies if s in SOLVERS))
-    for key in values:
-        if key not in known:
-            raise InputError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
-    seeds = args.seeds or (3 if args.quick else 10)
-    settings = Settings(
-        seeds=seeds,
-        readings=readings,
-        options={"*": values} if values else {},
-        extras=extras,
-        extra_time_limit=_extra_time_limit(args) if extras else None,
-    )
+    settings = _settings(args)
     figures = _figures(args)
     one_seed = dataclasses.replace(settings, seeds=1)  # count before building the task lists
     per_seed = sum(len(tasks_for(f, one_seed)) for f in figures)
@@ -227,3 +222,25 @@ def run(args: argparse.Namespace) -> int:
         )
         return 1
     return 0
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    """The run's settings from the options: seeds, readings, ``--param`` values, extras."""
+    from sjfbco.experiments.paper import PAPER_POLICIES
+    from sjfbco.experiments.reproduce import Settings
+
+    readings = _readings(args)
+    extras = _extras(args)
+    values = parse_kv(args.param)
+    policies = [*PAPER_POLICIES, *extras]
+    known = set().union(*(field_names(SOLVERS[s].params) for s in policies if s in SOLVERS))
+    for key in values:
+        if key not in known:
+            raise InputError(f"--param: no policy takes {key!r}; known: {', '.join(sorted(known))}")
+    return Settings(
+        seeds=args.seeds or (3 if args.quick else 10),
+        readings=readings,
+        options={"*": values} if values else {},
+        extras=extras,
+        extra_time_limit=_extra_time_limit(args) if extras else None,
+    )
