@@ -107,6 +107,20 @@ def add_parser(sub: Any) -> None:
         "--solvers", required=True, help="comma-separated solver names, e.g. sjf-bco,ls,ff"
     )
     add_output(p, required=True, help="result file: .csv or .parquet (formerly --out)")
+    _add_task_arguments(p)
+    add_engine_arguments(p)
+    p.add_argument(
+        "--retry-errors",
+        action="store_true",
+        help="with --resume: run again tasks whose row is an error",
+    )
+    _add_parameter_arguments(p)
+    add_progress(p)
+    p.set_defaults(run=run)
+
+
+def _add_task_arguments(p: Any) -> None:
+    """``--time-limit`` and ``--seeds`` of every task."""
     p.add_argument(
         "--time-limit",
         type=options.seconds,
@@ -121,12 +135,10 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="run seeds 0..N-1 for each instance and solver (default 1)",
     )
-    add_engine_arguments(p)
-    p.add_argument(
-        "--retry-errors",
-        action="store_true",
-        help="with --resume: run again tasks whose row is an error",
-    )
+
+
+def _add_parameter_arguments(p: Any) -> None:
+    """``--param``, ``--config`` and ``--plugin``: the solvers' parameters and modules."""
     p.add_argument(
         "--param",
         action="append",
@@ -148,8 +160,6 @@ def add_parser(sub: Any) -> None:
         metavar="MODULE",
         help="import MODULE first (in workers too), e.g. to register a solver",
     )
-    add_progress(p)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -109,6 +109,34 @@ def run(args: argparse.Namespace) -> int:
 
         image_format(args.plot)
     instances = [read_input(path, args) for path in args.inputs]
+    rows = _compare_all(instances, solvers, policies, params, args)
+    slots = {d.name: d.cost.slot_seconds for d in instances}
+    rows = in_unit(rows, slots, args.time_unit)
+    pick, score = recommend(rows, args.metric)
+    if args.json:
+        for r in rows:
+            print(json_line(r), flush=True)
+    else:
+        _print_table(rows, slots, args.time_unit)
+        print(recommendation(pick, score, args, instances))
+    if args.output:
+        write_table(rows, args.output)
+    if args.plot:
+        from sjfbco.experiments.plots import comparison_chart, save
+
+        save(comparison_chart(rows, pick=pick, unit=args.time_unit), args.plot)
+    return 0
+
+
+def _compare_all(
+    instances: list[ProblemData],
+    solvers: list[str] | None,
+    policies: list[str] | None,
+    params: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+) -> list[dict[str, Any]]:
+    """The table rows of every instance's runs (with a progress bar), warning when an
+    offline-mode run ignored arrivals."""
     rows: list[dict[str, Any]] = []
     with ProgressBar(progress_enabled(args)) as bar:
         for data in instances:
@@ -131,32 +159,20 @@ def run(args: argparse.Namespace) -> int:
                     f"{data.name}: jobs arrive over time; {', '.join(offline)} kept the offline "
                     "mode, which plans as if all were there at slot 0"
                 )
-    slots = {d.name: d.cost.slot_seconds for d in instances}
-    rows = in_unit(rows, slots, args.time_unit)
-    pick, score = recommend(rows, args.metric)
-    if args.json:
-        for r in rows:
-            print(json_line(r), flush=True)
-    else:
-        unit_cols = (
-            [] if args.time_unit == "slots" else [f"{f}_{args.time_unit}" for f in COLUMNS[5:]]
-        )
-        print(format_table(rows, [*COLUMNS, *unit_cols, *TAIL]))
-        print(
-            "makespan, mean_jct, p95_jct in slots ("
-            + ", ".join(f"one slot is {s:g} s in {n}" for n, s in slots.items())
-            + f"){'; _' + args.time_unit + ' columns in ' + args.time_unit if unit_cols else ''}; "
-            "gap = makespan / the best lower bound of the instance; runtime_s in seconds; "
-            "mode: the assignment mode of the run shown (online: gang admission)"
-        )
-        print(recommendation(pick, score, args, instances))
-    if args.output:
-        write_table(rows, args.output)
-    if args.plot:
-        from sjfbco.experiments.plots import comparison_chart, save
+    return rows
 
-        save(comparison_chart(rows, pick=pick, unit=args.time_unit), args.plot)
-    return 0
+
+def _print_table(rows: list[dict[str, Any]], slots: dict[str, float], unit: str) -> None:
+    """The comparison as a table, with its units (and columns in ``unit`` unless slots)."""
+    unit_cols = [] if unit == "slots" else [f"{f}_{unit}" for f in COLUMNS[5:]]
+    print(format_table(rows, [*COLUMNS, *unit_cols, *TAIL]))
+    print(
+        "makespan, mean_jct, p95_jct in slots ("
+        + ", ".join(f"one slot is {s:g} s in {n}" for n, s in slots.items())
+        + f"){'; _' + unit + ' columns in ' + unit if unit_cols else ''}; "
+        "gap = makespan / the best lower bound of the instance; runtime_s in seconds; "
+        "mode: the assignment mode of the run shown (online: gang admission)"
+    )
 
 
 def _names(spec: str | None, default: list[str] | None, parse: Any) -> list[str] | None:

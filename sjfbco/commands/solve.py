@@ -58,6 +58,21 @@ def add_parser(sub: Any) -> None:
         "for bad input, 1 otherwise.",
     )
     p.add_argument("instances", nargs="+", metavar="INSTANCE", help="instance files")
+    _add_solver_arguments(p)
+    _add_output_arguments(p)
+    add_plugin(p, "a solver")
+    add_progress(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per run, one per line (JSON Lines), and nothing else on stdout",
+    )
+    p.set_defaults(run=run)
+
+
+def _add_solver_arguments(p: Any) -> None:
+    """Which solver and how: ``--solver``, ``--time-limit``, ``--seed``, ``--param``,
+    ``--config``."""
     p.add_argument(
         "--solver",
         default="sjf-bco",
@@ -86,6 +101,10 @@ def add_parser(sub: Any) -> None:
         help="solver parameters from a TOML file (top-level keys for every solver that has "
         "them, [SOLVER] tables for one); --param wins",
     )
+
+
+def _add_output_arguments(p: Any) -> None:
+    """Where the schedules go: ``-o`` and ``--launch``."""
     add_output(
         p,
         help="write the schedule here, by suffix: .json (sjfbco-schedule/1), .csv or .parquet "
@@ -100,14 +119,6 @@ def add_parser(sub: Any) -> None:
         "order with what each waits for) and hosts/NNN-<job>.txt, one hostfile per job "
         "(docs/formats.md); {instance} and {solver} as for -o",
     )
-    add_plugin(p, "a solver")
-    add_progress(p)
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="print one JSON object per run, one per line (JSON Lines), and nothing else on stdout",
-    )
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,18 +133,7 @@ def run(args: argparse.Namespace) -> int:
         warn(SEED_WARNING)
     args.seed = 0 if args.seed is None else args.seed
     n_runs = len(solvers) * len(args.instances)
-    for option, template in (("--output", args.output), ("--launch", args.launch)):
-        if template:
-            used = check_template(template, option, ("instance", "solver"))
-            if n_runs > 1 and not (
-                ("instance" in used or len(args.instances) == 1)
-                and (len(solvers) == 1 or "solver" in used)
-            ):
-                raise InputError(
-                    f"{option}: several runs need {{instance}} and {{solver}} in the file name"
-                )
-    if args.output:
-        schedule_format(args.output)  # a suffix we cannot write fails before solving
+    _check_outputs(args, solvers, n_runs)
     rows: list[dict[str, Any]] = []
     codes: list[int] = []
     with ProgressBar(progress_enabled(args), budget_s=budget(solvers, args, n_runs)) as bar:
@@ -150,17 +150,39 @@ def run(args: argparse.Namespace) -> int:
                 rows.append(row)
                 codes.append(code)
     if not args.json:
-        columns = ["instance", *SUMMARY_COLUMNS]
-        if any(r.get("mode") for r in rows):
-            columns.insert(2, "mode")
-        print(format_table(rows, columns))
-        print(
-            f"makespan, mean_jct, lower_bound in slots ({slot_note(data_all)}); "
-            "gap = makespan / lower_bound; runtime_s in seconds (of the run shown)"
-        )
-        if len(solvers) > 1 and any(r.get("mode") for r in rows):
-            print(MODE_NOTE)
+        _print_table(rows, data_all, several=len(solvers) > 1)
     return max(codes, default=0)
+
+
+def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) -> None:
+    """Before solving: the ``-o`` and ``--launch`` templates name one file per run, and
+    ``-o`` has a suffix a schedule can be written as."""
+    for option, template in (("--output", args.output), ("--launch", args.launch)):
+        if template:
+            used = check_template(template, option, ("instance", "solver"))
+            if n_runs > 1 and not (
+                ("instance" in used or len(args.instances) == 1)
+                and (len(solvers) == 1 or "solver" in used)
+            ):
+                raise InputError(
+                    f"{option}: several runs need {{instance}} and {{solver}} in the file name"
+                )
+    if args.output:
+        schedule_format(args.output)  # a suffix we cannot write fails before solving
+
+
+def _print_table(rows: list[dict[str, Any]], data_all: list[ProblemData], several: bool) -> None:
+    """The runs as a table, with the units (and the mode note when ``several`` solvers ran)."""
+    columns = ["instance", *SUMMARY_COLUMNS]
+    if any(r.get("mode") for r in rows):
+        columns.insert(2, "mode")
+    print(format_table(rows, columns))
+    print(
+        f"makespan, mean_jct, lower_bound in slots ({slot_note(data_all)}); "
+        "gap = makespan / lower_bound; runtime_s in seconds (of the run shown)"
+    )
+    if several and any(r.get("mode") for r in rows):
+        print(MODE_NOTE)
 
 
 #: Said when ``--seed`` is given to ``best`` without ``iterations`` (docs/solvers.md).
