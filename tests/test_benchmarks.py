@@ -44,6 +44,7 @@ COVERED = {
     "bench_fuzz",
     "bench_online",
     "bench_paper_ratios",
+    "bench_scale",
     "bench_sjf_bco",
     "bench_testbed",
     "calibration_transfer",
@@ -92,6 +93,19 @@ def test_bench_evaluate_agrees_with_the_slot_by_slot_oracle(
     assert row["makespan"] == max(end) == 1366
     assert row["mean_jct"] == pytest.approx(statistics.fmean(end))
     assert row["ms_per_evaluation"] > 0
+
+
+def test_bench_scale_accounts_for_every_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every construction of the portfolio either ran or was skipped with a reason, and
+    ``best``'s makespan is no worse than any schedule its portfolio built."""
+    from sjfbco.solvers.portfolio import PORTFOLIO
+
+    (row,) = run("bench_scale", ["--quick"], monkeypatch)["rows"]
+    assert row["jobs"] == 1_000
+    done = set(row["portfolio"]) | set(row["skipped"])
+    assert set(PORTFOLIO) <= done and len([k for k in done if k.startswith("list")]) == 20
+    assert all(row["skipped"].values())
+    assert row["makespan"] <= min(row["portfolio"].values())
 
 
 def test_bench_paper_ratios_gives_the_readme_makespans(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,10 +2,14 @@
 
 ``solve(data, "best", time_limit=10, seed=0)`` (``sjfbco solve X --solver best``):
 
-1. **Portfolio.** Every priority rule of the ``list`` solver in both schemes
-   and both split policies, then SJF-BCO, LWF, LS and FIFO-gang (their own
-   searches; above ``portfolio_limit`` jobs SJF-BCO only); every schedule
-   scored by the evaluator. The incumbent is never worse than SJF-BCO's.
+1. **Portfolio** (:mod:`sjfbco.solvers.portfolio`). Every priority rule of the
+   ``list`` solver in both schemes and both split policies, then SJF-BCO, LWF,
+   LS and FIFO-gang (their own searches; above ``portfolio_limit`` jobs SJF-BCO
+   only); every schedule scored by the evaluator. Under a time limit the
+   portfolio has ``portfolio_share`` of it: a construction whose estimated cost
+   does not fit is skipped and SJF-BCO stops between its passes, both said in
+   ``stats["portfolio_skipped"]``. The incumbent is never worse than SJF-BCO's
+   when SJF-BCO ran to its end (always on instances of the paper's size).
 2. **Bounds.** The closed-form and packing bounds of :mod:`sjfbco.bounds`, then
    (parameter ``bound="lp"``) the per-GPU cutting-stock LP within a share of
    the budget, and (``bound="relaxation"``, default) the contention-free
@@ -121,6 +125,11 @@ class BestParams:
     portfolio_limit
         LWF, LS and FIFO-gang join the portfolio up to this many jobs (SJF-BCO
         always does); on larger instances they cost seconds and never win.
+    portfolio_share
+        Share of the time limit the portfolio may use, in ``(0, 1)``: a
+        construction whose estimated cost does not fit in what is left of it is
+        skipped (``stats["portfolio_skipped"]``), SJF-BCO stops between its passes
+        at its end (:mod:`sjfbco.solvers.portfolio`), and the search gets the rest.
     """
 
     iterations: int | None = None
@@ -137,6 +146,7 @@ class BestParams:
     cp_effort: float = 1.0
     serial_limit: int = 250_000
     portfolio_limit: int = 5_000
+    portfolio_share: float = 0.3
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -151,6 +161,10 @@ class BestParams:
             raise ValueError(f"parameter cp_moves: must be an integer >= 0, got {self.cp_moves!r}")
         if not (isinstance(self.cp_effort, int | float) and self.cp_effort > 0):
             raise ValueError(f"parameter cp_effort: must be > 0, got {self.cp_effort!r}")
+        if not (isinstance(self.portfolio_share, int | float) and 0 < self.portfolio_share < 1):
+            raise ValueError(
+                f"parameter portfolio_share: must be in (0, 1), got {self.portfolio_share!r}"
+            )
         share = self.bound_share
         if not (isinstance(share, int | float) and 0 < share < 1):
             raise ValueError(f"parameter bound_share: must be in (0, 1), got {share!r}")
@@ -339,20 +353,19 @@ def best_solve(
         phase[name] += now - clock
         clock = now
 
-    # 1. portfolio: the list rules, SJF-BCO (always: best is never worse) and the others
-    def late() -> bool:
-        return interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
-
+    # 1. portfolio: the list rules, SJF-BCO and the others, within their share of the limit
     built = run_portfolio(
         data,
         engine,
         seed=seed,
         serial_limit=params.serial_limit,
         portfolio_limit=params.portfolio_limit,
-        late=late,
+        end=None if time_limit is None else t0 + params.portfolio_share * time_limit,
     )
     best_genome, serial_ok, sources = built.genome, built.serial_ok, built.sources
-    assert engine.best is not None  # SJF-BCO always returns a schedule
+    assert engine.best is not None and best_genome is not None
+    # what follows a candidate may cost a full decode: kept back before the deadline
+    budget.reserve = built.decode_seconds
     lap("portfolio")
 
     # 2. the LP bound, within its share of the budget (to completion without a time limit)
@@ -373,6 +386,9 @@ def best_solve(
 
     def share(fraction: float) -> float | None:
         return None if time_limit is None else fraction * time_limit
+
+    def late() -> bool:
+        return interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
 
     # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
     if params.whole_share > 0 and not engine.done and not late():
@@ -460,6 +476,7 @@ def best_solve(
         "bounds": bounds,
         "relaxation": relaxation,
         "portfolio": sources,
+        "portfolio_skipped": built.skipped,
         "trajectory": [(t, m) for t, m, _, _ in traj.points],
         "improvements": [
             {"seconds": t, "makespan": m, "mean_jct": round(jct, 3), "source": s}

@@ -368,6 +368,27 @@ class SearchResult:
     timed_out: bool
 
 
+def unlimited_passes(
+    runner: TrialRunner,
+    order: Sequence[int],
+    rules: Sequence[tuple[object, Rule]],
+    deadline: float | None,
+) -> tuple[list[tuple[Trial, np.ndarray]], bool]:
+    """:meth:`TrialRunner.run_unlimited` for each rule in turn, and whether ``deadline``
+    (``time.perf_counter()`` value) stopped them: checked between passes, once one pass
+    is feasible."""
+    passes: list[tuple[Trial, np.ndarray]] = []
+    for _, rule in rules:
+        if (
+            deadline is not None
+            and time.perf_counter() > deadline
+            and any(trial.feasible for trial, _ in passes)
+        ):
+            return passes, True
+        passes.append(runner.run_unlimited(order, rule))
+    return passes, False
+
+
 def search(
     runner: TrialRunner,
     order: Sequence[int],
@@ -393,14 +414,18 @@ def search(
     limit that leaves enough GPUs qualifying, so the trial at ``theta`` is that
     pass when every job's choice fits under ``theta`` and infeasible otherwise.
     The result is the same as running every trial (a property test checks it).
+    There the ``deadline`` stops the passes (the rules not yet run are left out
+    of the search).
     """
     passes: list[tuple[Trial, np.ndarray]] | None = None
+    cut = timed_out = False
     if limit_free and runner.mode == "offline":
-        passes = [runner.run_unlimited(order, rule) for _, rule in rules]
+        passes, cut = unlimited_passes(runner, order, rules, deadline)
+        rules = rules[: len(passes)]
+        deadline = None  # the trials derived from the passes cost no placement
     inc = runner.increments
     left, right = 1, horizon
     best, best_theta, best_label, steps, trials = INFEASIBLE, horizon, None, 0, 0
-    timed_out = False
     theta = horizon
     while left <= right:
         if bisect:
@@ -427,4 +452,4 @@ def search(
             left = theta + 1
         if timed_out or not bisect:
             break
-    return SearchResult(best, best_theta, best_label, steps, trials, timed_out)
+    return SearchResult(best, best_theta, best_label, steps, trials, cut or timed_out)

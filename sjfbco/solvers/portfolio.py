@@ -1,20 +1,37 @@
 """The construction phase of ``best``: the schedules its search starts from.
 
-Every priority rule of the ``list`` solver in both schemes (the serial one only
-when jobs x servers is at most ``serial_limit``) and both split policies, then
-the registered heuristics of :data:`PORTFOLIO` (SJF-BCO always, the others up to
-``portfolio_limit`` jobs); every schedule scored by the evaluator and offered to
-the search engine, so that ``best`` is never worse than SJF-BCO.
+Every priority rule of the ``list`` solver with both split policies in the
+parallel scheme, SJF-BCO, the same rules in the serial scheme (only when jobs x
+servers is at most ``serial_limit``: its decode costs about that many slot
+operations per job), then LWF, LS and FIFO-gang (up to ``portfolio_limit``
+jobs): the cheap ones first. Every schedule is scored by the evaluator and
+offered to the search engine.
+
+**Timing rules** (only with an ``end``, i.e. under a time limit; without one
+every construction runs, so runs with ``iterations`` stay deterministic). The
+portfolio must end by ``end`` (``best`` gives it ``portfolio_share`` of its
+limit). Each construction is estimated before it starts, in decodes of one list
+rule as measured during this run (so the estimate follows the machine's speed
+and load): a list rule costs what the last decode of its scheme cost, the
+others :data:`COST_IN_DECODES`. A construction whose estimate does not fit in
+the time left is skipped, and said so (``skipped``, by label). SJF-BCO gets the
+time left as its own limit and stops between its placement passes (one per
+threshold ``kappa``), keeping the best so far; so ``best`` is never worse than
+SJF-BCO when SJF-BCO ran to the end (always on instances of the paper's size),
+and ``skipped`` says when it did not. The first construction always runs: the
+search needs a schedule to start from.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sjfbco import interrupt
 from sjfbco.evaluate import dispatch
 from sjfbco.schedule import check_schedule
-from sjfbco.solvers.contract import SOLVERS
+from sjfbco.solvers.contract import SOLVERS, Status
 from sjfbco.solvers.placement import estimates
 from sjfbco.solvers.search import Genome
 from sjfbco.solvers.sgs import (
@@ -35,6 +52,11 @@ if TYPE_CHECKING:
 
 #: Registered solvers whose schedules join the portfolio.
 PORTFOLIO = ("sjf-bco", "lwf", "ls", "fifo-gang")
+#: What a construction is estimated to cost, in decodes of one list rule (parallel scheme):
+#: measured on paper instances of 2,000 and 5,000 jobs (SJF-BCO 12 to 16 for its six
+#: passes, LWF 15 to 18, LS and FIFO-gang 4 to 6), rounded up. SJF-BCO's is one pass and
+#: its evaluation (it stops between passes at its limit).
+COST_IN_DECODES = {"sjf-bco": 4.0, "lwf": 18.0, "ls": 6.0, "fifo-gang": 6.0}
 
 
 def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
@@ -58,51 +80,117 @@ def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Ge
 
 @dataclass
 class Portfolio:
-    """What the construction phase found.
+    """What the construction phase found, and its clock.
 
     ``genome`` is the genome the search starts from (the best list genome, or the
     best schedule's own when every list genome decoded invalid); ``sources`` the
-    makespan of every construction that returned a schedule, by label.
+    makespan of every construction that returned a schedule, by label; ``key``
+    that genome's score; ``skipped`` why a construction did not run (or SJF-BCO
+    did not run to its end); ``decode_seconds`` the longest decode of a list rule
+    seen (a cost unit for what follows).
     """
 
-    genome: Genome
-    serial_ok: bool
+    genome: Genome | None = None
+    key: tuple[float, float] | None = None
+    serial_ok: bool = True
     sources: dict[str, float] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    decode_seconds: float = 0.0
+
+
+class Window:
+    """The portfolio's time: ``end`` on ``clock`` (``None``: no limit; a test passes a fake
+    clock), and the cost of the last decode of each scheme."""
+
+    def __init__(self, end: float | None, clock: Callable[[], float] = time.perf_counter):
+        self.end = end
+        self.clock = clock
+        self.decode: dict[str, float] = {}
+
+    def left(self) -> float | None:
+        """Seconds to ``end`` (``None``: no limit)."""
+        return None if self.end is None else self.end - self.clock()
+
+    def refuse(self, estimate: float | None) -> str | None:
+        """Why a construction estimated at ``estimate`` seconds does not start (``None``:
+        it starts); ``None`` estimate: nothing measured yet, it starts."""
+        if interrupt.requested():
+            return "interrupted"
+        left = self.left()
+        if left is None or estimate is None or estimate <= left:
+            return None
+        return f"estimated {estimate:.2f} s, {max(0.0, left):.2f} s left"
+
+    def unit(self) -> float | None:
+        """Seconds of one parallel decode (the first scheme's if no parallel one ran)."""
+        return self.decode.get("parallel", next(iter(self.decode.values()), None))
 
 
 def list_rules(
+    data: ProblemData, engine: Engine, scheme: str, window: Window, out: Portfolio
+) -> None:
+    """Decode every priority rule x split policy in ``scheme``, offer each schedule to
+    ``engine``; ``out.genome``: the best genome so far by the search's score (``None``:
+    none decoded valid). A decode that does not fit in ``window`` is skipped, unless none
+    has decoded valid yet."""
+    rho_hat = estimates(data)
+    for rule in PRIORITY_RULES:
+        for policy in SPLIT_POLICIES:
+            label = f"list {rule}/{scheme}/{policy}"
+            why = window.refuse(window.decode.get(scheme, window.unit()))
+            if why is not None and out.genome is not None:
+                out.skipped[label] = why
+                continue
+            g = Genome(
+                scheme,
+                tuple(priority_order(data, rule, rho_hat)),
+                tuple(split_permissions(data, policy)),
+            )
+            tick = window.clock()
+            cand = engine.decode(g)
+            window.decode[scheme] = window.clock() - tick
+            if cand is None:
+                continue
+            out.sources[label] = cand.makespan
+            engine.offer(cand, label, g)
+            key = engine.score(cand)
+            if out.key is None or key < out.key:
+                out.genome, out.key = g, key
+
+
+def heuristics(
     data: ProblemData,
     engine: Engine,
-    schemes: tuple[str, ...],
-    late: Callable[[], bool],
-    sources: dict[str, float],
-) -> Genome | None:
-    """Decode every priority rule x split policy in each scheme, offer each schedule to
-    ``engine``; the best genome by the search's score (``None``: none decoded valid).
-    Once ``late()`` the remaining ones are skipped, unless none has decoded yet."""
-    rho_hat = estimates(data)
-    best_genome: Genome | None = None
-    best_key: tuple[float, float] | None = None
-    for scheme in schemes:
-        for rule in PRIORITY_RULES:
-            for policy in SPLIT_POLICIES:
-                if late() and best_genome is not None:
-                    continue
-                g = Genome(
-                    scheme,
-                    tuple(priority_order(data, rule, rho_hat)),
-                    tuple(split_permissions(data, policy)),
-                )
-                cand = engine.decode(g)
-                if cand is None:
-                    continue
-                label = f"list {rule}/{scheme}/{policy}"
-                sources[label] = cand.makespan
-                engine.offer(cand, label, g)
-                key = engine.score(cand)
-                if best_key is None or key < best_key:
-                    best_genome, best_key = g, key
-    return best_genome
+    window: Window,
+    out: Portfolio,
+    *,
+    seed: int,
+    portfolio_limit: int,
+    names: tuple[str, ...] = PORTFOLIO,
+) -> None:
+    """The registered heuristics ``names`` (of :data:`PORTFOLIO`), each run if its estimate fits in
+    ``window`` (SJF-BCO with the time left as its limit), scored and offered to
+    ``engine``."""
+    for name in names:
+        spec = SOLVERS.get(name)
+        if spec is None:
+            continue
+        if name != PORTFOLIO[0] and data.num_jobs > portfolio_limit:
+            out.skipped[name] = "above portfolio_limit jobs"
+            continue
+        unit = window.unit()
+        why = window.refuse(None if unit is None else COST_IN_DECODES[name] * unit)
+        if why is not None and engine.best is not None:
+            out.skipped[name] = why
+            continue
+        left = window.left() if engine.best is not None else None
+        res = spec.fn(data, spec.params(), time_limit=None if left is None else left, seed=seed)
+        if res.status is Status.TIME_LIMIT:
+            out.skipped[name] = "stopped at the portfolio's limit with the best pass so far"
+        if res.schedule is not None:
+            cand = evaluated(data, res.schedule)
+            out.sources[name] = cand.makespan
+            engine.offer(cand, name)
 
 
 def run_portfolio(
@@ -112,27 +200,24 @@ def run_portfolio(
     seed: int,
     serial_limit: int,
     portfolio_limit: int,
-    late: Callable[[], bool],
+    end: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> Portfolio:
-    """The list rules first (fast), then SJF-BCO (always: ``best`` is never worse than it),
-    then the other heuristics of :data:`PORTFOLIO` on instances of up to
-    ``portfolio_limit`` jobs while not ``late()``."""
-    from sjfbco.solvers.api import solve
-
+    """The list rules in the parallel scheme (fast), SJF-BCO, the list rules in the serial
+    scheme (when jobs x servers is at most ``serial_limit``), then the other heuristics of
+    :data:`PORTFOLIO`, under the timing rules of the module docstring (``end`` on
+    ``clock``; ``None``: no limit): the cheap ones first."""
     serial_ok = data.num_jobs * data.cluster.num_servers <= serial_limit
-    schemes = ("parallel", "serial") if serial_ok else ("parallel",)
-    sources: dict[str, float] = {}
-    best_genome = list_rules(data, engine, schemes, late, sources)
-    others = PORTFOLIO if data.num_jobs <= portfolio_limit else PORTFOLIO[:1]
-    for name in others:
-        if name not in SOLVERS or (name != "sjf-bco" and late()):
-            continue  # SJF-BCO always runs (fast): best is never worse than it
-        res = solve(data, name, seed=seed)
-        if res.schedule is not None:
-            cand = evaluated(data, res.schedule)
-            sources[name] = cand.makespan
-            engine.offer(cand, name)
-    assert engine.best is not None  # SJF-BCO always returns a schedule
-    if best_genome is None:  # every list genome was invalid: start from the best schedule
-        best_genome = genome_of(engine.best, data, tuple(split_permissions(data, "allow")))
-    return Portfolio(best_genome, serial_ok, sources)
+    out = Portfolio(serial_ok=serial_ok)
+    window = Window(end, clock)
+    first, rest = PORTFOLIO[:1], PORTFOLIO[1:]
+    list_rules(data, engine, "parallel", window, out)
+    heuristics(data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=first)
+    if serial_ok:
+        list_rules(data, engine, "serial", window, out)
+    heuristics(data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=rest)
+    assert engine.best is not None  # the first construction always runs
+    if out.genome is None:  # every list genome was invalid: start from the best schedule
+        out.genome = genome_of(engine.best, data, tuple(split_permissions(data, "allow")))
+    out.decode_seconds = max(window.decode.values(), default=0.0)
+    return out
