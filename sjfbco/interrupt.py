@@ -110,6 +110,11 @@ def run_stoppable(call: Callable[[], T], stop: Callable[[], None]) -> T:
     worker thread and the main thread waits in :data:`POLL_S` joins, so the
     SIGINT handler runs at once and calls ``stop``; ``call`` must then return
     soon with what it has. Otherwise ``call()`` runs here, with ``stop`` as a hook.
+
+    Once a stop is requested, ``stop`` is called again at every join: a backend
+    that was not running yet when the request came (CP-SAT's ``stop_search``
+    before ``solve`` has begun is lost, ``solve`` starts afresh) is stopped as
+    soon as it runs, instead of searching to its own limit.
     """
     if not active() or threading.current_thread() is not threading.main_thread():
         with stopping(stop):
@@ -127,6 +132,8 @@ def run_stoppable(call: Callable[[], T], stop: Callable[[], None]) -> T:
         worker.start()
         while worker.is_alive():
             worker.join(POLL_S)
+            if _STOP.is_set():
+                stop()
     if "error" in box:
         raise box["error"]
     value: T = box["value"]

@@ -61,6 +61,20 @@ def test_outside_the_main_thread_nothing_is_caught() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+def test_a_request_before_the_backend_starts_still_stops_it() -> None:
+    """A backend that forgets a stop asked before it began (CP-SAT's ``solve`` starts with a
+    fresh stop flag) is stopped again once it runs: ``stop`` is repeated at every join."""
+    stopped = threading.Event()
+
+    def backend() -> str:
+        stopped.clear()  # what the backend's start does to an earlier stop_search
+        return "stopped" if stopped.wait(60) else "ran to its limit"
+
+    with interrupt.catching():
+        interrupt.request()  # the SIGINT came before this phase began
+        assert interrupt.run_stoppable(backend, stopped.set) == "stopped"
+
+
 def _sigint_run(tmp_path: Path, solver: str, instance: Path, after: str) -> tuple[int, dict]:
     """Start ``sjfbco solve`` in a child, send SIGINT once its progress shows ``after``
     (plus a second), and return its exit status and JSON line."""
