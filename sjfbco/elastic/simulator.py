@@ -106,6 +106,52 @@ def simulate_elastic(
     the active jobs, grouped by distinct speedup curve; ``benchmarks/bench_elastic.py``
     measures 20,000 jobs.
     """
+    setting = _setting(sizes, n, curves, policy, arrivals, objective, mode, knee_threshold)
+    separable = _separable_rate(setting)
+    log: list[tuple[float, tuple[float, ...]]] = []
+    if len(setting.x) == 0:  # no jobs, no events: an empty run ends at 0
+        first, end, used = np.empty(0), np.empty(0), 0.0
+    elif separable is not None and not record:
+        first, end, used = _run_separable(setting, *separable)
+    elif policy == "equi" and mode == "continuous" and not record:
+        first, end, used = _run_equi_classes(setting)
+    else:
+        first, end, used, log = _run_general(setting, record)
+    x, arr, uniq, cid = setting.x, setting.arr, setting.curves, setting.cid
+    ref = x / np.array([c(n) for c in uniq])[cid]
+    metrics = job_metrics(arr.tolist(), first.tolist(), end.tolist(), ref.tolist())
+    metrics["total_flow"] = math.fsum((end - arr).tolist())
+    metrics["utilisation"] = used / (n * metrics["makespan"]) if metrics["makespan"] else 0.0
+    bound = None
+    powers = {c.p for c in uniq if isinstance(c, PowerLaw)}
+    if len(powers) == 1 and all(isinstance(c, PowerLaw) for c in uniq):
+        bound = optimal_makespan(sizes, n, powers.pop(), arr.tolist())
+    return ElasticResult(
+        policy,
+        objective,
+        mode,
+        setting.p,
+        tuple(arr.tolist()),
+        tuple(first.tolist()),
+        tuple(end.tolist()),
+        metrics,
+        bound,
+        tuple(log),
+    )
+
+
+def _setting(
+    sizes: Sequence[float],
+    n: int,
+    curves: Speedup | Sequence[Speedup],
+    policy: str,
+    arrivals: Sequence[float] | None,
+    objective: str,
+    mode: str,
+    knee_threshold: float,
+) -> _Setting:
+    """The checked arguments of :func:`simulate_elastic` as arrays, with the distinct
+    curves and the mean exponent ``p`` at ``n`` GPUs."""
     m = len(sizes)
     if isinstance(curves, Speedup):
         curves = [curves] * m
@@ -130,37 +176,7 @@ def simulate_elastic(
         if m
         else 1.0
     )
-    setting = _Setting(x, arr, n, uniq, cid, p, policy, objective, mode, knee_threshold)
-    separable = _separable_rate(setting)
-    log: list[tuple[float, tuple[float, ...]]] = []
-    if m == 0:  # no jobs, no events: an empty run ends at 0
-        first, end, used = np.empty(0), np.empty(0), 0.0
-    elif separable is not None and not record:
-        first, end, used = _run_separable(setting, *separable)
-    elif policy == "equi" and mode == "continuous" and not record:
-        first, end, used = _run_equi_classes(setting)
-    else:
-        first, end, used, log = _run_general(setting, record)
-    ref = x / np.array([c(n) for c in uniq])[cid]
-    metrics = job_metrics(arr.tolist(), first.tolist(), end.tolist(), ref.tolist())
-    metrics["total_flow"] = math.fsum((end - arr).tolist())
-    metrics["utilisation"] = used / (n * metrics["makespan"]) if metrics["makespan"] else 0.0
-    bound = None
-    powers = {c.p for c in uniq if isinstance(c, PowerLaw)}
-    if len(powers) == 1 and all(isinstance(c, PowerLaw) for c in uniq):
-        bound = optimal_makespan(sizes, n, powers.pop(), arr.tolist())
-    return ElasticResult(
-        policy,
-        objective,
-        mode,
-        p,
-        tuple(arr.tolist()),
-        tuple(first.tolist()),
-        tuple(end.tolist()),
-        metrics,
-        bound,
-        tuple(log),
-    )
+    return _Setting(x, arr, n, uniq, cid, p, policy, objective, mode, knee_threshold)
 
 
 @dataclass(frozen=True)

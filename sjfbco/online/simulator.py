@@ -43,12 +43,14 @@ from sjfbco.cost import ConfigurationError, min_run_time
 from sjfbco.errors import InputError, unknown_name
 from sjfbco.evaluate import Simulator, evaluation_of
 from sjfbco.online.metrics import MetricAttributes, job_metrics
-from sjfbco.online.policies import POLICY_CLASSES, Policy, View, runtime_estimates
+from sjfbco.online.policies import POLICY_CLASSES, Policy, Start, View, runtime_estimates
 from sjfbco.online.pool import FreePool
 from sjfbco.online.replan import SjfBcoOnline
 from sjfbco.schedule import Schedule, _num
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from sjfbco.problem import ProblemData
 
 Admission = Literal["gang", "partial"]
@@ -141,14 +143,7 @@ def run_online(
         ``gang`` or ``partial`` (see the module docstring). ``partial`` needs a
         policy with a priority order (``fcfs-gang``, ``smallest-need-first``).
     """
-    pol = make_policy(policy)
-    if admission not in ADMISSIONS:
-        raise InputError(f"unknown admission {admission!r}; known: {', '.join(ADMISSIONS)}")
-    if admission == "partial" and not pol.partial_ok:
-        raise InputError(
-            f"partial admission needs a priority-order policy; {pol.name!r} "
-            "has none (use fcfs-gang or smallest-need-first)"
-        )
+    pol = _admitting(make_policy(policy), admission)
     n, jobs = data.num_jobs, data.jobs
     estimate = runtime_estimates(data)
     arrivals = sorted(range(n), key=lambda j: (jobs[j].arrival, j))
@@ -158,7 +153,6 @@ def run_online(
     nxt = done = 0
     idle = 0.0
     while done < n:
-        deferred = 0  # starts put off: they would take a job past one slot per iteration
         arrived = []
         while nxt < n and jobs[arrivals[nxt]].arrival <= sim.now + sim.eps:
             arrived.append(arrivals[nxt])
@@ -171,12 +165,7 @@ def run_online(
             starts = pol.select(view, pool)
         else:
             starts = _grab(pol.order(view), pool, held, data)
-        for j, gpu_ids in starts:
-            if not sim.fits(j, gpu_ids):  # past one slot per iteration: the job waits
-                deferred += 1  # (partial admission: its workers let go of their GPUs)
-                continue
-            sim.start(j, gpu_ids)
-            waiting.remove(j)
+        deferred = _start(sim, starts, waiting)
         if not sim.running and held:
             return _result(data, pol, admission, sim, idle, deadlock=sorted(held))
         t_next = [
@@ -186,19 +175,48 @@ def run_online(
         ]
         until = min(t_next, default=None)
         if until is None and not sim.running:
-            if deferred:
-                raise ConfigurationError(
-                    f"policy {pol.name!r} starts job {jobs[waiting[0]].id!r} only on placements "
-                    "where one iteration takes more than a slot, even on an idle cluster "
-                    "(lengthen cost.slot_seconds, or use a policy that places it otherwise)"
-                )
-            raise RuntimeError(
-                f"policy {pol.name!r} left {len(waiting)} jobs waiting on an idle cluster"
-            )
+            raise _stuck(pol, data, waiting, deferred)
         t0 = sim.now
         done += len(sim.advance(until=until))
         idle += sum(len(gs) for gs in held.values()) * (sim.now - t0)
     return _result(data, pol, admission, sim, idle)
+
+
+def _admitting(pol: Policy, admission: str) -> Policy:
+    """``pol`` once ``admission`` is known and suits it (partial needs a priority order)."""
+    if admission not in ADMISSIONS:
+        raise InputError(f"unknown admission {admission!r}; known: {', '.join(ADMISSIONS)}")
+    if admission == "partial" and not pol.partial_ok:
+        raise InputError(
+            f"partial admission needs a priority-order policy; {pol.name!r} "
+            "has none (use fcfs-gang or smallest-need-first)"
+        )
+    return pol
+
+
+def _start(sim: Simulator, starts: Iterable[Start], waiting: list[int]) -> int:
+    """Start each of ``starts`` that fits; the number put off (they would take a job past
+    one slot per iteration: the job waits; under partial admission its workers let go of
+    their GPUs)."""
+    deferred = 0
+    for j, gpu_ids in starts:
+        if not sim.fits(j, gpu_ids):
+            deferred += 1
+            continue
+        sim.start(j, gpu_ids)
+        waiting.remove(j)
+    return deferred
+
+
+def _stuck(pol: Policy, data: ProblemData, waiting: list[int], deferred: int) -> Exception:
+    """The error when jobs wait on an idle cluster with nothing to come."""
+    if deferred:
+        return ConfigurationError(
+            f"policy {pol.name!r} starts job {data.jobs[waiting[0]].id!r} only on placements "
+            "where one iteration takes more than a slot, even on an idle cluster "
+            "(lengthen cost.slot_seconds, or use a policy that places it otherwise)"
+        )
+    return RuntimeError(f"policy {pol.name!r} left {len(waiting)} jobs waiting on an idle cluster")
 
 
 def _grab(
