@@ -107,26 +107,9 @@ def read_philly(
                 where="line 1",
             )
         for row in rows_in:
-            line = reader.line_num
-            if not row or not any(c.strip() for c in row):
-                continue  # blank line (the file ends with one)
-            report.rows += 1
-            try:
-                ts, duration, gpus, cluster = _parse_row(row)
-            except ValueError:
-                report.selected += 1
-                report.drop("malformed row", line)
-                continue
-            if vc is not None and not cluster.startswith(vc):
-                continue
-            if (start is not None and ts < start) or (end is not None and ts >= end):
-                continue
-            report.selected += 1
-            reason = limits.reason(duration, gpus)
-            if reason is not None:
-                report.drop(reason, line)
-                continue
-            rows.append((line, ts, duration, gpus, cluster))
+            kept = _kept_row(row, reader.line_num, report, limits, vc, start, end)
+            if kept is not None:
+                rows.append(kept)
     origin = start or min((r[1] for r in rows), default=datetime(2017, 1, 1))
     jobs = [
         TraceJob(f"philly-{line}", (ts - origin).total_seconds(), duration, gpus, line, cluster)
@@ -134,6 +117,38 @@ def read_philly(
     ]
     report.kept = len(jobs)
     return jobs, report
+
+
+def _kept_row(
+    row: list[str],
+    line: int,
+    report: DropReport,
+    limits: Limits,
+    vc: str | None,
+    start: datetime | None,
+    end: datetime | None,
+) -> tuple[int, datetime, float, int, str] | None:
+    """A data row as ``(line, submit time, duration, GPUs, cluster)`` if it is kept; else
+    ``None``, counted in ``report`` (blank lines and rows outside the selection are not)."""
+    if not row or not any(c.strip() for c in row):
+        return None  # blank line (the file ends with one)
+    report.rows += 1
+    try:
+        ts, duration, gpus, cluster = _parse_row(row)
+    except ValueError:
+        report.selected += 1
+        report.drop("malformed row", line)
+        return None
+    if vc is not None and not cluster.startswith(vc):
+        return None
+    if (start is not None and ts < start) or (end is not None and ts >= end):
+        return None
+    report.selected += 1
+    reason = limits.reason(duration, gpus)
+    if reason is not None:
+        report.drop(reason, line)
+        return None
+    return (line, ts, duration, gpus, cluster)
 
 
 def philly_instances(

@@ -60,40 +60,9 @@ def read_swf(
     jobs: list[TraceJob] = []
     with io.StringIO(read_text(path, errors="replace")) as fh:
         for line_no, line in enumerate(fh, start=1):
-            text = line.split(";", 1)[0].strip()
-            if not text:
-                continue
-            report.rows += 1
-            try:
-                vals = [float(v) for v in text.split()]
-                if len(vals) != N_FIELDS or not all(math.isfinite(v) for v in vals):
-                    raise ValueError
-            except ValueError:
-                report.selected += 1
-                report.drop("malformed row", line_no)
-                continue
-            submit, run = vals[1], vals[3]
-            if (start is not None and submit < start) or (end is not None and submit >= end):
-                continue
-            report.selected += 1
-            first, second = (vals[4], vals[7]) if processors == "allocated" else (vals[7], vals[4])
-            procs = first if first != -1 else second
-            if run == -1:
-                report.drop("run time unknown (-1)", line_no)
-                continue
-            if procs == -1:
-                report.drop("processor count unknown (-1)", line_no)
-                continue
-            if not procs.is_integer():
-                report.drop("malformed row", line_no)
-                continue
-            gpus = math.ceil(procs / procs_per_gpu) if procs > 0 else int(procs)
-            reason = limits.reason(run, gpus)
-            if reason is not None:
-                report.drop(reason, line_no)
-                continue
-            number = int(vals[0]) if vals[0].is_integer() else line_no
-            jobs.append(TraceJob(f"swf-{number}", submit, run, gpus, line_no))
+            job = _kept_job(line, line_no, report, limits, processors, procs_per_gpu, start, end)
+            if job is not None:
+                jobs.append(job)
     ids = [j.id for j in jobs]
     if len(set(ids)) != len(ids):  # job numbers repeat: fall back to line numbers
         jobs = [
@@ -101,3 +70,51 @@ def read_swf(
         ]
     report.kept = len(jobs)
     return jobs, report
+
+
+def _kept_job(
+    line: str,
+    line_no: int,
+    report: DropReport,
+    limits: Limits,
+    processors: Processors,
+    procs_per_gpu: int,
+    start: float | None,
+    end: float | None,
+) -> TraceJob | None:
+    """The job of one SWF line if it is kept; else ``None``, counted in ``report``
+    (comments, blank lines and jobs outside ``[start, end)`` are not)."""
+    text = line.split(";", 1)[0].strip()
+    if not text:
+        return None
+    report.rows += 1
+    try:
+        vals = [float(v) for v in text.split()]
+        if len(vals) != N_FIELDS or not all(math.isfinite(v) for v in vals):
+            raise ValueError
+    except ValueError:
+        report.selected += 1
+        report.drop("malformed row", line_no)
+        return None
+    submit, run = vals[1], vals[3]
+    if (start is not None and submit < start) or (end is not None and submit >= end):
+        return None
+    report.selected += 1
+    first, second = (vals[4], vals[7]) if processors == "allocated" else (vals[7], vals[4])
+    procs = first if first != -1 else second
+    if run == -1:
+        report.drop("run time unknown (-1)", line_no)
+        return None
+    if procs == -1:
+        report.drop("processor count unknown (-1)", line_no)
+        return None
+    if not procs.is_integer():
+        report.drop("malformed row", line_no)
+        return None
+    gpus = math.ceil(procs / procs_per_gpu) if procs > 0 else int(procs)
+    reason = limits.reason(run, gpus)
+    if reason is not None:
+        report.drop(reason, line_no)
+        return None
+    number = int(vals[0]) if vals[0].is_integer() else line_no
+    return TraceJob(f"swf-{number}", submit, run, gpus, line_no)

@@ -342,23 +342,7 @@ def build_instances(
     to that offered load (:func:`to_instance`). Returns the instances, the report and
     the settings used (time scale and offered load per instance).
     """
-    if instances < 1:
-        raise InputError(f"instances must be >= 1, got {instances}")
-    if not (math.isfinite(max_slots) and max_slots >= 1):
-        raise InputError(f"max_slots must be a finite number >= 1, got {max_slots!r}")
-    if time_scale is not None and not (math.isfinite(time_scale) and time_scale > 0):
-        raise InputError(f"time_scale must be a finite number > 0, got {time_scale!r}")
-    if n_jobs is None and instances > 1:
-        raise InputError("several instances need a sample size (--n-jobs)")
-    if n_jobs is not None and n_jobs < 1:
-        raise InputError(f"n_jobs must be >= 1, got {n_jobs}")
-    if not jobs:
-        raise InputError(f"{report.source}: no job left after selection and drops")
-    if n_jobs is not None and n_jobs > len(jobs):
-        raise InputError(
-            f"{report.source}: asked for {n_jobs} jobs, only {len(jobs)} left "
-            "after selection and drops"
-        )
+    _check_sampling(jobs, report, n_jobs, instances, max_slots, time_scale)
     out, scales = [], []
     for k in range(instances):
         picked = sample(jobs, n_jobs, np.random.default_rng([seed, k]))
@@ -388,3 +372,31 @@ def build_instances(
         "offered_load": [offered_load(d) for d in out],
     }
     return out, report, settings
+
+
+def _check_sampling(
+    jobs: Sequence[TraceJob],
+    report: DropReport,
+    n_jobs: int | None,
+    instances: int,
+    max_slots: float,
+    time_scale: float | None,
+) -> None:
+    """The sampling arguments of :func:`build_instances` make sense for ``jobs``."""
+    if instances < 1:
+        raise InputError(f"instances must be >= 1, got {instances}")
+    if not (math.isfinite(max_slots) and max_slots >= 1):
+        raise InputError(f"max_slots must be a finite number >= 1, got {max_slots!r}")
+    if time_scale is not None and not (math.isfinite(time_scale) and time_scale > 0):
+        raise InputError(f"time_scale must be a finite number > 0, got {time_scale!r}")
+    if n_jobs is None and instances > 1:
+        raise InputError("several instances need a sample size (--n-jobs)")
+    if n_jobs is not None and n_jobs < 1:
+        raise InputError(f"n_jobs must be >= 1, got {n_jobs}")
+    if not jobs:
+        raise InputError(f"{report.source}: no job left after selection and drops")
+    if n_jobs is not None and n_jobs > len(jobs):
+        raise InputError(
+            f"{report.source}: asked for {n_jobs} jobs, only {len(jobs)} left "
+            "after selection and drops"
+        )
