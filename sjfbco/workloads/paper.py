@@ -45,7 +45,7 @@ from sjfbco.workloads.models import MODELS, Model
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 #: The 160-job size mix of the paper (GPUs -> number of jobs).
 SIZE_MIX_160: dict[int, int] = {1: 80, 2: 14, 4: 26, 8: 30, 16: 8, 32: 2}
@@ -195,22 +195,7 @@ class Preset:
                 "jobs": [],
             }
         )
-        models_doc = doc["models"]
-        if not isinstance(models_doc, list) or not models_doc:
-            raise InputError("must be a non-empty list of models", where="models")
-        models = []
-        for i, md in enumerate(models_doc):
-            md = _mapping(md, f"models[{i}]")
-            try:
-                models.append(Model(**md))
-                Job(id="probe", num_gpus=1, iterations=1, **models[-1].job_fields())
-            except TypeError:
-                names = "name, gradient_mb, forward_seconds, backward_seconds, batch_size"
-                raise InputError(
-                    f"must have exactly the fields {names}", where=f"models[{i}]"
-                ) from None
-            except InputError as err:
-                raise err.located(prefix=f"models[{i}]") from None
+        models = _preset_models(doc["models"])
         c, k = probe.cluster, probe.cost
         return cls(
             name=doc["name"],
@@ -229,6 +214,26 @@ class Preset:
             interleave=k.interleave,
             models=tuple(models),
         )
+
+
+def _preset_models(models_doc: Any) -> list[Model]:
+    """The ``models`` of a preset document, each checked as a job's fields would be."""
+    if not isinstance(models_doc, list) or not models_doc:
+        raise InputError("must be a non-empty list of models", where="models")
+    models = []
+    for i, md in enumerate(models_doc):
+        md = _mapping(md, f"models[{i}]")
+        try:
+            models.append(Model(**md))
+            Job(id="probe", num_gpus=1, iterations=1, **models[-1].job_fields())
+        except TypeError:
+            names = "name, gradient_mb, forward_seconds, backward_seconds, batch_size"
+            raise InputError(
+                f"must have exactly the fields {names}", where=f"models[{i}]"
+            ) from None
+        except InputError as err:
+            raise err.located(prefix=f"models[{i}]") from None
+    return models
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:
@@ -416,6 +421,19 @@ def paper_instance(
     rng = random.Random(seed)
     largest = max(g for g, c in mix.items() if c > 0)
     caps = draw_servers(servers, rng, largest)
+    out = _draw_jobs(rng, mix, models, jobs)
+    label = name if name is not None else instance_name(servers, seed, jobs, p.name)
+    try:
+        return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
+    except InputError as err:
+        raise InputError(f"preset {p.name!r} does not fit this workload: {err}") from None
+
+
+def _draw_jobs(
+    rng: random.Random, mix: Mapping[int, int], models: Sequence[Model], jobs: int
+) -> list[Job]:
+    """The jobs of the size ``mix`` in a shuffled order, each with a model and an iteration
+    count drawn from ``rng`` (after the servers: the stream's order is the paper's)."""
     sizes = [g for g in sorted(mix) for _ in range(mix[g])]
     _shuffle(rng, sizes)
     width = len(str(jobs - 1))
@@ -424,11 +442,7 @@ def paper_instance(
         model = models[_randint(rng, 0, len(models) - 1)]
         iters = _randint(rng, *ITERATIONS)
         out.append(Job(id=f"j{k:0{width}d}", num_gpus=g, iterations=iters, **model.job_fields()))
-    label = name if name is not None else instance_name(servers, seed, jobs, p.name)
-    try:
-        return ProblemData(p.cluster(caps), tuple(out), p.cost(), name=label)
-    except InputError as err:
-        raise InputError(f"preset {p.name!r} does not fit this workload: {err}") from None
+    return out
 
 
 @dataclass(frozen=True)
