@@ -80,32 +80,12 @@ def solver_params(
     building its parameter dataclass, so a typo or a bad value fails here,
     before anything runs, with one line naming the parameter.
     """
-
     specs = {name: spec_of(name) for name in solvers}
     known = {name: field_names(spec.params) for name, spec in specs.items()}
     out: dict[str, dict[str, Any]] = {name: {} for name in solvers}
 
     def put(key: str, value: Any, where: str) -> None:
-        prefix, dot, name = key.rpartition(".")
-        if dot:
-            if prefix not in specs:
-                raise InputError(
-                    f"{where} {key!r}: {prefix!r} is not a selected solver ({', '.join(solvers)})"
-                )
-            targets = [prefix]
-            if name not in known[prefix]:
-                raise InputError(
-                    f"{where} {key!r}: solver {prefix!r} has no parameter {name!r}; known: "
-                    f"{', '.join(sorted(known[prefix])) or '(none)'}"
-                )
-        else:
-            targets = [s for s in solvers if name in known[s]]
-            if not targets:
-                every = sorted(set().union(*known.values()))
-                raise InputError(
-                    f"{where} {key!r}: no selected solver has a parameter {name!r}; known: "
-                    f"{', '.join(every) or '(none)'}"
-                )
+        targets, name = _targets(key, solvers, known, where)
         for s in targets:
             out[s][name] = value
 
@@ -130,6 +110,33 @@ def solver_params(
         except ValueError as err:
             raise InputError(f"solver {name!r}: {err}") from None
     return out
+
+
+def _targets(
+    key: str, solvers: Sequence[str], known: Mapping[str, set[str]], where: str
+) -> tuple[list[str], str]:
+    """The selected solvers a parameter ``key`` (``name`` or ``solver.name``) goes to, and
+    the parameter's name; an :class:`InputError` when none has it."""
+    prefix, dot, name = key.rpartition(".")
+    if dot:
+        if prefix not in known:
+            raise InputError(
+                f"{where} {key!r}: {prefix!r} is not a selected solver ({', '.join(solvers)})"
+            )
+        if name not in known[prefix]:
+            raise InputError(
+                f"{where} {key!r}: solver {prefix!r} has no parameter {name!r}; known: "
+                f"{', '.join(sorted(known[prefix])) or '(none)'}"
+            )
+        return [prefix], name
+    targets = [s for s in solvers if name in known[s]]
+    if not targets:
+        every = sorted(set().union(*known.values()))
+        raise InputError(
+            f"{where} {key!r}: no selected solver has a parameter {name!r}; known: "
+            f"{', '.join(every) or '(none)'}"
+        )
+    return targets, name
 
 
 def field_names(cls: type) -> set[str]:

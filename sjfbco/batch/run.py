@@ -22,7 +22,7 @@ from sjfbco.batch.tasks import ERROR, BatchError, Key, Row, Task
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Generator, Sequence
+    from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 
 
 @dataclass
@@ -81,9 +81,7 @@ def run_batch(
     out, jpath = _checked_paths(out, engine)
     with output_lock(out):
         previous = _previous_rows(out, jpath, resume)
-        unique = list({t.key: t for t in tasks}.values())
-        done = {k for k, r in previous.items() if not (retry_errors and r["status"] == ERROR)}
-        pending = [t for t in unique if t.key not in done]
+        unique, pending = _pending(tasks, previous, retry_errors)
         report = BatchReport(
             [],
             out,
@@ -92,13 +90,9 @@ def run_batch(
         )
         if on_start is not None:
             on_start(len(pending))
-        if engine == "local":
-            rows = map_local(pending, workers)
-        else:
-            rows = map_dask(pending, workers, address, processes)
+        rows = _engine_rows(engine, pending, workers, address, processes)
         _journal_rows(rows, report, previous, jpath, fresh=not resume, on_row=on_row)
-        order = {t.key: n for n, t in enumerate(unique)}
-        report.rows = sorted(previous.values(), key=lambda r: order.get(row_key(r), len(order)))
+        report.rows = _in_task_order(previous.values(), unique)
         write_results(report.rows, out)
         jpath.unlink(missing_ok=True)
     return report
@@ -121,6 +115,32 @@ def _checked_paths(out: str | os.PathLike[str], engine: str) -> tuple[Path, Path
             f"{jpath}: the journal is a symbolic link; refusing to follow it (remove it)"
         )
     return out, jpath
+
+
+def _engine_rows(
+    engine: str, tasks: Sequence[Task], workers: int | None, address: str | None, processes: bool
+) -> Generator[Row, None, None]:
+    """The rows of ``tasks`` from ``engine`` (``local`` or ``dask``), in completion order."""
+    if engine == "local":
+        return map_local(tasks, workers)
+    return map_dask(tasks, workers, address, processes)
+
+
+def _in_task_order(rows: Iterable[Row], tasks: Sequence[Task]) -> list[Row]:
+    """``rows`` in the order of their tasks; rows of no task (kept from an earlier run)
+    last."""
+    order = {t.key: n for n, t in enumerate(tasks)}
+    return sorted(rows, key=lambda r: order.get(row_key(r), len(order)))
+
+
+def _pending(
+    tasks: Sequence[Task], previous: Mapping[Key, Row], retry_errors: bool
+) -> tuple[list[Task], list[Task]]:
+    """The tasks with repeated keys dropped, and those of them still to run (no row yet,
+    or an error row when ``retry_errors``)."""
+    unique = list({t.key: t for t in tasks}.values())
+    done = {k for k, r in previous.items() if not (retry_errors and r["status"] == ERROR)}
+    return unique, [t for t in unique if t.key not in done]
 
 
 def _previous_rows(out: Path, jpath: Path, resume: bool) -> dict[Key, Row]:
