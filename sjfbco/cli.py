@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import logging
 import os
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from sjfbco.commands import COMMANDS
 from sjfbco.commands.common import warn
 from sjfbco.errors import InputError, one_line
+from sjfbco.stdio import STDOUT_NAME, NamedStdout, drop_stdout, named_stdout
 from sjfbco.version import __version__
 
 if TYPE_CHECKING:
@@ -67,6 +69,13 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        # argparse drops a failed write (--help > /dev/full exited 0); stdout's is reported
+        if message and isinstance(file, NamedStdout):
+            file.write(message)
+        else:
+            super()._print_message(message, file)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,18 +130,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_in = [a for k, a in enumerate(args_in) if not (a == "--debug" and k < cut)]
     parser = build_parser()
     try:
-        args = parser.parse_args(rewrite_deprecated(args_in))
+        with named_stdout():
+            args = parser.parse_args(rewrite_deprecated(args_in))
     except SystemExit as stop:  # --help, or a usage error already printed as one line
         return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+    except OSError as err:  # --help or --version to a stdout that cannot take it
+        return _stdout_failed(err)
     args.debug = debug  # commands that go on after a failure re-raise with it
     with _one_line_warnings(), _debug_environment(debug):
         try:
-            return int(args.run(args) or 0)
-        except BrokenPipeError:  # e.g. `sjfbco ... | head`: the reader left, not an error of ours
-            with contextlib.suppress(OSError, ValueError):
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-            return 0
+            with named_stdout():
+                return int(args.run(args) or 0)
         except KeyboardInterrupt:
             if debug:
                 raise
@@ -142,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             return _fail(str(err))
         except OSError as err:  # a file we cannot read or write (permissions, disk full)
+            if err.filename == STDOUT_NAME and not (debug and err.errno != errno.EPIPE):
+                return _stdout_failed(err)
             if debug:
                 raise
             where = f"{err.filename}: " if err.filename else ""
@@ -162,6 +172,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"internal error: {type(err).__name__}{': ' + text if text else ''} ({DEBUG_HINT})",
                 code=1,
             )
+
+
+def _stdout_failed(err: OSError) -> int:
+    """Writing stdout failed: a reader that left (``sjfbco ... | head``) ends the run quietly
+    with status 0, as it ends Unix tools; any other failure (a full disk, a closed stdout)
+    is one line naming ``<stdout>``, status 2. What is still buffered is dropped."""
+    drop_stdout()
+    if isinstance(err, BrokenPipeError):
+        return 0
+    return _fail(f"{err.filename}: {err.strerror or err}")
 
 
 def _fail(message: str, code: int = 2) -> int:

@@ -4,18 +4,100 @@
 own lines: solver libraries are called inside :func:`library_output`, which drops
 what they print unless ``--debug`` asks for it; ``solve --json`` runs the whole
 solve inside :func:`stdout_to_stderr`.
+
+Writing stdout can fail too (a full disk, ``> /dev/full``, a closed stdout, a reader
+that left): :func:`named_stdout` makes such an error name ``<stdout>``, as an error
+on any other file names it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+#: The name an error writing stdout gives (``OSError.filename``).
+STDOUT_NAME = "<stdout>"
+
+
+class NamedStdout:
+    """A ``sys.stdout`` whose write errors name it.
+
+    An ``OSError`` writing or flushing ``stream`` is raised again, of the same type (a
+    ``BrokenPipeError`` stays one), with ``filename`` :data:`STDOUT_NAME`. Over no
+    stream (stdout closed: Python makes ``sys.stdout`` None and ``print`` then drops
+    everything) each write fails with ``EBADF``. Everything else is ``stream``'s.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return int(self._named(lambda: self.stream.write(text)))
+
+    def writelines(self, lines: Any) -> None:
+        self._named(lambda: self.stream.writelines(lines))
+
+    def flush(self) -> None:
+        if self.stream is not None:
+            self._named(self.stream.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+    def _named(self, call: Any) -> Any:
+        if self.stream is None:
+            raise OSError(errno.EBADF, "Bad file descriptor (stdout is closed)", STDOUT_NAME)
+        try:
+            return call()
+        except OSError as err:
+            if err.filename is not None or err.errno is None:
+                raise
+            raise type(err)(err.errno, err.strerror, STDOUT_NAME) from err
+
+
+@contextlib.contextmanager
+def named_stdout() -> Iterator[None]:
+    """Inside the block ``sys.stdout`` is a :class:`NamedStdout` (flushed at the end).
+
+    File descriptors 0 to 2 that are closed are opened on the null device first, so
+    that no file the run opens becomes file descriptor 1, which :func:`library_output`
+    redirects (a closed stdout then still fails its writes: ``sys.stdout`` is None).
+    """
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    saved = sys.stdout
+    sys.stdout = NamedStdout(saved)
+    try:
+        yield
+    except SystemExit:  # --help: its text may still be buffered
+        sys.stdout.flush()
+        raise
+    else:
+        sys.stdout.flush()
+    finally:
+        sys.stdout = saved
+
+
+def drop_stdout() -> None:
+    """Point file descriptor 1 at the null device, after writing it failed: what is
+    still buffered then goes nowhere at exit instead of failing a second time."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
 
 
 @contextlib.contextmanager

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import subprocess
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from sjfbco.cli import main
+from sjfbco.stdio import STDOUT_NAME, NamedStdout
 from tests.conftest import INSTANCES, ROOT
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 EXAMPLE = INSTANCES / "small" / "example.json"
 SCHEDULE = INSTANCES / "small" / "example-schedule.json"
@@ -117,3 +117,82 @@ def test_best_with_a_seed_says_when_the_clock_stops_it(
     example = str(INSTANCES / "small" / "example.json")
     assert main(["solve", example, "--solver", "best", "-q", *extra]) == 0
     assert (SEED_WARNING in capsys.readouterr().err) is warned
+
+
+def _sjfbco(*args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # type: ignore[call-overload,no-any-return]
+        [sys.executable, "-m", "sjfbco", *args],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        **kwargs,
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("args", [["solve", str(EXAMPLE)], ["--help"], ["solve", "--help"]])
+def test_a_full_stdout_is_named(args: list[str]) -> None:
+    """``> /dev/full``: one line naming <stdout>, status 2 (it said 'No space left on
+    device' and no file; --help exited 0 with nothing written)."""
+    with open("/dev/full", "w") as full:
+        proc = _sjfbco(*args, stdout=full)
+    assert proc.returncode == 2
+    assert proc.stderr == "sjfbco: error: <stdout>: No space left on device\n"
+
+
+def test_a_closed_stdout_is_named_and_files_are_whole(tmp_path: Path) -> None:
+    """``>&-``: Python makes sys.stdout None and print dropped every line (status 0)."""
+    out = tmp_path / "s.json"
+    shell = 'exec "$0" -m sjfbco solve "$1" -o "$2" >&-'
+    proc = subprocess.run(
+        ["sh", "-c", shell, sys.executable, str(EXAMPLE), str(out)],
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr == "sjfbco: error: <stdout>: Bad file descriptor (stdout is closed)\n"
+    assert json.loads(out.read_text())["format"] == "sjfbco-schedule/1"
+
+
+def test_a_reader_that_left_ends_the_run_quietly() -> None:
+    """``sjfbco ... | head``: the reader closed the pipe; status 0, nothing on stderr."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = _sjfbco("solve", str(EXAMPLE), stdout=write)
+    finally:
+        os.close(write)
+    assert (proc.returncode, proc.stderr) == (0, "")
+
+
+def test_named_stdout_names_what_failed() -> None:
+    class Failing:
+        def __init__(self, err: OSError) -> None:
+            self.err = err
+
+        def write(self, text: str) -> int:
+            raise self.err
+
+        def flush(self) -> None:
+            raise self.err
+
+    full = NamedStdout(Failing(OSError(errno.ENOSPC, "No space left on device")))
+    with pytest.raises(OSError, match=r"No space left on device: '<stdout>'") as got:
+        full.write("x")
+    assert got.value.errno == errno.ENOSPC and got.value.filename == STDOUT_NAME
+    gone = NamedStdout(Failing(BrokenPipeError(errno.EPIPE, "Broken pipe")))
+    with pytest.raises(BrokenPipeError) as broken:  # the same type: main's quiet exit
+        gone.flush()
+    assert broken.value.filename == STDOUT_NAME
+    named = OSError(errno.EIO, "I/O error", "x.json")  # another file's error stays its own
+    with pytest.raises(OSError) as other:
+        NamedStdout(Failing(named)).write("x")
+    assert other.value is named
+    closed = NamedStdout(None)
+    with pytest.raises(OSError) as none:
+        closed.write("x")
+    assert none.value.errno == errno.EBADF and none.value.filename == STDOUT_NAME
+    closed.flush()  # nothing buffered: nothing to fail
