@@ -14,7 +14,7 @@ median and 90th percentile of the relative error on the rows it predicts:
   seeds-1``), predict the others, for N = 6, 12, 24, 48: how many
   measurements a model needs on a cluster;
 - **carried over**: as *placements*, but the cluster-wide constants
-  (``inter_intra_ratio``, ``xi2``, ``q``, ``sigma``, ``rho``) come from the
+  (``inter_intra_ratio``, ``xi2``, ``q``, ``sigma``, ``rho``, ``lambda``) come from the
   joint fit of the *other* five models (``sjfbco.calibration.preset``) and
   only the model's own (``gradient_mb`` and its compute table) are fitted:
   do the cluster constants carry over from one model to another, so that a

@@ -206,7 +206,8 @@ def iteration_seconds(
 ) -> Num:
     """Eq. 8 with the extensions: the one formula, on floats or numpy arrays (broadcast).
 
-    ``comm = 2 m (w-1)/w / B + m (w-1)/w / C + xi2 n`` with ``B = b_intra``
+    ``comm = 2 m (w-1)/w / B + m (w-1)/w / C + xi2 n`` (plus
+    :func:`ring_steps_seconds` with ``cost.ring_latency > 0``) with ``B = b_intra``
     for ``n == 1`` and ``b_inter / (f h)`` otherwise (``f = contention``, the
     degradation ``f(alpha, k)``, 1 without contention; ``h`` from
     :func:`sharing_factor`), and ``tau = combine(compute, comm, q)``
@@ -222,7 +223,21 @@ def iteration_seconds(
     inter = contention * per_mb
     inv_b = _select(num_servers > 1, inter, 1.0 / bandwidth_intra)
     comm = 2.0 * share * inv_b + share / gpu_speed + overhead(num_servers, cost)
+    if cost.ring_latency > 0:
+        comm = comm + ring_steps_seconds(gradient_mb, workers, cost)
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
+
+
+def ring_steps_seconds(gradient_mb: Num, workers: Num, cost: CostParams) -> Num:
+    """Latency of a ring all-reduce's steps, ``2 (w - 1) m lambda`` seconds (extended form).
+
+    ``lambda = cost.ring_latency`` (s per MB and step): a ring of ``w`` workers
+    takes ``2 (w - 1)`` steps and every bucket of the ``m`` MB gradient pays a
+    latency per step, so ``lambda`` is that latency over the bucket size.
+    Unlike the bandwidth terms (``(w - 1) / w``, nearly flat in ``w``) it grows
+    with the ring; 0 for one worker. Elementwise on numpy arrays.
+    """
+    return 2.0 * (workers - 1) * gradient_mb * cost.ring_latency
 
 
 #: Largest compute-to-transfer ratio :func:`interleaved` uses (beyond it ``x`` equals its

@@ -58,6 +58,9 @@ MAX_BATCH_SIZE = 10**9
 MAX_RHO_HAT = 1e15
 #: Largest overlap exponent: (c^q + m^q)^(1/q) is within 1.4% of max(c, m) at q = 50.
 MAX_OVERLAP_EXPONENT = 50.0
+#: Largest ``cost.ring_latency``, s per MB and ring step (a 1,000 MB gradient over 16 GPUs
+#: would pay 30 s an iteration at it).
+MAX_RING_LATENCY = 1e-3
 
 TimeModel = Literal["slotted", "continuous"]
 TIME_MODELS: tuple[str, ...] = ("slotted", "continuous")
@@ -224,6 +227,13 @@ class CostParams:
         interleave with the others' compute phases (``sjfbco.cost.interleaved``,
         measured on the testbed, ``docs/testbed.md``). 0 (default, the paper's):
         every split job sends all the time, all at once.
+    ring_latency
+        Extended form: ``lambda`` in s per MB of gradient and ring step, in
+        [0, 1e-3]; a ring all-reduce of ``w`` workers takes ``2 (w - 1)`` steps,
+        and each bucket of the gradient pays a latency per step, so
+        communication grows by ``2 (w - 1) m lambda`` (``lambda`` = per-step
+        latency / bucket size; fitted to measured step times,
+        ``docs/calibration.md``). 0 (default, the paper's): no such term.
 
     The extension fields are written to JSON only when set (not at the
     paper's values), so instance files of the paper's model do not change;
@@ -240,6 +250,7 @@ class CostParams:
     node_sharing: float = 0.0
     two_server_sharing: float = 0.0
     interleave: float = 0.0
+    ring_latency: float = 0.0
 
     def __post_init__(self) -> None:
         _number(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -263,6 +274,7 @@ class CostParams:
         _number(self.node_sharing, "cost.node_sharing", 0, 1)
         _number(self.two_server_sharing, "cost.two_server_sharing", 0, 1)
         _number(self.interleave, "cost.interleave", 0, 1)
+        _number(self.ring_latency, "cost.ring_latency", 0, MAX_RING_LATENCY)
 
     @property
     def extended(self) -> bool:
@@ -284,6 +296,7 @@ EXTENSION_DEFAULTS: dict[str, float] = {
     "node_sharing": 0.0,
     "two_server_sharing": 0.0,
     "interleave": 0.0,
+    "ring_latency": 0.0,
 }
 
 

@@ -47,6 +47,7 @@ COVERED = {
     "bench_scale",
     "bench_sjf_bco",
     "bench_testbed",
+    "calibration_floor",
     "calibration_transfer",
     "fit_paper",
     "measured_preset",
@@ -156,6 +157,29 @@ def test_measured_preset_keeps_the_paper_figures(monkeypatch: pytest.MonkeyPatch
     assert "best" not in by
     assert {p: by[p]["makespan"] for p in S20_SEED0} == S20_SEED0
     assert by["sjf-bco"]["ratio"] == 1.0 and by["sjf-bco"]["lowest"] == "1/1"
+
+
+def test_calibration_floor_counts_twins_and_orders_the_floors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = {r["model"]: r for r in run("calibration_floor", ["--quick"], monkeypatch)["rows"]}
+    assert set(rows) == {"bert", "yolov3"}
+    # rows sharing (GPUs, servers, fullest server, batch) with another placement, counted
+    # apart from the benchmark: bert has 108 placements x 5 batch sizes, 74 placements twinned
+    pollux = ROOT.parent / "shared" / "data" / "pollux_placements" / "bert.csv"
+    keys = []
+    for line in pollux.read_text().splitlines()[1:]:
+        placement, batch = line.split(",")[:2]
+        counts = [int(c) for c in placement]
+        keys.append((sum(counts), len(counts), max(counts), batch))
+    twinned = sum(keys.count(k) > 1 for k in keys)
+    assert twinned == 370
+    assert rows["bert"]["rows"] == len(keys) and rows["bert"]["twin_rows"] == twinned
+    for r in rows.values():
+        # the noise estimate scales the twin mean's errors down (sqrt((k - 1) / k) < 1)
+        assert r["noise_median"] <= r["twin_mean_median"]
+        assert r["noise_p90"] <= r["twin_mean_p90"]
+        assert 0 < r["model_all_median"] <= r["model_all_p90"]
 
 
 def test_calibration_transfer_splits_and_scores(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,6 +19,7 @@ from sjfbco.calibration import identify as identify_module
 from sjfbco.calibration.contention import fit_contention
 from sjfbco.calibration.fit import (
     BANDWIDTH_INTRA,
+    EXTENSION_PARAMS,
     GPU_SPEED,
     Distinct,
     Scores,
@@ -71,6 +72,7 @@ TRUE = {
     "overlap_exponent": 2.5,
     "node_sharing": 0.2,
     "two_server_sharing": 0.6,
+    "ring_latency": 2e-6,
 }
 
 
@@ -127,7 +129,7 @@ def test_fit_recovers_the_constants_the_data_were_made_with(tmp_path: Path, form
     (rows,), _ = read_measurements(synthetic_csv(tmp_path, form))
     rep = fit_model(rows, form, folds=3, compute="affine")
     for name in param_names(form):
-        assert rep.params[name] == pytest.approx(TRUE[name], rel=2e-3, abs=1e-6), name
+        assert rep.params[name] == pytest.approx(TRUE[name], rel=2e-3), name
     assert rep.params["bandwidth_inter"] == pytest.approx(10_000.0, rel=2e-3)
     assert rep.scores.median_rel_error < 1e-4
     assert rep.heldout_scores.median_rel_error < 1e-3
@@ -201,15 +203,15 @@ def test_grouped_differences_are_scipys_with_fewer_evaluations(
 ) -> None:
     """issue 33: the fit's Jacobian steps a group of table entries at once.
 
-    Extended form over 5 batch sizes: 6 constants and 5 entries, whose rows are disjoint,
-    so 7 evaluations per Jacobian instead of 11, and the same differences as scipy's.
+    Extended form over 5 batch sizes: 7 constants and 5 entries, whose rows are disjoint,
+    so 8 evaluations per Jacobian instead of 12, and the same differences as scipy's.
     """
     from scipy.optimize import _numdiff
 
     (rows,), _ = read_measurements(synthetic_csv(tmp_path, "extended", compute=STEPPY))
     names = param_names("extended", "table", rows.batch)
     depends = depends_on(names, rows.batch)
-    assert len(names) == 11 and column_groups(depends).max() + 1 == 7
+    assert len(names) == 12 and column_groups(depends).max() + 1 == 8
     x = np.array([{**TRUE, "gradient_mb": 300.0}.get(n, 0.15) for n in names])
     x[names.index("overlap_exponent")] = 1.0  # a bound: the step turns inwards
     calls: list[int] = []
@@ -229,7 +231,7 @@ def test_grouped_differences_are_scipys_with_fewer_evaluations(
             before = len(calls)
             out = jac(v)
             jacobians.append((np.array(v), out))
-            assert len(calls) - before == 7  # the point itself is remembered
+            assert len(calls) - before == 8  # the point itself is remembered
             return out
 
         return wrapped
@@ -274,8 +276,17 @@ def test_noise_free_constants_are_identified(tmp_path: Path) -> None:
     assert doc["status"] == "identified" and doc["resamples"] == 20
 
 
+#: TRUE's affine compute at five batch sizes: a fold of two one-server placements keeps
+#: 10 rows, enough for the extended form's 9 constants.
+FIVE_BATCHES = {
+    b: TRUE["compute_fixed"] + TRUE["compute_per_sample"] * b for b in (8, 16, 32, 64, 128)
+}
+
+
 def test_one_server_data_cannot_pin_the_inter_server_terms(tmp_path: Path) -> None:
-    path = synthetic_csv(tmp_path, "extended", placements=("1", "2", "3", "4"))
+    path = synthetic_csv(
+        tmp_path, "extended", placements=("1", "2", "3", "4"), compute=FIVE_BATCHES
+    )
     (rows,), _ = read_measurements(path)
     rep = with_identifiability(fit_model(rows, "extended", folds=2, compute="affine"), resamples=5)
     status = {i.name: i.status for i in rep.identifiability}
@@ -290,7 +301,9 @@ def test_one_server_data_cannot_pin_the_inter_server_terms(tmp_path: Path) -> No
 def test_cli_warns_once_per_constant_not_pinned(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = synthetic_csv(tmp_path, "extended", placements=("1", "2", "3", "4"))
+    path = synthetic_csv(
+        tmp_path, "extended", placements=("1", "2", "3", "4"), compute=FIVE_BATCHES
+    )
     args = ["calibrate", str(path), "--compute", "affine", "--resamples", "5"]
     assert main([*args, "--folds", "2"]) == 0
     out, err = capsys.readouterr()
@@ -578,7 +591,7 @@ def test_cli_preset_feeds_generate(tmp_path: Path, capsys: pytest.CaptureFixture
     preset = read_preset(out)
     shared = json.loads(out.read_text())["identifiability"]
     # one noise-free model: every shared constant pinned down
-    assert set(shared) == {"inter_intra_ratio", "xi2", *param_names("extended")[-3:]}
+    assert set(shared) == {"inter_intra_ratio", "xi2", *EXTENSION_PARAMS}
     assert {v["status"] for v in shared.values()} == {"identified"}
     assert [m.name for m in preset.models] == ["alpha-model"]
     assert preset.node_sharing == pytest.approx(0.2, rel=1e-2)
@@ -623,10 +636,10 @@ def test_one_real_model(tmp_path: Path) -> None:
     """bert, extended form: the figures docs/calibration.md quotes."""
     (rows,), _ = read_measurements(pollux("bert"))
     rep = fit_model(rows, "extended")
-    assert rep.compute == "table"  # auto: held-out median 2.4% against affine's 2.5%
-    assert rep.heldout_scores.r2 == pytest.approx(0.938, abs=0.005)
-    assert rep.heldout_scores.median_rel_error == pytest.approx(0.024, abs=0.002)
-    assert rep.heldout_scores.p90_rel_error == pytest.approx(0.064, abs=0.005)
+    assert rep.compute == "table"  # auto: held-out median 2.34% against affine's 2.41%
+    assert rep.heldout_scores.r2 == pytest.approx(0.943, abs=0.005)
+    assert rep.heldout_scores.median_rel_error == pytest.approx(0.0234, abs=0.002)
+    assert rep.heldout_scores.p90_rel_error == pytest.approx(0.062, abs=0.005)
     assert rep.params["two_server_sharing"] == pytest.approx(1.0, abs=1e-3)  # at its bound
 
 

@@ -24,6 +24,7 @@ from sjfbco.cost import (
     fill_shape,
     iteration_seconds,
     iteration_time,
+    ring_steps_seconds,
     shape_of,
     sharing_factor,
 )
@@ -74,8 +75,25 @@ def test_overlap_by_hand() -> None:
     assert iteration_time(JOB4, 1, 0, CL, q50) == pytest.approx(0.25, rel=0.014)
 
 
+def test_ring_latency_by_hand() -> None:
+    # lambda 0.001 s per MB and ring step: 4 workers, 8 MB -> 2 * 3 * 8 * 0.001 = 0.048 s
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.5, slot_seconds=10.0, ring_latency=0.001)
+    assert ring_steps_seconds(8.0, 4, cost) == pytest.approx(0.048)
+    # one server: the paper's 0.45 s + 0.048 = 0.498
+    assert iteration_time(JOB4, 1, 0, CL, cost) == pytest.approx(0.498)
+    # split over 4 (1 each): ring 2 * 6 / 10 = 1.2; + 0.12 + 0.04 + 0.2 + 0.048 = 1.608
+    assert iteration_time(JOB4, 4, 1, CL, cost) == pytest.approx(1.608)
+    # contention slows the bandwidth terms only: p = 2, f = 2.5 -> 3.0 + 0.12 + 0.04 + 0.248
+    assert iteration_time(JOB4, 4, 2, CL, cost) == pytest.approx(3.408)
+    # one worker has no ring: compute + xi2 only
+    one = Job("one", num_gpus=1, iterations=1, gradient_mb=8.0, compute_seconds=0.2)
+    assert iteration_time(one, 1, 0, CL, cost) == pytest.approx(0.21)
+    assert cost.extended and cost.to_dict()["ring_latency"] == 0.001
+    assert "ring_latency" not in CostParams().to_dict()
+
+
 def test_array_form_equals_the_scalar_form() -> None:
-    both = CostParams(**{**EXT.to_dict(), "overlap_exponent": 3.0})
+    both = CostParams(**{**EXT.to_dict(), "overlap_exponent": 3.0, "ring_latency": 1e-3})
     n = np.array([1, 2, 2, 3, 4])
     g = np.array([4, 2, 3, 2, 1])
     got = iteration_seconds(
@@ -157,6 +175,7 @@ def _placements(caps: tuple[int, ...], w: int) -> list[tuple[int, ...]]:
             "overlap_exponent": st.sampled_from([1.0, 2.0, 8.0]),
             "node_sharing": st.sampled_from([0.0, 0.2, 1.0]),
             "two_server_sharing": st.sampled_from([0.0, 0.5, 1.0]),
+            "ring_latency": st.sampled_from([0.0, 1e-3]),
         }
     ),
 )
@@ -190,6 +209,8 @@ def test_best_shape_beats_every_placement(caps: tuple[int, ...], w: int, ext: di
         ("node_sharing", 1.5, r"cost.node_sharing: must be in \[0, 1\]"),
         ("two_server_sharing", 2.0, r"cost.two_server_sharing: must be in \[0, 1\]"),
         ("two_server_sharing", math.nan, "cost.two_server_sharing: must be a finite number"),
+        ("ring_latency", -1e-6, r"cost.ring_latency: must be in \[0, 0.001\]"),
+        ("ring_latency", 0.01, r"cost.ring_latency: must be in \[0, 0.001\]"),
     ],
 )
 def test_bad_extension_values_name_the_field(field: str, value: float, message: str) -> None:
@@ -198,9 +219,10 @@ def test_bad_extension_values_name_the_field(field: str, value: float, message: 
 
 
 def test_extended_cost_round_trips_through_json() -> None:
-    both = CostParams(**{**EXT.to_dict(), "overlap_exponent": 2.5})
+    both = CostParams(**{**EXT.to_dict(), "overlap_exponent": 2.5, "ring_latency": 2e-6})
     data = ProblemData(CL, (JOB4, JOB8), both, name="ext")
     doc = data.to_dict()
+    assert doc["cost"]["ring_latency"] == 2e-6
     assert doc["cost"]["overlap_exponent"] == 2.5
     assert doc["cost"]["node_sharing"] == 0.5
     assert doc["cost"]["two_server_sharing"] == 0.25

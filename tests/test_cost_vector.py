@@ -53,6 +53,7 @@ def test_every_count_equals_the_scalar_call(
         overlap_exponent=overlap,
         degradation=degradation,
         interleave=interleave,
+        ring_latency=1e-3 * (interleave > 0),
     )
     ks = np.arange(1, cluster.num_gpus + 1)
     vector = best_iteration_times(JOB, cluster, cost, ks)

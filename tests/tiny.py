@@ -8,18 +8,21 @@ from sjfbco import Cluster, CostParams, Job, ProblemData
 
 
 def extensions() -> st.SearchStrategy[dict[str, float]]:
-    """Extended-form fields of ``CostParams``: overlap, sharing (``h <= 4``), interleave."""
+    """Extended-form fields of ``CostParams``: overlap, sharing (``h <= 4``), interleave,
+    ring latency."""
     sharing = st.sampled_from([(0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.5)])
     return st.builds(
-        lambda q, sr, w: {
+        lambda q, sr, w, lam: {
             "overlap_exponent": q,
             "node_sharing": sr[0],
             "two_server_sharing": sr[1],
             "interleave": w,
+            "ring_latency": lam,
         },
         st.sampled_from([1.0, 1.0, 2.0, 8.0]),
         sharing,
         st.sampled_from([0.0, 0.0, 0.5, 1.0]),
+        st.sampled_from([0.0, 0.0, 1e-4]),
     )
 
 

@@ -39,6 +39,7 @@ compute_at_<b>         s        [0, inf)    table compute: per iteration at loca
 overlap_exponent                [1, 50]     extended form: overlap ``q``
 node_sharing                    [0, 1]      extended form: per-node sharing ``sigma``
 two_server_sharing              [0, 1]      extended form: two-server term ``rho``
+ring_latency           s/MB     [0, 1e-3]   extended form: ring steps' latency ``lambda``
 =====================  =======  ==========  ==========================================
 
 ``params`` also reports the derived ``bandwidth_inter`` (MB/s) and the pinned
@@ -74,7 +75,7 @@ from threadpoolctl import threadpool_limits
 from sjfbco.calibration.measurements import StepTimes
 from sjfbco.cost import iteration_seconds
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_OVERLAP_EXPONENT, CostParams
+from sjfbco.problem import MAX_OVERLAP_EXPONENT, MAX_RING_LATENCY, CostParams
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -99,7 +100,12 @@ AFFINE_COMPUTE: tuple[str, ...] = ("compute_fixed", "compute_per_sample")
 TABLE_PREFIX = "compute_at_"
 COMM_PARAMS: tuple[str, ...] = ("gradient_mb", "inter_intra_ratio", "xi2")
 PAPER_PARAMS: tuple[str, ...] = COMM_PARAMS + AFFINE_COMPUTE
-EXTENSION_PARAMS: tuple[str, ...] = ("overlap_exponent", "node_sharing", "two_server_sharing")
+EXTENSION_PARAMS: tuple[str, ...] = (
+    "overlap_exponent",
+    "node_sharing",
+    "two_server_sharing",
+    "ring_latency",
+)
 #: Bounds of every fitted parameter (see the module docstring).
 BOUNDS: dict[str, tuple[float, float]] = {
     "gradient_mb": (1e-9, math.inf),
@@ -110,6 +116,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "overlap_exponent": (1.0, MAX_OVERLAP_EXPONENT),
     "node_sharing": (0.0, 1.0),
     "two_server_sharing": (0.0, 1.0),
+    "ring_latency": (0.0, MAX_RING_LATENCY),
 }
 
 
@@ -168,6 +175,7 @@ def cost_of(params: dict[str, float]) -> CostParams:
         overlap_exponent=ext["overlap_exponent"],
         node_sharing=ext["node_sharing"],
         two_server_sharing=ext["two_server_sharing"],
+        ring_latency=params.get("ring_latency", 0.0),
     )
 
 
@@ -399,6 +407,7 @@ def initial_guess(rows: StepTimes, form: str, compute: str = "affine") -> dict[s
     guess.update(gradient_mb=max(m, 1e-3), inter_intra_ratio=min(max(ratio, 1.5), 1e4), xi2=1e-4)
     if form == "extended":
         guess.update(overlap_exponent=2.0, node_sharing=0.2, two_server_sharing=0.5)
+        guess.update(ring_latency=1e-7)
     return guess
 
 

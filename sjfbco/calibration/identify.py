@@ -105,6 +105,8 @@ PINNED_BY: dict[str, str] = {
     "node_sharing": "placements over the same servers with 1, 2 and 4 GPUs on the fullest server",
     "two_server_sharing": "placements over 2 servers beside 3 and 4 servers with the same "
     "GPUs per server",
+    "ring_latency": "placements of 2 to 16 or more GPUs over the same servers at a small batch "
+    "(communication-bound)",
 }
 
 

@@ -180,6 +180,7 @@ def fit_preset(
         overlap_exponent=float(common.get("overlap_exponent", 1.0)),
         node_sharing=float(common.get("node_sharing", 0.0)),
         two_server_sharing=float(common.get("two_server_sharing", 0.0)),
+        ring_latency=float(common.get("ring_latency", 0.0)),
         models=tuple(models),
     )
     params = {

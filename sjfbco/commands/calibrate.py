@@ -109,6 +109,7 @@ _PARAM_COLUMNS = (
     "overlap_exponent",
     "node_sharing",
     "two_server_sharing",
+    "ring_latency",
 )
 
 

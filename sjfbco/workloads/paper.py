@@ -75,7 +75,7 @@ class Preset:
         Degradation function ``f(alpha, k)`` by name (``sjfbco.cost.DEGRADATIONS``).
     time_model
         ``slotted`` (the paper's) or ``continuous``.
-    overlap_exponent, node_sharing, two_server_sharing, interleave
+    overlap_exponent, node_sharing, two_server_sharing, interleave, ring_latency
         The cost model's extended form (``docs/formats.md``); the defaults
         turn it off.
     models
@@ -97,6 +97,7 @@ class Preset:
     node_sharing: float = 0.0
     two_server_sharing: float = 0.0
     interleave: float = 0.0
+    ring_latency: float = 0.0
     models: tuple[Model, ...] = MODELS
 
     def with_changes(
@@ -138,6 +139,7 @@ class Preset:
             node_sharing=self.node_sharing,
             two_server_sharing=self.two_server_sharing,
             interleave=self.interleave,
+            ring_latency=self.ring_latency,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -212,6 +214,7 @@ class Preset:
             node_sharing=k.node_sharing,
             two_server_sharing=k.two_server_sharing,
             interleave=k.interleave,
+            ring_latency=k.ring_latency,
             models=tuple(models),
         )
 
