@@ -388,6 +388,7 @@ def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.Monk
 
 
 @pytest.mark.slow  # about a minute of replays; tests/test_testbed.py covers the replay itself
+@pytest.mark.xdist_group("testbed")  # with tests/test_testbed.py: one emulation at a time
 def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Executed schedules (root and the testbed extra needed: skipped elsewhere); each
     calibrated prediction is the evaluator's makespan of that solver's schedule."""

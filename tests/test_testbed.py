@@ -32,7 +32,12 @@ try:
 except TestbedError as err:
     REASON = str(err)
 
-pytestmark = pytest.mark.skipif(bool(REASON), reason=f"testbed unavailable: {REASON}")
+pytestmark = [
+    pytest.mark.skipif(bool(REASON), reason=f"testbed unavailable: {REASON}"),
+    # one xdist worker runs them all, one at a time (pyproject's --dist loadgroup): two
+    # emulations at once would see each other's namespaces in nothing_left_behind
+    pytest.mark.xdist_group("testbed"),
+]
 ROOT = Path(__file__).resolve().parent.parent
 
 
