@@ -206,9 +206,11 @@ def mutated_docs(draw: st.DrawFn, base: Any) -> str:
     return text
 
 
-@settings(max_examples=1500)
-@given(mutated_docs(json.loads(EXAMPLE.read_text())))
-def test_fuzzed_instance_files_end_in_clear_errors(tmp_path_factory: Any, text: str) -> None:
+INSTANCE_DOCS = mutated_docs(json.loads(EXAMPLE.read_text()))
+SCHEDULE_DOCS = mutated_docs(json.loads(EXAMPLE_SCHEDULE.read_text()))
+
+
+def _instance_file_ends_in_clear_error(tmp_path_factory: Any, text: str) -> None:
     path = tmp_path_factory.mktemp("fz") / "fuzz.json"
     path.write_text(text, encoding="utf-8")
     try:
@@ -218,9 +220,7 @@ def test_fuzzed_instance_files_end_in_clear_errors(tmp_path_factory: Any, text: 
         assert "\n" not in str(err)
 
 
-@settings(max_examples=1500)
-@given(mutated_docs(json.loads(EXAMPLE_SCHEDULE.read_text())))
-def test_fuzzed_schedule_files_end_in_clear_errors(tmp_path_factory: Any, text: str) -> None:
+def _schedule_file_ends_in_clear_error(tmp_path_factory: Any, text: str) -> None:
     data = read_instance(EXAMPLE)
     path = tmp_path_factory.mktemp("fz") / "fuzz.json"
     path.write_text(text, encoding="utf-8")
@@ -231,3 +231,31 @@ def test_fuzzed_schedule_files_end_in_clear_errors(tmp_path_factory: Any, text: 
         assert "\n" not in str(err)
     else:
         assert isinstance(sched, Schedule)
+
+
+# The default run draws 300 files of each kind (1 and 2.5 s at load 6), the slow twins 1500
+# (6 and 14 s).
+@settings(max_examples=300)
+@given(INSTANCE_DOCS)
+def test_fuzzed_instance_files_end_in_clear_errors(tmp_path_factory: Any, text: str) -> None:
+    _instance_file_ends_in_clear_error(tmp_path_factory, text)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500)
+@given(INSTANCE_DOCS)
+def test_fuzzed_instance_files_end_in_clear_errors_many(tmp_path_factory: Any, text: str) -> None:
+    _instance_file_ends_in_clear_error(tmp_path_factory, text)
+
+
+@settings(max_examples=300)
+@given(SCHEDULE_DOCS)
+def test_fuzzed_schedule_files_end_in_clear_errors(tmp_path_factory: Any, text: str) -> None:
+    _schedule_file_ends_in_clear_error(tmp_path_factory, text)
+
+
+@pytest.mark.slow
+@settings(max_examples=1500)
+@given(SCHEDULE_DOCS)
+def test_fuzzed_schedule_files_end_in_clear_errors_many(tmp_path_factory: Any, text: str) -> None:
+    _schedule_file_ends_in_clear_error(tmp_path_factory, text)
