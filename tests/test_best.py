@@ -152,7 +152,13 @@ PHILLY = sorted((INSTANCES / "philly").glob("*.json"))
 BENCH = sorted((INSTANCES / "bench").glob("*.json"))
 
 
-@pytest.mark.parametrize("path", [*SMALL, *PHILLY, PAPER], ids=lambda p: p.stem)
+# paper-s10-seed0 is slow: without a time limit best's whole-instance CP-SAT phase gets its
+# whole_effort (10 deterministic s), 120 to 166 s of wall time at load 5 to 7
+@pytest.mark.parametrize(
+    "path",
+    [*SMALL, *PHILLY, pytest.param(PAPER, marks=pytest.mark.slow)],
+    ids=lambda p: p.stem,
+)
 def test_best_never_worse_than_sjf_bco(path: object) -> None:
     _never_worse(path, 40)
 
