@@ -92,6 +92,7 @@ def one(
         "relax": st.get("relaxation", st.get("relaxation_quick", {})).get("bound"),
         "closed": lower_bound(data),
         "from": st.get("bound_from"),
+        "note": (st.get("note") or "")[:40],
     }
 
 
@@ -138,7 +139,7 @@ def run(
                 largest[backend] = max(largest.get(backend, 0), n)
             print(format_table([row], list(row)).splitlines()[-1], flush=True)
     cols = ["jobs", "servers", "seed", "backend", "status", "wall_s", "over_s", "peak_mb"]
-    cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from", "load"]
+    cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from", "note", "load"]
     print("\n" + format_table(rows, cols))
     kind = "paper's workload" if paper else "4 GPUs each"
     print(f"\nLargest instance proven optimal within {limit:g} s ({kind}):")

@@ -300,27 +300,31 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
     relaxation follows."""
     from pathlib import Path
 
-    import sjfbco.relaxations.contention_free as relaxation
-    from sjfbco.solvers.best import BestParams, relaxation_bound
+    from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
+    from sjfbco.solvers.best import BestParams, bound_chain, relaxation_bound
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     from benchmarks.bench_exact import make_instance
 
     data = make_instance(10, 4, 3)
     calls = []
-    for how in ("bound", "decide"):
-        real = getattr(relaxation.ContentionFree, how)
 
-        def counted(
-            self: relaxation.ContentionFree, *args: Any, real: Any = real, **kw: Any
-        ) -> relaxation.RelaxationResult:
+    class Counted(ContentionFree):
+        def bound(self, **kw: Any) -> RelaxationResult:
             calls.append(self.horizon)
-            return real(self, *args, **kw)  # type: ignore[no-any-return]
+            return super().bound(**kw)
 
-        monkeypatch.setattr(relaxation.ContentionFree, how, counted)
-    assert relaxation_bound(data, 20, 120, BestParams(), 0) == (20.0, "pooled form: infeasible")
+        def decide(self, **kw: Any) -> RelaxationResult:
+            calls.append(self.horizon)
+            return super().decide(**kw)
+
+    chain = bound_chain(contention_free=Counted)
+    assert relaxation_bound(data, 20, 120, BestParams(), 0, phases=chain) == (
+        20.0,
+        "pooled form: infeasible",
+    )
     assert calls == []
-    bound, _ = relaxation_bound(data, 21, 120, BestParams(), 0)
+    bound, _ = relaxation_bound(data, 21, 120, BestParams(), 0, phases=chain)
     assert calls == [20] and bound is not None and 18 <= bound <= 20
 
 

@@ -4,23 +4,88 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
+from sjfbco.bounds import lower_bound
 from sjfbco.patterns import model_bound
+from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
 from sjfbco.solvers import SOLVERS, Status, heuristics
-from sjfbco.solvers.exact import ExactParams, ModelError, best_warm_start, serial_schedule
+from sjfbco.solvers.common import serial_schedule
+from sjfbco.solvers.contract import Result
+from sjfbco.solvers.exact import (
+    Budget,
+    ExactParams,
+    ModelError,
+    Parts,
+    Shares,
+    best_warm_start,
+    run_exact,
+    warm_solvers,
+)
+from sjfbco.solvers.exact.phases import bound_phases
 from tests.bruteforce import brute_force
 from tests.tiny import tiny_instances, trap_instances
+
+if TYPE_CHECKING:
+    from sjfbco.solvers.exact.state import Run
 
 BACKENDS = ("highs", "cbc", "cpsat")
 
 CL = Cluster((2, 2), bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
 COST = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=2.5)
+
+
+def exact_with(
+    data: ProblemData, parts: Parts, *, time_limit: float | None = None, **params: Any
+) -> Result:
+    """``solve(data, "exact", ...)`` made of ``parts``: the same answer, scored by the
+    evaluator, with the bound and status rules of ``solve``."""
+    typed = ExactParams(**params)
+    out = run_exact(data, typed, time_limit=time_limit, seed=0, parts=parts)
+    ev = evaluate(data, out.schedule) if out.schedule is not None else None
+    bound = max(lower_bound(data), out.lower_bound or 0.0)
+    status = out.status
+    if ev is not None and ev.makespan <= bound + 1e-9:
+        status = Status.OPTIMAL
+    return Result("exact", status, out.schedule, ev, bound, 0.0, dict(out.stats), typed, data.name)
+
+
+def relaxation_model(
+    real_if: Any = lambda model: False, *, plans: bool = True
+) -> type[ContentionFree]:
+    """A contention-free relaxation that ends undecided (no packing, no proof, as at a time
+    limit) unless ``real_if(model)``; with ``plans=False`` its answers keep no plan (as
+    when contention stretches it under the evaluator)."""
+
+    class Stub(ContentionFree):
+        def bound(self, **kw: Any) -> RelaxationResult:
+            return self._answer(super().bound, **kw)
+
+        def decide(self, **kw: Any) -> RelaxationResult:
+            return self._answer(super().decide, **kw)
+
+        def _answer(self, real: Any, **kw: Any) -> RelaxationResult:
+            if real_if(self):
+                res: RelaxationResult = real(**kw)
+                return res if plans else replace(res, plan=None)
+            return RelaxationResult(self.closed, None, False, None, "UNKNOWN", 0.0, {})
+
+    return Stub
+
+
+def relaxation_parts(model: type[ContentionFree], **kw: Any) -> Parts:
+    """Parts whose bound phases build the contention-free relaxation with ``model``."""
+    return Parts(phases=lambda p, shares: bound_phases(p, shares, contention_free=model), **kw)
+
+
+def undecided_parts(**kw: Any) -> Parts:
+    """The exact solver with CP-SAT's relaxation undecided (every pass)."""
+    return relaxation_parts(relaxation_model(), **kw)
 
 
 def _contention_instance() -> ProblemData:
@@ -400,8 +465,6 @@ def test_build_past_its_deadline_stops() -> None:
 
 
 def test_budget_shares_one_limit() -> None:
-    from sjfbco.solvers.exact import Budget
-
     b = Budget(10.0)
     assert b.share(0.15) == pytest.approx(1.5, abs=0.01)
     left = b.left()
@@ -414,8 +477,7 @@ def test_budget_shares_one_limit() -> None:
 def test_bound_phases_leave_the_model_its_reserve() -> None:
     """Packing check, time-indexed form and relaxation take 0.1 + 0.4 + 0.4 of the limit
     after the warm start's 0.2: undecided all, they would leave the model nothing."""
-    from sjfbco.solvers.exact import MODEL_RESERVE, Budget
-
+    MODEL_RESERVE = Shares().model_reserve
     b = Budget(100.0)
     assert b.share(0.4, keep=MODEL_RESERVE) == pytest.approx(40.0, abs=0.1)
     b.start -= 70.0  # 70 s used: 30 s left, 20 s of them kept for the model
@@ -426,102 +488,93 @@ def test_bound_phases_leave_the_model_its_reserve() -> None:
 
 
 @pytest.mark.parametrize("packed", [True, False])
-def test_last_slot_relaxation_takes_what_is_left(
-    monkeypatch: pytest.MonkeyPatch, packed: bool
-) -> None:
+def test_last_slot_relaxation_takes_what_is_left(packed: bool) -> None:
     """One slot left (bound = makespan - 1) and a contention-free packing by it: the
     relaxation decides with all the time left but the finish margin; without the packing
     it keeps its share and leaves the model its reserve."""
-    import sjfbco.relaxations.contention_free as relaxation
-    from sjfbco.solvers.exact import (
-        FINISH_MARGIN_S,
-        MODEL_RESERVE,
-        RELAXATION_SHARE,
-        Budget,
-        ExactParams,
-        _relaxation,
-        _Run,
-    )
+    from sjfbco.solvers.exact.phases import RelaxationPhase, apply
+    from sjfbco.solvers.exact.state import Run
 
     asked: dict[str, Any] = {}
 
-    def record(how: str) -> Any:
-        def ask(self: relaxation.ContentionFree, **kw: Any) -> relaxation.RelaxationResult:
-            asked.update(kw, horizon=self.horizon, decide=how == "decide")
-            return relaxation.RelaxationResult(10, None, False, None, "UNKNOWN", 0.0, {})
+    class Recorder(ContentionFree):
+        def bound(self, **kw: Any) -> RelaxationResult:
+            return self._ask(decide=False, **kw)
 
-        return ask
+        def decide(self, **kw: Any) -> RelaxationResult:
+            return self._ask(decide=True, **kw)
 
-    for how in ("bound", "decide"):
-        monkeypatch.setattr(relaxation.ContentionFree, how, record(how))
+        def _ask(self, **kw: Any) -> RelaxationResult:
+            asked.update(kw, horizon=self.horizon)
+            return RelaxationResult(10, None, False, None, "UNKNOWN", 0.0, {})
+
+    shares = Shares()
+    FINISH_MARGIN_S, MODEL_RESERVE = shares.finish_margin_s, shares.model_reserve
+    RELAXATION_SHARE = shares.relaxation
+    phase = RelaxationPhase(shares, model=Recorder)
     data = instance_b()
-    stats: dict[str, Any] = {"time_indexed": {"packed_by": 10 if packed else None}}
-    run = _Run(data, serial_schedule(data), 11, 10, stats)
+    run = Run(data, serial_schedule(data), 11, 10, packed_by=10 if packed else None)
     budget = Budget(100.0)
     budget.start -= 60.0  # 40 s left
-    _relaxation(run, budget, ExactParams(), 0)
+    apply(run, phase.key, phase.run(run, budget))
     assert asked["decide"] is True and asked["horizon"] == 10
     if packed:
         assert asked["time_limit"] == pytest.approx(40.0 - FINISH_MARGIN_S, abs=0.1)
     else:
         want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
         assert asked["time_limit"] == pytest.approx(want, abs=0.1)
-    assert run.bound == 10 and run.stats["relaxation"]["status"] == "UNKNOWN"
+    assert run.bound == 10 and run.stats.phases["relaxation"]["status"] == "UNKNOWN"
     if packed:  # a packing by an earlier, higher horizon says nothing about this one
-        run.stats["time_indexed"]["packed_by"] = 11
-        _relaxation(run, budget, ExactParams(), 0)
+        run.packed_by = 11
+        apply(run, phase.key, phase.run(run, budget))
         want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
         assert asked["time_limit"] == pytest.approx(want, abs=0.1)
 
 
 @pytest.mark.parametrize("perfect", [True, False])
-def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(
-    monkeypatch: pytest.MonkeyPatch, perfect: bool
-) -> None:
+def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(perfect: bool) -> None:
     """One below the incumbent with no GPU-slot to spare (gpu_slack 0), the pooled form is
     decided by CP-SAT with the run's workers for PERFECT_SHARE of the limit; otherwise
-    HiGHS solves it on one thread for POOLED_SHARE. Then, unstubbed, CP-SAT's verdict
-    lifts the bound to the incumbent (test_relaxation.perfect_instance: nothing by 4)."""
-    import sjfbco.relaxations.timeindexed as timeindexed
-    from sjfbco.solvers.exact import (
-        PERFECT_SHARE,
-        POOLED_SHARE,
-        Budget,
-        _quick_bound,
-        _Run,
-    )
+    HiGHS solves it on one thread for POOLED_SHARE. Then, with the real form, CP-SAT's
+    verdict lifts the bound to the incumbent (test_relaxation.perfect_instance: nothing
+    by 4)."""
+    from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound
+    from sjfbco.solvers.exact.phases import PooledPhase, apply
+    from sjfbco.solvers.exact.state import Run
     from tests.test_relaxation import perfect_instance
 
     asked: dict[str, Any] = {}
-    real = {how: getattr(timeindexed.TimeIndexed, how) for how in ("bound", "decide")}
 
-    def record(solver: str) -> Any:
-        def ask(self: timeindexed.TimeIndexed, **kw: Any) -> timeindexed.TimeIndexedBound:
-            threads = kw.pop("workers", kw.pop("threads", None))
-            asked.update(kw, horizon=self.horizon, solver=solver, threads=threads)
-            asked["pooled"] = self.pooled
-            return timeindexed.TimeIndexedBound(None, False, "stub", 0.0, 0)
+    class Recorder(TimeIndexed):
+        def bound(self, **kw: Any) -> TimeIndexedBound:
+            return self._ask("highs", kw.pop("threads"), **kw)
 
-        return ask
+        def decide(self, **kw: Any) -> TimeIndexedBound:
+            return self._ask("cpsat", kw.pop("workers"), **kw)
 
+        def _ask(self, solver: str, threads: int, **kw: Any) -> TimeIndexedBound:
+            asked.update(kw, horizon=self.horizon, pooled=self.pooled)
+            asked.update(solver=solver, threads=threads)
+            return TimeIndexedBound(None, False, "stub", 0.0, 0)
+
+    shares = Shares()
+    PERFECT_SHARE, POOLED_SHARE = shares.perfect, shares.pooled
     data, makespan, bound = (perfect_instance(), 5, 4) if perfect else (instance_b(), 11, 10)
-    monkeypatch.setattr(timeindexed.TimeIndexed, "bound", record("highs"))
-    monkeypatch.setattr(timeindexed.TimeIndexed, "decide", record("cpsat"))
-    run = _Run(data, serial_schedule(data), makespan, bound, {})
-    _quick_bound(run, Budget(100.0), "pooled", POOLED_SHARE, workers=2, seed=3)
+    run = Run(data, serial_schedule(data), makespan, bound, threads=2, seed=3)
+    phase = PooledPhase(shares, model=Recorder)
+    apply(run, phase.key, phase.run(run, Budget(100.0)))
     assert asked["horizon"] == makespan - 1 and asked["pooled"] is True
     if perfect:
         assert asked["solver"] == "cpsat" and asked["threads"] == 2 and asked["seed"] == 3
         assert asked["time_limit"] == pytest.approx(PERFECT_SHARE * 100, abs=0.1)
-        assert run.stats["pooled"]["solver"].startswith("cpsat")
+        assert run.stats.phases["pooled"]["solver"].startswith("cpsat")
     else:
         assert asked["solver"] == "highs" and asked["threads"] == 1
         assert asked["time_limit"] == pytest.approx(POOLED_SHARE * 100, abs=0.1)
-    for how, method in real.items():
-        monkeypatch.setattr(timeindexed.TimeIndexed, how, method)
     if perfect:
-        _quick_bound(run, Budget(100.0), "pooled", POOLED_SHARE, workers=2, seed=3)
-        assert run.stats["pooled"]["status"] == "INFEASIBLE" and run.bound == 5
+        real = PooledPhase(shares)
+        apply(run, real.key, real.run(run, Budget(100.0)))
+        assert run.stats.phases["pooled"]["status"] == "INFEASIBLE" and run.bound == 5
 
 
 def test_no_time_to_build_is_a_time_limit_with_incumbent_and_bound() -> None:
@@ -545,84 +598,41 @@ def test_relaxation_bound_and_warm_start_feed_the_exact_solver() -> None:
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
-def _undecided_relaxation(monkeypatch: pytest.MonkeyPatch, *, cuts_only: bool = False) -> None:
-    """Make CP-SAT's relaxation end undecided (no packing, no proof), as at a time limit;
-    ``cuts_only``: only with the pairwise cuts (the quick check without them runs)."""
-
-    _stub_relaxation(monkeypatch, lambda model: cuts_only and not model.pairwise)
-
-
-def _stub_relaxation(monkeypatch: pytest.MonkeyPatch, real_if: Any) -> None:
-    """The relaxation's bound and decision end undecided (no packing, no proof) unless
-    ``real_if(model)``."""
-    import sjfbco.relaxations.contention_free as relaxation
-
-    for how in ("bound", "decide"):
-        real = getattr(relaxation.ContentionFree, how)
-
-        def undecided(
-            self: relaxation.ContentionFree, real: Any = real, **kw: Any
-        ) -> relaxation.RelaxationResult:
-            if real_if(self):
-                return real(self, **kw)  # type: ignore[no-any-return]
-            return relaxation.RelaxationResult(self.closed, None, False, None, "UNKNOWN", 0.0, {})
-
-        monkeypatch.setattr(relaxation.ContentionFree, how, undecided)
-
-
-def test_time_indexed_is_skipped_when_a_packing_ends_by_the_horizon(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_time_indexed_is_skipped_when_a_packing_ends_by_the_horizon() -> None:
     """Instance B (optimum 11): without the cuts the relaxation packs all three jobs by 8,
     below the horizon 10, so the time-indexed form could prove nothing and is skipped; the
     model proves 11."""
-    _undecided_relaxation(monkeypatch, cuts_only=True)
-    res = solve(instance_b(), "exact", backend="cpsat")
+    cuts_undecided = relaxation_model(lambda model: not model.pairwise)
+    res = exact_with(instance_b(), relaxation_parts(cuts_undecided), backend="cpsat")
     info = res.stats["time_indexed"]
     assert info["packing_status"] == "OPTIMAL" and "bound" not in info
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
-def test_quick_relaxation_pass_comes_before_the_time_indexed_form(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_quick_relaxation_pass_comes_before_the_time_indexed_form() -> None:
     """Instance B (optimum 11) with the packing check (no cuts) forced undecided: the short
     first pass of the relaxation with its pairwise cuts bounds 11 (test_relaxation.py) and
     proves the warm start, so neither the time-indexed form nor the long pass runs."""
-    _stub_relaxation(monkeypatch, lambda model: model.pairwise)
-    res = solve(instance_b(), "exact", backend="cpsat", time_limit=60)
+    packing_undecided = relaxation_model(lambda model: model.pairwise)
+    parts = relaxation_parts(packing_undecided)
+    res = exact_with(instance_b(), parts, backend="cpsat", time_limit=60)
     assert res.stats["relaxation_quick"]["bound"] == 11
     assert "bound" not in res.stats["time_indexed"] and "relaxation" not in res.stats
     assert res.stats["bound_from"] == "contention-free relaxation"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
 
-def test_plan_search_finds_what_the_relaxation_plan_missed(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_plan_search_finds_what_the_relaxation_plan_missed() -> None:
     """Instance B (optimum 11, brute force) with the serial warm start (12) and the
     relaxation's own plan withheld (as when contention stretches it under the evaluator):
     the relaxation bounds 11 and has a plan ending by 11, so the plan search enumerates
     its plans by the horizon 11 and keeps the first the evaluator ends below 12."""
-    import sjfbco.relaxations.contention_free as relaxation
-    import sjfbco.solvers.exact as exact
-
     data = instance_b()
     serial = serial_schedule(data)
     assert evaluate(data, serial).makespan == 12 and brute_force(data, 12)[0] == 11
-    monkeypatch.setattr(
-        exact, "best_warm_start", lambda d, **kw: ("serial", serial, evaluate(d, serial))
-    )
-    for how in ("bound", "decide"):
-        real = getattr(relaxation.ContentionFree, how)
-
-        def no_plan(
-            self: relaxation.ContentionFree, real: Any = real, **kw: Any
-        ) -> relaxation.RelaxationResult:
-            return replace(real(self, **kw), plan=None)
-
-        monkeypatch.setattr(relaxation.ContentionFree, how, no_plan)
-    res = solve(data, "exact", backend="cpsat", time_limit=60)
+    no_plan = relaxation_model(lambda model: True, plans=False)
+    parts = relaxation_parts(no_plan, warm=())  # no heuristics: the serial warm start
+    res = exact_with(data, parts, backend="cpsat", time_limit=60)
     assert res.stats["plan_search"]["found"] and res.stats["incumbent_from"] == "plan search"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
 
@@ -641,24 +651,21 @@ def _late_pair() -> ProblemData:
     return ProblemData(cl, jobs, cost, name="late-pair")
 
 
-def test_time_indexed_relaxation_proves_when_cp_sat_is_undecided(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_time_indexed_relaxation_proves_when_cp_sat_is_undecided() -> None:
     """With CP-SAT's relaxation undecided, the time-indexed forms (HiGHS) find no packing
     ending by 2 and prove the optimum 3 (brute force agrees): the pooled form first, and
     the per-server form when the pooled one is switched off."""
     data = _late_pair()
     assert brute_force(data, 4)[0] == 3
-    _undecided_relaxation(monkeypatch)
-    res = solve(data, "exact", backend="cpsat")
+    res = exact_with(data, undecided_parts(), backend="cpsat")
     assert res.stats["pooled"]["bound"] == 3 and "time_indexed" not in res.stats
     assert res.stats["bound_from"] == "pooled time-indexed relaxation"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
-    res = solve(data, "exact", backend="cpsat", pooled=False)
+    res = exact_with(data, undecided_parts(), backend="cpsat", pooled=False)
     assert "pooled" not in res.stats and res.stats["time_indexed"]["bound"] == 3
     assert res.stats["bound_from"] == "time-indexed relaxation"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
-    off = solve(data, "exact", backend="cpsat", pooled=False, time_indexed=False)
+    off = exact_with(data, undecided_parts(), backend="cpsat", pooled=False, time_indexed=False)
     assert "time_indexed" not in off.stats and off.stats["bound_from"] not in (
         "time-indexed relaxation",
         "pooled time-indexed relaxation",
@@ -733,10 +740,9 @@ def test_spare_core_child_ends_when_its_parent_is_killed() -> None:
     assert _gone(int(pid)) and not Path(folder).exists()  # its files removed too
 
 
-def test_spare_core_child_killed_is_an_error_not_an_end(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spare_core_child_killed_is_an_error_not_an_end() -> None:
     """A child killed mid-solve: the spare reports why there is no result, and an exact run
     whose spare core dies at once still proves its optimum (3, brute force) without it."""
-    import sjfbco.solvers.exact as exact
     from sjfbco.solvers.spare import Spare
 
     class Doomed(Spare):
@@ -748,8 +754,7 @@ def test_spare_core_child_killed_is_an_error_not_an_end(monkeypatch: pytest.Monk
     assert spare.finished.wait(120)
     assert spare.result is None and spare.error is not None and "without a result" in spare.error
     spare.stop()
-    monkeypatch.setattr(exact, "Spare", Doomed)
-    res = solve(_late_pair(), "exact", backend="cpsat", time_limit=60)
+    res = exact_with(_late_pair(), Parts(spare=Doomed), backend="cpsat", time_limit=60)
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
     assert _no_sjfbco_threads()
 
@@ -768,30 +773,32 @@ def test_no_spare_core_where_the_per_server_form_is_refused(
     assert res.status is Status.OPTIMAL and res.makespan == 3
 
 
-def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spare_core_proof_stops_the_model() -> None:
     """Under a time limit the per-server form runs on the spare core from the start, at
     the closed-form bound 2. With CP-SAT's relaxation undecided, the pooled form off and a
     model that would run until stopped, the spare's infeasibility stops the model and
     proves the optimum 3. Without a time limit, or with one thread, there is no spare core
     (the run stays deterministic) and the per-server form runs in turn."""
-    import sjfbco.solvers.exact as exact
+    from sjfbco.solvers.exact.model import ModelRun
+    from sjfbco.solvers.exact.phases import AimSparePhase, ConfigurationPhase
 
     data = _late_pair()
-    _undecided_relaxation(monkeypatch)
     waited = []
 
-    def long_model(run: Any, *args: Any) -> dict[str, Any]:
+    def long_model(run: Any, *args: Any) -> ModelRun:
         waited.append(run.spare is not None and run.spare.proved.wait(120))
-        return {"proven": False, "infeasible": False, "has_solution": False}
+        return ModelRun(proven=False, infeasible=False)
 
     warm = best_warm_start(data)
     assert warm[2].makespan == 3
-    with monkeypatch.context() as mp:  # every phase before the model takes no time
-        mp.setattr(exact, "_run_model", long_model)
-        for phase in ("_packing", "_relaxation", "_plan_search"):
-            mp.setattr(exact, phase, lambda *a, **k: None)
-        mp.setattr(exact, "best_warm_start", lambda d, **k: warm)
-        res = solve(data, "exact", backend="cpsat", pooled=False, time_limit=120)
+    # every phase before the model but the configuration bound takes no time; the warm
+    # start without a limit (best skipped)
+    parts = Parts(
+        phases=lambda p, shares: [ConfigurationPhase(shares), AimSparePhase(shares)],
+        warm=tuple(spec for spec in warm_solvers() if spec.name != "best"),
+        model=long_model,
+    )
+    res = exact_with(data, parts, backend="cpsat", pooled=False, time_limit=120)
     # the model is reached before the child has even started Python, and waits for it
     assert waited == [True]
     assert res.stats["time_indexed_spare"]["horizon"] == 2
@@ -799,25 +806,22 @@ def test_spare_core_proof_stops_the_model(monkeypatch: pytest.MonkeyPatch) -> No
     assert res.stats["bound_from"] == "time-indexed relaxation"
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
     assert _no_sjfbco_threads()
-    seq = solve(data, "exact", backend="cpsat", pooled=False)
+    seq = exact_with(data, undecided_parts(), backend="cpsat", pooled=False)
     assert "time_indexed_spare" not in seq.stats and seq.stats["time_indexed"]["bound"] == 3
-    one = solve(data, "exact", backend="cpsat", pooled=False, time_limit=60, threads=1)
+    one = exact_with(
+        data, undecided_parts(), backend="cpsat", pooled=False, time_limit=60, threads=1
+    )
     assert "time_indexed_spare" not in one.stats and one.status is Status.OPTIMAL
 
 
-def test_spare_core_is_aimed_below_the_incumbent(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_spare_core_is_aimed_below_the_incumbent() -> None:
     """Instance B (optimum 11, closed-form bound below 10) with the serial warm start (12):
     the spare starts at the closed-form bound, then is restarted one below the incumbent,
     at 11, where it has a packing: once CP-SAT's packing check finds one, the spare is
     stopped. The run still proves 11 and leaves no thread behind."""
-    import sjfbco.solvers.exact as exact
-
     data = instance_b()
-    serial = serial_schedule(data)
-    monkeypatch.setattr(
-        exact, "best_warm_start", lambda d, **kw: ("serial", serial, evaluate(d, serial))
-    )
-    res = solve(data, "exact", backend="cpsat", time_limit=60)
+    assert evaluate(data, serial_schedule(data)).makespan == 12
+    res = exact_with(data, Parts(warm=()), backend="cpsat", time_limit=60)
     spare = res.stats["time_indexed_spare"]
     assert spare["horizon"] == 11  # aimed one below the incumbent 12
     # the contention-free packing ends by 11 (at 8), so the spare's form could prove
@@ -859,15 +863,13 @@ def test_a_stop_event_ends_cp_sat_with_a_valid_bound(monkeypatch: pytest.MonkeyP
 def test_time_indexed_path_never_claims_a_false_optimum(data: ProblemData) -> None:
     """Trap instances through the time-indexed path (CP-SAT's relaxation undecided), at
     horizons below, at and above the brute-force optimum: bound never above it."""
-    with pytest.MonkeyPatch.context() as mp:
-        _undecided_relaxation(mp)
-        opt, _ = brute_force(data, int(evaluate(data, serial_schedule(data)).makespan))
-        assert opt is not None
-        for pooled in (True, False):  # the pooled form first, or the per-server form
-            res = solve(data, "exact", backend="cpsat", pooled=pooled)
-            assert res.lower_bound <= opt <= res.makespan
-            assert (res.status is Status.OPTIMAL) == (res.lower_bound >= res.makespan)
-            assert res.makespan == opt  # no time limit: proven
+    opt, _ = brute_force(data, int(evaluate(data, serial_schedule(data)).makespan))
+    assert opt is not None
+    for pooled in (True, False):  # the pooled form first, or the per-server form
+        res = exact_with(data, undecided_parts(), backend="cpsat", pooled=pooled)
+        assert res.lower_bound <= opt <= res.makespan
+        assert (res.status is Status.OPTIMAL) == (res.lower_bound >= res.makespan)
+        assert res.makespan == opt  # no time limit: proven
 
 
 # -- issue 11 item 3 (scale): GPU-time caps, the horizon below the incumbent ---------------
@@ -961,10 +963,10 @@ def test_time_limited_bound_is_never_above_the_optimum_many(
     _check_time_limited(data, limit)
 
 
-def test_spare_core_runs_at_most_its_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each run of the spare core gets at most ``SPARE_LIMIT_S`` of a long limit, and what
+def test_spare_core_runs_at_most_its_limit() -> None:
+    """Each run of the spare core gets at most ``spare_limit_s`` of a long limit, and what
     is left of a short one (less the finishing margin)."""
-    import sjfbco.solvers.exact as exact
+    from sjfbco.solvers.exact.phases import start_spare
 
     given: list[float] = []
 
@@ -972,8 +974,62 @@ def test_spare_core_runs_at_most_its_limit(monkeypatch: pytest.MonkeyPatch) -> N
         def __init__(self, data: ProblemData, horizon: int, seconds: float):
             given.append(seconds)
 
-    monkeypatch.setattr(exact, "Spare", Recorder)
-    exact._start_spare(_late_pair(), 2, exact.Budget(3600.0))
-    exact._start_spare(_late_pair(), 2, exact.Budget(30.0))
-    assert given[0] == exact.SPARE_LIMIT_S
-    assert 28.0 < given[1] <= 30.0 - exact.FINISH_MARGIN_S
+    shares = Shares()
+    start_spare(_late_pair(), 2, Budget(3600.0), shares, Recorder)  # type: ignore[arg-type]
+    start_spare(_late_pair(), 2, Budget(30.0), shares, Recorder)  # type: ignore[arg-type]
+    assert given[0] == shares.spare_limit_s
+    assert 28.0 < given[1] <= 30.0 - shares.finish_margin_s
+
+
+# -- issue 32: the shares validated, the phases as data ---------------------------------------
+
+
+def test_shares_are_validated() -> None:
+    """Each share in [0, 1], the warm start and the model's reserve within the limit, no
+    bound phase above what the reserve leaves, seconds above 0; the defaults hold."""
+    from sjfbco.errors import InputError
+
+    shares = Shares()
+    assert shares.best + 0.05 + shares.model_reserve <= 1
+    for bad, match in (
+        ({"relaxation": 1.5}, r"relaxation must be in \[0, 1\]"),
+        ({"packing": -0.1}, r"packing must be in \[0, 1\]"),
+        ({"best": 0.8}, "warm start"),
+        ({"time_indexed": 0.9}, "time_indexed .* above what the model's reserve leaves"),
+        ({"spare_limit_s": 0}, "spare_limit_s must be > 0 seconds"),
+        ({"pooled": True}, "pooled must be a number"),
+    ):
+        with pytest.raises(InputError, match=match):
+            Shares(**bad)
+
+
+def test_a_phase_result_is_folded_in_by_the_one_rule() -> None:
+    """A fake phase's bound proves the incumbent: the phases after it do not run, its
+    figures are in the statistics under its key, the bound is named after it, and the
+    answer is optimal without a model."""
+    from dataclasses import dataclass
+
+    from sjfbco.solvers.exact.phases import PhaseResult
+
+    ran: list[str] = []
+
+    @dataclass
+    class Fake:
+        key: str
+        bound: int | None
+        share: float = 0.0
+
+        def wanted(self, run: Run) -> bool:
+            return True
+
+        def run(self, run: Run, budget: Budget) -> PhaseResult:
+            ran.append(self.key)
+            return PhaseResult({"status": "stub"}, self.bound, f"{self.key} bound")
+
+    data = instance_b()  # optimum 11 (brute force), which the warm start finds
+    phases = [Fake("low", 10), Fake("proof", 11), Fake("never", None)]
+    res = exact_with(data, Parts(phases=lambda p, shares: phases), backend="cpsat")
+    assert ran == ["low", "proof"]
+    assert res.stats["low"] == {"status": "stub"} and "never" not in res.stats
+    assert res.stats["bound_from"] == "proof bound" and "model_size" not in res.stats
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11

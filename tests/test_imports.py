@@ -105,22 +105,16 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("sjfbco.commands", "sjfbco.testbed"): "sjfbco --help: the emulated cluster",
     ("sjfbco.solvers.contract", "sjfbco.frames"): "Result.to_frame: a cycle at module level",
     # issue 32: house-core/scale removing (the optimisation core, being rebuilt)
-    ("sjfbco.solvers.exact", "sjfbco"): "issue 32: house-core/scale removing",
-    ("sjfbco.solvers.best", "sjfbco"): "issue 32: house-core/scale removing",
-    ("sjfbco.solvers.spare", "sjfbco"): "issue 32: house-core/scale removing",
     ("sjfbco.solvers.portfolio", "sjfbco"): "issue 32: house-core/scale removing",
-    ("sjfbco.bounds", "sjfbco"): "issue 32: house-core/scale removing",
-    ("sjfbco.formulations", "sjfbco"): "issue 32: house-core/scale removing",
     # issue 30: the calibrate command (its helper owns it)
     ("sjfbco.commands.calibrate", "sjfbco"): "issue 32: issue-30 helper removing",
 }
 
 
 #: The deferred edges that close a cycle (each also on :data:`DEFERRED`): the frames a
-#: Result makes of itself (frames import the contract), and spare reaching the package
-#: root (issue 32: house-core removing).
+#: Result makes of itself (frames import the contract).
 CYCLE_CLOSING: frozenset[tuple[str, str]] = frozenset(
-    {("sjfbco.solvers.contract", "sjfbco.frames"), ("sjfbco.solvers.spare", "sjfbco")}
+    {("sjfbco.solvers.contract", "sjfbco.frames")}
 )
 
 

@@ -10,15 +10,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
+from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
 from sjfbco.bounds.closed import lower_bound as closed_bound
 from sjfbco.patterns import Plan, plan_to_schedule
 from sjfbco.relaxations import timeindexed
 from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, pooled_weights
-from sjfbco.solvers.exact import serial_schedule
+from sjfbco.solvers.common import serial_schedule
 from tests.bruteforce import brute_force
-from tests.test_exact import _contention_instance, _late_pair, _undecided_relaxation, instance_b
+from tests.test_exact import (
+    _contention_instance,
+    _late_pair,
+    exact_with,
+    instance_b,
+    undecided_parts,
+)
 from tests.tiny import tiny_instances, trap_instances
 
 if TYPE_CHECKING:
@@ -466,8 +472,7 @@ def test_an_oversized_time_indexed_form_is_refused(monkeypatch: pytest.MonkeyPat
     assert res.bound is None and not res.infeasible
     assert res.status.startswith("not built: ") and "capacity-row entries" in res.status
     data = _late_pair()
-    _undecided_relaxation(monkeypatch)
-    out = solve(data, "exact", backend="cpsat")
+    out = exact_with(data, undecided_parts(), backend="cpsat")
     assert out.stats["pooled"]["status"].startswith("not built: ")
     assert "capacity-row entries (at most 0)" in out.stats["pooled"]["status"]
     assert out.makespan == 3

@@ -173,6 +173,13 @@ def count_variables(data: ProblemData, durations: list[list[int | None]], horizo
     return total
 
 
+def too_many_variables(data: ProblemData, patterns: Patterns, horizon: int) -> bool:
+    """Whether the per-server form at ``horizon`` has more than :data:`MAX_VARIABLES` start
+    variables, counted from the patterns' durations alone (no GPU-time caps: an upper
+    count, cheap enough to decide whether to start a child process for it)."""
+    return count_variables(data, pattern_durations(data, patterns), horizon) > MAX_VARIABLES
+
+
 def pooled_weights(capacity: int) -> list[tuple[int, ...]]:
     """Rows of the pooled form for servers of ``capacity`` GPUs: integer weights per piece
     size ``0 .. capacity``, one tuple per distinct dual feasible function, first the identity.

@@ -50,24 +50,35 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
+from sjfbco.bounds.closed import lower_bound as closed
+from sjfbco.bounds.cutting_stock import cutting_stock_bound
+from sjfbco.bounds.packing import packing_bounds
 from sjfbco.cost import ConfigurationError
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
-from sjfbco.relaxations.configuration import Configuration
 from sjfbco.relaxations.contention_free import ContentionFree
-from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.solvers.common import check_choice, check_count
 from sjfbco.solvers.contract import SolverOutput, Status, register
+from sjfbco.solvers.cprepack import repack
+from sjfbco.solvers.exact.params import Shares
+from sjfbco.solvers.exact.phases import (
+    NO_TIME,
+    ConfigurationPhase,
+    Phase,
+    PooledPhase,
+    RelaxationPhase,
+    run_phases,
+)
+from sjfbco.solvers.exact.state import LeftBudget, Run
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Budget, Engine, Genome, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.wholecp import whole_pack
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from sjfbco.problem import ProblemData
-    from sjfbco.relaxations.timeindexed import TimeIndexedBound
     from sjfbco.solvers.sgs import Candidate
 
 log = logging.getLogger(__name__)
@@ -187,8 +198,6 @@ def cp_move(
     """One CP-SAT re-packing (:func:`sjfbco.solvers.cprepack.repack`) of a server that ends
     last and others (the two that end first, then random ones) until about
     ``params.cp_jobs`` jobs lie on them; of every server when the instance is that small."""
-    from sjfbco.solvers.cprepack import repack
-
     srv = data.cluster.server_of_gpu
     n_servers = data.cluster.num_servers
     last = [0.0] * n_servers
@@ -227,39 +236,58 @@ def lower_bounds(
     data: ProblemData, kind: str, time_limit: float | None
 ) -> tuple[float, dict[str, float]]:
     """The best bound of the kind asked for, and each one computed (slots)."""
-    from sjfbco.bounds.closed import lower_bound as closed
-    from sjfbco.bounds.packing import packing_bounds
-
     out = {"closed": closed(data)}
     best = out["closed"]
     if kind in ("packing", "lp"):
         out.update(packing_bounds(data, best))
         best = max(out.values())
     if kind == "lp":
-        from sjfbco.bounds.cutting_stock import cutting_stock_bound
-
         out["cutting_stock"] = cutting_stock_bound(data, best, time_limit=time_limit)
         best = max(best, out["cutting_stock"])
     return best, out
 
 
+#: ``best``'s shares of the seconds its bound chain gets (:class:`LeftBudget`: shares of
+#: what is left): the configuration bound and the pooled form up to half each, the
+#: relaxation with its cuts all the rest; no model after them, so no reserve.
+BEST_SHARES = Shares(configuration=0.5, pooled=0.5, relaxation=1.0, model_reserve=0.0)
+#: What the bound chain calls each phase in its ``stats["relaxation"]`` line.
+_CHAIN_NAMES = {"configuration": "configuration bound", "pooled": "pooled form"}
+
+
+def bound_chain(
+    contention_free: Callable[..., ContentionFree] = ContentionFree,
+) -> list[Phase]:
+    """``best``'s bound phases: the configuration bound (HiGHS, time-free, contention per
+    server and slot; a fraction of a second), the pooled time-indexed form (HiGHS,
+    identical servers pooled, never decided by CP-SAT here; usually a second), then the
+    contention-free relaxation with its cuts (CP-SAT, one worker), the phases of
+    ``exact`` with :data:`BEST_SHARES`."""
+    return [
+        ConfigurationPhase(BEST_SHARES),
+        PooledPhase(BEST_SHARES, perfect=False),
+        RelaxationPhase(BEST_SHARES, model=contention_free),
+    ]
+
+
 def relaxation_bound(
-    data: ProblemData, incumbent: float, seconds: float, params: BestParams, seed: int
+    data: ProblemData,
+    incumbent: float,
+    seconds: float,
+    params: BestParams,
+    seed: int,
+    *,
+    phases: Sequence[Phase] | None = None,
 ) -> tuple[float | None, str]:
     """The contention-free relaxation's bound (``docs/exact.md``), or ``None`` and why not.
 
     Searched below the incumbent (horizon ``incumbent - 1``): if the relaxation
     has no plan ending by then, no schedule does, and the bound is the
     incumbent's makespan (a proof of optimality); otherwise CP-SAT's bound on
-    the relaxation. First the configuration bound (HiGHS, time-free, contention
-    per server and slot; a fraction of a second), then the relaxation's pooled
-    time-indexed form (HiGHS, identical servers pooled; usually a second, and it
-    decides tight packings that CP-SAT's interval model leaves open), each with up
-    to half of what is left of ``seconds``; the CP-SAT relaxation with its
-    contention cuts gets the rest. Each stops the search once a bound meets the
-    incumbent. Every figure is a valid lower bound (:mod:`sjfbco.relaxations.configuration`,
-    :mod:`sjfbco.relaxations.contention_free`, :mod:`sjfbco.relaxations.timeindexed`); the largest
-    is returned.
+    the relaxation. The phases of :func:`bound_chain` (default) run within ``seconds``,
+    and the chain stops once a bound meets the incumbent. Every figure is a valid lower
+    bound (:mod:`sjfbco.relaxations`); the largest is returned, with what ended the
+    chain.
     """
     if data.cost.time_model != "slotted":
         return None, "continuous time"
@@ -272,44 +300,53 @@ def relaxation_bound(
     modes = sum(len(p) for p in patterns.by_job)
     if modes > params.relaxation_limit:
         return None, f"{modes} placement modes, above relaxation_limit"
-    t0 = time.perf_counter()
-    horizon = int(incumbent) - 1
-    found: list[int] = []
+    run = Run(data, None, incumbent, 0, threads=1, seed=seed, patterns=patterns)
+    run.take_plans, run.label = False, ""  # best keeps its own incumbent, reports its own
+    done = run_phases(run, LeftBudget(seconds), bound_chain() if phases is None else phases)
+    found = float(run.bound) if run.bound > 0 else None
+    if not done:  # pragma: no cover - the first phase always runs
+        return found, "no time left"
+    phase, res = done[-1]
+    if res.status == NO_TIME:
+        return found, "no time left"
+    if run.proven and phase.key in _CHAIN_NAMES:
+        return found, f"{_CHAIN_NAMES[phase.key]}: " + (
+            "infeasible" if res.infeasible else res.status
+        )
+    return found, res.status
 
-    def out_of_time() -> tuple[float | None, str]:
-        return (float(max(found)) if found else None), "no time left"
 
-    steps: list[tuple[str, Callable[[float], TimeIndexedBound]]] = [
-        (
-            "configuration bound",
-            lambda t: Configuration(data, horizon, patterns=patterns).bound(time_limit=t),
-        ),
-        (
-            "pooled form",
-            lambda t: TimeIndexed(data, horizon, patterns=patterns, pooled=True).bound(
-                time_limit=t, threads=1
-            ),
-        ),
-    ]
-    for name, solve_at in steps:
-        left = seconds - (time.perf_counter() - t0)
-        if left < 0.05:
-            return out_of_time()
-        res = solve_at(left / 2)
-        if res.bound is not None:
-            found.append(res.bound)
-            if res.bound >= incumbent:
-                return float(res.bound), f"{name}: " + (
-                    "infeasible" if res.infeasible else res.status
-                )
-    left = seconds - (time.perf_counter() - t0)
-    if left < 0.05:
-        return out_of_time()
-    model = ContentionFree(data, horizon=horizon, patterns=patterns)
-    decide = max(found, default=0) >= horizon  # only infeasible can raise it
-    rel = (model.decide if decide else model.bound)(time_limit=left, workers=1, seed=seed)
-
-    return float(max([rel.bound, *found])), rel.status
+def strong_bounds(
+    data: ProblemData,
+    params: BestParams,
+    engine: Engine,
+    time_limit: float | None,
+    seed: int,
+    bound: float,
+    bounds: dict[str, float],
+) -> tuple[float, str]:
+    """The bound phase of ``best``: the LP bound within its share of the budget (to
+    completion without a time limit), then under a time limit the bound chain
+    (:func:`relaxation_bound`); ``engine.target`` follows the bound, ``bounds`` gets each
+    figure. The bound (at least ``bound``) and what ended the chain (``"not tried"``:
+    it did not run)."""
+    relaxation = "not tried"
+    if params.bound in ("lp", "relaxation") and not engine.done:
+        lp_seconds = None if time_limit is None else params.bound_share * time_limit
+        bound, lp = lower_bounds(data, "lp", lp_seconds)
+        bounds.update(lp)
+        engine.target = bound
+    if params.bound == "relaxation" and not engine.done and time_limit is not None:
+        assert engine.best is not None
+        left = max(0.0, engine.budget.seconds_left() or 0.0)
+        seconds = min(params.bound_share * time_limit, left)
+        rel, relaxation = relaxation_bound(data, engine.best.makespan, seconds, params, seed)
+        if rel is not None:
+            bounds["relaxation"] = rel
+        if rel is not None and rel > bound:
+            bound = rel
+            engine.target = bound
+    return bound, relaxation
 
 
 @register("best", BestParams, heuristic=False)
@@ -338,7 +375,6 @@ def best_solve(
 
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
-    relaxation = "not tried"
     budget = Budget(deadline, params.iterations)
     engine = Engine(data, rng, budget, bound, improved)
 
@@ -368,20 +404,8 @@ def best_solve(
     budget.reserve = built.decode_seconds
     lap("portfolio")
 
-    # 2. the LP bound, within its share of the budget (to completion without a time limit)
-    if params.bound in ("lp", "relaxation") and not engine.done:
-        lp_seconds = None if time_limit is None else params.bound_share * time_limit
-        bound, bounds = lower_bounds(data, "lp", lp_seconds)
-        engine.target = bound
-    if params.bound == "relaxation" and not engine.done and time_limit is not None:
-        assert engine.best is not None
-        seconds = min(params.bound_share * time_limit, max(0.0, budget.seconds_left() or 0.0))
-        rel, relaxation = relaxation_bound(data, engine.best.makespan, seconds, params, seed)
-        if rel is not None:
-            bounds["relaxation"] = rel
-        if rel is not None and rel > bound:
-            bound = rel
-            engine.target = bound
+    # 2. the LP bound and the bound chain, within their shares of the budget
+    bound, relaxation = strong_bounds(data, params, engine, time_limit, seed, bound, bounds)
     lap("bound")
 
     def share(fraction: float) -> float | None:

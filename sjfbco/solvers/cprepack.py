@@ -34,7 +34,8 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.cost import shape_of
@@ -162,25 +163,60 @@ def repack(
     """
     from ortools.sat.python import cp_model
 
-    cl = data.cluster
-    srv = cl.server_of_gpu
-    caps = cl.gpus_per_server
     chosen = sorted(set(servers))
-    inside = set(chosen)
-    n = data.num_jobs
     if any(abs(b - round(b)) > EPS for b in base.began):
         return None
-    parts_of: list[list[tuple[int, int]]] = []
-    for j in range(n):
+    parts_of = server_parts(data, base)
+    free = [j for j in range(data.num_jobs) if all(s in chosen for s, _ in parts_of[j])]
+    if not free:
+        return None
+    frozen = [j for j in range(data.num_jobs) if j not in set(free)]
+    modes = _free_modes(data, free, chosen, split)
+    if modes is None:  # pragma: no cover - the jobs lay on these servers, so a mode fits
+        return None
+    blocks = _frozen_blocks(base, frozen, parts_of, chosen)
+    horizon = max([0, *(e for b in blocks.values() for _, e, _, _ in b)])
+    horizon = max(horizon, *(data.jobs[j].arrival for j in free))
+    horizon += sum(max(w for _, w in modes[j]) for j in free)
+    model = cp_model.CpModel()
+    packing = _Packing(model, {s: [] for s in chosen}, {s: [] for s in chosen})
+    for j in free:
+        packing.add_free(data, base, j, modes[j], parts_of[j], horizon)
+    for s in chosen:
+        packing.limit_server(s, data.cluster.gpus_per_server[s], blocks[s])
+    ends = [packing.end[j] for j in free]
+    last = model.new_int_var(0, horizon, "last")
+    model.add_max_equality(last, ends)
+    model.minimize((len(free) * horizon + 1) * last + sum(ends))
+    solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
+    if solver is None:
+        return None
+    plan: list[Plan] = [(0, 0.0, [])] * data.num_jobs
+    for j in frozen:
+        plan[j] = (round(base.began[j]), base.end[j], parts_of[j])
+    for j in free:
+        plan[j] = chosen_mode(solver, packing.choice[j], modes[j], packing.start[j])
+    return hand_out(data, plan, list(base.rank))
+
+
+def server_parts(data: ProblemData, base: Candidate) -> list[list[tuple[int, int]]]:
+    """Each job's ``(server, GPUs)`` pairs in ``base``, by server."""
+    srv = data.cluster.server_of_gpu
+    out = []
+    for j in range(data.num_jobs):
         counts: dict[int, int] = {}
         for g in base.gpus[j]:
             counts[srv[g]] = counts.get(srv[g], 0) + 1
-        parts_of.append(sorted(counts.items()))
-    free = [j for j in range(n) if all(s in inside for s, _ in parts_of[j])]
-    if not free:
-        return None
-    frozen = [j for j in range(n) if j not in set(free)]
+        out.append(sorted(counts.items()))
+    return out
 
+
+def _free_modes(
+    data: ProblemData, free: Sequence[int], chosen: Sequence[int], split: bool
+) -> dict[int, list[tuple[tuple[tuple[int, int], ...], int]]] | None:
+    """Each freed job's modes on the chosen servers with their run times alone (``None``
+    when a job has none)."""
+    caps = data.cluster.gpus_per_server
     modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int]]] = {}
     for j in free:
         g = data.jobs[j].num_gpus
@@ -189,76 +225,99 @@ def repack(
             opts += split_patterns(caps, chosen, g)
         timed = ((p, mode_slots(data, j, p)) for p in opts)  # None: unusable even alone
         modes[j] = [(p, w) for p, w in timed if w is not None]
-        if not modes[j]:  # pragma: no cover - the job lay on these servers, so some mode fits
+        if not modes[j]:
             return None
+    return modes
+
+
+def _frozen_blocks(
+    base: Candidate,
+    frozen: Sequence[int],
+    parts_of: Sequence[Sequence[tuple[int, int]]],
+    chosen: Sequence[int],
+) -> dict[int, list[tuple[int, int, int, bool]]]:
+    """Per chosen server, the frozen jobs' pieces on it: ``(start, end, GPUs, split)``."""
     blocks: dict[int, list[tuple[int, int, int, bool]]] = {s: [] for s in chosen}
     for j in frozen:
         t = round(base.began[j])
         stop = math.ceil(base.end[j] - EPS)
         for s, c in parts_of[j]:
-            if s in inside and stop > t:
+            if s in blocks and stop > t:
                 blocks[s].append((t, stop, c, len(parts_of[j]) > 1))
-    horizon = max([0, *(e for b in blocks.values() for _, e, _, _ in b)])
-    horizon = max(horizon, *(data.jobs[j].arrival for j in free))
-    horizon += sum(max(w for _, w in modes[j]) for j in free)
+    return blocks
 
-    model = cp_model.CpModel()
-    start: dict[int, cp_model.IntVar] = {}
-    end: dict[int, cp_model.IntVar] = {}
-    usage: dict[int, list[tuple[cp_model.IntervalVar, int]]] = {s: [] for s in chosen}
-    splits: dict[int, list[cp_model.IntervalVar]] = {s: [] for s in chosen}
-    choice: dict[int, list[cp_model.IntVar]] = {}
-    for j in free:
-        start[j] = model.new_int_var(data.jobs[j].arrival, horizon, f"s{j}")
-        end[j] = model.new_int_var(0, horizon, f"e{j}")
+
+def chosen_mode(
+    solver: cp_model.CpSolver,
+    lits: Sequence[cp_model.IntVar],
+    modes: Sequence[tuple[tuple[tuple[int, int], ...], int]],
+    start: cp_model.IntVar,
+) -> Plan:
+    """A job's plan entry from the solution: its start, end and the mode chosen."""
+    m = next(m for m, lit in enumerate(lits) if solver.boolean_value(lit))
+    pattern, w = modes[m]
+    t = int(solver.value(start))
+    return (t, float(t + w), list(pattern))
+
+
+@dataclass
+class _Packing:
+    """The re-packing model's variables: starts, ends and mode choices of the freed jobs,
+    and per server the intervals that use it (with their GPUs) and its split runs."""
+
+    model: Any  # cp_model.CpModel (OR-Tools is imported when a model is built)
+    usage: dict[int, list[tuple[Any, int]]]  # intervals and their GPUs
+    splits: dict[int, list[Any]]  # split runs (intervals)
+    start: dict[int, Any] = field(default_factory=dict)
+    end: dict[int, Any] = field(default_factory=dict)
+    choice: dict[int, list[Any]] = field(default_factory=dict)  # mode literals
+
+    def add_free(
+        self,
+        data: ProblemData,
+        base: Candidate,
+        j: int,
+        modes: Sequence[tuple[tuple[tuple[int, int], ...], int]],
+        parts: Sequence[tuple[int, int]],
+        horizon: int,
+    ) -> None:
+        """A freed job: one optional interval per mode, hinted with its place in ``base``."""
+        model = self.model
+        self.start[j] = model.new_int_var(data.jobs[j].arrival, horizon, f"s{j}")
+        self.end[j] = model.new_int_var(0, horizon, f"e{j}")
         lits = []
-        for m, (pattern, w) in enumerate(modes[j]):
+        for m, (pattern, w) in enumerate(modes):
             lit = model.new_bool_var(f"x{j}_{m}")
-            iv = model.new_optional_fixed_size_interval_var(start[j], w, lit, f"i{j}_{m}")
-            model.add(end[j] == start[j] + w).only_enforce_if(lit)
+            iv = model.new_optional_fixed_size_interval_var(self.start[j], w, lit, f"i{j}_{m}")
+            model.add(self.end[j] == self.start[j] + w).only_enforce_if(lit)
             for s, c in pattern:
-                usage[s].append((iv, c))
+                self.usage[s].append((iv, c))
                 if len(pattern) > 1:
-                    splits[s].append(iv)
+                    self.splits[s].append(iv)
             lits.append(lit)
         model.add_exactly_one(lits)
-        choice[j] = lits
-        current = tuple(parts_of[j])
-        for m, (pattern, _) in enumerate(modes[j]):
+        self.choice[j] = lits
+        current = tuple(parts)
+        for m, (pattern, _) in enumerate(modes):
             model.add_hint(lits[m], pattern == current)
-        model.add_hint(start[j], round(base.began[j]))
-    for s in chosen:
-        intervals = [iv for iv, _ in usage[s]]
-        demands = [c for _, c in usage[s]]
+        model.add_hint(self.start[j], round(base.began[j]))
+
+    def limit_server(self, s: int, cap: int, blocks: Sequence[tuple[int, int, int, bool]]) -> None:
+        """Server ``s``'s capacity over the freed jobs and the frozen ``blocks``; its split
+        runs one at a time (a freed split job avoids the frozen split jobs' union)."""
+        model = self.model
+        intervals = [iv for iv, _ in self.usage[s]]
+        demands = [c for _, c in self.usage[s]]
         spans: list[tuple[int, int]] = []  # the frozen split jobs' time on s
-        for k, (t, e, c, is_split) in enumerate(blocks[s]):
-            iv = model.new_fixed_size_interval_var(t, e - t, f"b{s}_{k}")
-            intervals.append(iv)
+        for k, (t, e, c, is_split) in enumerate(blocks):
+            intervals.append(model.new_fixed_size_interval_var(t, e - t, f"b{s}_{k}"))
             demands.append(c)
             if is_split:
                 spans.append((t, e))
         # frozen split jobs may overlap one another (the base ran them with contention):
         # a freed split job must avoid their union, which merging makes disjoint
         for k, (t, e) in enumerate(merge_spans(spans)):
-            splits[s].append(model.new_fixed_size_interval_var(t, e - t, f"u{s}_{k}"))
-        model.add_cumulative(intervals, demands, caps[s])
-        if len(splits[s]) > 1:
-            model.add_no_overlap(splits[s])
-    last = model.new_int_var(0, horizon, "last")
-    model.add_max_equality(last, [end[j] for j in free])
-    model.minimize((len(free) * horizon + 1) * last + sum(end[j] for j in free))
-    solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
-    if solver is None:
-        return None
-    plan: list[Plan] = [(0, 0.0, [])] * n
-    prio = [0.0] * n
-    for j in frozen:
-        plan[j] = (round(base.began[j]), base.end[j], parts_of[j])
-        prio[j] = base.rank[j]
-    for j in free:
-        m = next(m for m, lit in enumerate(choice[j]) if solver.boolean_value(lit))
-        pattern, w = modes[j][m]
-        t = int(solver.value(start[j]))
-        plan[j] = (t, float(t + w), list(pattern))
-        prio[j] = base.rank[j]
-    return hand_out(data, plan, prio)
+            self.splits[s].append(model.new_fixed_size_interval_var(t, e - t, f"u{s}_{k}"))
+        model.add_cumulative(intervals, demands, cap)
+        if len(self.splits[s]) > 1:
+            model.add_no_overlap(self.splits[s])

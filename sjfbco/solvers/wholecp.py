@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.evaluate import EPS
-from sjfbco.solvers.cprepack import mode_slots, solve_within, split_patterns
+from sjfbco.solvers.cprepack import chosen_mode, mode_slots, solve_within, split_patterns
 from sjfbco.solvers.sgs import Plan, hand_out
 
 if TYPE_CHECKING:
@@ -75,13 +75,52 @@ def whole_pack(
 
     cl = data.cluster
     caps = cl.gpus_per_server
-    n = data.num_jobs
-    if n == 0 or n * cl.num_servers > MAX_PAIRS:
+    if data.num_jobs == 0 or data.num_jobs * cl.num_servers > MAX_PAIRS:
         return None
     if deadline is not None and deadline - time.perf_counter() <= 0.05:
         return None
-    srv = cl.server_of_gpu
-    modes: list[list[tuple[tuple[tuple[int, int], ...], int]]] = []
+    modes = _modes(data)
+    if modes is None:
+        return None
+    # only schedules about as short as the incumbent are of use: a tight horizon helps CP-SAT
+    # (and a model with nothing below it is infeasible: None)
+    horizon = max(
+        math.ceil(base.makespan - EPS) + 1,
+        *(job.arrival + min(w for _, w in modes[j]) for j, job in enumerate(data.jobs)),
+    )
+    model = cp_model.CpModel()
+    usage: list[list[tuple[Any, int]]] = [[] for _ in caps]
+    splits: list[list[Any]] = [[] for _ in caps]
+    jobs = [
+        _add_job(model, data, base, j, modes[j], horizon, usage, splits)
+        for j in range(data.num_jobs)
+    ]
+    for s, cap in enumerate(caps):
+        if usage[s]:
+            model.add_cumulative([iv for iv, _ in usage[s]], [c for _, c in usage[s]], cap)
+        if len(splits[s]) > 1:
+            model.add_no_overlap(splits[s])
+    makespan = model.new_int_var(0, horizon, "makespan")
+    model.add_max_equality(makespan, [end for _, end, _ in jobs])
+    model.minimize(makespan)
+    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
+    if solver is None:
+        return None
+    plan: list[Plan] = [
+        chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
+    ]
+    return hand_out(data, plan, [float(p[0]) for p in plan])
+
+
+Modes = list[tuple[tuple[tuple[int, int], ...], int]]
+
+
+def _modes(data: ProblemData) -> list[Modes] | None:
+    """Each job's modes (on one server when one holds it, else split) with their run times
+    alone; ``None`` when a job has none."""
+    cl = data.cluster
+    caps = cl.gpus_per_server
+    out: list[Modes] = []
     for j, job in enumerate(data.jobs):
         g = job.num_gpus
         patterns: list[tuple[tuple[int, int], ...]] = [
@@ -92,59 +131,44 @@ def whole_pack(
         opts = [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
         if not opts:
             return None
-        modes.append(opts)
-    # only schedules about as short as the incumbent are of use: a tight horizon helps CP-SAT
-    # (and a model with nothing below it is infeasible: None)
-    horizon = max(
-        math.ceil(base.makespan - EPS) + 1,
-        *(job.arrival + min(w for _, w in modes[j]) for j, job in enumerate(data.jobs)),
-    )
+        out.append(opts)
+    return out
 
-    model = cp_model.CpModel()
-    usage: list[list[tuple[cp_model.IntervalVar, int]]] = [[] for _ in caps]
-    splits: list[list[cp_model.IntervalVar]] = [[] for _ in caps]
-    starts, ends, choice = [], [], []
-    for j, job in enumerate(data.jobs):
-        start = model.new_int_var(job.arrival, horizon, f"s{j}")
-        end = model.new_int_var(0, horizon, f"e{j}")
-        lits = []
-        current = sorted({srv[x] for x in base.gpus[j]})
-        same = len({w for _, w in modes[j]}) == 1  # one run time (single-server modes)
-        if same:
-            model.add(end == start + modes[j][0][1])
-        for m, (pattern, w) in enumerate(modes[j]):
-            lit = model.new_bool_var(f"x{j}_{m}")
-            iv = model.new_optional_interval_var(start, w, end, lit, f"i{j}_{m}")
-            if not same:
-                model.add(end == start + w).only_enforce_if(lit)
-            for s, c in pattern:
-                usage[s].append((iv, c))
-                if len(pattern) > 1:
-                    splits[s].append(iv)
-            lits.append(lit)
-            if len(current) == 1:
-                model.add_hint(lit, [s for s, _ in pattern] == current)
-        model.add_exactly_one(lits)
-        if len(current) == 1 and abs(base.began[j] - round(base.began[j])) <= EPS:
-            model.add_hint(start, round(base.began[j]))
-        starts.append(start)
-        ends.append(end)
-        choice.append(lits)
-    for s, cap in enumerate(caps):
-        if usage[s]:
-            model.add_cumulative([iv for iv, _ in usage[s]], [c for _, c in usage[s]], cap)
-        if len(splits[s]) > 1:
-            model.add_no_overlap(splits[s])
-    makespan = model.new_int_var(0, horizon, "makespan")
-    model.add_max_equality(makespan, ends)
-    model.minimize(makespan)
-    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
-    if solver is None:
-        return None
-    plan: list[Plan] = []
-    for j in range(n):
-        m = next(m for m, lit in enumerate(choice[j]) if solver.boolean_value(lit))
-        pattern, w = modes[j][m]
-        t = int(solver.value(starts[j]))
-        plan.append((t, float(t + w), list(pattern)))
-    return hand_out(data, plan, [float(p[0]) for p in plan])
+
+def _add_job(
+    model: Any,
+    data: ProblemData,
+    base: Candidate,
+    j: int,
+    modes: Modes,
+    horizon: int,
+    usage: list[list[tuple[Any, int]]],
+    splits: list[list[Any]],
+) -> tuple[Any, Any, list[Any]]:
+    """Job ``j``: start, end and one optional interval per mode (their uses of each server
+    added to ``usage`` and ``splits``), hinted with its server in ``base`` when it has one;
+    its start, end and mode literals."""
+    job = data.jobs[j]
+    start = model.new_int_var(job.arrival, horizon, f"s{j}")
+    end = model.new_int_var(0, horizon, f"e{j}")
+    lits = []
+    current = sorted({data.cluster.server_of_gpu[x] for x in base.gpus[j]})
+    same = len({w for _, w in modes}) == 1  # one run time (single-server modes)
+    if same:
+        model.add(end == start + modes[0][1])
+    for m, (pattern, w) in enumerate(modes):
+        lit = model.new_bool_var(f"x{j}_{m}")
+        iv = model.new_optional_interval_var(start, w, end, lit, f"i{j}_{m}")
+        if not same:
+            model.add(end == start + w).only_enforce_if(lit)
+        for s, c in pattern:
+            usage[s].append((iv, c))
+            if len(pattern) > 1:
+                splits[s].append(iv)
+        lits.append(lit)
+        if len(current) == 1:
+            model.add_hint(lit, [s for s, _ in pattern] == current)
+    model.add_exactly_one(lits)
+    if len(current) == 1 and abs(base.began[j] - round(base.began[j])) <= EPS:
+        model.add_hint(start, round(base.began[j]))
+    return start, end, lits

@@ -1,0 +1,210 @@
+"""The exact solver ``"exact"``: certified optima of small instances (docs/model.md section 4).
+
+``solve(data, "exact", backend="cpsat" | "highs" | "cbc", time_limit=...)``, every
+phase inside the one time limit (``docs/exact.md``, "Time and memory"):
+
+1. a warm start: the best schedule of the registered heuristics (``best`` when
+   registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
+   schedule (every job alone on its best placement, one after another);
+2. the contention-free relaxation (:mod:`sjfbco.relaxations.contention_free`): a lower
+   bound, and its schedule as one more warm-start candidate. First the
+   configuration bound (:mod:`sjfbco.relaxations.configuration`: contention per
+   server and slot, time forgotten), then the relaxation's pooled
+   time-indexed form on HiGHS (identical servers pooled,
+   :mod:`sjfbco.relaxations.timeindexed`; decided by CP-SAT, its idle GPU-slots
+   counted, when the horizon leaves none idle: ``docs/exact.md``, "A perfect
+   packing"), then a packing
+   check (CP-SAT without the contention cuts); when it ends without an answer,
+   a short pass of the relaxation with its cuts, then the time-indexed form on
+   HiGHS (:mod:`sjfbco.relaxations.timeindexed`); then the relaxation with its cuts
+   (deciding the last slot, after a packing by it, with all the time left:
+   ``docs/exact.md``, "The last slot takes the time");
+   when the relaxation has a plan below the incumbent that contention stretches,
+   a plan search enumerates its plans until one evaluates below the incumbent;
+3. the horizon ``H``: the best candidate's makespan under the evaluator minus
+   one, so the model only looks for better schedules (infeasible: the bound
+   ``H + 1`` proves the incumbent optimal);
+4. the model's size, estimated before it is built
+   (:func:`~sjfbco.formulations.size.estimate`): above the memory cap the model is
+   not built and the run returns its incumbent and bound, saying so in
+   ``stats["note"]`` (:class:`~sjfbco.errors.LimitError` only with
+   ``relaxation=False``, where the model is all the run has);
+5. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
+   on HiGHS or CBC, or the non-convex program
+   (:class:`~sjfbco.formulations.nonconvex.NonconvexModel`) on CP-SAT;
+6. under a time limit, the spare core (:mod:`sjfbco.solvers.spare`): the per-server
+   time-indexed relaxation in a child process from the start, beside every phase
+   above; its proof stops the model (``docs/exact.md``, "The spare core");
+7. the answer: ``optimal`` only when the best valid bound meets the evaluated
+   makespan, ``time limit`` with the incumbent and the best bound when the
+   clock ends the run. The schedule (patterns turned into GPUs greedily in
+   start order) is scored by the evaluator like every other.
+
+The rooms: ``params.py`` (:class:`ExactParams`, and :class:`Shares`, the time shares,
+validated), ``state.py`` (the budget, the run's state, typed statistics), ``phases.py``
+(the bound phases as data and the one rule that runs them), ``warm.py`` (the warm start),
+``model.py`` (the model and the answer). A run is made of :class:`Parts`, values a test
+may replace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.bounds import lower_bound
+from sjfbco.patterns import require_slotted
+from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
+from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
+from sjfbco.solvers.exact.params import (
+    BUILD_S_PER_VARIABLE,
+    EXACT_BACKENDS,
+    Backend,
+    ExactParams,
+    Shares,
+)
+from sjfbco.solvers.exact.phases import (
+    Phase,
+    PhaseResult,
+    bound_phases,
+    interrupted,
+    run_phases,
+    start_spare,
+)
+from sjfbco.solvers.exact.state import Budget, ModelError, Run, Stats
+from sjfbco.solvers.exact.warm import (
+    WARM_SOLVERS,
+    best_warm_start,
+    candidate_schedules,
+    warm_candidates,
+    warm_solvers,
+)
+from sjfbco.solvers.spare import Spare
+
+if TYPE_CHECKING:
+    from sjfbco.problem import ProblemData
+
+__all__ = [
+    "BUILD_S_PER_VARIABLE",
+    "EXACT_BACKENDS",
+    "WARM_SOLVERS",
+    "Backend",
+    "Budget",
+    "ExactParams",
+    "ModelError",
+    "Parts",
+    "Phase",
+    "PhaseResult",
+    "Shares",
+    "best_warm_start",
+    "candidate_schedules",
+    "run_exact",
+    "solve_exact",
+    "warm_candidates",
+    "warm_solvers",
+]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What a run of the exact solver is made of, as values (tests pass their own).
+
+    Parameters
+    ----------
+    shares
+        How the time limit is shared among the phases.
+    phases
+        The bound phases between the warm start and the model, from the parameters and
+        shares (default :func:`~sjfbco.solvers.exact.phases.bound_phases`).
+    warm
+        The heuristics of the warm start (registry entries; default: those of
+        :data:`WARM_SOLVERS` that are registered, looked up when the run starts).
+    spare
+        The spare core (its class, or a function with its arguments).
+    model
+        The model phase (default :func:`~sjfbco.solvers.exact.model.solve_model`).
+    """
+
+    shares: Shares = field(default_factory=Shares)
+    phases: Callable[[ExactParams, Shares], Sequence[Phase]] = bound_phases
+    warm: Sequence[SolverSpec[Any]] | None = None
+    spare: Callable[..., Spare] = Spare
+    model: Callable[..., ModelRun] = solve_model
+
+
+@register("exact", ExactParams, heuristic=False)
+def solve_exact(
+    data: ProblemData, params: ExactParams, *, time_limit: float | None, seed: int
+) -> SolverOutput:
+    """Certified optimum (or incumbent and bound at the time limit); see the module doc."""
+    return run_exact(data, params, time_limit=time_limit, seed=seed)
+
+
+def run_exact(
+    data: ProblemData,
+    params: ExactParams,
+    *,
+    time_limit: float | None,
+    seed: int,
+    parts: Parts | None = None,
+) -> SolverOutput:
+    """:func:`solve_exact` made of ``parts`` (default :class:`Parts`)."""
+    parts = parts or Parts()
+    p = params
+    require_slotted(data, "solver 'exact'")
+    budget = Budget(time_limit)
+    closed = int(lower_bound(data))
+    spares: list[Spare] = []  # every spare core started, each stopped at the end
+    if spare_wanted(p, budget):
+        first = start_spare(data, closed, budget, parts.shares, parts.spare)
+        spares += [first] if first is not None else []
+    try:
+        return _solve(data, p, budget, closed, spares, time_limit, seed, parts)
+    finally:
+        for spare in spares:
+            spare.stop()
+
+
+def spare_wanted(p: ExactParams, budget: Budget) -> bool:
+    """The spare core runs under a time limit only (without one the run stays
+    deterministic: which phase sees its result would depend on the machine), with CP-SAT
+    as the model (the model whose search a proof of the spare can stop), at least two
+    threads (one of them is the spare's), and no horizon given by the user."""
+    return (
+        budget.limit is not None
+        and p.backend == "cpsat"
+        and p.threads >= 2
+        and p.relaxation
+        and p.time_indexed
+        and p.horizon is None
+    )
+
+
+def _solve(
+    data: ProblemData,
+    p: ExactParams,
+    budget: Budget,
+    closed: int,
+    spares: list[Spare],
+    time_limit: float | None,
+    seed: int,
+    parts: Parts,
+) -> SolverOutput:
+    """:func:`run_exact` once the spare core (if any) is started; see the module doc."""
+    name, warm, warm_ev = best_warm_start(
+        data, seed=seed, time_limit=budget.share(parts.shares.best + 0.05), solvers=parts.warm
+    )
+    stats = Stats(
+        backend=p.backend,
+        warm_start=name,
+        params=asdict(p),
+        warm_makespan=warm_ev.makespan,
+        incumbent_from=name,
+    )
+    spare = spares[0] if spares else None
+    run = Run(data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare, spares)
+    run_phases(run, budget, parts.phases(p, parts.shares))
+    if interrupted(run):
+        return run.output(Status.TIME_LIMIT)
+    return finish(run, p, budget, parts.shares, time_limit, parts.model)

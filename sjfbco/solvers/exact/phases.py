@@ -1,0 +1,503 @@
+"""The bound phases of the exact solver (and of ``best``'s bound chain), as data.
+
+A :class:`Phase` says when it is wanted (from the run's typed state), which share of the
+time limit it takes (:class:`~sjfbco.solvers.exact.params.Shares`) and what it found
+(:class:`PhaseResult`: figures for the statistics, a bound, a plan to offer as an
+incumbent). :func:`run_phases` runs a list of them under one rule: a phase starts only
+while the bound is below the incumbent's makespan, after the spare core's result (if in)
+was taken, and not after Ctrl-C. Adding a bound is adding one phase to
+:func:`bound_phases`; tests inject phases (or the relaxation models a phase builds)
+instead of patching the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import pickle
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sjfbco import interrupt
+from sjfbco.cost import ConfigurationError
+from sjfbco.errors import InputError
+from sjfbco.evaluate import evaluate
+from sjfbco.patterns import Patterns, Plan, gpu_slack, plan_to_schedule
+from sjfbco.relaxations.configuration import Configuration
+from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, too_many_variables
+from sjfbco.solvers.exact.params import Shares
+from sjfbco.solvers.spare import Spare
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sjfbco.problem import ProblemData
+    from sjfbco.solvers.exact.params import ExactParams
+    from sjfbco.solvers.exact.state import Budget, Run
+
+log = logging.getLogger("sjfbco.solvers.exact")
+
+#: Why a bound phase did not start: the phases before it used the time the model keeps.
+NO_TIME = "no time left (MODEL_RESERVE)"
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """What one phase found.
+
+    Parameters
+    ----------
+    figures
+        Its figures, merged into the statistics under the phase's key.
+    bound
+        A valid lower bound (``None``: none), named ``source`` in ``bound_from``.
+    plan
+        A plan to offer as an incumbent (scored by the evaluator), named ``offer_as``.
+    status, infeasible
+        The solver's status, and whether it found nothing by the horizon.
+    stop_spare
+        The spare core can prove nothing at this horizon: stop it (after the plan and
+        the bound are taken).
+    """
+
+    figures: dict[str, Any]
+    bound: int | None = None
+    source: str = ""
+    plan: Plan | None = None
+    offer_as: str = ""
+    status: str = ""
+    infeasible: bool = False
+    stop_spare: bool = False
+
+
+class Phase(Protocol):
+    """One step of a run: ``key`` names its figures in the statistics."""
+
+    key: str
+
+    @property
+    def share(self) -> float:
+        """The fraction of the limit it takes (0: none of its own)."""
+
+    def wanted(self, run: Run) -> bool:
+        """Whether it runs, from the run's state (the runner checks the bound first)."""
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult | None:
+        """Do the work within ``budget``; ``None``: nothing to record."""
+
+
+def interrupted(run: Run) -> bool:
+    """Whether Ctrl-C asked to stop (:mod:`sjfbco.interrupt`); noted in the statistics."""
+    if interrupt.requested():
+        run.stats.stopped_by = "interrupted"
+        return True
+    return False
+
+
+def run_phases(
+    run: Run, budget: Budget, phases: Sequence[Phase]
+) -> list[tuple[Phase, PhaseResult]]:
+    """Run ``phases`` in order under the one rule (module docstring); what each found."""
+    done: list[tuple[Phase, PhaseResult]] = []
+    for phase in phases:
+        run.collect()
+        if interrupted(run) or run.proven:
+            break
+        if not phase.wanted(run):
+            continue
+        result = phase.run(run, budget)
+        if result is not None:
+            apply(run, phase.key, result)
+            done.append((phase, result))
+    run.collect()
+    return done
+
+
+def apply(run: Run, key: str, result: PhaseResult) -> None:
+    """Fold a phase's result into the run: figures, then the plan, then the bound."""
+    if key:
+        run.stats.phases.setdefault(key, {}).update(result.figures)
+    if result.plan is not None and run.take_plans:
+        offer_plan(run, result.offer_as, result.plan)
+    run.raise_bound(result.bound, result.source)
+    if result.stop_spare and run.spare is not None:
+        # The per-server form on the spare core relaxes this packing: with a packing by
+        # the horizon it can prove nothing there, and its core goes to CP-SAT.
+        run.drop_spare()
+        run.stats.phases[key]["spare"] = "stopped: a contention-free packing ends by the horizon"
+
+
+def offer_plan(run: Run, name: str, plan: Plan) -> None:
+    """Offer a relaxation's plan as an incumbent, scored by the evaluator."""
+    sched = plan_to_schedule(run.data, plan)
+    # contention may push some tau over a slot: then it is not a schedule
+    with contextlib.suppress(ConfigurationError):
+        run.offer(name, sched, evaluate(run.data, sched).makespan)
+
+
+def _bound_figures(res: TimeIndexedBound) -> dict[str, Any]:
+    return {
+        "bound": res.bound,
+        "status": res.status,
+        "seconds": round(res.seconds, 3),
+        "variables": res.variables,
+    }
+
+
+def _limit(budget: Budget, shares: Shares, share: float, unlimited: float) -> float | None:
+    return budget.share(share, unlimited, keep=shares.model_reserve)
+
+
+@dataclass
+class ConfigurationPhase:
+    """The configuration bound one below the incumbent (HiGHS, one thread)."""
+
+    shares: Shares
+    model: Callable[..., Configuration] = Configuration
+    key: str = "configuration"
+
+    @property
+    def share(self) -> float:
+        return self.shares.configuration
+
+    def wanted(self, run: Run) -> bool:
+        return True
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+        if limit == 0.0:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        run.report("configuration bound")
+        model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
+        res = model.bound(time_limit=limit, threads=1)
+        return PhaseResult(
+            _bound_figures(res),
+            res.bound,
+            "configuration bound",
+            status=res.status,
+            infeasible=res.infeasible,
+        )
+
+
+@dataclass
+class PooledPhase:
+    """The pooled time-indexed relaxation one below the incumbent: HiGHS on one thread,
+    or (``perfect``) decided by CP-SAT with the run's workers for the ``perfect`` share
+    when the horizon leaves no GPU-slot idle (docs/exact.md, "A perfect packing")."""
+
+    shares: Shares
+    perfect: bool = True
+    model: Callable[..., TimeIndexed] = TimeIndexed
+    key: str = "pooled"
+
+    @property
+    def share(self) -> float:
+        return self.shares.pooled
+
+    def wanted(self, run: Run) -> bool:
+        return True
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        horizon = int(run.makespan) - 1
+        perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
+        share = self.shares.perfect if perfect else self.share
+        limit = _limit(budget, self.shares, share, self.shares.unlimited_packing_s)
+        if limit == 0.0:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        run.report("pooled time-indexed relaxation")
+        model = self.model(run.data, horizon, pooled=True, patterns=run.patterns)
+        if perfect:
+            res = model.decide(time_limit=limit, workers=run.workers(), seed=run.seed)
+        else:
+            res = model.bound(time_limit=limit, threads=1)
+        figures = _bound_figures(res)
+        if perfect:
+            figures["solver"] = "cpsat (no GPU-slot to spare)"
+        return PhaseResult(
+            figures,
+            res.bound,
+            "pooled time-indexed relaxation",
+            status=res.status,
+            infeasible=res.infeasible,
+        )
+
+
+@dataclass
+class AimSparePhase:
+    """Point the spare core at the horizon one below the incumbent, now that it is known.
+
+    It started at the closed-form bound (before the warm start had an incumbent). If that
+    is not ``makespan - 1``, or a bound above it has since been proven, it is restarted
+    there with what is left of the limit; one already at that horizon is left alone.
+    """
+
+    shares: Shares
+    spare: Callable[..., Spare] = Spare
+    key: str = ""
+    share: float = 0.0
+
+    def wanted(self, run: Run) -> bool:
+        return run.spare is not None
+
+    def run(self, run: Run, budget: Budget) -> None:
+        spare = run.spare
+        assert spare is not None
+        target = int(run.makespan) - 1
+        if spare.horizon == target and spare.horizon >= run.bound:
+            return
+        run.drop_spare()
+        if run.proven:
+            return
+        run.spare = start_spare(run.data, target, budget, self.shares, self.spare)
+        if run.spare is not None:
+            run.spares.append(run.spare)
+
+
+def start_spare(
+    data: ProblemData,
+    horizon: int,
+    budget: Budget,
+    shares: Shares,
+    spare: Callable[..., Spare] = Spare,
+) -> Spare | None:
+    """The spare core at ``horizon`` for what is left of the limit (at most
+    ``spare_limit_s``); ``None`` when the per-server form would refuse the instance (too
+    many patterns or variables) or no child process can be started."""
+    left = budget.left()
+    assert left is not None
+    try:  # an instance the per-server form refuses gets no child (and no warning)
+        if too_many_variables(data, Patterns(data), horizon):
+            return None
+    except InputError:
+        return None
+    seconds = max(0.05, min(left - shares.finish_margin_s, shares.spare_limit_s))
+    try:
+        return spare(data, horizon, seconds)
+    except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
+        log.warning("exact: no spare core: %s", err)
+        return None
+
+
+@dataclass
+class PackingPhase:
+    """Is there a contention-free packing ending one below the incumbent? CP-SAT on the
+    relaxation without its cuts (``docs/exact.md``): infeasible is the proof; a packing
+    found means the time-indexed forms could prove nothing there (the spare core is
+    stopped); undecided, the packing is tight (``run.packing_open``)."""
+
+    shares: Shares
+    model: Callable[..., ContentionFree] = ContentionFree
+    key: str = "time_indexed"
+
+    @property
+    def share(self) -> float:
+        return self.shares.packing
+
+    def wanted(self, run: Run) -> bool:
+        return True
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        horizon = int(run.makespan) - 1
+        run.report("contention-free packing")
+        packing = self.model(run.data, horizon=horizon, pairwise=False, patterns=run.patterns)
+        quick = (packing.decide if run.bound >= horizon else packing.bound)(
+            time_limit=_limit(budget, self.shares, self.share, self.shares.unlimited_packing_s),
+            workers=run.workers(),
+            seed=run.seed,
+        )
+        run.packed_by = horizon if quick.plan is not None else None
+        run.packing_open = quick.status != "INFEASIBLE" and quick.plan is None
+        stop = quick.plan is not None and run.spare is not None and run.spare.horizon >= horizon
+        figures = {
+            "packing_status": quick.status,
+            "packing_bound": quick.bound,
+            "packed_by": run.packed_by,  # the horizon a packing ends by (None: none found)
+            "packing_seconds": round(quick.seconds, 3),
+        }
+        return PhaseResult(
+            figures,
+            quick.bound,
+            "contention-free packing",
+            quick.plan,
+            "packing",
+            quick.status,
+            stop_spare=stop,
+        )
+
+
+@dataclass
+class RelaxationPhase:
+    """The contention-free relaxation with its pairwise cuts: a bound, its plan a candidate.
+
+    Its share of the limit, or (``last_slot``) all that is left but the finish margin
+    when it decides the last slot (a bound at ``makespan - 1``) and the packing check
+    found a packing by it (``docs/exact.md``, "The last slot takes the time"). As the
+    quick pass (``key="relaxation_quick"``, ``quick=True``) it runs only when the packing
+    check was undecided.
+    """
+
+    shares: Shares
+    quick: bool = False
+    model: Callable[..., ContentionFree] = ContentionFree
+    key: str = "relaxation"
+
+    @property
+    def share(self) -> float:
+        return self.shares.quick_relaxation if self.quick else self.shares.relaxation
+
+    def wanted(self, run: Run) -> bool:
+        return run.packing_open if self.quick else True
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
+        decide = run.bound >= horizon
+        left = budget.left()
+        run.relaxed = None
+        if decide and run.packed_by == horizon and left is not None:
+            # the last slot, and a contention-free packing ends by it: no time-indexed
+            # form can prove anything there; deciding, the relaxation takes what is left
+            limit: float | None = max(0.0, left - self.shares.finish_margin_s)
+        else:
+            limit = _limit(budget, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        if limit == 0.0:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        run.report("contention-free relaxation bound")
+        model = self.model(run.data, horizon=horizon, patterns=run.patterns)
+        rel = (model.decide if decide else model.bound)(
+            time_limit=limit, workers=run.workers(), seed=run.seed
+        )
+        run.relaxed = rel.makespan
+        figures = {
+            "bound": rel.bound,
+            "makespan": rel.makespan,
+            "status": rel.status,
+            "seconds": round(rel.seconds, 3),
+        }
+        return PhaseResult(
+            figures,
+            rel.bound,
+            "contention-free relaxation",
+            rel.plan,
+            "relaxation",
+            rel.status,
+            rel.status == "INFEASIBLE",
+        )
+
+
+@dataclass
+class TimeIndexedPhase:
+    """The per-server time-indexed form on HiGHS, when the packing check was undecided,
+    unless the quick relaxation pass has a plan below the incumbent (the relaxation with
+    its cuts is tighter, so the form would have a packing too) or the spare core is on
+    it at this horizon."""
+
+    shares: Shares
+    model: Callable[..., TimeIndexed] = TimeIndexed
+    key: str = "time_indexed"
+
+    @property
+    def share(self) -> float:
+        return self.shares.time_indexed
+
+    def wanted(self, run: Run) -> bool:
+        return run.packing_open
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        if run.relaxed is not None and run.relaxed < run.makespan:
+            why = "skipped: the relaxation with its cuts packs by the horizon"
+            return PhaseResult({"status": why}, status=why)
+        if run.spare is not None:
+            return PhaseResult({"status": "on the spare core"}, status="on the spare core")
+        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        if limit == 0.0:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        run.report("time-indexed relaxation bound")
+        res = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns).bound(
+            time_limit=limit, threads=run.threads
+        )
+        return PhaseResult(
+            _bound_figures(res),
+            res.bound,
+            "time-indexed relaxation",
+            status=res.status,
+            infeasible=res.infeasible,
+        )
+
+
+@dataclass
+class PlanSearchPhase:
+    """The incumbent side: when a pass of the relaxation with its cuts found a plan ending
+    below the incumbent that contention stretched, CP-SAT enumerates the relaxation's
+    plans by that horizon until one evaluates below the incumbent, which becomes the
+    incumbent. No bound comes from this phase."""
+
+    shares: Shares
+    model: Callable[..., ContentionFree] = ContentionFree
+    key: str = "plan_search"
+
+    @property
+    def share(self) -> float:
+        return self.shares.plan_search
+
+    def wanted(self, run: Run) -> bool:
+        return run.relaxed is not None and run.relaxed < run.makespan
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+        if limit == 0.0:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        target = run.makespan
+        tried = 0
+
+        def better(plan: Plan) -> bool:
+            nonlocal tried
+            tried += 1
+            try:
+                return evaluate(run.data, plan_to_schedule(run.data, plan)).makespan < target
+            except ConfigurationError:  # contention pushed some tau over a slot
+                return False
+
+        run.report("plan search")
+        model = self.model(run.data, horizon=int(target) - 1, patterns=run.patterns)
+        res = model.search(better, time_limit=limit, seed=run.seed)
+        figures = {
+            "status": res.status,
+            "plans": tried,
+            "found": res.plan is not None,
+            "seconds": round(res.seconds, 3),
+        }
+        return PhaseResult(figures, plan=res.plan, offer_as="plan search", status=res.status)
+
+
+def bound_phases(
+    p: ExactParams,
+    shares: Shares,
+    *,
+    contention_free: Callable[..., ContentionFree] = ContentionFree,
+    time_indexed: Callable[..., TimeIndexed] = TimeIndexed,
+    configuration: Callable[..., Configuration] = Configuration,
+) -> list[Phase]:
+    """The exact solver's phases between the warm start and the model, in order, as
+    its parameters ask for them (``docs/exact.md``, "Time and memory"); each builds its
+    relaxation with the model given (tests give models that answer what they need)."""
+    if not p.relaxation:
+        return [AimSparePhase(shares)]
+    phases: list[Phase] = []
+    if p.configuration:
+        phases.append(ConfigurationPhase(shares, configuration))
+    if p.pooled:
+        phases.append(PooledPhase(shares, model=time_indexed))
+    phases.append(AimSparePhase(shares))
+    if p.time_indexed:
+        phases += [
+            PackingPhase(shares, contention_free),
+            RelaxationPhase(shares, True, contention_free, "relaxation_quick"),
+            TimeIndexedPhase(shares, time_indexed),
+        ]
+    return [
+        *phases,
+        RelaxationPhase(shares, model=contention_free),
+        PlanSearchPhase(shares, contention_free),
+    ]

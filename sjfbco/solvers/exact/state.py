@@ -1,0 +1,222 @@
+"""What a run of the exact solver knows so far: the one time limit (:class:`Budget`), the
+incumbent and bound, the spare core, and typed statistics (:class:`Stats`), turned into
+the ``stats`` mapping a user reads only at the end."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from sjfbco import progress
+from sjfbco.patterns import Patterns
+from sjfbco.problem import ProblemData
+from sjfbco.schedule import Schedule
+from sjfbco.solvers.contract import SolverOutput, Status
+from sjfbco.solvers.spare import Spare
+
+log = logging.getLogger("sjfbco.solvers.exact")
+
+
+class ModelError(RuntimeError):
+    """An exact model contradicts the evaluator: a bug in the package, never user input.
+
+    Raised when a model is infeasible while a schedule within its horizon exists,
+    when a model's bound is above a feasible makespan, or when a model's plan
+    does not reproduce its own makespan under the evaluator.
+    """
+
+
+class Budget:
+    """The one time limit of a run, shared by its phases (seconds; ``None``: no limit)."""
+
+    def __init__(self, time_limit: float | None):
+        self.start = time.perf_counter()
+        self.limit = time_limit
+
+    @property
+    def deadline(self) -> float | None:
+        return None if self.limit is None else self.start + self.limit
+
+    def left(self) -> float | None:
+        """Seconds left (``None`` without a limit), never below 0."""
+        if self.limit is None:
+            return None
+        return max(0.0, self.limit - (time.perf_counter() - self.start))
+
+    def share(
+        self, fraction: float, unlimited: float | None = None, *, keep: float = 0.0
+    ) -> float | None:
+        """``fraction`` of the limit, at most what is left less ``keep`` of the limit
+        (never below 0); ``unlimited`` without a limit."""
+        left = self.left()
+        if left is None or self.limit is None:
+            return unlimited
+        return max(0.0, min(left - keep * self.limit, fraction * self.limit))
+
+
+class LeftBudget(Budget):
+    """A budget whose shares are fractions of what is *left* (``best``'s bound chain: each
+    phase up to half of what is left, the last all of it), none below ``least`` seconds."""
+
+    def __init__(self, time_limit: float, least: float = 0.05):
+        super().__init__(time_limit)
+        self.least = least
+
+    def share(
+        self, fraction: float, unlimited: float | None = None, *, keep: float = 0.0
+    ) -> float | None:
+        left = self.left()
+        assert left is not None
+        return 0.0 if left < self.least else fraction * left
+
+
+@dataclass
+class Stats:
+    """A run's statistics, typed; :meth:`as_dict` is the ``stats`` a user reads.
+
+    ``phases`` holds each phase's own figures by its key (``"configuration"``,
+    ``"pooled"``, ``"time_indexed"``, ``"relaxation_quick"``, ``"relaxation"``,
+    ``"plan_search"``): written for the user, never read back by the run.
+    """
+
+    backend: str = ""
+    warm_start: str = ""
+    params: dict[str, Any] = field(default_factory=dict)
+    warm_makespan: float | None = None
+    incumbent_from: str = ""
+    bound_from: str = "closed-form bound"
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    spare: dict[str, Any] | None = None
+    skipped: list[str] = field(default_factory=list)
+    stopped_by: str | None = None
+    phases_s: dict[str, float] | None = None
+    proof: str | None = None
+    horizon: int | None = None
+    note: str | None = None
+    model_estimate: dict[str, Any] | None = None
+    model: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``stats`` mapping: the fields set, each phase's figures under its key, the
+        spare core's under ``time_indexed_spare`` and the model's at the top level."""
+        out: dict[str, Any] = {
+            "backend": self.backend,
+            "warm_start": self.warm_start,
+            "params": self.params,
+            "warm_makespan": self.warm_makespan,
+            "incumbent_from": self.incumbent_from,
+            "bound_from": self.bound_from,
+        }
+        out.update(self.phases)
+        optional = {
+            "time_indexed_spare": self.spare,
+            "skipped": self.skipped or None,
+            "stopped_by": self.stopped_by,
+            "phases_s": self.phases_s,
+            "proof": self.proof,
+            "horizon": self.horizon,
+            "note": self.note,
+            "model_estimate": self.model_estimate,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        out.update(self.model)
+        return out
+
+
+@dataclass
+class Run:
+    """What a run of the exact solver (or ``best``'s bound chain) knows so far."""
+
+    data: ProblemData
+    schedule: Schedule | None  # None: the run keeps no schedule (``best``'s bound chain)
+    makespan: float
+    bound: int
+    stats: Stats = field(default_factory=Stats)
+    threads: int = 2
+    seed: int = 0
+    spare: Spare | None = None  # the spare core's current run
+    spares: list[Spare] = field(default_factory=list)  # all started (stopped at the end)
+    #: the horizon a contention-free packing ends by (the packing check's), if one does
+    packed_by: int | None = None
+    #: the packing check ended undecided (no packing, no proof)
+    packing_open: bool = False
+    #: the makespan of the relaxation's plan with its cuts (either pass), if it has one
+    relaxed: int | None = None
+    #: the placement patterns, when computed once for every phase (``best``)
+    patterns: Patterns | None = None
+    #: offer the phases' plans as incumbents (``best`` keeps its own incumbent)
+    take_plans: bool = True
+    #: who reports progress (``""``: no reports)
+    label: str = "exact"
+
+    def report(self, what: str) -> None:
+        """A progress report (:mod:`sjfbco.progress`) of the phase ``what``."""
+        if self.label:
+            progress.report(f"{self.label}: {what}")
+
+    @property
+    def proven(self) -> bool:
+        return self.bound >= self.makespan
+
+    def workers(self) -> int:
+        """CP-SAT workers: one less while the spare core's HiGHS run is going."""
+        alive = self.spare is not None and self.spare.alive()
+        return max(1, self.threads - 1) if alive else self.threads
+
+    def collect(self) -> None:
+        """Take the spare core's bound once it has ended; a failed or stopped spare is only
+        recorded in the statistics (and a failure logged): it never ends the run."""
+        spare = self.spare
+        if spare is None or spare.alive() or spare.collected:
+            return
+        spare.collected = True
+        if spare.error is not None or spare.result is None:  # never ends the run
+            if spare.error is not None:
+                log.warning("exact: the spare core failed: %s", spare.error)
+            self.stats.spare = {"horizon": spare.horizon, "error": spare.error or "stopped"}
+            return
+        res = spare.result
+        self.stats.spare = {
+            "horizon": spare.horizon,
+            "bound": res.bound,
+            "status": res.status,
+            "seconds": round(res.seconds, 3),
+            "variables": res.variables,
+        }
+        self.raise_bound(res.bound, "time-indexed relaxation")
+
+    def drop_spare(self) -> None:
+        """Stop the spare core's current run, take what it proved, and forget it."""
+        if self.spare is not None:
+            self.spare.stop()
+            self.collect()
+            self.spare = None
+
+    def offer(self, name: str, schedule: Schedule, makespan: float) -> None:
+        """Keep ``schedule`` if it ends earlier than the incumbent."""
+        if makespan < self.makespan:
+            self.schedule, self.makespan = schedule, makespan
+            self.stats.incumbent_from = name
+
+    def raise_bound(self, bound: int | None, source: str) -> None:
+        """Take a valid bound; one above a feasible makespan is a bug (:class:`ModelError`)."""
+        if bound is None:
+            return
+        if bound > self.makespan:
+            raise ModelError(
+                f"instance {self.data.name!r}: bound {bound} from the {source} is above "
+                f"the feasible makespan {self.makespan:g}"
+            )
+        if bound > self.bound:
+            self.bound = bound
+            self.stats.bound_from = source
+
+    def output(self, status: Status) -> SolverOutput:
+        """The answer; the spare core is stopped first and what it proved is taken."""
+        self.drop_spare()
+        assert self.schedule is not None  # the exact solver's runs start from a schedule
+        if self.proven:
+            status = Status.OPTIMAL
+        return SolverOutput(self.schedule, status, float(self.bound), self.stats.as_dict())
