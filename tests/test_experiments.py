@@ -17,7 +17,9 @@ from sjfbco.experiments.paper import KAPPAS, LAMBDAS, PAPER, PAPER_POLICIES
 from sjfbco.experiments.reproduce import (
     COLUMNS,
     Settings,
+    csv_text,
     markdown_table,
+    missing_points,
     read_csv,
     tasks_for,
 )
@@ -345,6 +347,51 @@ def test_reproduce_param_reaches_every_policy_that_takes_it(tmp_path, capsys, mo
     }
     assert main(["reproduce", "--param", "colour=red", "-o", str(tmp_path)]) == 2
     assert "--param: no policy takes 'colour'" in capsys.readouterr().err
+
+
+def test_missing_points_are_named_per_reading():
+    """A point is missing when no row of it has a makespan: dropped, or only failed."""
+    fig6 = [_row("6", p, 0, 500, servers=n) for n in (10, 15, 20) for p in PAPER_POLICIES]
+    assert missing_points("6", fig6) == []
+    dropped = [r for r in fig6 if (r["solver"], r["servers"]) != ("ls", 10)]
+    failed = [
+        {**r, "makespan": None} if r["servers"] == 20 and r["solver"] == "rand" else r
+        for r in dropped
+    ]
+    assert missing_points("6", failed) == ["ls at 10 servers", "rand at 20 servers"]
+    # a swept value missing from every row still counts (Fig. 5 always runs KAPPAS)
+    fig5 = [{**_row("5", "sjf-bco", 0, 400), "value": k} for k in KAPPAS if k != 8]
+    fig5 += [{**r, "reading": "other"} for r in fig5 if r["value"] != 16]
+    assert missing_points("5", fig5) == [
+        "reading default: kappa 8",
+        "reading other: kappa 8",
+        "reading other: kappa 16",
+    ]
+
+
+def test_replot_draws_what_is_there_and_names_what_is_missing(tmp_path, capsys):
+    """A point missing from fig6.csv was an internal error (KeyError in the plot); now the
+    table shows '-', the plot leaves it out, and one stderr line names file and point."""
+    rows = [
+        _row("6", p, seed, 100 * (i + 1) + seed, servers=n)
+        for n in (10, 15, 20)
+        for seed in (0, 1)
+        for i, p in enumerate(PAPER_POLICIES)
+        if (p, n) != ("ls", 10)
+    ]
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "fig6.csv").write_text(csv_text(rows))
+    assert main(["reproduce", "--figure", "6", "--replot", "-o", str(out)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"sjfbco: {out / 'fig6.csv'}: no result for 1 point (ls at 10 servers); "
+        "'-' in the table, left out of the plot\n"
+    )
+    # paper: LS 1,160 at 10 servers against SJF-BCO's 939 -> 1.24; ours: none
+    assert "| 10 | LS | 1160 | 1.24 | - | - | - |" in captured.out
+    assert "| 15 | LS | 870 | 1.22 | 200 ± 1 | 2.00 | 50% |" in captured.out
+    assert (out / "fig6.png").stat().st_size > 0
 
 
 # ----------------------------------------------------------------------------- settings, engine

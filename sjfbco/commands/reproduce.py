@@ -197,8 +197,16 @@ def run(args: argparse.Namespace) -> int:
         print()
 
     if args.replot:
-        replot(figures, out=args.output, on_figure=show)
-        return 0
+        gaps = [res for res in replot(figures, out=args.output, on_figure=show) if res.missing]
+        for res in gaps:
+            k = len(res.missing)
+            named = ", ".join(res.missing[:5]) + (f" and {k - 5} more" if k > 5 else "")
+            print(
+                f"sjfbco: {res.csv}: no result for {k} point{'s' * (k > 1)} ({named}); "
+                "'-' in the table, left out of the plot",
+                file=sys.stderr,
+            )
+        return 1 if gaps else 0
     progress = Progress(progress_enabled(args), desc="reproduce")
     try:
         results = reproduce(

@@ -112,6 +112,10 @@ def save(fig: Figure, path: str | os.PathLike[str]) -> Path:
     return Path(path)
 
 
+#: A point without a result: not drawn (NaN), in Figs. 4 to 7.
+GAP = Stat(math.nan, math.nan, math.nan, math.nan, 0)
+
+
 def _err(stats: Sequence[Stat]) -> list[list[float]]:
     """Error bars from the mean down to the min and up to the max."""
     return [[s.mean - s.lo for s in stats], [s.hi - s.mean for s in stats]]
@@ -167,15 +171,15 @@ def figure_4(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
         lo, hi = aggregate(mine, "min_jct"), aggregate(mine, "max_jct")
         xs = [i - 0.4 + width * (k + 0.5) for i in x]
         hatch = HATCHES[k % len(HATCHES)]
-        mst = [ms[(s, p, "")] for p in policies]
+        mst = [ms.get((s, p, ""), GAP) for p in policies]
         _policy_bars(ax1, xs, mst, policies, width, hatch, label=f"{name} (mean, seed range)")
-        jst = [jct[(s, p, "")] for p in policies]
+        jst = [jct.get((s, p, ""), GAP) for p in policies]
         label_jct = f"{name}: mean JCT (seed range)"
         _policy_bars(ax2, xs, jst, policies, width, hatch, label=label_jct, alpha=0.85)
         for stats, marker in ((lo, "v"), (hi, "^")):
             ax2.scatter(
                 xs,
-                [stats[(s, p, "")].mean for p in policies],
+                [stats.get((s, p, ""), GAP).mean for p in policies],
                 marker=marker,
                 facecolor="white",
                 edgecolor="black",
@@ -244,7 +248,7 @@ def _curve(rows: Sequence[Mapping[str, Any]], fig: Figure, figure: str, xlabel: 
     x = list(range(len(values)))  # evenly spaced, as in the paper's plots
     for k, name in enumerate(_readings(rows)):
         ms = aggregate(_of(rows, name))
-        st = [ms[(s, "sjf-bco", v)] for v in values]
+        st = [ms.get((s, "sjf-bco", v), GAP) for v in values]
         ax.fill_between(
             x,
             [m.lo for m in st],
@@ -281,7 +285,7 @@ def figure_6(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
     for r, name in enumerate(names):
         ms = aggregate(_of(rows, name))
         for k, p in enumerate(policies):
-            st = [ms[(n, p, "")] for n in servers]
+            st = [ms.get((n, p, ""), GAP) for n in servers]
             lows += [m.lo for m in st]
             off = (k - (len(policies) - 1) / 2) * 0.12 + r * 0.05
             ax.errorbar(
@@ -306,7 +310,7 @@ def figure_6(rows: Sequence[Mapping[str, Any]], fig: Figure) -> None:
                 mfc="white",
                 label=f"{label(p)} (paper)",
             )
-    _log_axis(ax, 0.8 * min(lows))
+    _log_axis(ax, 0.8 * min(v for v in lows if math.isfinite(v)))
     ax.set_xticks(servers, [str(n) for n in servers])
     ax.set_xlabel("number of servers")
     ax.set_ylabel("makespan (slots, log scale)")

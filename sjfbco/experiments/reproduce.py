@@ -473,7 +473,7 @@ def _fig4(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[list
         }
         for n in names
     }
-    policies = list(dict.fromkeys(str(r["solver"]) for r in rows))
+    policies = [p for p, _ in figure_points("4", rows)[1]]
     header = [
         "policy",
         "makespan (paper)",
@@ -522,7 +522,7 @@ def _fig6(rows: Sequence[Mapping[str, Any]], names: Sequence[str]) -> tuple[list
     paper = PAPER["6"]
     ms = {n: aggregate([r for r in rows if r["reading"] == n]) for n in names}
     ut = {n: aggregate([r for r in rows if r["reading"] == n], "utilisation") for n in names}
-    policies = list(dict.fromkeys(str(r["solver"]) for r in rows))
+    policies = [p for p, _ in figure_points("6", rows)[1]]
     header = ["servers", "policy", "makespan (paper)", "ratio to SJF-BCO (paper)"]
     for n in names:
         header += [f"makespan ({n})", f"ratio to SJF-BCO ({n})", f"util ({n})"]
@@ -552,7 +552,7 @@ def _curve(
 ) -> tuple[list, list]:
     paper = PAPER[figure]
     s = int(rows[0]["servers"])
-    values = sorted({r["value"] for r in rows})
+    values = [v for _, v in figure_points(figure, rows)[1]]
     best_paper = min(paper.values())
     header = [
         "kappa" if figure == "5" else "lambda",
@@ -584,6 +584,51 @@ def _curve(
             ]
         body.append(line)
     return header, body
+
+
+def figure_points(
+    figure: str, rows: Sequence[Mapping[str, Any]]
+) -> tuple[list[int], list[tuple[str, Any]]]:
+    """The server counts and the ``(policy, value)`` points of Fig. ``figure``.
+
+    Every one the rows name, and those the figure always runs: the paper's
+    policies (Figs. 4 and 6) or swept values (Fig. 5: :data:`KAPPAS`, Fig. 7:
+    :data:`LAMBDAS`), so a point missing from every row still counts.
+    """
+    servers = sorted({int(r["servers"]) for r in rows})
+    if figure in ("4", "6"):
+        named = dict.fromkeys([*PAPER_POLICIES, *(str(r["solver"]) for r in rows)])
+        return servers, [(p, "") for p in named]
+    sweep = KAPPAS if figure == "5" else LAMBDAS
+    values = sorted({*sweep, *(r["value"] for r in rows if isinstance(r["value"], int | float))})
+    return servers, [("sjf-bco", v) for v in values]
+
+
+def missing_points(figure: str, rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Points of :func:`figure_points` without a result (no row with a makespan), per reading.
+
+    E.g. ``ls at 10 servers``, ``kappa 8``; ``reading R: `` before each when the
+    rows hold several readings. ``--replot`` says which (docs/reproduction.md).
+    """
+    rows = [r for r in rows if str(r["figure"]) == figure]
+    servers, points = figure_points(figure, rows)
+    done = {
+        (str(r["reading"]), int(r["servers"]), str(r["solver"]), r["value"]) for r in rows if ok(r)
+    }
+    names = readings_of(rows)
+    out = []
+    for n in names:
+        for srv in servers:
+            for p, v in points:
+                if (n, srv, p, v) in done:
+                    continue
+                what = f"{p} at {srv} servers" if v == "" else f"{_SWEPT[figure]} {v}"
+                out.append((f"reading {n}: " if len(names) > 1 else "") + what)
+    return out
+
+
+#: The parameter Figs. 5 and 7 sweep.
+_SWEPT = {"5": "kappa", "7": "lambda"}
 
 
 def markdown_table(figure: str, rows: Sequence[Mapping[str, Any]], settings: str = "") -> str:
@@ -633,6 +678,8 @@ class FigureOutput:
     markdown: Path
     table: str
     rows: list[dict[str, Any]]
+    #: points without a result (:func:`missing_points`): '-' in the table, not drawn
+    missing: tuple[str, ...] = ()
 
 
 def write_settings(
@@ -732,6 +779,7 @@ def write_figure(
         base.with_suffix(".md"),
         table,
         rows,
+        tuple(missing_points(figure, rows)),
     )
 
 
@@ -740,7 +788,12 @@ def replot(
     out: str | os.PathLike[str] = "reproduction",
     on_figure: Callable[[FigureOutput], None] | None = None,
 ) -> list[FigureOutput]:
-    """Rewrite the tables and plots from the CSVs already in ``out`` (no solver runs)."""
+    """Rewrite the tables and plots from the CSVs already in ``out`` (no solver runs).
+
+    A point without a result (its rows missing, or none with a makespan) is
+    ``-`` in the table and left out of the plot; each output's ``missing`` names
+    them (the CLI prints them and exits 1, as a run with failed runs does).
+    """
     results = []
     line = read_settings_line(out) or ""
     for f in figures:
@@ -763,7 +816,9 @@ __all__ = [
     "Settings",
     "csv_text",
     "failures",
+    "figure_points",
     "markdown_table",
+    "missing_points",
     "read_csv",
     "replot",
     "reproduce",
