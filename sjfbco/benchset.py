@@ -230,7 +230,7 @@ def select(
     if names:
         unknown = [n for n in names if n not in entries]
         if unknown:
-            raise ValueError(f"--instance: unknown {unknown[0]!r}; see {CSV_NAME}")
+            raise InputError(f"--instance: unknown {unknown[0]!r}; see {CSV_NAME}")
         chosen = [entries[n] for n in names]
     else:
         chosen = list(entries.values())

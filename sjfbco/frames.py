@@ -22,7 +22,7 @@ from sjfbco.errors import InputError
 from sjfbco.evaluate import alone_slots, evaluate
 from sjfbco.files import atomic_write_bytes, atomic_write_text, write_schedule
 from sjfbco.launch import plan_rows
-from sjfbco.solvers.contract import SUMMARY_COLUMNS
+from sjfbco.solvers.contract import SUMMARY_KEYS
 
 if TYPE_CHECKING:
     import os
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 #: Columns of :func:`results_frame`, in order.
 RESULT_COLUMNS: tuple[str, ...] = (
     "instance",
-    *SUMMARY_COLUMNS,
+    *SUMMARY_KEYS,
     "utilisation",
     "contention_share",
     "overhead_share",

@@ -111,3 +111,35 @@ ALL: tuple[Limit, ...] = (
     CALIBRATION_ROWS,
     BUILD_SECONDS,
 )
+
+# ----------------------------------------------------------------------------- value ranges
+
+#: Value ranges of the instance fields (``docs/formats.md`` lists them field by field;
+#: :mod:`sjfbco.problem` checks them, ``sjfbco.problem.MAX_ALPHA`` and friends are these).
+#: They keep every derived figure finite and every slot count exact: with them a
+#: per-iteration time stays below about 1e52 s, a rate below 1e12 iterations per
+#: slot, and times in the slotted model are exact integers.
+MAX_GPUS_PER_SERVER = 4096
+MAX_ITERATIONS = 10**12
+#: Latest arrival, slots (planned starts: ``sjfbco.schedule.MAX_START``).
+MAX_SLOT = 10**12
+#: Bandwidths and the GPU reduction speed, MB/s.
+MIN_BANDWIDTH, MAX_BANDWIDTH = 1e-3, 1e9
+#: Gradient size, MB.
+MAX_GRADIENT_MB = 1e9
+#: Any time per iteration given in the file (compute, forward per sample, backward), s.
+MAX_SECONDS = 1e6
+#: Slot length, s.
+MIN_SLOT_SECONDS, MAX_SLOT_SECONDS = 1e-3, 1e6
+#: Largest ``cost.alpha``: ``f(alpha, k)`` stays finite for every contention ``k <= 4096``.
+MAX_ALPHA = 10.0
+#: Smallest per-iteration time of one worker, ``compute + xi2`` (s): rates stay finite.
+MIN_ITERATION_SECONDS = 1e-6
+MAX_BATCH_SIZE = 10**9
+#: Largest ``rho_hat``, slots.
+MAX_RHO_HAT = 1e15
+#: Largest overlap exponent: (c^q + m^q)^(1/q) is within 1.4% of max(c, m) at q = 50.
+MAX_OVERLAP_EXPONENT = 50.0
+#: Largest ``cost.ring_latency``, s per MB and ring step (a 1,000 MB gradient over 16 GPUs
+#: would pay 30 s an iteration at it).
+MAX_RING_LATENCY = 1e-3

@@ -237,7 +237,7 @@ def test_torn_journal_is_repaired_before_appending(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     row = {
-        **dict.fromkeys(B.COLUMNS),
+        **dict.fromkeys(B.ROW_COLUMNS),
         "instance": "a.json",
         "solver": "ls",
         "seed": 0,

@@ -15,7 +15,7 @@ import pytest
 from sjfbco.cli import main
 from sjfbco.experiments.paper import KAPPAS, LAMBDAS, PAPER, PAPER_POLICIES
 from sjfbco.experiments.reproduce import (
-    COLUMNS,
+    TIDY_COLUMNS,
     Settings,
     csv_text,
     markdown_table,
@@ -80,7 +80,7 @@ def test_csv_has_documented_columns_and_one_row_per_run(quick, figure, expected_
         reader = csv.reader(fh)
         header = next(reader)
         body = list(reader)
-    assert tuple(header) == COLUMNS
+    assert tuple(header) == TIDY_COLUMNS
     assert header == [
         "figure",
         "reading",

@@ -215,16 +215,16 @@ def test_a_csv_field_above_the_csv_limit_names_file_and_line(tmp_path: Path) -> 
 def test_replot_of_a_damaged_figure_table_names_file_line_and_column(tmp_path: Path) -> None:
     """reproduce --replot read its CSV with int()/float() and dict lookups: a missing column,
     a word for a number or a run without its utilisation were internal errors."""
-    from sjfbco.experiments.reproduce import COLUMNS
+    from sjfbco.experiments.reproduce import TIDY_COLUMNS
 
     rep = tmp_path / "rep"
     rep.mkdir()
-    good = dict.fromkeys(COLUMNS, "1") | {"figure": "7", "params": "{}", "error": ""}
+    good = dict.fromkeys(TIDY_COLUMNS, "1") | {"figure": "7", "params": "{}", "error": ""}
     cases = [
         ("a,b\n1,2\n", "no column 'figure'"),
-        (",".join(COLUMNS) + "\n" + ",".join({**good, "seed": "x"}.values()) + "\n", "line 2"),
+        (",".join(TIDY_COLUMNS) + "\n" + ",".join({**good, "seed": "x"}.values()) + "\n", "line 2"),
         (
-            ",".join(COLUMNS) + "\n" + ",".join({**good, "utilisation": ""}.values()) + "\n",
+            ",".join(TIDY_COLUMNS) + "\n" + ",".join({**good, "utilisation": ""}.values()) + "\n",
             "line 2: utilisation: empty beside a makespan",
         ),
     ]

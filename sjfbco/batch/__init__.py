@@ -5,7 +5,7 @@ and a time limit. The instance is a file path or an :class:`InstanceSource`:
 an object that generates the instance in the worker, such as
 :class:`sjfbco.workloads.paper.PaperSpec` (draw a paper instance, then solve;
 what ``sjfbco reproduce`` runs). :func:`run_task` solves one task and returns
-one result row (a dict with the keys :data:`COLUMNS`); it never raises for a
+one result row (a dict with the keys :data:`ROW_COLUMNS`); it never raises for a
 bad instance or a failing solver: those become rows with status ``error``
 whose ``error`` names the instance and the problem.
 
@@ -80,9 +80,9 @@ from sjfbco.batch.run import (
     run_batch,
 )
 from sjfbco.batch.tasks import (
-    COLUMNS,
     ERROR,
     NUMERIC,
+    ROW_COLUMNS,
     BatchError,
     InstanceSource,
     Key,
@@ -97,12 +97,12 @@ from sjfbco.batch.tasks import (
 )
 
 __all__ = [
-    "COLUMNS",
     "DASK_MISSING",
     "ENGINES",
     "ERROR",
     "JOURNAL_FORMAT",
     "NUMERIC",
+    "ROW_COLUMNS",
     "STATUSES",
     "SUMMARY_COLUMNS",
     "WORKER_DIED",

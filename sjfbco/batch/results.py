@@ -16,7 +16,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.batch.tasks import COLUMNS, ERROR, NUMERIC, BatchError, Key, Row
+from sjfbco.batch.tasks import ERROR, NUMERIC, ROW_COLUMNS, BatchError, Key, Row
 from sjfbco.errors import one_line
 from sjfbco.files import atomic_write_bytes, atomic_write_text, csv_checked, read_text
 from sjfbco.tables import format_table
@@ -33,10 +33,10 @@ STATUSES: frozenset[str] = frozenset({"optimal", "feasible", "infeasible", "time
 
 
 def _cells(doc: Mapping[str, Any]) -> Row:
-    """The values of :data:`COLUMNS` in ``doc`` (absent: ``None``), NaN as ``None``, numpy
+    """The values of :data:`ROW_COLUMNS` in ``doc`` (absent: ``None``), NaN as ``None``, numpy
     scalars as Python ones."""
     out: Row = {}
-    for c in COLUMNS:
+    for c in ROW_COLUMNS:
         v = doc.get(c)
         if isinstance(v, float) and math.isnan(v):
             v = None
@@ -47,7 +47,7 @@ def _cells(doc: Mapping[str, Any]) -> Row:
 
 
 def clean_row(row: Mapping[str, Any]) -> Row:
-    """A row (from :func:`run_task`) with exactly :data:`COLUMNS`, NaN as ``None``, ``seed``
+    """A row (from :func:`run_task`) with exactly :data:`ROW_COLUMNS`, NaN as ``None``, ``seed``
     an int."""
     out = _cells(row)
     out["seed"] = int(out["seed"])
@@ -56,7 +56,7 @@ def clean_row(row: Mapping[str, Any]) -> Row:
 
 
 def valid_row(doc: Any) -> Row | None:
-    """``doc`` as a clean row (:data:`COLUMNS`), or ``None`` if it is not a complete row.
+    """``doc`` as a clean row (:data:`ROW_COLUMNS`), or ``None`` if it is not a complete row.
 
     A row needs a non-empty instance and solver, an integer seed >= 0, a known
     status, numbers (or nothing) in the numeric columns, and a makespan when
@@ -177,7 +177,7 @@ def write_results(rows: Sequence[Mapping[str, Any]], path: str | os.PathLike[str
     import pandas as pd
 
     kind = check_output(path)
-    df = pd.DataFrame([clean_row(r) for r in rows], columns=list(COLUMNS))
+    df = pd.DataFrame([clean_row(r) for r in rows], columns=list(ROW_COLUMNS))
     for c in NUMERIC:
         df[c] = pd.to_numeric(df[c], errors="coerce").astype("float64")
     df["seed"] = df["seed"].astype("int64")

@@ -4,7 +4,7 @@ instance paths, solvers and seeds become tasks.
 A :class:`Task` names an instance (a file path or an :class:`InstanceSource`
 that generates it in the worker), a solver, a seed, the solver's parameters and
 a time limit. :func:`run_task` solves one task and returns one row with the
-keys :data:`COLUMNS`; it never raises for a bad instance or a failing solver.
+keys :data:`ROW_COLUMNS`; it never raises for a bad instance or a failing solver.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 #: ``gap`` is ``makespan / lower_bound`` (1.0 = provably optimal); ``params`` the
 #: solver parameters as compact JSON (empty when none); ``utilisation`` the busy
 #: share of all GPU-slots up to the makespan.
-COLUMNS: tuple[str, ...] = (
+ROW_COLUMNS: tuple[str, ...] = (
     "instance",
     "solver",
     "seed",
@@ -178,7 +178,7 @@ def _finite(value: Any) -> float | None:
 
 def run_task(task: Task) -> Row:
     """Solve one task and return its row. Never raises for bad input or a failing solver."""
-    row: Row = dict.fromkeys(COLUMNS)
+    row: Row = dict.fromkeys(ROW_COLUMNS)
     name = task.name
     t0 = time.perf_counter()
     plugin_error = None
@@ -285,7 +285,7 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
 
 def error_row(task: Task, message: str) -> Row:
     """The error row of ``task`` with ``message`` (for failures outside :func:`run_task`)."""
-    row: Row = dict.fromkeys(COLUMNS)
+    row: Row = dict.fromkeys(ROW_COLUMNS)
     row.update(
         instance=task.name,
         solver=task.solver,

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.set is None:
         args.set = str(bench_dir())
     if args.max_jobs is not None and args.max_jobs < 1:
-        raise ValueError(f"--max-jobs: must be >= 1, got {args.max_jobs}")
+        raise InputError(f"--max-jobs: must be >= 1, got {args.max_jobs}")
     params = parse_kv(args.param)
     entries = select(read_best_known(args.set), args.instance, args.max_jobs)
 

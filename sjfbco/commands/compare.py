@@ -23,7 +23,7 @@ from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text, json_line, read_instance, write_json
 from sjfbco.params import solver_params
 from sjfbco.tables import add_time_unit_option, format_table
-from sjfbco.workloads.philly import COLUMNS as PHILLY_COLUMNS
+from sjfbco.workloads.philly import HEADER as PHILLY_HEADER
 from sjfbco.workloads.philly import read_philly
 from sjfbco.workloads.swf import read_swf
 from sjfbco.workloads.traces import Limits, build_instances, parse_cluster
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
 #: Table columns before the time columns in the chosen unit.
-COLUMNS = ("instance", "kind", "name", "mode", "status", "makespan", "mean_jct", "p95_jct")
+TABLE_COLUMNS = ("instance", "kind", "name", "mode", "status", "makespan", "mean_jct", "p95_jct")
 #: Table columns after them.
 TAIL = ("utilisation", "gap", "runtime_s")
 
@@ -164,8 +164,8 @@ def _compare_all(
 
 def _print_table(rows: list[dict[str, Any]], slots: dict[str, float], unit: str) -> None:
     """The comparison as a table, with its units (and columns in ``unit`` unless slots)."""
-    unit_cols = [] if unit == "slots" else [f"{f}_{unit}" for f in COLUMNS[5:]]
-    print(format_table(rows, [*COLUMNS, *unit_cols, *TAIL]))
+    unit_cols = [] if unit == "slots" else [f"{f}_{unit}" for f in TABLE_COLUMNS[5:]]
+    print(format_table(rows, [*TABLE_COLUMNS, *unit_cols, *TAIL]))
     print(
         "makespan, mean_jct, p95_jct in slots ("
         + ", ".join(f"one slot is {s:g} s in {n}" for n, s in slots.items())
@@ -229,7 +229,7 @@ def read_input(path: str, args: argparse.Namespace) -> ProblemData:
     """An instance file, or a Philly CSV / SWF trace converted with the trace options."""
     from pathlib import Path
 
-    kind = trace_kind(path, PHILLY_COLUMNS)
+    kind = trace_kind(path, PHILLY_HEADER)
     if kind is None:
         return read_instance(path)
     cluster = parse_cluster(args.cluster)

@@ -9,7 +9,8 @@ from sjfbco import limits
 from sjfbco.commands import options
 from sjfbco.errors import InputError
 from sjfbco.files import json_text, write_instance
-from sjfbco.problem import MAX_SLOT_SECONDS, MIN_SLOT_SECONDS, TIME_MODELS
+from sjfbco.limits import MAX_SLOT_SECONDS, MIN_SLOT_SECONDS
+from sjfbco.problem import TIME_MODELS
 from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
 
 if TYPE_CHECKING:

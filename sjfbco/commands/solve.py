@@ -29,7 +29,7 @@ from sjfbco.progress import report
 from sjfbco.solvers import SOLVERS, heuristics, solve, spec_of
 from sjfbco.solvers.api import has_mode, ignores_arrivals, mode_of, solve_in_better_mode
 from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
-from sjfbco.solvers.contract import SUMMARY_COLUMNS
+from sjfbco.solvers.contract import SUMMARY_KEYS
 from sjfbco.stdio import stdout_to_stderr
 from sjfbco.tables import format_table
 
@@ -173,7 +173,7 @@ def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) ->
 
 def _print_table(rows: list[dict[str, Any]], data_all: list[ProblemData], several: bool) -> None:
     """The runs as a table, with the units (and the mode note when ``several`` solvers ran)."""
-    columns = ["instance", *SUMMARY_COLUMNS]
+    columns = ["instance", *SUMMARY_KEYS]
     if any(r.get("mode") for r in rows):
         columns.insert(2, "mode")
     print(format_table(rows, columns))

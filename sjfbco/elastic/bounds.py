@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from sjfbco.errors import InputError
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -57,7 +59,7 @@ def optimal_total_flow(sizes: Sequence[float], n: int, p: float) -> float:
     gives ``sum i x_i / N`` (SRPT), ``p -> 0`` gives ``sum x_i`` (EQUI at rate 1).
     """
     if not 0 < p < 1:
-        raise ValueError(f"optimal_total_flow needs 0 < p < 1, got {p}")
+        raise InputError(f"optimal_total_flow needs 0 < p < 1, got {p}")
     c = 1.0 / (1.0 - p)
     xs = sorted(sizes, reverse=True)
     return math.fsum(x * (i**c - (i - 1) ** c) ** (1 - p) for i, x in enumerate(xs, start=1)) / n**p

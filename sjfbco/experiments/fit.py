@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.batch import open_nofollow
+from sjfbco.errors import InputError
 from sjfbco.experiments.paper import (
     CRITERION,
     FIGURES,
@@ -363,9 +364,9 @@ class Search:
         for k, v in self.fixed.items():
             d = DIMS.get(k)
             if d is None:
-                raise ValueError(f"fixed: unknown dimension {k!r}; known: {', '.join(DIMS)}")
+                raise InputError(f"fixed: unknown dimension {k!r}; known: {', '.join(DIMS)}")
             if d.choices and v not in d.choices:
-                raise ValueError(f"fixed: {k} must be one of {', '.join(d.choices)}, got {v!r}")
+                raise InputError(f"fixed: {k} must be one of {', '.join(d.choices)}, got {v!r}")
 
     def _study(self, done: Sequence[Mapping[str, Any]]) -> Any:
         try:

@@ -343,7 +343,7 @@ def plot_figure(
     elif figure == "7":
         _curve(rows, fig, "7", "lambda (LBSGF capacity factor)")
     else:
-        raise ValueError(f"unknown figure {figure!r}")
+        raise InputError(f"unknown figure {figure!r}")
     if figure in CAPTIONS:
         fig.supxlabel(textwrap.fill(CAPTIONS[figure], 150), fontsize="x-small", ha="center")
     line = settings or f"{_n_seeds(rows)} seeds"

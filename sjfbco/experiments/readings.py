@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
+from sjfbco.errors import InputError
 from sjfbco.experiments.paper import PAPER_HORIZON, THETA_POLICIES
 from sjfbco.workloads.paper import PRESETS, Preset, min_safe_slot
 
@@ -174,8 +175,8 @@ READINGS: dict[str, Reading] = {r.name: r for r in (DEFAULT, OFFLINE, BEST_FIT)}
 
 
 def get_reading(name: str) -> Reading:
-    """The reading called ``name``, or a ``ValueError`` listing the known ones."""
+    """The reading called ``name``, or an :class:`InputError` listing the known ones."""
     try:
         return READINGS[name]
     except KeyError:
-        raise ValueError(f"unknown reading {name!r}; known: {', '.join(READINGS)}") from None
+        raise InputError(f"unknown reading {name!r}; known: {', '.join(READINGS)}") from None

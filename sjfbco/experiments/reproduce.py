@@ -10,7 +10,7 @@ beside ``runs.csv`` so that an interrupted run resumes (``resume=True``), runs
 identical tasks once (Fig. 4 is Fig. 6 at 20 servers; Fig. 5 at ``kappa = 1``
 is Fig. 7 at ``lambda = 1``), and turns a failing run into an error row
 instead of an exception. The runs' rows become one tidy CSV per figure
-(:data:`COLUMNS`), a Markdown table that puts the paper's values
+(:data:`TIDY_COLUMNS`), a Markdown table that puts the paper's values
 (:mod:`sjfbco.experiments.paper`) beside the mean over seeds, and a plot
 (:mod:`sjfbco.experiments.plots`). ``settings.json`` records what was run.
 
@@ -66,7 +66,7 @@ log = logging.getLogger(__name__)
 #: Tidy CSV columns, in order. Times in slots, ``runtime_s`` in seconds, ``utilisation``
 #: the busy share of all GPU-slots up to the makespan; ``params`` every parameter the
 #: solver got (JSON), ``reading`` and ``preset`` the constants and Decisions.
-COLUMNS: tuple[str, ...] = (
+TIDY_COLUMNS: tuple[str, ...] = (
     "figure",
     "reading",
     "preset",
@@ -271,7 +271,7 @@ def tasks_for(figure: str, settings: Settings) -> list[FigureRun]:
 
 
 def figure_row(run: FigureRun, row: Mapping[str, Any]) -> dict[str, Any]:
-    """The tidy row (:data:`COLUMNS`) of ``run`` from its batch row."""
+    """The tidy row (:data:`TIDY_COLUMNS`) of ``run`` from its batch row."""
     return {
         "figure": run.figure,
         "reading": run.reading,
@@ -284,7 +284,7 @@ def figure_row(run: FigureRun, row: Mapping[str, Any]) -> dict[str, Any]:
         "value": run.value,
         "params": row["params"],
         "status": row["status"],
-        **{c: row.get(c) for c in COLUMNS[COLUMNS.index("makespan") :] if c != "error"},
+        **{c: row.get(c) for c in TIDY_COLUMNS[TIDY_COLUMNS.index("makespan") :] if c != "error"},
         "error": row.get("error"),
     }
 
@@ -363,12 +363,12 @@ def failures(rows: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 
 def csv_text(rows: Iterable[Mapping[str, Any]]) -> str:
-    """Rows as CSV text with :data:`COLUMNS` (floats to 6 significant digits)."""
+    """Rows as CSV text with :data:`TIDY_COLUMNS` (floats to 6 significant digits)."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=TIDY_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({c: _csv_cell(row.get(c)) for c in COLUMNS})
+        writer.writerow({c: _csv_cell(row.get(c)) for c in TIDY_COLUMNS})
     return buf.getvalue()
 
 
@@ -391,7 +391,7 @@ def read_csv(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     src = str(path)
     reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
     rows = list(csv_checked(reader, src))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    missing = [c for c in TIDY_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"no column {missing[0]!r}: not a figure table", source=src)
     for line, row in enumerate(rows, start=2):
@@ -808,8 +808,8 @@ def replot(
 
 
 __all__ = [
-    "COLUMNS",
     "EXTRA_POLICIES",
+    "TIDY_COLUMNS",
     "Engine",
     "FigureOutput",
     "FigureRun",

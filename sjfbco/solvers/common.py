@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sjfbco.cost import best_shape, fill_shape, min_run_time
-from sjfbco.errors import InputError
+from sjfbco.params import check_choice, check_count, check_number
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.placement import (
@@ -29,19 +29,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sjfbco.problem import ProblemData
-
-
-def check_choice(name: str, value: object, literal: Any) -> None:
-    """Raise ``ValueError`` unless ``value`` is one of the ``Literal`` type's options."""
-    options = get_args(literal)
-    if value not in options:
-        raise InputError(f"parameter {name}: must be one of {', '.join(options)}, got {value!r}")
-
-
-def check_count(name: str, value: object) -> None:
-    """Raise ``ValueError`` unless ``value`` is ``None`` or an integer ``>= 1``."""
-    if value is not None and not (isinstance(value, int) and value >= 1):
-        raise InputError(f"parameter {name}: must be an integer >= 1, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -75,8 +62,7 @@ class ListParams:
         check_choice("mode", self.mode, AssignmentMode)
         check_choice("order", self.order, JobOrder)
         check_choice("estimate", self.estimate, Estimate)
-        if not (isinstance(self.u, int | float) and self.u > 0):
-            raise InputError(f"parameter u: must be > 0, got {self.u!r}")
+        check_number("u", self.u, "> 0", lambda u: u > 0)
         check_count("horizon", self.horizon)
 
 

@@ -73,9 +73,6 @@ class SolverOutput:
     stats: dict[str, Any] = field(default_factory=dict)
 
 
-#: Deprecated name of :class:`SolverOutput` (kept for plugins written before 0.2).
-Solution = SolverOutput
-
 P = TypeVar("P")
 P_contra = TypeVar("P_contra", contravariant=True)
 
@@ -152,7 +149,7 @@ def spec_of(name: str) -> SolverSpec[Any]:
 
 
 #: The keys of :meth:`Result.summary`, in order (times in slots, ``runtime_s`` in seconds).
-SUMMARY_COLUMNS: tuple[str, ...] = (
+SUMMARY_KEYS: tuple[str, ...] = (
     "solver",
     "status",
     "makespan",
@@ -215,7 +212,7 @@ class Result:
         return self.makespan / self.lower_bound
 
     def summary(self) -> dict[str, Any]:
-        """Flat, JSON-ready figures (:data:`SUMMARY_COLUMNS`)."""
+        """Flat, JSON-ready figures (:data:`SUMMARY_KEYS`)."""
         return {
             "solver": self.solver,
             "status": self.status.value,

@@ -35,7 +35,7 @@ from sjfbco.testbed.net import (
     down_all,
     leftovers,
 )
-from sjfbco.testbed.replay import MAX_SECONDS, Execution, calibrated, execute
+from sjfbco.testbed.replay import MAX_REPLAY_SECONDS, Execution, calibrated, execute
 
 if TYPE_CHECKING:
     import os
@@ -156,7 +156,7 @@ def run(
     calibration: Preset | None = None,
     hostfile: str | os.PathLike[str] | None = None,
     shared_dir: str | os.PathLike[str] = ".",
-    max_seconds: float = MAX_SECONDS,
+    max_seconds: float = MAX_REPLAY_SECONDS,
 ) -> Execution:
     """Execute ``schedule`` on the emulated cluster of ``data``; executed against predicted."""
     with hosts_for(data, hostfile, shared_dir) as (hosts, folder):

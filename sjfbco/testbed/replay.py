@@ -40,7 +40,7 @@ DISPATCH_POLL_S = 0.005
 #: Longest wait for every job of a schedule to be launched and ready, s.
 READY_TIMEOUT_S = 300.0
 #: Longest predicted makespan a replay accepts by default, s (``max_seconds``).
-MAX_SECONDS = 1800.0
+MAX_REPLAY_SECONDS = 1800.0
 #: A replay is stopped when it runs past ``SLACK_FACTOR`` x the predicted makespan + SLACK_S.
 SLACK_FACTOR, SLACK_S = 4.0, 60.0
 
@@ -138,7 +138,7 @@ def execute(
     schedule: Schedule,
     folder: Path,
     calibration: Preset | None = None,
-    max_seconds: float = MAX_SECONDS,
+    max_seconds: float = MAX_REPLAY_SECONDS,
 ) -> Execution:
     """Run ``schedule`` on ``hosts`` and compare with the evaluator (see the module docstring).
 

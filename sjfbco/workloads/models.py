@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sjfbco.errors import check_text
-from sjfbco.problem import MAX_BATCH_SIZE, MAX_GRADIENT_MB, MAX_SECONDS, _integer, _number
+from sjfbco.limits import MAX_BATCH_SIZE, MAX_GRADIENT_MB, MAX_SECONDS
+from sjfbco.problem import _integer, _number
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     import os
     from collections.abc import Sequence
 
-COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
+HEADER = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
@@ -56,7 +56,7 @@ def parse_time(text: str, what: str = "time") -> datetime:
 
 
 def _parse_row(row: Sequence[str]) -> tuple[datetime, float, int, str]:
-    if len(row) != len(COLUMNS):
+    if len(row) != len(HEADER):
         raise ValueError(f"{len(row)} fields")
     ts = datetime.strptime(row[0].strip(), TIME_FORMAT)
     duration = float(row[1])
@@ -100,9 +100,9 @@ def read_philly(
         reader = csv.reader(fh)
         rows_in = csv_checked(reader, src)
         header = next(rows_in, None)
-        if header is None or [h.strip() for h in header] != list(COLUMNS):
+        if header is None or [h.strip() for h in header] != list(HEADER):
             raise InputError(
-                f"expected the header {','.join(COLUMNS)}, got {','.join(header or [])!r}",
+                f"expected the header {','.join(HEADER)}, got {','.join(header or [])!r}",
                 source=src,
                 where="line 1",
             )
