@@ -141,3 +141,37 @@ def test_bundled_instances_ship_in_the_package_and_resolve_by_name() -> None:
     assert data_files <= wanted  # every instance, schedule and best-known file is packaged
     with pytest.raises(sjfbco.InputError, match="no bundled instance"):
         datasets.path("paper-s99-seed0")
+
+
+def _layout_block(path: Path, heading: str) -> str:
+    """The first fenced block after ``heading`` in a Markdown file."""
+    text = path.read_text(encoding="utf-8")
+    after = text[text.index(heading) :]
+    start = after.index("```\n") + 4
+    return after[start : after.index("```", start)]
+
+
+@pytest.mark.parametrize(
+    ("doc", "heading"), [("README.md", "## Layout"), ("docs/design.md", "## Which room owns what")]
+)
+def test_the_layout_matches_the_tree(doc: str, heading: str) -> None:
+    """README's Layout and design.md's rooms name every module and folder of the package
+    (as ``sjfbco/x.py``, ``sjfbco/x/`` or, inside a line, ``x.py``), and nothing that is
+    not there."""
+    block = _layout_block(ROOT / doc, heading)
+    package = ROOT / "sjfbco"
+    rooms = {
+        p.name if p.is_dir() else p.stem
+        for p in package.iterdir()
+        if (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()))
+        and p.name not in ("__init__.py", "__main__.py")
+    }
+    missing = sorted(
+        r for r in rooms if not re.search(rf"(sjfbco/|\b){re.escape(r)}(\.py\b|/)", block)
+    )
+    assert not missing, f"{doc} does not name: {', '.join(missing)}"
+    named = set(re.findall(r"sjfbco/([A-Za-z_]+)(?:\.py|/)", block))
+    ghosts = sorted(
+        n for n in named if not (package / n).exists() and not (package / f"{n}.py").exists()
+    )
+    assert not ghosts, f"{doc} names what is not in sjfbco/: {', '.join(ghosts)}"
