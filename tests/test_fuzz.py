@@ -185,7 +185,8 @@ def test_mutated_files_through_every_reader(
 
 def test_a_csv_field_above_the_csv_limit_names_file_and_line(tmp_path: Path) -> None:
     """Issue 33: a field over the csv module's 128 KiB limit was an internal error (exit 1)
-    in convert philly, batch --resume and reproduce --replot; now exit 2 naming the line."""
+    in convert philly, batch --resume and reproduce --replot; now exit 2 naming the line
+    (calibrate said bad input but named no line)."""
     huge = "a" * 200_000
     trace = tmp_path / "t.csv"
     trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + huge + "\n")
@@ -194,7 +195,10 @@ def test_a_csv_field_above_the_csv_limit_names_file_and_line(tmp_path: Path) -> 
     rep = tmp_path / "rep"
     rep.mkdir()
     (rep / "fig7.csv").write_text(huge + "\n")
+    steps = tmp_path / "steps.csv"
+    steps.write_text(f"placement,local_bsz,step_time\n1,8,0.1\n1,16,{huge}\n")
     runs = [
+        (["calibrate", steps], f"{steps}: line 3: malformed CSV"),
         (["convert", "philly", trace, "-o", tmp_path / "cv"], f"{trace}: line 2: malformed CSV"),
         (
             ["batch", EXAMPLE, "--solvers", "ls", "-o", results, "--resume", "-q"],

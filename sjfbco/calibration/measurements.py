@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sjfbco.errors import check_text, short
-from sjfbco.files import read_text
+from sjfbco.files import csv_checked, read_text
 from sjfbco.limits import CALIBRATION_ROWS
 from sjfbco.problem import (
     MAX_BATCH_SIZE,
@@ -166,10 +166,7 @@ def _rows(
     text = read_text(path)  # regular files only, within the size limit; errors name the file
     lines = text.splitlines()
     CALIBRATION_ROWS.check(rows_before + max(len(lines) - 1, 0), source=src)
-    try:
-        parsed = list(csv.reader(lines))
-    except csv.Error as err:
-        raise InputError(f"malformed CSV: {err}", source=src) from None
+    parsed = list(csv_checked(csv.reader(lines), src))  # a bad row: InputError with its line
     if not parsed or not any(c.strip() for c in parsed[0]):
         raise InputError("line 1: empty; expected a header row", source=src)
     header = [c.strip() for c in parsed[0]]
