@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 
     from sjfbco.calibration.contention import ContentionReport
     from sjfbco.calibration.fit import FitReport, Scores
+    from sjfbco.calibration.identify import Identifiability
+    from sjfbco.calibration.measurements import StepTimes
+    from sjfbco.calibration.preset import PresetFit
 
 
 def add_parser(sub: Any) -> None:
@@ -30,6 +33,13 @@ def add_parser(sub: Any) -> None:
         "'sjfbco generate --preset FILE' uses, and a predicted-against-measured plot.",
     )
     p.add_argument("measurements", nargs="+", metavar="MEASUREMENTS.csv", help="CSV files")
+    _add_fit_arguments(p)
+    _add_output_arguments(p)
+    p.set_defaults(run=run)
+
+
+def _add_fit_arguments(p: argparse.ArgumentParser) -> None:
+    """What to fit and how to hold out: --form, --model, --compute, --folds, --seed, --resamples."""
     p.add_argument(
         "--form",
         choices=("paper", "extended"),
@@ -74,6 +84,10 @@ def add_parser(sub: Any) -> None:
         help="bootstrap draws (by placement) that say which constants the data pin down "
         "(default 20)",
     )
+
+
+def _add_output_arguments(p: argparse.ArgumentParser) -> None:
+    """What to write: -o, --name, --plot, --json."""
     p.add_argument(
         "-o",
         "--output",
@@ -95,7 +109,6 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="print one JSON object per fitted model (one per line) and nothing else",
     )
-    p.set_defaults(run=run)
 
 
 _PARAM_COLUMNS = (
@@ -190,17 +203,9 @@ def _param_cell(value: float) -> float:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.calibration.contention import DEGRADATION_FORMS, fit_contention
-    from sjfbco.calibration.fit import fit_model
-    from sjfbco.calibration.identify import with_identifiability
     from sjfbco.calibration.measurements import read_all
-    from sjfbco.tables import format_table
 
-    if args.output is not None and not args.output.endswith(".json"):
-        raise InputError(f"-o: the preset file must end in .json, got {args.output!r}")
-    if args.plot is not None:
-        from sjfbco.experiments.plots import image_format
-
-        image_format(args.plot)  # .png, .pdf or .svg
+    _check_outputs(args)
     testbed = _testbed_files(args.measurements)
     if testbed is not None:
         return _run_testbed(args, *testbed)
@@ -209,6 +214,46 @@ def run(args: argparse.Namespace) -> int:
     steps, contention = read_all(args.measurements, args.model)  # every file checked before any fit
     if args.output is not None and not steps:
         raise InputError("-o: a preset needs step-time measurements; only contention was given")
+    reports = _fit_steps(args, steps)
+    cont = [
+        fit_contention(rows, deg, args.folds, args.seed)
+        for rows in contention
+        for deg in DEGRADATION_FORMS
+    ]
+    preset = _write_preset(args, reports, cont) if args.output is not None else None
+    plot = args.plot or (str(Path(args.output).with_suffix(".png")) if args.output else None)
+    if plot is not None:
+        from sjfbco.calibration.plot import plot_fits
+
+        plot_fits(reports, cont, plot)
+    if args.json:
+        for doc in [r.to_json() for r in reports] + [c.to_json() for c in cont]:
+            print(json.dumps(doc), flush=True)
+        return 0
+    _print_fits(args, reports, cont)
+    if preset is not None:
+        _print_preset(args, *preset)
+    if plot is not None:
+        print(f"wrote {plot}")
+    sys.stdout.flush()
+    return 0
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """-o must name a .json file, --plot a .png, .pdf or .svg (before any work)."""
+    if args.output is not None and not args.output.endswith(".json"):
+        raise InputError(f"-o: the preset file must end in .json, got {args.output!r}")
+    if args.plot is not None:
+        from sjfbco.experiments.plots import image_format
+
+        image_format(args.plot)  # .png, .pdf or .svg
+
+
+def _fit_steps(args: argparse.Namespace, steps: list[StepTimes]) -> list[FitReport]:
+    """Fit every model's step times with its identifiability; notes and warnings on stderr."""
+    from sjfbco.calibration.fit import fit_model
+    from sjfbco.calibration.identify import with_identifiability
+
     reports = [
         with_identifiability(
             fit_model(rows, args.form, args.folds, args.seed, args.compute),
@@ -228,43 +273,44 @@ def run(args: argparse.Namespace) -> int:
             line = ident.warning(r.model)
             if line is not None:
                 print(f"sjfbco: warning: {line}", file=sys.stderr)
-    cont = [
-        fit_contention(rows, deg, args.folds, args.seed)
-        for rows in contention
-        for deg in DEGRADATION_FORMS
-    ]
-    fitted = None
-    if args.output is not None:
-        from sjfbco.calibration.identify import identify_preset
-        from sjfbco.calibration.preset import fit_preset
-        from sjfbco.workloads.paper import write_preset
+    return reports
 
-        linear = next((c for c in cont if c.degradation == "linear"), None)
-        fitted = fit_preset(reports, name=args.name, contention=linear)
-        shared = identify_preset(fitted, reports, resamples=args.resamples, seed=args.seed)
-        for ident in shared:
-            line = ident.warning(args.name, "preset")
-            if line is not None:
-                print(f"sjfbco: warning: {line}", file=sys.stderr)
-        write_preset(
-            fitted.preset,
-            args.output,
-            form=args.form,
-            sources=[str(p) for p in args.measurements],
-            fit=fitted.report(),
-            identifiability={i.name: i.to_json() for i in shared},
-            note="gradient_mb are effective sizes at the pinned bandwidth_intra and gpu_speed; "
-            "alpha " + ("from the contention fit" if linear else "not measured (0.275)"),
-        )
-    plot = args.plot or (str(Path(args.output).with_suffix(".png")) if args.output else None)
-    if plot is not None:
-        from sjfbco.calibration.plot import plot_fits
 
-        plot_fits(reports, cont, plot)
-    if args.json:
-        for doc in [r.to_json() for r in reports] + [c.to_json() for c in cont]:
-            print(json.dumps(doc), flush=True)
-        return 0
+def _write_preset(
+    args: argparse.Namespace, reports: list[FitReport], cont: list[ContentionReport]
+) -> tuple[PresetFit, list[Identifiability]]:
+    """The joint fit of every model, its shared constants' identifiability, written to -o."""
+    from sjfbco.calibration.identify import identify_preset
+    from sjfbco.calibration.preset import fit_preset
+    from sjfbco.workloads.paper import write_preset
+
+    linear = next((c for c in cont if c.degradation == "linear"), None)
+    fitted = fit_preset(reports, name=args.name, contention=linear)
+    shared = identify_preset(fitted, reports, resamples=args.resamples, seed=args.seed)
+    for ident in shared:
+        line = ident.warning(args.name, "preset")
+        if line is not None:
+            print(f"sjfbco: warning: {line}", file=sys.stderr)
+    write_preset(
+        fitted.preset,
+        args.output,
+        form=args.form,
+        sources=[str(p) for p in args.measurements],
+        fit=fitted.report(),
+        identifiability={i.name: i.to_json() for i in shared},
+        note="gradient_mb are effective sizes at the pinned bandwidth_intra and gpu_speed; "
+        "alpha " + ("from the contention fit" if linear else "not measured (0.275)"),
+    )
+    return fitted, list(shared)
+
+
+def _print_fits(
+    args: argparse.Namespace, reports: list[FitReport], cont: list[ContentionReport]
+) -> None:
+    """The scores table, then per step-time model its classes, constants and
+    identifiability, then the contention fits' constants."""
+    from sjfbco.tables import format_table
+
     rows = [_score_row(r) for r in reports] + [_score_row(c) for c in cont]
     cols = ["model", "form", "rows", "r2", "median", "p90", "max"]
     cols += ["heldout_r2", "heldout_median", "heldout_p90", "heldout_max"]
@@ -274,16 +320,7 @@ def run(args: argparse.Namespace) -> int:
         print("held out by placement class (median / 90th percentile):")
         print(_class_table(reports))
         print()
-        params = [
-            {
-                "model": r.model,
-                "compute": r.compute,
-                **{k: _param_cell(v) for k, v in r.params.items()},
-            }
-            for r in reports
-        ]
-        shown = [c for c in _PARAM_COLUMNS if any(c in p for p in params)]
-        print(format_table(params, ["model", *shown]))
+        print(_params_table(reports))
         print()
         print(
             f"identifiability (bootstrap by placement, {args.resamples} draws, 90% interval; "
@@ -298,36 +335,55 @@ def run(args: argparse.Namespace) -> int:
                 ["model", "form", "alpha", "bandwidth_inter", "latency_seconds"],
             )
         )
-    if fitted is not None:
-        print()
-        print(
-            f"preset {fitted.preset.name!r} (one cluster for all models) written to "
-            f"{args.output}; its in-sample fit:"
+
+
+def _params_table(reports: list[FitReport]) -> str:
+    """Fitted constants per model, in 4 significant digits (:data:`_PARAM_COLUMNS`)."""
+    from sjfbco.tables import format_table
+
+    params = [
+        {
+            "model": r.model,
+            "compute": r.compute,
+            **{k: _param_cell(v) for k, v in r.params.items()},
+        }
+        for r in reports
+    ]
+    shown = [c for c in _PARAM_COLUMNS if any(c in p for p in params)]
+    return format_table(params, ["model", *shown])
+
+
+def _print_preset(
+    args: argparse.Namespace, fitted: PresetFit, shared: list[Identifiability]
+) -> None:
+    """Where the preset went, its in-sample fit per model and its shared constants."""
+    from sjfbco.tables import format_table
+
+    print()
+    print(
+        f"preset {fitted.preset.name!r} (one cluster for all models) written to "
+        f"{args.output}; its in-sample fit:"
+    )
+    print(
+        format_table(
+            [_preset_row(m, s) for m, s in fitted.scores.items()],
+            ["model", "r2", "median", "p90", "max"],
         )
-        print(
-            format_table(
-                [_preset_row(m, s) for m, s in fitted.scores.items()],
-                ["model", "r2", "median", "p90", "max"],
-            )
+    )
+    print("its shared constants (identifiability as above):")
+    print(
+        format_table(
+            [
+                {
+                    "constant": i.name,
+                    "value": _param_cell(i.value),
+                    "identifiability": f"{_STATUS[i.status]} [{i.low:.3g}, {i.high:.3g}]",
+                }
+                for i in shared
+            ],
+            ["constant", "value", "identifiability"],
         )
-        print("its shared constants (identifiability as above):")
-        print(
-            format_table(
-                [
-                    {
-                        "constant": i.name,
-                        "value": _param_cell(i.value),
-                        "identifiability": f"{_STATUS[i.status]} [{i.low:.3g}, {i.high:.3g}]",
-                    }
-                    for i in shared
-                ],
-                ["constant", "value", "identifiability"],
-            )
-        )
-    if plot is not None:
-        print(f"wrote {plot}")
-    sys.stdout.flush()
-    return 0
+    )
 
 
 def _preset_row(model: str, s: Scores) -> dict[str, Any]:
@@ -365,39 +421,11 @@ def _testbed_files(paths: list[str]) -> tuple[list[str], list[str]] | None:
 
 def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) -> int:
     """Fit links (sized step times) and contention (slowdowns); print; write one preset."""
-    from sjfbco.calibration.cluster import fit_testbed, read_sized
-    from sjfbco.calibration.slowdown import fit_slowdowns, pinning_hint, read_slowdowns
+    from sjfbco.calibration.slowdown import pinning_hint
     from sjfbco.commands.common import warn
     from sjfbco.files import json_line
-    from sjfbco.tables import format_table
-    from sjfbco.workloads.paper import write_preset
 
-    steps = [read_sized(p) for p in sized]
-    slowdowns = [read_slowdowns(p) for p in slow]  # every file read before any fit
-    if not steps:
-        reports = [
-            fit_slowdowns(s, f, args.seed) for s in slowdowns for f in ("paper", "interleave")
-        ]
-        if args.output is not None:
-            raise InputError("-o: a preset needs sized step times (sjfbco testbed measure)")
-        docs = [r.to_json() for r in reports]
-        constants = {k: c for r in reports for k, c in r.params.items()}
-    else:
-        fit = fit_testbed(steps, slowdowns, name=args.name, seed=args.seed)
-        docs = ([fit.cluster.to_json()] if fit.cluster else []) + [
-            r.to_json() for r in fit.slowdowns
-        ]
-        constants = fit.constants()
-        if args.output is not None:
-            write_preset(
-                fit.preset,
-                args.output,
-                form="testbed",
-                sources=[*sized, *slow],
-                fit=fit.report(),
-                note="links from sized step times; contention "
-                + (f"from slowdowns ({fit.chosen.form} form)" if fit.chosen else "not measured"),
-            )
+    docs, constants = _fit_testbed(args, sized, slow)
     for name, c in constants.items():
         if c.status != "identified":
             warn(
@@ -408,6 +436,48 @@ def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) ->
         for doc in docs:
             print(json_line(doc), flush=True)
         return 0
+    _print_testbed(docs)
+    if args.output is not None:
+        print(f"\npreset {args.name!r} written to {args.output}")
+    return 0
+
+
+def _fit_testbed(
+    args: argparse.Namespace, sized: list[str], slow: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The testbed fits' ``--json`` documents and their constants; the preset written to -o."""
+    from sjfbco.calibration.cluster import fit_testbed, read_sized
+    from sjfbco.calibration.slowdown import fit_slowdowns, read_slowdowns
+    from sjfbco.workloads.paper import write_preset
+
+    steps = [read_sized(p) for p in sized]
+    slowdowns = [read_slowdowns(p) for p in slow]  # every file read before any fit
+    if not steps:
+        reports = [
+            fit_slowdowns(s, f, args.seed) for s in slowdowns for f in ("paper", "interleave")
+        ]
+        if args.output is not None:
+            raise InputError("-o: a preset needs sized step times (sjfbco testbed measure)")
+        return [r.to_json() for r in reports], {k: c for r in reports for k, c in r.params.items()}
+    fit = fit_testbed(steps, slowdowns, name=args.name, seed=args.seed)
+    docs = ([fit.cluster.to_json()] if fit.cluster else []) + [r.to_json() for r in fit.slowdowns]
+    if args.output is not None:
+        write_preset(
+            fit.preset,
+            args.output,
+            form="testbed",
+            sources=[*sized, *slow],
+            fit=fit.report(),
+            note="links from sized step times; contention "
+            + (f"from slowdowns ({fit.chosen.form} form)" if fit.chosen else "not measured"),
+        )
+    return docs, fit.constants()
+
+
+def _print_testbed(docs: list[dict[str, Any]]) -> None:
+    """One row per fit, then each sized fit's held-out errors by placement class."""
+    from sjfbco.tables import format_table
+
     rows = [
         {
             "fit": f"{d['model']} {d['form']}",
@@ -443,6 +513,3 @@ def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) ->
                     ["placement", "rows", "heldout_median", "heldout_p90"],
                 )
             )
-    if args.output is not None:
-        print(f"\npreset {args.name!r} written to {args.output}")
-    return 0
