@@ -299,33 +299,50 @@ def read_measurements(
             raise InputError(
                 f"line {line}: {len(cells)} fields, the header has {len(header)}", source=src
             )
-
-        def cell(name: str, line: int = line, cells: list[str] = cells) -> tuple[str, str]:
-            return cells[col[name]], f"line {line}, column {name}"
-
-        model = default_model
+        name = default_model
         if "model" in col:
-            model = cells[col["model"]].strip()
-            check_text_at(model, src, f"line {line}, column model")
-        if kind == "step":
-            text, where = cell("placement")
-            try:
-                counts = parse_placement(text)
-            except ValueError as err:
-                raise InputError(str(err), source=src, where=where) from None
-            bsz = _number(*cell("local_bsz"), src, integer=True)
-            step = _number(*cell("step_time"), src)
-            sync = _number(*cell("sync_time"), src) if "sync_time" in col else math.nan
-            row: tuple[float, ...] = (sum(counts), len(counts), max(counts), bsz, step, sync, line)
-            placements.setdefault(model, []).append("-".join(map(str, counts)))
-        else:
-            k = _number(*cell("jobs"), src, integer=True)
-            size = _number(*cell("message_mb"), src)
-            secs = _number(*cell("seconds"), src)
-            row = (k, size, secs, line)
-        records.setdefault(model, []).append(row)
+            name = cells[col["model"]].strip()
+            check_text_at(name, src, f"line {line}, column model")
+        row, placement = _row(kind, line, cells, col, src)
+        if placement is not None:
+            placements.setdefault(name, []).append(placement)
+        records.setdefault(name, []).append(row)
     if not records:
         raise InputError("no measurements after the header", source=src)
+    return _assemble(kind, src, records, placements)
+
+
+def _row(
+    kind: str, line: int, cells: list[str], col: dict[str, int], src: str
+) -> tuple[tuple[float, ...], str | None]:
+    """One data row of a ``kind`` file (``col``: each column's index in ``cells``) as
+    numbers, and, for step times, its placement as ``-``-joined counts."""
+
+    def cell(name: str) -> tuple[str, str]:
+        return cells[col[name]], f"line {line}, column {name}"
+
+    if kind != "step":
+        k = _number(*cell("jobs"), src, integer=True)
+        return (k, _number(*cell("message_mb"), src), _number(*cell("seconds"), src), line), None
+    text, where = cell("placement")
+    try:
+        counts = parse_placement(text)
+    except ValueError as err:
+        raise InputError(str(err), source=src, where=where) from None
+    bsz = _number(*cell("local_bsz"), src, integer=True)
+    step = _number(*cell("step_time"), src)
+    sync = _number(*cell("sync_time"), src) if "sync_time" in col else math.nan
+    row = (sum(counts), len(counts), max(counts), bsz, step, sync, line)
+    return row, "-".join(map(str, counts))
+
+
+def _assemble(
+    kind: str,
+    src: str,
+    records: dict[str, list[tuple[float, ...]]],
+    placements: dict[str, list[str]],
+) -> tuple[list[StepTimes], list[ContentionTimes]]:
+    """Per model, its rows (:func:`_row`) as :class:`StepTimes` or :class:`ContentionTimes`."""
     steps, contention = [], []
     for model, rows in records.items():
         a = np.array(rows, dtype=float)

@@ -119,11 +119,23 @@ def fit_preset(
     form = reports[0].form
     if any(r.form != form for r in reports):
         raise InputError("all models of a preset must be fitted with the same form")
+    fitted = _joint_fit(reports, form)
+    scores = {
+        r.model: Scores.of(predict(p, r.rows), r.rows.step)
+        for p, r in zip(fitted, reports, strict=True)
+    }
+    params = {
+        r.model: {k: float(v) for k, v in p.items()} for p, r in zip(fitted, reports, strict=True)
+    }
+    return PresetFit(_preset_of(fitted, reports, name, contention), form, params, scores)
+
+
+def _joint_fit(reports: Sequence[FitReport], form: str) -> list[dict[str, float]]:
+    """Per model, its constants in the joint fit: the shared ones and its own
+    (``gradient_mb`` and compute), every model's rows weighted by ``1/sqrt(rows)``."""
     shared = [n for n in param_names(form) if n not in PER_MODEL]
     own_names = [("gradient_mb", *compute_names(r.compute, r.rows.batch)) for r in reports]
-    layout = shared + [
-        f"{r.model}:{n}" for r, own in zip(reports, own_names, strict=True) for n in own
-    ]
+    layout = shared + [n for own in own_names for n in own]
     x0 = np.array(
         [float(np.median([r.params[n] for r in reports])) for n in shared]
         + [r.params[n] for r, own in zip(reports, own_names, strict=True) for n in own]
@@ -146,27 +158,42 @@ def fit_preset(
         ]
         return np.concatenate(parts)
 
-    # a model's own constants move only its rows (a table entry only those at its batch)
-    depends = np.zeros((sum(len(r.rows) for r in reports), len(layout)), dtype=bool)
-    depends[:, : len(shared)] = True
+    depends = _joint_depends(reports, own_names, len(shared))
+    with threadpool_limits(limits=1):
+        x = solve_bounded(layout, x0, residuals, depends).x
+    return unpack(x)
+
+
+def _joint_depends(
+    reports: Sequence[FitReport], own_names: list[tuple[str, ...]], shared: int
+) -> np.ndarray:
+    """Rows (all models' in order) each column of the joint fit can move: the ``shared``
+    first columns every row, a model's own constants only its rows (a table entry only
+    those at its batch, :func:`~sjfbco.calibration.fit.depends_on`)."""
+    starts = np.cumsum([shared] + [len(own) for own in own_names])
+    depends = np.zeros((sum(len(r.rows) for r in reports), int(starts[-1])), dtype=bool)
+    depends[:, :shared] = True
     first = np.cumsum([0] + [len(r.rows) for r in reports])
     for i, (r, own) in enumerate(zip(reports, own_names, strict=True)):
         block = (slice(first[i], first[i + 1]), slice(starts[i], starts[i + 1]))
         depends[block] = depends_on(own, r.rows.batch)
-    with threadpool_limits(limits=1):
-        x = solve_bounded([n.split(":")[-1] for n in layout], x0, residuals, depends).x
-    fitted = unpack(x)
-    scores = {
-        r.model: Scores.of(predict(p, r.rows), r.rows.step)
-        for p, r in zip(fitted, reports, strict=True)
-    }
+    return depends
+
+
+def _preset_of(
+    fitted: list[dict[str, float]],
+    reports: Sequence[FitReport],
+    name: str,
+    contention: ContentionReport | None,
+) -> Preset:
+    """The preset of the joint fit's constants (module docstring: the rest is fixed)."""
     common = fitted[0]
     models = []
     for p, r in zip(fitted, reports, strict=True):
         batch = _median_batch(r.rows.batch)
         forward, backward = compute_split(p, batch, np.unique(r.rows.batch))
         models.append(Model(r.model, float(p["gradient_mb"]), forward, backward, batch))
-    preset = Preset(
+    return Preset(
         name=name,
         slot_seconds=SLOT_SECONDS,
         bandwidth_inter=BANDWIDTH_INTRA / common["inter_intra_ratio"],
@@ -183,7 +210,3 @@ def fit_preset(
         ring_latency=float(common.get("ring_latency", 0.0)),
         models=tuple(models),
     )
-    params = {
-        r.model: {k: float(v) for k, v in p.items()} for p, r in zip(fitted, reports, strict=True)
-    }
-    return PresetFit(preset, form, params, scores)
