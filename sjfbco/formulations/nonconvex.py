@@ -123,58 +123,10 @@ class NonconvexModel:
     def _build(self) -> None:
         m, data, H = self.model, self.data, self.horizon
         caps = data.cluster.gpus_per_server
-        S = len(caps)
         longest = duration_caps(data, self.patterns, H)
-        for j, job in enumerate(data.jobs):
+        for j in range(data.num_jobs):
             check_deadline(self.deadline, "non-convex model")
-            pats = self.patterns[j]
-            caps_lvl = [level_cap(data, j, q, self.top) if q.split else 0 for q in pats]
-            usable = [
-                k
-                for k, q in enumerate(pats)
-                if (not q.split or caps_lvl[k] > 0)
-                and job.arrival + duration(data, j, q, 1) <= H
-                and duration(data, j, q, 1) <= longest[j]
-            ]
-            if not usable:
-                raise InputError(
-                    f"job {job.id!r} cannot finish by the horizon {H} on any "
-                    "placement; raise the horizon"
-                )
-            use = [
-                m.new_bool_var(f"u_{j}_{k}") if k in usable else m.new_constant(0)
-                for k in range(len(pats))
-            ]
-            m.add_exactly_one(use[k] for k in usable)
-            dmin = min(duration(data, j, pats[k], 1) for k in usable)
-            dmax = max(duration(data, j, pats[k], caps_lvl[k] or 1) for k in usable)
-            dmax = min(dmax, longest[j])
-            a = m.new_int_var(job.arrival, H - dmin, f"a_{j}")
-            T = m.new_int_var(job.arrival + dmin, H, f"T_{j}")
-            d = m.new_int_var(dmin, dmax, f"d_{j}")
-            iv = m.new_interval_var(a, d, T, f"run_{j}")
-            y = []
-            for s in range(S):
-                hi = max(pats[k].counts[s] for k in usable)
-                ys = m.new_int_var(0, hi, f"y_{j}_{s}")
-                m.add(ys == sum(pats[k].counts[s] * use[k] for k in usable))
-                y.append(ys)
-            for k in usable:
-                q = pats[k]
-                lo = duration(data, j, q, 1)
-                if q.split:
-                    m.add(d >= lo).only_enforce_if(use[k])
-                    hi = min(duration(data, j, q, caps_lvl[k]), longest[j])
-                    m.add(d <= hi).only_enforce_if(use[k])
-                else:
-                    m.add(d == lo).only_enforce_if(use[k])
-            can_split = any(pats[k].split for k in usable)
-            jv = _JobVars(a, T, use, y, can_split, usable, d)
-            jv.interval = iv  # type: ignore[attr-defined]
-            if can_split:
-                jv.split = m.new_bool_var(f"split_{j}")
-                m.add(jv.split == sum(use[k] for k in usable if pats[k].split))
-            self.jobs.append(jv)
+            self.jobs.append(self._job(j, longest[j]))
         for s, cap in enumerate(caps):
             m.add_cumulative(
                 [jv.interval for jv in self.jobs],  # type: ignore[attr-defined]
@@ -206,6 +158,60 @@ class NonconvexModel:
             )
         m.minimize(C)
         self.C = C
+
+    def _job(self, j: int, longest: int) -> _JobVars:
+        """Job ``j``'s variables: its pattern choice, start, end and length (within its
+        GPU-time cap ``longest``), run interval and GPUs per server."""
+        m, data, H = self.model, self.data, self.horizon
+        job = data.jobs[j]
+        pats = self.patterns[j]
+        caps_lvl = [level_cap(data, j, q, self.top) if q.split else 0 for q in pats]
+        usable = [
+            k
+            for k, q in enumerate(pats)
+            if (not q.split or caps_lvl[k] > 0)
+            and job.arrival + duration(data, j, q, 1) <= H
+            and duration(data, j, q, 1) <= longest
+        ]
+        if not usable:
+            raise InputError(
+                f"job {job.id!r} cannot finish by the horizon {H} on any "
+                "placement; raise the horizon"
+            )
+        use = [
+            m.new_bool_var(f"u_{j}_{k}") if k in usable else m.new_constant(0)
+            for k in range(len(pats))
+        ]
+        m.add_exactly_one(use[k] for k in usable)
+        dmin = min(duration(data, j, pats[k], 1) for k in usable)
+        dmax = max(duration(data, j, pats[k], caps_lvl[k] or 1) for k in usable)
+        dmax = min(dmax, longest)
+        a = m.new_int_var(job.arrival, H - dmin, f"a_{j}")
+        T = m.new_int_var(job.arrival + dmin, H, f"T_{j}")
+        d = m.new_int_var(dmin, dmax, f"d_{j}")
+        iv = m.new_interval_var(a, d, T, f"run_{j}")
+        y = []
+        for s in range(data.cluster.num_servers):
+            hi = max(pats[k].counts[s] for k in usable)
+            ys = m.new_int_var(0, hi, f"y_{j}_{s}")
+            m.add(ys == sum(pats[k].counts[s] * use[k] for k in usable))
+            y.append(ys)
+        for k in usable:
+            q = pats[k]
+            lo = duration(data, j, q, 1)
+            if q.split:
+                m.add(d >= lo).only_enforce_if(use[k])
+                hi = min(duration(data, j, q, caps_lvl[k]), longest)
+                m.add(d <= hi).only_enforce_if(use[k])
+            else:
+                m.add(d == lo).only_enforce_if(use[k])
+        can_split = any(pats[k].split for k in usable)
+        jv = _JobVars(a, T, use, y, can_split, usable, d)
+        jv.interval = iv  # type: ignore[attr-defined]
+        if can_split:
+            jv.split = m.new_bool_var(f"split_{j}")
+            m.add(jv.split == sum(use[k] for k in usable if pats[k].split))
+        return jv
 
     def _contention(self) -> None:
         m, data, H = self.model, self.data, self.horizon
@@ -268,21 +274,7 @@ class NonconvexModel:
             jv = self.jobs[j]
             job = data.jobs[j]
             pats = self.patterns[j]
-            # A pattern's rate depends on its server count and (extended cost model,
-            # node sharing) on its GPUs on its fullest server: one table row per
-            # such class, table[row * width + p] = iterations per slot at contention p.
-            classes = sorted({(q.num_servers, max(q.counts)) for q in pats})
-            row_of = {c: i for i, c in enumerate(classes)}
-            table = []
-            for c in classes:
-                q = next(q for q in pats if (q.num_servers, max(q.counts)) == c)
-                for p in range(width):
-                    if not q.split:
-                        table.append(int(rate(data, j, q, 0)))
-                    elif p > level_cap(data, j, q, top):
-                        table.append(-1)  # forbidden: tau > 1 slot
-                    else:
-                        table.append(int(rate(data, j, q, max(p, 1))))
+            classes, row_of, table = self._rate_table(j)
             nserv = m.new_int_var(0, len(classes) - 1, f"k_{j}")
             m.add(
                 nserv
@@ -324,6 +316,28 @@ class NonconvexModel:
             m.add(sum(total) >= job.iterations).only_enforce_if(jv.split)
             if self.exact_ends:
                 m.add(sum(before_last) <= job.iterations - 1).only_enforce_if(jv.split)
+
+    def _rate_table(
+        self, j: int
+    ) -> tuple[list[tuple[int, int]], dict[tuple[int, int], int], list[int]]:
+        """Job ``j``'s rates as a table. A pattern's rate depends on its server count and
+        (extended cost model, node sharing) on its GPUs on its fullest server: one table
+        row per such class, ``table[row * (top + 1) + p]`` = iterations per slot at
+        contention ``p`` (-1: forbidden, tau above one slot)."""
+        data, top, pats = self.data, self.top, self.patterns[j]
+        classes = sorted({(q.num_servers, max(q.counts)) for q in pats})
+        row_of = {c: i for i, c in enumerate(classes)}
+        table = []
+        for c in classes:
+            q = next(q for q in pats if (q.num_servers, max(q.counts)) == c)
+            for p in range(top + 1):
+                if not q.split:
+                    table.append(int(rate(data, j, q, 0)))
+                elif p > level_cap(data, j, q, top):
+                    table.append(-1)  # forbidden: tau > 1 slot
+                else:
+                    table.append(int(rate(data, j, q, max(p, 1))))
+        return classes, row_of, table
 
     # -- inspection ------------------------------------------------------------------
     def size(self) -> dict[str, int]:
