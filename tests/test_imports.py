@@ -104,8 +104,6 @@ DEFERRED: dict[tuple[str, str], str] = {
     ("sjfbco.commands", "sjfbco.formulations"): "sjfbco --help: the model builders",
     ("sjfbco.commands", "sjfbco.testbed"): "sjfbco --help: the emulated cluster",
     ("sjfbco.solvers.contract", "sjfbco.frames"): "Result.to_frame: a cycle at module level",
-    # issue 32: house-core/scale removing (the optimisation core, being rebuilt)
-    ("sjfbco.solvers.portfolio", "sjfbco"): "issue 32: house-core/scale removing",
     # issue 30: the calibrate command (its helper owns it)
     ("sjfbco.commands.calibrate", "sjfbco"): "issue 32: issue-30 helper removing",
 }
@@ -164,6 +162,11 @@ def test_deferred_imports_are_on_the_short_list() -> None:
     ]
     assert not stray, "deferred imports not on DEFERRED:\n" + "\n".join(stray)
     assert len(DEFERRED) <= 16
+    edges = [(i, m) for i, found in deferred_edges().items() for m, _ in found]
+    stale = [
+        e for e in DEFERRED if not any(_within(i, e[0]) and _within(m, e[1]) for i, m in edges)
+    ]
+    assert not stale, f"entries of DEFERRED no import needs any more: {stale}"
 
 
 def test_deferred_imports_close_no_cycle_but_the_listed_ones() -> None:
