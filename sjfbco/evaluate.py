@@ -19,8 +19,10 @@ uses floats and treats events closer than :data:`EPS` as simultaneous.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import math
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +31,7 @@ from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from sjfbco.problem import ProblemData
 
@@ -321,10 +323,32 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     ConfigurationError
         A placement whose ``tau`` exceeds one slot (slotted model).
     """
-    gpu_ids = check_schedule(data, schedule)
-    ranks = [schedule.rank(j) for j in range(data.num_jobs)]
-    sim = dispatch(data, gpu_ids, schedule.start, ranks, strict=strict)
-    return evaluation_of(data, sim)
+    with gc_paused():
+        gpu_ids = check_schedule(data, schedule)
+        ranks = [schedule.rank(j) for j in range(data.num_jobs)]
+        sim = dispatch(data, gpu_ids, schedule.start, ranks, strict=strict)
+        return evaluation_of(data, sim)
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for the block (back on after, if it was on).
+
+    An evaluation allocates a few objects per job and makes no reference cycles; the
+    collector's full passes then walk every live object (the instance and schedule
+    included) a few times per evaluation, which made the evaluator's time grow faster
+    than the number of jobs (a quarter of its time at 100,000 jobs, measured with
+    ``benchmarks/bench_evaluate.py --scale``). Process-wide: other threads run without
+    the collector meanwhile.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def queue_links(
@@ -332,20 +356,24 @@ def queue_links(
     gpu_ids: Sequence[Sequence[int]],
     num_gpus: int,
     keep_preds: bool = False,
+    order: Sequence[int] | None = None,
 ) -> tuple[list[list[int]], list[int], list[list[int]] | None]:
     """Each job's immediate neighbours in the per-GPU queues ordered by ``keys``.
 
     Returns the successors of every job, its number of distinct predecessors and,
     with ``keep_preds``, the predecessors themselves (in queue order). Flat lists,
-    no set per job: memory, not steps, is what grows at 100,000 jobs.
+    no set per job: memory, not steps, is what grows at 100,000 jobs. ``order``: the
+    jobs sorted by ``keys``, if the caller has it.
     """
     n = len(keys)
+    if order is None:
+        order = sorted(range(n), key=keys.__getitem__)
     last_on_gpu = [-1] * num_gpus
     seen_by = [-1] * n  # seen_by[q] == j: q is already a predecessor of j
     n_pred = [0] * n
     succ: list[list[int]] = [[] for _ in range(n)]
     preds: list[list[int]] | None = [[] for _ in range(n)] if keep_preds else None
-    for j in sorted(range(n), key=keys.__getitem__):
+    for j in order:
         count = 0
         for g in gpu_ids[j]:
             q = last_on_gpu[g]
@@ -372,29 +400,47 @@ def dispatch(
     The fast path for solvers, which build GPU sets as global indices and have
     checked them already; returns the finished :class:`Simulator`.
     """
+    with gc_paused():
+        return _dispatch(data, gpu_ids, planned, ranks, strict)
+
+
+def _dispatch(
+    data: ProblemData,
+    gpu_ids: Sequence[Sequence[int]],
+    planned: Sequence[int],
+    ranks: Sequence[int],
+    strict: bool,
+) -> Simulator:
     n = data.num_jobs
+    slotted = data.cost.time_model != "continuous"
     # one number type per time model: exact ints when slotted, floats when continuous
-    due: Sequence[float] = (
-        [float(p) for p in planned] if data.cost.time_model == "continuous" else planned
-    )
+    due: Sequence[float] = planned if slotted else [float(p) for p in planned]
     key = [(due[j], ranks[j], j) for j in range(n)]
-    succ, n_pred, preds = queue_links(key, gpu_ids, data.cluster.num_gpus, keep_preds=strict)
+    # a job's place in the order (planned start, rank, position) stands for its key in the
+    # ready queue: one int per entry when slotted, ``release * n + place``
+    order = sorted(range(n), key=key.__getitem__)
+    place = [0] * n
+    for i, j in enumerate(order):
+        place[j] = i
+    succ, n_pred, preds = queue_links(
+        key, gpu_ids, data.cluster.num_gpus, keep_preds=strict, order=order
+    )
     arrival = [job.arrival for job in data.jobs]
-    ready: list[tuple[float, tuple[float, int, int]]] = [
-        (max(due[j], arrival[j]), key[j]) for j in range(n) if n_pred[j] == 0
-    ]
-    heapq.heapify(ready)
+    ready = ReadyQueue(n, slotted)
+    for j in order:
+        if n_pred[j] == 0:
+            ready.push(max(due[j], arrival[j]), place[j])
     sim = Simulator(data)
     eps = sim.eps
     done = 0
     ticker = Ticker("simulating", n, "job")
     while done < n:
-        while ready and ready[0][0] <= sim.now + eps:
-            _, (_, _, j) = heapq.heappop(ready)
+        while ready and ready.first() <= sim.now + eps:
+            j = order[ready.pop()]
             if preds is not None and sim.now > planned[j]:
                 _strict_violation(data, j, planned[j], sim, preds[j], gpu_ids)
             sim.start(j, gpu_ids[j])
-        finished = sim.advance(until=ready[0][0] if ready else None)
+        finished = sim.advance(until=ready.first() if ready else None)
         if not finished and not ready and not sim.running:  # pragma: no cover - impossible
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
         for f in finished:
@@ -403,8 +449,41 @@ def dispatch(
             for s in succ[f]:
                 n_pred[s] -= 1
                 if n_pred[s] == 0:
-                    heapq.heappush(ready, (max(due[s], arrival[s], sim.now), key[s]))
+                    ready.push(max(due[s], arrival[s], sim.now), place[s])
     return sim
+
+
+class ReadyQueue:
+    """Jobs that may start, by (release time, place in the queue order): a heap of ints
+    ``release * n + place`` when slotted (one integer compare per step), of tuples when
+    continuous. Entries are pushed in ``place`` order at equal times, as the order
+    ``(planned start, rank, position)`` of :func:`evaluate` asks."""
+
+    __slots__ = ("heap", "n", "slotted")
+
+    def __init__(self, n: int, slotted: bool):
+        self.heap: list[int | tuple[float, int]] = []
+        self.n = max(1, n)
+        self.slotted = slotted
+
+    def __bool__(self) -> bool:
+        return bool(self.heap)
+
+    def push(self, release: float, place: int) -> None:
+        if self.slotted:
+            heapq.heappush(self.heap, int(release) * self.n + place)
+        else:
+            heapq.heappush(self.heap, (release, place))
+
+    def first(self) -> float:
+        """Release time of the first job (the queue must not be empty)."""
+        top = self.heap[0]
+        return top // self.n if isinstance(top, int) else top[0]
+
+    def pop(self) -> int:
+        """Place of the first job, removed."""
+        top = heapq.heappop(self.heap)
+        return top % self.n if isinstance(top, int) else top[1]
 
 
 def makespan_of(data: ProblemData, gpu_ids: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
