@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -26,6 +27,19 @@ settings.register_profile(
     "ci", deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+def example_doc(**changes: Any) -> dict[str, Any]:
+    """``instances/small/example.json`` as a document, ``changes`` applied at dotted paths
+    (``example_doc(**{"jobs.4.gpus": 2})``; a number is a list index)."""
+    doc = json.loads((INSTANCES / "small" / "example.json").read_text())
+    for path, value in changes.items():
+        *parts, last = path.split(".")
+        node: Any = doc
+        for part in parts:
+            node = node[int(part)] if part.isdigit() else node[part]
+        node[int(last) if last.isdigit() else last] = value
+    return doc
 
 
 def example_split_schedule() -> Schedule:
