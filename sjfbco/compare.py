@@ -52,7 +52,7 @@ def default_solvers() -> list[str]:
 
 
 @dataclass(frozen=True)
-class Run:
+class CompareRun:
     """One run of a comparison: figures in slots, ``None`` when the run has none."""
 
     instance: str
@@ -86,10 +86,10 @@ class Run:
         }
 
 
-def offline_run(result: Result) -> Run:
-    """A :class:`Run` from a solver's :class:`~sjfbco.solvers.contract.Result`."""
+def offline_run(result: Result) -> CompareRun:
+    """A :class:`CompareRun` from a solver's :class:`~sjfbco.solvers.contract.Result`."""
     ev = result.evaluation
-    return Run(
+    return CompareRun(
         instance=result.instance or "",
         kind="offline",
         name=result.solver,
@@ -129,9 +129,9 @@ def compare(
     time_limit: float | None = None,
     seed: int = 0,
     params: Mapping[str, Mapping[str, Any]] | None = None,
-) -> list[Run]:
+) -> list[CompareRun]:
     """Run ``solvers`` (default :func:`default_solvers`) and ``policies`` (default every
-    online policy) on ``data``; one :class:`Run` each, offline first.
+    online policy) on ``data``; one :class:`CompareRun` each, offline first.
 
     ``time_limit`` (seconds) goes to every solver run that is not a heuristic
     (``best``, ``exact``: anytime solvers use it all; heuristics run to the end);
@@ -152,7 +152,7 @@ def compare(
         on = run_online(data, policy)
         runtime = time.perf_counter() - t0
         runs.append(
-            Run(
+            CompareRun(
                 instance=data.name,
                 kind="online",
                 name=on.policy,
@@ -169,7 +169,7 @@ def compare(
     return runs
 
 
-def rows_of(runs: Sequence[Run], data: ProblemData) -> list[dict[str, Any]]:
+def rows_of(runs: Sequence[CompareRun], data: ProblemData) -> list[dict[str, Any]]:
     """The table rows of one instance's runs, ``gap`` against the best bound of them all."""
     bound = max([lower_bound(data), *(r.lower_bound for r in runs)])
     return [r.row(bound) for r in runs]

@@ -432,10 +432,10 @@ def test_reproduce_resumes_from_its_journal(tmp_path):
     import json as _json
 
     from sjfbco import batch
-    from sjfbco.experiments.reproduce import RUNS_FILE, Engine, reproduce
+    from sjfbco.experiments.reproduce import RUNS_FILE, BatchEngine, reproduce
 
     settings = Settings(seeds=1)
-    full = reproduce(["7"], settings, out=tmp_path / "full", engine=Engine(workers=1))
+    full = reproduce(["7"], settings, out=tmp_path / "full", engine=BatchEngine(workers=1))
     runs = tmp_path / "full" / RUNS_FILE
     done = batch.read_results(runs)
     assert len(done) == 4 and not batch.journal_path(runs).exists()
@@ -446,10 +446,14 @@ def test_reproduce_resumes_from_its_journal(tmp_path):
         journal.append(row)
     journal.close()
     with pytest.raises(batch.BatchError, match="pass --resume"):
-        reproduce(["7"], settings, out=part, engine=Engine(workers=1))
+        reproduce(["7"], settings, out=part, engine=BatchEngine(workers=1))
     pending = []
     again = reproduce(
-        ["7"], settings, out=part, engine=Engine(workers=1, resume=True), on_start=pending.append
+        ["7"],
+        settings,
+        out=part,
+        engine=BatchEngine(workers=1, resume=True),
+        on_start=pending.append,
     )
     assert pending == [2]
     strip = lambda rs: [{k: v for k, v in r.items() if k != "runtime_s"} for r in rs]  # noqa: E731
@@ -463,14 +467,14 @@ def test_failed_runs_follow_the_batch_error_rules(tmp_path, capsys):
     from dataclasses import replace
 
     from sjfbco.experiments import readings
-    from sjfbco.experiments.reproduce import Engine, failures, reproduce
+    from sjfbco.experiments.reproduce import BatchEngine, failures, reproduce
 
     broken = replace(
         readings.DEFAULT,
         name="broken",
         preset=replace(readings.DEFAULT.preset, name="tiny-slot", slot_seconds=0.01),
     )
-    res = reproduce(["7"], Settings(seeds=1, readings=(broken,)), tmp_path, Engine(workers=1))
+    res = reproduce(["7"], Settings(seeds=1, readings=(broken,)), tmp_path, BatchEngine(workers=1))
     rows = res[0].rows
     assert len(failures(rows)) == 4 and all(r["status"] == "error" for r in rows)
     assert rows[0]["error"].startswith("paper-s20-seed0-tiny-slot: ")
@@ -504,11 +508,11 @@ def test_failed_runs_follow_the_batch_error_rules(tmp_path, capsys):
 @pytest.mark.slow
 def test_dask_engine_gives_the_local_rows(tmp_path):
     pytest.importorskip("distributed")
-    from sjfbco.experiments.reproduce import Engine, run_tasks
+    from sjfbco.experiments.reproduce import BatchEngine, run_tasks
 
     runs = tasks_for("7", Settings(seeds=1))
-    local = run_tasks(runs, tmp_path / "a.csv", Engine(workers=1))
-    dask = run_tasks(runs, tmp_path / "b.csv", Engine("dask", workers=1))
+    local = run_tasks(runs, tmp_path / "a.csv", BatchEngine(workers=1))
+    dask = run_tasks(runs, tmp_path / "b.csv", BatchEngine("dask", workers=1))
     strip = lambda rs: [{k: v for k, v in r.items() if k != "runtime_s"} for r in rs]  # noqa: E731
     assert strip(local) == strip(dask)
 

@@ -22,7 +22,7 @@ from sjfbco.experiments.paper import (
     residuals,
 )
 from sjfbco.experiments.readings import DEFAULT, READINGS, Reading, get_reading
-from sjfbco.experiments.reproduce import Engine, Settings, tasks_for
+from sjfbco.experiments.reproduce import BatchEngine, Settings, tasks_for
 from sjfbco.workloads.paper import PRESETS, PaperSpec, min_safe_slot, paper_instance
 
 if TYPE_CHECKING:
@@ -191,7 +191,13 @@ def test_fit_point_to_reading() -> None:
 
 def test_search_records_every_trial_and_resumes_where_it_stopped(tmp_path: Path) -> None:
     pytest.importorskip("optuna")
-    kw = {"batch": 2, "seeds": 1, "jobs": 8, "startup": 2, "engine": Engine(workers=1, resume=True)}
+    kw = {
+        "batch": 2,
+        "seeds": 1,
+        "jobs": 8,
+        "startup": 2,
+        "engine": BatchEngine(workers=1, resume=True),
+    }
     fixed = {"mode_sjf_bco": "offline", "mode_ls": "offline", "mode_ff": "offline"}
     full = fit.Search(tmp_path / "full", trials=3, fixed=fixed, **kw).run()
     assert [r["trial"] for r in full] == [0, 1, 2]

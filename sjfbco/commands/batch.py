@@ -54,7 +54,7 @@ def check_engine_arguments(args: argparse.Namespace) -> None:
         raise BatchError("--address needs --engine dask")
 
 
-class Progress:
+class BatchProgress:
     """``on_start`` / ``on_row`` callbacks of :func:`sjfbco.batch.run_batch` drawing a tqdm
     bar on stderr with done, failed and remaining counts (nothing when ``enabled`` is false)."""
 
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
         params=params,
         plugins=args.plugin,
     )
-    progress = Progress(progress_enabled(args))
+    progress = BatchProgress(progress_enabled(args))
     try:
         report = batch.run_batch(
             tasks,

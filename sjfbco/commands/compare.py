@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         _print_table(rows, slots, args.time_unit)
         print(recommendation(pick, score, args, instances))
     if args.output:
-        write_table(rows, args.output)
+        write_comparison(rows, args.output)
     if args.plot:
         from sjfbco.experiments.plots import comparison_chart, save
 
@@ -215,7 +215,7 @@ def table_format(path: str) -> str:
     return suffix
 
 
-def write_table(rows: list[dict[str, Any]], path: str) -> None:
+def write_comparison(rows: list[dict[str, Any]], path: str) -> None:
     """The table as CSV or JSON (a list of row objects), atomically."""
     import pandas as pd
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
 from sjfbco.commands import options
-from sjfbco.commands.batch import Progress, add_engine_arguments, check_engine_arguments
+from sjfbco.commands.batch import BatchProgress, add_engine_arguments, check_engine_arguments
 from sjfbco.commands.common import add_output, add_progress, progress_enabled
 from sjfbco.errors import InputError
 from sjfbco.params import field_names, parse_kv
@@ -176,7 +176,7 @@ def _extras(args: argparse.Namespace) -> tuple[str, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from sjfbco.experiments.reproduce import (
-        Engine,
+        BatchEngine,
         FigureOutput,
         failures,
         replot,
@@ -207,13 +207,13 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 1 if gaps else 0
-    progress = Progress(progress_enabled(args), desc="reproduce")
+    progress = BatchProgress(progress_enabled(args), desc="reproduce")
     try:
         results = reproduce(
             figures,
             settings,
             out=args.output,
-            engine=Engine(args.engine, args.workers, args.address, args.resume),
+            engine=BatchEngine(args.engine, args.workers, args.address, args.resume),
             on_start=progress.on_start,
             on_row=progress.on_row,
             on_figure=show,

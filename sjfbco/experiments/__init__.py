@@ -17,7 +17,7 @@
 from sjfbco.experiments.paper import FIGURES, PAPER, PAPER_POLICIES
 from sjfbco.experiments.readings import READINGS, Reading
 from sjfbco.experiments.reproduce import (
-    Engine,
+    BatchEngine,
     FigureRun,
     Settings,
     reproduce,
@@ -30,7 +30,7 @@ __all__ = [
     "PAPER",
     "PAPER_POLICIES",
     "READINGS",
-    "Engine",
+    "BatchEngine",
     "FigureRun",
     "Reading",
     "Settings",

@@ -57,7 +57,15 @@ from sjfbco.experiments.paper import (
     PAPER as PAPER_VALUES,
 )
 from sjfbco.experiments.readings import preset_of, reading_of
-from sjfbco.experiments.reproduce import Engine, Settings, failures, md_table, run_tasks, tasks_for
+from sjfbco.experiments.reproduce import (
+    RUNS_FILE,
+    BatchEngine,
+    Settings,
+    failures,
+    md_table,
+    run_tasks,
+    tasks_for,
+)
 from sjfbco.files import atomic_write_text
 
 if TYPE_CHECKING:
@@ -75,7 +83,6 @@ OPTUNA_MISSING = (
 #: Seeds per point in a trial (instance draws 0 .. SEEDS-1).
 SEEDS = 5
 TRIALS_FILE = "trials.csv"
-RUNS_FILE = "runs.csv"
 PENDING_FILE = "pending.json"
 LOCK_FILE = "search.lock"
 
@@ -354,7 +361,7 @@ class Search:
     batch: int = 4
     seeds: int = SEEDS
     seed: int = 0
-    engine: Engine = field(default_factory=lambda: Engine(resume=True))
+    engine: BatchEngine = field(default_factory=lambda: BatchEngine(resume=True))
     startup: int = 24
     fixed: Mapping[str, Any] = field(default_factory=dict)
     jobs: int = 160

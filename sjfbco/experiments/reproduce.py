@@ -290,7 +290,7 @@ def figure_row(run: FigureRun, row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Engine:
+class BatchEngine:
     """How the runs are executed (the batch engine's options).
 
     Parameters
@@ -317,7 +317,7 @@ class Engine:
 def run_tasks(
     runs: Sequence[FigureRun],
     out: str | os.PathLike[str] | None = None,
-    engine: Engine | None = None,
+    engine: BatchEngine | None = None,
     on_start: Callable[[int], Any] | None = None,
     on_row: Callable[[batch.Row], None] | None = None,
 ) -> list[dict[str, Any]]:
@@ -333,7 +333,7 @@ def run_tasks(
 
         with tempfile.TemporaryDirectory(prefix="sjfbco-reproduce-") as tmp:
             return run_tasks(runs, Path(tmp) / RUNS_FILE, engine, on_start, on_row)
-    engine = engine or Engine()
+    engine = engine or BatchEngine()
     report = batch.run_batch(
         [r.task for r in runs],
         out,
@@ -683,7 +683,7 @@ class FigureOutput:
 
 
 def write_settings(
-    settings: Settings, engine: Engine, figures: Sequence[str], out: str | os.PathLike[str]
+    settings: Settings, engine: BatchEngine, figures: Sequence[str], out: str | os.PathLike[str]
 ) -> Path:
     """Write ``settings.json`` (what was run: readings in full, seeds, parameters, engine)."""
     doc = {
@@ -718,7 +718,7 @@ def reproduce(
     figures: Sequence[str] = FIGURES,
     settings: Settings | None = None,
     out: str | os.PathLike[str] = "reproduction",
-    engine: Engine | None = None,
+    engine: BatchEngine | None = None,
     on_start: Callable[[int], Any] | None = None,
     on_row: Callable[[batch.Row], None] | None = None,
     on_figure: Callable[[FigureOutput], None] | None = None,
@@ -733,7 +733,7 @@ def reproduce(
     (:func:`failures` lists them).
     """
     settings = settings or Settings()
-    engine = engine or Engine()
+    engine = engine or BatchEngine()
     for f in figures:
         if f not in FIGURES:
             raise InputError(f"unknown figure {f!r}; known: {', '.join(FIGURES)}")
@@ -810,7 +810,7 @@ def replot(
 __all__ = [
     "EXTRA_POLICIES",
     "TIDY_COLUMNS",
-    "Engine",
+    "BatchEngine",
     "FigureOutput",
     "FigureRun",
     "Settings",

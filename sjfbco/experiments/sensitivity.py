@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco.experiments.paper import PAPER_POLICIES, aggregate
 from sjfbco.experiments.readings import OFFLINE, Reading
-from sjfbco.experiments.reproduce import Engine, Settings, md_table, run_tasks, tasks_for
+from sjfbco.experiments.reproduce import BatchEngine, Settings, md_table, run_tasks, tasks_for
 from sjfbco.workloads.paper import PRESETS, Preset
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def run_sensitivity(
     seeds: int = 10,
     variants: Sequence[Reading] = VARIANTS,
     out: str | os.PathLike[str] | None = None,
-    engine: Engine | None = None,
+    engine: BatchEngine | None = None,
     on_row: Callable[[Any], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Fig. 6's runs under every variant, in one batch; each row's ``reading`` names it."""

@@ -48,7 +48,7 @@ PREFIX = "sjtb"
 CONTROL_ADDRESS = "198.18.0.1"
 #: Most servers one emulation holds (addresses 198.18.0.10 to .209; the machine's
 #: cores limit it far earlier).
-MAX_SERVERS = 200
+MAX_EMULATED_SERVERS = 200
 #: Uplink rates the shaping is checked for, Mbit/s (tbf is exact within about 5% there).
 MIN_RATE_MBIT, MAX_RATE_MBIT = 1.0, 2000.0
 #: tbf's bucket, bytes: large enough for a segmentation-offloaded frame at every rate.
@@ -172,8 +172,10 @@ class Network:
 
     def __post_init__(self) -> None:
         n = len(self.rates_mbit)
-        if not 1 <= n <= MAX_SERVERS:
-            raise TestbedError(f"an emulated cluster holds 1 to {MAX_SERVERS} servers, got {n}")
+        if not 1 <= n <= MAX_EMULATED_SERVERS:
+            raise TestbedError(
+                f"an emulated cluster holds 1 to {MAX_EMULATED_SERVERS} servers, got {n}"
+            )
         for k, rate in enumerate(self.rates_mbit):
             if not MIN_RATE_MBIT <= rate <= MAX_RATE_MBIT:
                 raise TestbedError(
