@@ -3,6 +3,7 @@ between its passes (on a deadline already past), never on measured time."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from sjfbco import read_instance, solve
@@ -121,3 +122,21 @@ def _list_labels() -> list[str]:
         for r in PRIORITY_RULES
         for p in SPLIT_POLICIES
     ]
+
+
+def test_best_is_monotone_in_its_budget() -> None:
+    """With a seed fixed, a run with more iterations walks the same candidates first: its
+    improvements start with the shorter run's (all but the shorter run's last one, which
+    hands out a phase cut short), and it never ends worse (docs/solvers.md)."""
+    data = read_instance(INSTANCES / "bench" / "paper-s3-seed3-j20.json")
+    runs = [
+        solve(data, "best", iterations=n, seed=3, bound="packing", whole_share=0)
+        for n in (40, 600, 2000)
+    ]
+    assert runs[0].makespan > runs[-1].makespan  # the search finds more in the longer run
+    for short, long in itertools.pairwise(runs):
+        assert long.makespan <= short.makespan
+        a = [(p["makespan"], p["mean_jct"], p["source"]) for p in short.stats["improvements"]]
+        b = [(p["makespan"], p["mean_jct"], p["source"]) for p in long.stats["improvements"]]
+        assert a[:-1] == b[: len(a) - 1]
+    assert runs[-1].stats["iterations"] == 2000

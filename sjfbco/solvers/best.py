@@ -349,6 +349,35 @@ def strong_bounds(
     return bound, relaxation
 
 
+def _whole(
+    data: ProblemData,
+    engine: Engine,
+    params: BestParams,
+    seconds: float | None,
+    budget: Budget,
+    seed: int,
+) -> Candidate | None:
+    """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
+    with the walk's incumbent, on one worker: for at most ``seconds`` (and what the
+    budget leaves), or ``params.whole_effort`` deterministic seconds without a limit.
+    One worker searches the same way whatever its time, so a longer share finds a
+    schedule at least as good (the answer stays monotone in the limit)."""
+    assert engine.best is not None
+    if seconds is not None and budget.deadline is not None:
+        seconds = min(seconds, budget.deadline - budget.reserve - time.perf_counter())
+    try:
+        return whole_pack(
+            data,
+            engine.best,
+            deadline=None if seconds is None else time.perf_counter() + seconds,
+            deterministic=params.whole_effort if seconds is None else None,
+            workers=1,
+            seed=seed,
+        )
+    except ConfigurationError:  # the hand-out put a job above one slot per iteration
+        return None
+
+
 @register("best", BestParams, heuristic=False)
 def best_solve(
     data: ProblemData, params: BestParams, *, time_limit: float | None = None, seed: int = 0
@@ -414,26 +443,18 @@ def best_solve(
     def late() -> bool:
         return interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
 
-    # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
+    # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent;
+    # one worker, so that a longer share continues the same search (see _whole)
     if params.whole_share > 0 and not engine.done and not late():
-        assert engine.best is not None
-        whole_s = share(params.whole_share)
-        if whole_s is not None and deadline is not None:
-            whole_s = min(whole_s, deadline - budget.reserve - time.perf_counter())
-        with contextlib.suppress(ConfigurationError):
-            found = whole_pack(
-                data,
-                engine.best,
-                deadline=None if whole_s is None else time.perf_counter() + whole_s,
-                deterministic=params.whole_effort if time_limit is None else None,
-                workers=1 if time_limit is None else 2,
-                seed=seed,
-            )
-            if found is not None and engine.offer(found, "cp-sat (whole)"):
-                best_genome = genome_of(found, data, best_genome.split)
+        found = _whole(data, engine, params, share(params.whole_share), budget, seed)
+        if found is not None and time_limit is None and engine.offer(found, "cp-sat (whole)"):
+            best_genome = genome_of(found, data, best_genome.split)
+        elif found is not None and time_limit is not None:
+            engine.offer_outside(found, "cp-sat (whole)")
     lap("whole")
 
-    # 4. search rounds; with a time limit each phase also gets at most a share of it
+    # 4. search rounds, each phase a number of candidates: the walk is the same for every
+    # time limit, which only decides where it stops (monotone in the limit, docs/solvers.md)
     def room() -> float:
         """Seconds to the deadline less the reserve (``inf`` without a deadline)."""
         return math.inf if deadline is None else deadline - budget.reserve - time.perf_counter()
@@ -451,7 +472,6 @@ def best_solve(
         if scheme == "both":
             scheme = ("serial", "parallel")[rounds % 2]
         start = Genome(scheme, start.order, start.split)
-        budget.window(share(0.2))
         tick = time.perf_counter()
         cand = engine.decode(start)
         # a hand-out after a phase (servers, CP-SAT) costs up to about two decodes
@@ -464,22 +484,23 @@ def best_solve(
             break
         incumbent = engine.best
         # building the decomposition costs about six decodes (measured on 20,000 jobs):
-        # not worth starting without room for it, a search and the hand-out after it
-        if room() >= 4 * budget.reserve:
-            try:
-                servers = ServerSearch(data, incumbent, engine.target)
-            except ValueError:  # a split job starts between slots (continuous model)
-                continue
-            budget.window(share(0.3))
-            # ConfigurationError: the hand-out put a job above one slot per iteration
-            with contextlib.suppress(ConfigurationError):
-                if server_search(servers, rng, budget.spend, params.server_moves):
-                    cand = servers.schedule()
-                    if engine.offer(cand, "search (servers)"):
-                        engine.best_genome = genome_of(cand, data, split_now)
+        # not worth starting without room for it, a search and the hand-out after it; and
+        # the walk ends there (skipping to the next phase would leave a longer run's walk)
+        if room() < 4 * budget.reserve:
+            budget.stopped_by = "time limit"
+            break
+        try:
+            servers = ServerSearch(data, incumbent, engine.reference)
+        except ValueError:  # a split job starts between slots (continuous model)
+            continue
+        # ConfigurationError: the hand-out put a job above one slot per iteration
+        with contextlib.suppress(ConfigurationError):
+            if server_search(servers, rng, budget.spend, params.server_moves):
+                cand = servers.schedule()
+                if engine.offer(cand, "search (servers)"):
+                    engine.best_genome = genome_of(cand, data, split_now)
         lap("servers")
         for _ in range(params.cp_moves):
-            budget.window(share(0.1))
             if engine.done or budget.stopped_by is not None or not budget.spend():
                 break
             assert engine.best is not None
@@ -491,11 +512,11 @@ def best_solve(
                 found = None
             if found is not None and engine.offer(found, "search (cp-sat)"):
                 engine.best_genome = genome_of(found, data, split_now)
-        budget.window(None)
         lap("cp-sat")
     if budget.stopped_by is None and budget.expired():  # expired() notes an interruption
         budget.stopped_by = "time limit"
-    best = engine.best
+    best = engine.answer
+    assert best is not None
     stats: dict[str, Any] = {
         "bounds": bounds,
         "relaxation": relaxation,

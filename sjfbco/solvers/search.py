@@ -148,9 +148,21 @@ class Engine:
     budget
         Shared stopping rule.
     target
-        A lower bound on the makespan: reaching it ends the search (optimal).
+        A lower bound on the makespan: reaching it ends the search (optimal). Raising
+        it later (a better bound) changes only when the search stops.
     on_improve
-        Called with every new incumbent and its source label.
+        Called with every new answer (:attr:`answer`) and its source label.
+
+    Notes
+    -----
+    Two incumbents: :attr:`best`, the walk's (the schedules the search itself
+    decodes, and what it starts from), and :attr:`outside`, the best of the
+    schedules offered with :meth:`offer_outside` (found by steps whose outcome
+    depends on the clock, e.g. a CP-SAT model cut by its time share). The walk
+    never reads :attr:`outside`, so for a seed it is the same sequence of
+    candidates whatever the time limit; :attr:`answer` is the better of the two.
+    The walk's score measures the tail after :attr:`reference`, the bound given
+    at construction (it never changes).
     """
 
     def __init__(
@@ -165,10 +177,12 @@ class Engine:
         self.rng = rng
         self.budget = budget
         self.target = target
+        self.reference = target
         self.on_improve = on_improve
         self.durations: np.ndarray = alone_durations(data)
         self.best: Candidate | None = None
         self.best_genome: Genome | None = None
+        self.outside: Candidate | None = None
         self.evaluated = 0
         biggest = max(data.cluster.gpus_per_server)
         #: jobs whose split permission can matter (fit in one server, more than one GPU)
@@ -185,23 +199,43 @@ class Engine:
             return None
 
     def offer(self, cand: Candidate, source: str, genome: Genome | None = None) -> bool:
-        """Keep ``cand`` if it beats the incumbent (makespan, then mean JCT)."""
+        """Keep ``cand`` if it beats the walk's incumbent (makespan, then mean JCT)."""
         if self.best is None or cand.key < self.best.key:
+            before = self.answer
             self.best = cand
             if genome is not None:
                 self.best_genome = genome
+            if before is None or cand.key < before.key:
+                self.on_improve(cand, source)
+            return True
+        return False
+
+    def offer_outside(self, cand: Candidate, source: str) -> bool:
+        """Keep ``cand`` as :attr:`outside` if it beats it; ``True`` if it beats the answer."""
+        before = self.answer
+        if self.outside is None or cand.key < self.outside.key:
+            self.outside = cand
+        if before is None or cand.key < before.key:
             self.on_improve(cand, source)
             return True
         return False
 
     @property
+    def answer(self) -> Candidate | None:
+        """The better of the walk's incumbent and :attr:`outside` (ties: the walk's)."""
+        if self.outside is None or (self.best is not None and self.best.key <= self.outside.key):
+            return self.best
+        return self.outside
+
+    @property
     def done(self) -> bool:
-        """The incumbent meets the bound: nothing left to find."""
-        return self.best is not None and self.best.makespan <= self.target + 1e-9
+        """The answer meets the bound: nothing left to find."""
+        ans = self.answer
+        return ans is not None and ans.makespan <= self.target + 1e-9
 
     def score(self, cand: Candidate) -> tuple[float, float]:
-        """What the search walks on: makespan, then GPU-time after the bound."""
-        return (cand.makespan, tail_energy(self.data, cand, self.target))
+        """What the search walks on: makespan, then GPU-time after :attr:`reference`."""
+        return (cand.makespan, tail_energy(self.data, cand, self.reference))
 
     # -- moves -------------------------------------------------------------------------------
     def neighbour(self, genome: Genome, cand: Candidate) -> tuple[Genome, str]:
