@@ -138,7 +138,7 @@ class TableSpeedup(Speedup):
 def one_gpu_time(job: Job, cluster: Cluster, cost: CostParams, k: int = 1) -> float:
     """``tau(k)`` seconds: eq. 8 for ``job`` run with ``k`` workers on its best placement."""
     if cluster.min_servers_for(k) == 0:
-        raise ValueError(f"job {job.id!r}: the cluster has fewer than {k} GPUs")
+        raise InputError(f"job {job.id!r}: the cluster has fewer than {k} GPUs")
     return best_iteration_time(replace(job, num_gpus=k), cluster, cost)
 
 
@@ -152,7 +152,7 @@ def model_speedup(data: ProblemData, j: int, max_k: int | None = None) -> TableS
     job = data.jobs[j]
     top = data.cluster.num_gpus if max_k is None else max_k
     if top > data.cluster.num_gpus:
-        raise ValueError(f"job {job.id!r}: the cluster has fewer than {top} GPUs")
+        raise InputError(f"job {job.id!r}: the cluster has fewer than {top} GPUs")
     if top < 1:
         return TableSpeedup(())  # refused there: no s(1)
     ks = np.arange(1, top + 1)

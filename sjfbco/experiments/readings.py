@@ -52,7 +52,7 @@ class Reading:
 
     def __post_init__(self) -> None:
         if self.horizon not in ("solver", "paper"):
-            raise ValueError(f"reading {self.name}: horizon must be solver or paper")
+            raise InputError(f"reading {self.name}: horizon must be solver or paper")
 
     def params(self, policy: str, figure: str, known: set[str]) -> dict[str, Any]:
         """Parameters ``policy`` gets in ``figure``: ``"*"`` options it knows, then its own."""
