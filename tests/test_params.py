@@ -6,15 +6,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-import sjfbco
 from sjfbco.params import load_config, parse_kv, solver_params
 from sjfbco.problem import InputError
-from sjfbco.solvers.sjf_bco import SJFBCOParams
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-EXAMPLE = "instances/small/example.json"
 
 
 def test_unprefixed_keys_go_to_every_solver_that_has_them() -> None:
@@ -67,20 +63,3 @@ def test_config_file_tables_and_precedence(tmp_path: Path) -> None:
     (tmp_path / "typo.toml").write_text("[sjf-bcoo]\nkappa = 1\n")
     with pytest.raises(ValueError, match=r"no solver is named 'sjf-bcoo'"):
         solver_params(["sjf-bco"], [], load_config(tmp_path / "typo.toml"))
-
-
-def test_solve_takes_a_typed_params_object_a_mapping_keywords_or_a_path() -> None:
-    data = sjfbco.read_instance(EXAMPLE)
-    a = sjfbco.solve(data, "sjf-bco", params=SJFBCOParams(kappa=2))
-    b = sjfbco.solve(data, "sjf-bco", params={"kappa": "2"})
-    c = sjfbco.solve(data, "sjf-bco", kappa=2)
-    d = sjfbco.solve(EXAMPLE, "sjf-bco", params=SJFBCOParams(kappa=1), kappa=2)
-    assert a.params == b.params == c.params == d.params == SJFBCOParams(kappa=2)
-    assert a.schedule == b.schedule == c.schedule == d.schedule
-    assert a.makespan == sjfbco.evaluate(data, a.schedule).makespan
-
-
-@pytest.mark.parametrize("limit", [0, -1.0, float("nan"), float("inf")])
-def test_solve_refuses_a_time_limit_that_is_not_positive_and_finite(limit: float) -> None:
-    with pytest.raises(ValueError, match="time limit: must be a finite number of seconds > 0"):
-        sjfbco.solve(EXAMPLE, "sjf-bco", time_limit=limit)
