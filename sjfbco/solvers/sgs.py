@@ -241,72 +241,127 @@ def parallel_sgs(
     exactly those started here at ``t``; and the :class:`Simulator`'s state
     after several starts at one time does not depend on their order.
     """
-    n = data.num_jobs
     cl = data.cluster
-    sizes = [job.num_gpus for job in data.jobs]
-    arrival = [job.arrival for job in data.jobs]
     biggest = max(cl.gpus_per_server)
-    may_split = [sizes[j] > biggest or (split_ok is None or bool(split_ok[j])) for j in range(n)]
-    prio = [0] * n
-    for r, j in enumerate(order):
-        prio[j] = r
-    classes: dict[tuple[int, bool], list[int]] = {}
-    for j in range(n):
-        classes.setdefault((sizes[j], may_split[j]), [])
-    class_keys = sorted(classes)
-    queues = [classes[k] for k in class_keys]
-    future = sorted(range(n), key=lambda j: (arrival[j], prio[j]))
-    nxt = 0
-    sim = Simulator(data)
-    pool = IdlePool(cl)
-    n_split = sim.split_counts
+    waiting = WaitingJobs(data, order, split_ok, biggest)
+    sim, pool, starts = Simulator(data), IdlePool(cl), Starts(data.num_jobs)
     continuous = data.cost.time_model == "continuous"
-    gpus: list[tuple[int, ...]] = [()] * n
-    start = [0] * n
-    rank = [0] * n
-    started = 0
-    while started < n or sim.running:
-        now = sim.now
-        while nxt < n and arrival[future[nxt]] <= now + EPS:
-            j = future[nxt]
-            heapq.heappush(queues[class_keys.index((sizes[j], may_split[j]))], prio[j])
-            nxt += 1
-        blocked = [False] * len(queues)
-        while pool.total:
-            best_c, best_p = -1, n
-            for c, q in enumerate(queues):
-                if q and not blocked[c] and q[0] < best_p and class_keys[c][0] <= pool.total:
-                    best_c, best_p = c, q[0]
-            if best_c < 0:
-                break
-            g, splits = class_keys[best_c]
-            s = pool.best_fit(g) if g <= biggest else None
-            if s is not None:
-                chosen = pool.take(s, g)
-            elif splits:
-                chosen = [x for t, k in pool.fewest_servers(g, n_split) for x in pool.take(t, k)]
-            else:
-                blocked[best_c] = True
-                continue
-            heapq.heappop(queues[best_c])
-            j = order[best_p]
-            chosen.sort()
-            gpus[j] = tuple(chosen)
-            start[j] = int(now)
-            rank[j] = started
-            started += 1
-            sim.start(j, chosen)
-        until = arrival[future[nxt]] if nxt < n else None
-        finished = sim.advance(until=until)
-        if continuous and sim.now != math.ceil(sim.now - EPS):
-            boundary = math.ceil(sim.now - EPS)
-            while sim.now < boundary:
-                finished += sim.advance(until=boundary)
-        if not finished and until is None and not sim.running and started < n:
+    while starts.count < data.num_jobs or sim.running:
+        waiting.admit(sim.now)
+        start_fitting(waiting, pool, sim, starts, biggest)
+        until = waiting.next_arrival()
+        finished = advance_to_boundary(sim, until, continuous)
+        if not finished and until is None and not sim.running and starts.count < data.num_jobs:
             raise RuntimeError("parallel SGS stalled")  # pragma: no cover - impossible
         for f in finished:
             pool.release(sim.gpu_ids_of[f])
-    return candidate_from(data, sim, gpus, start, rank)
+    return candidate_from(data, sim, starts.gpus, starts.start, starts.rank)
+
+
+def advance_to_boundary(sim: Simulator, until: float | None, continuous: bool) -> list[int]:
+    """:meth:`Simulator.advance` to the next completion or ``until``; in continuous time
+    on to the slot boundary after it (where the next decision happens). The jobs that
+    ended."""
+    finished = sim.advance(until=until)
+    if continuous and sim.now != math.ceil(sim.now - EPS):
+        boundary = math.ceil(sim.now - EPS)
+        while sim.now < boundary:
+            finished += sim.advance(until=boundary)
+    return finished
+
+
+class WaitingJobs:
+    """The jobs of :func:`parallel_sgs` that have arrived and wait, one priority queue per
+    class (size, may split): jobs of one class are interchangeable for fitting, so only
+    each class's most urgent job is looked at."""
+
+    def __init__(
+        self,
+        data: ProblemData,
+        order: Sequence[int],
+        split_ok: Sequence[bool] | None,
+        biggest: int,
+    ):
+        n = data.num_jobs
+        self.order = order
+        self.sizes = [job.num_gpus for job in data.jobs]
+        self.arrival = [job.arrival for job in data.jobs]
+        self.may_split = [
+            self.sizes[j] > biggest or (split_ok is None or bool(split_ok[j])) for j in range(n)
+        ]
+        self.prio = [0] * n
+        for r, j in enumerate(order):
+            self.prio[j] = r
+        self.class_keys = sorted({(self.sizes[j], self.may_split[j]) for j in range(n)})
+        self.queues: list[list[int]] = [[] for _ in self.class_keys]
+        self.future = sorted(range(n), key=lambda j: (self.arrival[j], self.prio[j]))
+        self.nxt = 0
+
+    def admit(self, now: float) -> None:
+        """Queue the jobs that have arrived by ``now``."""
+        future, arrival = self.future, self.arrival
+        while self.nxt < len(future) and arrival[future[self.nxt]] <= now + EPS:
+            j = future[self.nxt]
+            c = self.class_keys.index((self.sizes[j], self.may_split[j]))
+            heapq.heappush(self.queues[c], self.prio[j])
+            self.nxt += 1
+
+    def next_arrival(self) -> float | None:
+        """Arrival of the next job not yet queued (``None``: every job has arrived)."""
+        return self.arrival[self.future[self.nxt]] if self.nxt < len(self.future) else None
+
+    def most_urgent(self, idle: int, blocked: Sequence[bool]) -> int:
+        """The class whose first job is the most urgent among those of at most ``idle``
+        GPUs and not ``blocked`` (-1: none)."""
+        best_c, best_p = -1, len(self.prio)
+        for c, q in enumerate(self.queues):
+            if q and not blocked[c] and q[0] < best_p and self.class_keys[c][0] <= idle:
+                best_c, best_p = c, q[0]
+        return best_c
+
+    def pop(self, c: int) -> int:
+        """Take class ``c``'s most urgent job."""
+        return self.order[heapq.heappop(self.queues[c])]
+
+
+class Starts:
+    """What :func:`parallel_sgs` decided: GPU sets, start slots, start ranks."""
+
+    def __init__(self, n: int):
+        self.gpus: list[tuple[int, ...]] = [()] * n
+        self.start = [0] * n
+        self.rank = [0] * n
+        self.count = 0
+
+
+def start_fitting(
+    waiting: WaitingJobs, pool: IdlePool, sim: Simulator, starts: Starts, biggest: int
+) -> None:
+    """Start now, most urgent first, every waiting job that fits: on the best-fitting single
+    server, else (if it may split) on the fewest servers; a class that fits neither way is
+    blocked until the next decision time."""
+    blocked = [False] * len(waiting.queues)
+    while pool.total:
+        c = waiting.most_urgent(pool.total, blocked)
+        if c < 0:
+            return
+        g, splits = waiting.class_keys[c]
+        s = pool.best_fit(g) if g <= biggest else None
+        if s is not None:
+            chosen = pool.take(s, g)
+        elif splits:
+            n_split = sim.split_counts
+            chosen = [x for t, k in pool.fewest_servers(g, n_split) for x in pool.take(t, k)]
+        else:
+            blocked[c] = True
+            continue
+        j = waiting.pop(c)
+        chosen.sort()
+        starts.gpus[j] = tuple(chosen)
+        starts.start[j] = int(sim.now)
+        starts.rank[j] = starts.count
+        starts.count += 1
+        sim.start(j, chosen)
 
 
 def alone_durations(data: ProblemData) -> np.ndarray:
@@ -499,54 +554,66 @@ def serial_sgs(
     a job starts at its planned slot or, if a GPU is still busy, as soon as
     it is free.
     """
-    n = data.num_jobs
-    cl = data.cluster
     if durations is None:
         durations = alone_durations(data)
-    whole = np.ceil(np.where(np.isfinite(durations), durations, 0) - EPS).astype(np.int64)
-    whole = np.maximum(whole, 1)
-    caps = np.asarray(cl.gpus_per_server)
-    biggest = int(caps.max())
-    prof = Profile(cl)
-    n_split = np.zeros(cl.num_servers, dtype=np.int64)
-    eligible: dict[int, np.ndarray] = {}
-    longest_split = durations.shape[1] - 1
-    plan: list[Plan] = [(0, 0.0, [])] * n
+    planner = SerialPlanner(data, durations)
+    plan: list[Plan] = [(0, 0.0, [])] * data.num_jobs
     for j in order:
-        job = data.jobs[j]
+        plan[j] = planner.place(j, split_ok is None or bool(split_ok[j]))
+    prio = [0] * data.num_jobs
+    for r, j in enumerate(order):
+        prio[j] = r
+    return hand_out(data, plan, prio)
+
+
+class SerialPlanner:
+    """The plan of :func:`serial_sgs`: a free-GPU profile per server over time, and each
+    job placed where it finishes earliest by its run times alone (whole slots)."""
+
+    def __init__(self, data: ProblemData, durations: np.ndarray):
+        cl = data.cluster
+        self.data = data
+        whole = np.ceil(np.where(np.isfinite(durations), durations, 0) - EPS).astype(np.int64)
+        self.whole = np.maximum(whole, 1)
+        self.caps = np.asarray(cl.gpus_per_server)
+        self.biggest = int(self.caps.max())
+        self.prof = Profile(cl)
+        self.n_split = np.zeros(cl.num_servers, dtype=np.int64)
+        self.eligible: dict[int, np.ndarray] = {}
+        self.longest_split = durations.shape[1] - 1
+
+    def place(self, j: int, split_ok: bool) -> Plan:
+        """Reserve job ``j``'s GPUs on the profile (the earliest end: one server, or split
+        if ``split_ok`` or it fits no server) and return its plan."""
+        job = self.data.jobs[j]
         g = job.num_gpus
+        whole = self.whole
         best: tuple[int, int, list[tuple[int, int]]] | None = None  # end, start, parts
-        if g <= biggest:
-            servers = eligible.get(g)
+        if g <= self.biggest:
+            servers = self.eligible.get(g)
             if servers is None:
-                servers = eligible[g] = np.flatnonzero(caps >= g)
+                servers = self.eligible[g] = np.flatnonzero(self.caps >= g)
             d1 = int(whole[j, 1])
-            t, s = prof.single(g, job.arrival, d1, servers)
+            t, s = self.prof.single(g, job.arrival, d1, servers)
             best = (t + d1, t, [(s, g)])
-        if g > biggest or (
-            (split_ok is None or split_ok[j]) and best is not None and best[1] > job.arrival
-        ):
-            k_max = min(g, longest_split)
+        if g > self.biggest or (split_ok and best is not None and best[1] > job.arrival):
+            k_max = min(g, self.longest_split)
             # the window must hold the split whatever its server count: in the paper's form
             # the widest split is the longest, but the extended form's per-node sharing can
             # make a narrower one longer (a plan reserving past its window over-books)
             dk = int(whole[j, 2 : k_max + 1].max()) if k_max >= 2 else int(whole[j, k_max])
-            t, parts = prof.split(g, job.arrival, dk, n_split)
+            t, parts = self.prof.split(g, job.arrival, dk, self.n_split)
             if len(parts) > 1:
                 end = t + int(whole[j, len(parts)])
                 if best is None or end < best[0]:
                     best = (end, t, parts)
         assert best is not None
         end, t, parts = best
-        prof.reserve(parts, t, end - t)
+        self.prof.reserve(parts, t, end - t)
         if len(parts) > 1:
             for s, _ in parts:
-                n_split[s] += 1
-        plan[j] = (t, end, parts)
-    prio = [0] * n
-    for r, j in enumerate(order):
-        prio[j] = r
-    return hand_out(data, plan, prio)
+                self.n_split[s] += 1
+        return (t, end, parts)
 
 
 #: A job's plan: planned start slot, planned end (slots; GPUs free from then on) and
