@@ -28,6 +28,7 @@ from sjfbco.calibration.fit import (
     compute_seconds,
     depends_on,
     fit_model,
+    fit_params,
     param_names,
     placement_classes,
     placement_folds,
@@ -151,6 +152,40 @@ def test_table_compute_recovers_what_affine_cannot(tmp_path: Path) -> None:
     for name in ("gradient_mb", "inter_intra_ratio", "overlap_exponent", "node_sharing"):
         assert rep.params[name] == pytest.approx(TRUE[name], rel=2e-3), name
     assert rep.heldout_scores.p90_rel_error < 1e-3
+
+
+def test_auto_compute_is_held_out_by_nested_folds(tmp_path: Path) -> None:
+    """Each fold's compute form is chosen on the other folds only (an oracle of loops)."""
+    path = synthetic_csv(tmp_path, "extended")
+    lines = path.read_text().splitlines()
+    rng = np.random.default_rng(5)  # 3% noise: the two forms fit about equally well
+    noisy = [lines[0]] + [
+        f"{p},{b},{float(t) * (1 + 0.03 * rng.standard_normal())!r}"
+        for p, b, t in (line.split(",") for line in lines[1:])
+    ]
+    path.write_text("\n".join(noisy) + "\n")
+    (rows,), _ = read_measurements(path)
+    rep = fit_model(rows, "extended", folds=4)
+    forms = ("affine", "table")
+    plain = {c: fit_model(rows, "extended", folds=4, compute=c) for c in forms}
+    fold = placement_folds(rows, 4)
+    for k in range(4):
+        inner = {}
+        for c in forms:
+            errors = []
+            for j in set(range(4)) - {k}:
+                train = rows.subset((fold != j) & (fold != k))
+                params = fit_params(train, "extended", plain[c].params, c)
+                test = fold == j
+                errors.append(np.abs(predict(params, rows.subset(test)) / rows.step[test] - 1))
+            inner[c] = float(np.median(np.concatenate(errors)))
+        pick = min(forms, key=lambda c: inner[c])
+        assert rep.compute_by_fold[k] == pick, k
+        assert (rep.heldout[fold == k] == plain[pick].heldout[fold == k]).all()
+    assert rep.to_json()["compute_by_fold"] == list(rep.compute_by_fold)
+    assert rep.compute_heldout == {c: plain[c].heldout_scores for c in forms}
+    # one form asked for: no choice, no nesting
+    assert plain["table"].compute_by_fold == ()
 
 
 def test_compute_split_adds_up_to_the_table() -> None:
@@ -638,9 +673,11 @@ def test_one_real_model(tmp_path: Path) -> None:
     (rows,), _ = read_measurements(pollux("bert"))
     rep = fit_model(rows, "extended")
     assert rep.compute == "table"  # auto: held-out median 2.34% against affine's 2.41%
+    # nested: the folds chose on their own training placements, two of five affine
+    assert rep.compute_by_fold == ("table", "table", "affine", "affine", "table")
     assert rep.heldout_scores.r2 == pytest.approx(0.943, abs=0.005)
-    assert rep.heldout_scores.median_rel_error == pytest.approx(0.0234, abs=0.002)
-    assert rep.heldout_scores.p90_rel_error == pytest.approx(0.062, abs=0.005)
+    assert rep.heldout_scores.median_rel_error == pytest.approx(0.0235, abs=0.002)
+    assert rep.heldout_scores.p90_rel_error == pytest.approx(0.061, abs=0.005)
     assert rep.params["two_server_sharing"] == pytest.approx(1.0, abs=1e-3)  # at its bound
 
 

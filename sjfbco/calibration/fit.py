@@ -63,6 +63,7 @@ numbers, so the fits are the same.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
@@ -312,7 +313,10 @@ class FitReport:
     ``predicted`` and ``heldout`` are per row of ``rows`` (seconds); ``heldout``
     row ``i`` comes from the fit without row ``i``'s placement. ``compute`` is
     the compute form kept; ``compute_heldout`` the held-out scores of every
-    compute form tried (one unless ``compute="auto"``). ``folds`` is the
+    compute form tried (one unless ``compute="auto"``); with ``auto``,
+    ``heldout`` comes from nested cross-validation and ``compute_by_fold``
+    says which form each fold chose on its own training placements
+    (:func:`fit_model`). ``folds`` is the
     number of folds used (fewer than asked when the model has fewer
     placements). ``identifiability``: per fitted constant, whether the data
     pin it down (:mod:`sjfbco.calibration.identify`; empty until assessed).
@@ -330,6 +334,7 @@ class FitReport:
     compute: str = "affine"
     compute_heldout: dict[str, Scores] = field(default_factory=dict)
     identifiability: tuple[Identifiability, ...] = ()
+    compute_by_fold: tuple[str, ...] = ()
 
     def heldout_by_class(self) -> list[ClassScores]:
         """Held-out errors per :func:`placement_classes` class."""
@@ -361,6 +366,7 @@ class FitReport:
             "compute_heldout": {
                 name: s.to_json("heldout_") for name, s in self.compute_heldout.items()
             },
+            "compute_by_fold": list(self.compute_by_fold),
             "identifiability": {i.name: i.to_json() for i in self.identifiability},
         }
 
@@ -640,7 +646,12 @@ def fit_model(
     """Fit one DL model, score it in sample and held out by placement.
 
     ``compute``: ``affine``, ``table`` or ``auto`` (both, keeping the lower
-    held-out median error; affine on a tie). ``folds`` becomes the number of
+    held-out median error; affine on a tie). With ``auto`` the held-out
+    figures are those of the choice itself: each fold chooses its form on its
+    training placements only (nested cross-validation, :func:`_nested`), so the
+    choice never sees the rows it is scored on; ``compute_heldout`` keeps each
+    form's plain held-out scores, which the choice on all placements compares.
+    ``folds`` becomes the number of
     placements when there are fewer (:func:`fold_count`; the report's
     ``folds`` says how many were used).
 
@@ -652,8 +663,58 @@ def fit_model(
     k = fold_count(rows, folds)
     with threadpool_limits(limits=1):
         reports = [_fit_model(rows, form, k, seed, c) for c in tried]
-    best = min(reports, key=lambda r: r.heldout_scores.median_rel_error)
+        best = min(reports, key=lambda r: r.heldout_scores.median_rel_error)
+        if len(tried) > 1:
+            best = _nested(best, reports, seed)
     return replace(best, compute_heldout={r.compute: r.heldout_scores for r in reports})
+
+
+def _nested(best: FitReport, reports: Sequence[FitReport], seed: int) -> FitReport:
+    """``best`` with held-out figures of the compute choice itself (nested cross-validation).
+
+    ``reports``: one per compute form, each held out over the same folds. Fold
+    ``k`` chooses its form on the other folds alone: each form is fitted
+    without folds ``j`` and ``k`` and scored on ``j``, for every ``j``
+    (one fit per pair of folds serves both of its folds), the lower median
+    error wins (the first form on a tie), and fold ``k`` is predicted as
+    that form's report predicts it, so no held-out row has a say in the
+    form that predicts it. Fits start from the form's values on all rows, as
+    the plain folds do. With 2 folds, or when a pair of folds leaves too few
+    rows to fit, every fold takes ``best``'s form.
+    """
+    rows, folds = best.rows, best.folds
+    fold = placement_folds(rows, folds, seed)
+    inner = {r.compute: np.full((folds, len(rows)), np.nan) for r in reports}
+    try:
+        for r in reports if folds > 2 else ():
+            for j, k in itertools.combinations(range(folds), 2):
+                pair = (fold == j) | (fold == k)
+                fitted = fit_params(rows.subset(~pair), r.form, r.params, r.compute)
+                inner[r.compute][k, pair] = inner[r.compute][j, pair] = predict(
+                    fitted, rows.subset(pair)
+                )
+    except InputError:
+        inner = {}
+    by_form = {r.compute: r for r in reports}
+    heldout = np.empty(len(rows))
+    chosen = []
+    for k in range(folds):
+        train = fold != k
+        pick = best.compute
+        if inner:
+            scores = {
+                c: float(np.median(np.abs(p[k, train] - rows.step[train]) / rows.step[train]))
+                for c, p in inner.items()
+            }
+            pick = min(scores, key=lambda c: scores[c])
+        chosen.append(pick)
+        heldout[fold == k] = by_form[pick].heldout[fold == k]
+    return replace(
+        best,
+        heldout=heldout,
+        heldout_scores=Scores.of(heldout, rows.step),
+        compute_by_fold=tuple(chosen),
+    )
 
 
 def _fit_model(rows: StepTimes, form: str, folds: int, seed: int, compute: str) -> FitReport:
