@@ -224,6 +224,37 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
     assert not any("sjfbco.commands" in m or m == "sjfbco.cli" for m in closure("sjfbco"))
 
 
+#: Floor 3 in its order (docs/design.md): a module imports only its own room or rooms
+#: before it in this list, at module level or deferred.
+FLOOR_3 = (
+    ("sjfbco.patterns", "sjfbco.mip"),
+    ("sjfbco.bounds",),
+    ("sjfbco.formulations",),
+    ("sjfbco.relaxations",),
+    ("sjfbco.solvers",),
+)
+
+
+def test_floor_3_points_down_its_own_order() -> None:
+    """patterns and mip, then bounds/, formulations/, relaxations/, solvers/: no room
+    imports one after it (bounds/ and formulations/ used to import each other)."""
+    rank = {room: k for k, rooms in enumerate(FLOOR_3) for room in rooms}
+
+    def rank_of(module: str) -> int | None:
+        return next((r for room, r in rank.items() if _within(module, room)), None)
+
+    graph = import_graph()
+    for importer, found in deferred_edges().items():
+        graph[importer] |= {m for m, _ in found}
+    upward = [
+        (a, b)
+        for a, targets in graph.items()
+        for b in targets
+        if (ra := rank_of(a)) is not None and (rb := rank_of(b)) is not None and rb > ra
+    ]
+    assert upward == []
+
+
 def test_the_graph_sees_a_planted_cycle() -> None:
     tree = ast.parse("from sjfbco.solvers import api\nif TYPE_CHECKING:\n    import sjfbco.cli\n")
     assert _module_level_imports(tree, "sjfbco.cost", False) == ["sjfbco.solvers.api"]
