@@ -110,6 +110,18 @@ class BestParams:
         the relaxation is tried; larger instances keep the LP bound.
     global_moves, server_moves
         Length of a round's global and server phases (candidates).
+    global_work
+        A round's global phase decodes at most this many jobs in all: its length is
+        ``global_moves`` or ``global_work // jobs`` (at least one), whichever is
+        smaller, so that on large instances the round reaches its server phase (a
+        decode costs a fraction of a second at 10,000 jobs; a server move costs the
+        same at any size). A count, not a time: the walk stays the same for every
+        limit.
+    server_limit
+        The server and CP-SAT phases run on instances of up to this many jobs;
+        above it a round is its global phase alone (``global_moves``): building
+        the server decomposition costs about six decodes, half a minute at
+        100,000 jobs on a loaded machine. A size, not a time, for the same reason.
     scheme
         Schemes the global search decodes with: ``serial``, ``parallel`` or
         ``both`` (alternating rounds).
@@ -148,6 +160,8 @@ class BestParams:
     bound_share: float = 0.15
     relaxation_limit: int = 2_000
     global_moves: int = 50
+    global_work: int = 100_000
+    server_limit: int = 50_000
     server_moves: int = 10_000
     scheme: Literal["serial", "parallel", "both"] = "both"
     whole_share: float = 0.4
@@ -163,6 +177,8 @@ class BestParams:
         check_count("iterations", self.iterations)
         check_choice("bound", self.bound, BoundKind)
         check_count("global_moves", self.global_moves)
+        check_count("global_work", self.global_work)
+        check_count("server_limit", self.server_limit)
         check_count("server_moves", self.server_moves)
         check_count("cp_jobs", self.cp_jobs)
         check_count("serial_limit", self.serial_limit)
@@ -430,7 +446,9 @@ def best_solve(
     best_genome, serial_ok, sources = built.genome, built.serial_ok, built.sources
     assert engine.best is not None and best_genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline
-    budget.reserve = built.decode_seconds
+    # (two when server phases follow: handing out their schedule costs about two)
+    local = data.num_jobs <= params.server_limit
+    budget.reserve = built.decode_seconds * (2 if local else 1)
     lap("portfolio")
 
     # 2. the LP bound and the bound chain, within their shares of the budget
@@ -478,10 +496,15 @@ def best_solve(
         budget.reserve = max(budget.reserve, 2 * (time.perf_counter() - tick))
         if cand is None:  # the incumbent's genome decodes invalid: search from its schedule
             cand = engine.best
-        engine.lahc(start, cand, moves=params.global_moves)
+        moves = params.global_moves
+        if local:
+            moves = min(moves, max(1, params.global_work // max(1, data.num_jobs)))
+        engine.lahc(start, cand, moves=moves)
         lap("global")
         if engine.done or budget.stopped_by is not None or budget.expired():
             break
+        if not local:  # rounds of global moves only
+            continue
         incumbent = engine.best
         # building the decomposition costs about six decodes (measured on 20,000 jobs):
         # not worth starting without room for it, a search and the hand-out after it; and

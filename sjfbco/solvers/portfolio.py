@@ -156,6 +156,7 @@ def list_rules(
             key = engine.score(cand)
             if out.key is None or key < out.key:
                 out.genome, out.key = g, key
+                engine.memo = (g, cand)
 
 
 def heuristics(
