@@ -41,6 +41,7 @@ COVERED = {
     "bench_elastic",
     "bench_evaluate",
     "bench_exact",
+    "bench_exact_limits",
     "bench_fuzz",
     "bench_online",
     "bench_paper_ratios",
@@ -215,6 +216,22 @@ def test_bench_exact_proves_the_four_job_optimum(monkeypatch: pytest.MonkeyPatch
     assert (row["jobs"], row["servers"], row["backend"]) == (4, 3, "cpsat")
     assert row["status"] == "optimal" and row["makespan"] == row["bound"] == 18
     assert row["closed"] <= row["bound"]  # the reported bound is at least the closed form
+
+
+def test_bench_exact_limits_checks_its_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick run: paper 20/3/0, proven by the closed-form bound (266, as the bench set
+    records for paper-s3-seed0-j20), within its limit and the cap: no target missed."""
+    out = run("bench_exact_limits", ["--quick"], monkeypatch)
+    (row,) = out["rows"]
+    assert (row["jobs"], row["servers"], row["seed"]) == (20, 3, 0)
+    assert row["status"] == "optimal" and row["makespan"] == row["bound"] == 266
+    assert out["missed"] == []
+    mod = bench("bench_exact_limits", monkeypatch)
+    late = {"jobs": 30, "servers": 3, "seed": 4, "status": "x", "wall_s": 36.0, "peak_mb": 4000}
+    assert mod.misses([late], 30.0) == [
+        "30/3/4: 36.0 s, above 30 + 5 s",
+        "30/3/4: 4000 MB, above 3072 MB",
+    ]
 
 
 def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch) -> None:
