@@ -45,7 +45,7 @@ def _add_fit_arguments(p: argparse.ArgumentParser) -> None:
         choices=("paper", "extended"),
         default="extended",
         help="cost model form to fit: paper (eq. 8) or extended (overlap, per-node and "
-        "two-server sharing; default)",
+        "two-server sharing, ring latency; default)",
     )
     p.add_argument(
         "--model",
