@@ -161,8 +161,6 @@ def repack(
         freed, a start is not a whole slot, the deadline came, or CP-SAT found no
         solution in its time.
     """
-    from ortools.sat.python import cp_model
-
     chosen = sorted(set(servers))
     if any(abs(b - round(b)) > EPS for b in base.began):
         return None
@@ -175,19 +173,7 @@ def repack(
     if modes is None:  # pragma: no cover - the jobs lay on these servers, so a mode fits
         return None
     blocks = _frozen_blocks(base, frozen, parts_of, chosen)
-    horizon = max([0, *(e for b in blocks.values() for _, e, _, _ in b)])
-    horizon = max(horizon, *(data.jobs[j].arrival for j in free))
-    horizon += sum(max(w for _, w in modes[j]) for j in free)
-    model = cp_model.CpModel()
-    packing = _Packing(model, {s: [] for s in chosen}, {s: [] for s in chosen})
-    for j in free:
-        packing.add_free(data, base, j, modes[j], parts_of[j], horizon)
-    for s in chosen:
-        packing.limit_server(s, data.cluster.gpus_per_server[s], blocks[s])
-    ends = [packing.end[j] for j in free]
-    last = model.new_int_var(0, horizon, "last")
-    model.add_max_equality(last, ends)
-    model.minimize((len(free) * horizon + 1) * last + sum(ends))
+    model, packing = _model(data, base, free, modes, parts_of, blocks)
     solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
     if solver is None:
         return None
@@ -197,6 +183,35 @@ def repack(
     for j in free:
         plan[j] = chosen_mode(solver, packing.choice[j], modes[j], packing.start[j])
     return hand_out(data, plan, list(base.rank))
+
+
+def _model(
+    data: ProblemData,
+    base: Candidate,
+    free: Sequence[int],
+    modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int]]],
+    parts_of: Sequence[Sequence[tuple[int, int]]],
+    blocks: dict[int, list[tuple[int, int, int, bool]]],
+) -> tuple[Any, _Packing]:
+    """The re-packing model: the freed jobs around the frozen ``blocks`` on the chosen
+    servers, the last end minimised first and the sum of ends second; the horizon leaves
+    room for every freed job after everything else."""
+    from ortools.sat.python import cp_model
+
+    horizon = max([0, *(e for b in blocks.values() for _, e, _, _ in b)])
+    horizon = max(horizon, *(data.jobs[j].arrival for j in free))
+    horizon += sum(max(w for _, w in modes[j]) for j in free)
+    model = cp_model.CpModel()
+    packing = _Packing(model, {s: [] for s in blocks}, {s: [] for s in blocks})
+    for j in free:
+        packing.add_free(data, base, j, modes[j], parts_of[j], horizon)
+    for s in blocks:
+        packing.limit_server(s, data.cluster.gpus_per_server[s], blocks[s])
+    ends = [packing.end[j] for j in free]
+    last = model.new_int_var(0, horizon, "last")
+    model.add_max_equality(last, ends)
+    model.minimize((len(free) * horizon + 1) * last + sum(ends))
+    return model, packing
 
 
 def server_parts(data: ProblemData, base: Candidate) -> list[list[tuple[int, int]]]:

@@ -71,10 +71,7 @@ def whole_pack(
         caller keeps the better), or ``None`` when the model is too large, the
         deadline came first, or CP-SAT found no solution in its time.
     """
-    from ortools.sat.python import cp_model
-
     cl = data.cluster
-    caps = cl.gpus_per_server
     if data.num_jobs == 0 or data.num_jobs * cl.num_servers > MAX_PAIRS:
         return None
     if deadline is not None and deadline - time.perf_counter() <= 0.05:
@@ -88,6 +85,28 @@ def whole_pack(
         math.ceil(base.makespan - EPS) + 1,
         *(job.arrival + min(w for _, w in modes[j]) for j, job in enumerate(data.jobs)),
     )
+    model, jobs = _model(data, base, modes, horizon)
+    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
+    if solver is None:
+        return None
+    plan: list[Plan] = [
+        chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
+    ]
+    return hand_out(data, plan, [float(p[0]) for p in plan])
+
+
+Modes = list[tuple[tuple[tuple[int, int], ...], int]]
+
+
+def _model(
+    data: ProblemData, base: Candidate, modes: list[Modes], horizon: int
+) -> tuple[Any, list[tuple[Any, Any, list[Any]]]]:
+    """The whole-instance model (module docstring) and each job's start, end and mode
+    literals: every server's capacity, its split runs one at a time, the makespan
+    minimised."""
+    from ortools.sat.python import cp_model
+
+    caps = data.cluster.gpus_per_server
     model = cp_model.CpModel()
     usage: list[list[tuple[Any, int]]] = [[] for _ in caps]
     splits: list[list[Any]] = [[] for _ in caps]
@@ -103,16 +122,7 @@ def whole_pack(
     makespan = model.new_int_var(0, horizon, "makespan")
     model.add_max_equality(makespan, [end for _, end, _ in jobs])
     model.minimize(makespan)
-    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
-    if solver is None:
-        return None
-    plan: list[Plan] = [
-        chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
-    ]
-    return hand_out(data, plan, [float(p[0]) for p in plan])
-
-
-Modes = list[tuple[tuple[tuple[int, int], ...], int]]
+    return model, jobs
 
 
 def _modes(data: ProblemData) -> list[Modes] | None:
