@@ -139,8 +139,10 @@ class BestParams:
         ends last and on other servers until there are this many (every job
         when the instance has no more).
     cp_effort
-        CP-SAT's deterministic time limit per re-packing (about seconds on this
-        machine; deterministic, so runs with ``iterations`` repeat exactly).
+        CP-SAT's deterministic time limit per re-packing (about seconds on an idle
+        machine, several on a loaded one; deterministic, so runs with
+        ``iterations`` repeat exactly, and the clock never steers the walk: under
+        a time limit the deadline cuts only the last re-packing).
     serial_limit
         The serial scheme is used only when jobs x servers is at most this
         (its decode costs about that many slot operations per job); above it,
@@ -168,7 +170,7 @@ class BestParams:
     whole_effort: float = 10.0
     cp_moves: int = 2
     cp_jobs: int = 40
-    cp_effort: float = 1.0
+    cp_effort: float = 0.25
     serial_limit: int = 250_000
     portfolio_limit: int = 5_000
     portfolio_share: float = 0.3
