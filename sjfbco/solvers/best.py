@@ -396,6 +396,188 @@ def _whole(
         return None
 
 
+class Laps:
+    """Seconds ``best`` spends in each phase."""
+
+    def __init__(self) -> None:
+        self.seconds = dict.fromkeys(PHASES, 0.0)
+        self.clock = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        """Charge the time since the last lap to phase ``name``."""
+        now = time.perf_counter()
+        self.seconds[name] += now - self.clock
+        self.clock = now
+
+
+#: The phases of ``best``, as ``stats["phase_seconds"]`` lists them.
+PHASES = ("portfolio", "bound", "global", "servers", "cp-sat", "whole")
+
+
+class Walk:
+    """The search rounds of ``best`` (step 4 of the module docstring): global moves, then
+    (up to ``server_limit`` jobs) the server search and CP-SAT re-packings, each phase a
+    number of candidates, so that the walk is the same for every time limit, which only
+    decides where it stops (monotone in the limit, ``docs/algorithms.md``).
+
+    Steps that no candidate count guards (a round's first decode, building the server
+    decomposition, handing out a CP-SAT or server schedule) cost a full evaluation each,
+    seconds on 20,000 jobs: the budget keeps the longest decode seen in reserve before
+    the deadline, and those steps never start once it has come.
+    """
+
+    def __init__(
+        self,
+        data: ProblemData,
+        params: BestParams,
+        engine: Engine,
+        start: Genome,
+        serial_ok: bool,
+        laps: Laps,
+    ):
+        self.data = data
+        self.params = params
+        self.engine = engine
+        self.budget = engine.budget
+        self.start = start
+        self.serial_ok = serial_ok
+        self.laps = laps
+        self.local = data.num_jobs <= params.server_limit
+        self.rounds = 0
+
+    def run(self) -> None:
+        """Rounds until the bound is met or the budget ends."""
+        engine, budget = self.engine, self.budget
+        while not engine.done and budget.stopped_by is None and not budget.expired():
+            self.rounds += 1
+            if not self.global_phase():
+                break
+            if not self.local:  # rounds of global moves only
+                continue
+            servers = self.server_phase()
+            if servers is None:
+                break
+            if not servers:
+                continue
+            self.cp_phase()
+
+    def global_phase(self) -> bool:
+        """Late-acceptance hill climbing from the incumbent's genome; whether to go on."""
+        engine, budget, params = self.engine, self.budget, self.params
+        start = engine.best_genome if engine.best_genome is not None else self.start
+        scheme = params.scheme if self.serial_ok else "parallel"
+        if scheme == "both":
+            scheme = ("serial", "parallel")[self.rounds % 2]
+        start = Genome(scheme, start.order, start.split)
+        tick = time.perf_counter()
+        cand = engine.decode(start)
+        # a hand-out after a phase (servers, CP-SAT) costs up to about two decodes
+        budget.reserve = max(budget.reserve, 2 * (time.perf_counter() - tick))
+        if cand is None:  # the incumbent's genome decodes invalid: search from its schedule
+            cand = engine.best
+        assert cand is not None
+        moves = params.global_moves
+        if self.local:
+            moves = min(moves, max(1, params.global_work // max(1, self.data.num_jobs)))
+        engine.lahc(start, cand, moves=moves)
+        self.laps.lap("global")
+        return not (engine.done or budget.stopped_by is not None or budget.expired())
+
+    def room(self) -> float:
+        """Seconds to the deadline less the reserve (``inf`` without a deadline)."""
+        deadline = self.budget.deadline
+        if deadline is None:
+            return math.inf
+        return deadline - self.budget.reserve - time.perf_counter()
+
+    def server_phase(self) -> bool | None:
+        """The server search from the incumbent: ``None`` when the run ends (no room left),
+        ``False`` when the instance has no server decomposition, else ``True``."""
+        engine, budget = self.engine, self.budget
+        # building the decomposition costs about six decodes (measured on 20,000 jobs):
+        # not worth starting without room for it, a search and the hand-out after it; and
+        # the walk ends there (skipping to the next phase would leave a longer run's walk)
+        if self.room() < 4 * budget.reserve:
+            budget.stopped_by = "time limit"
+            return None
+        assert engine.best is not None
+        try:
+            servers = ServerSearch(self.data, engine.best, engine.reference)
+        except ValueError:  # a split job starts between slots (continuous model)
+            return False
+        # ConfigurationError: the hand-out put a job above one slot per iteration
+        with contextlib.suppress(ConfigurationError):
+            if server_search(servers, engine.rng, budget.spend, self.params.server_moves):
+                cand = servers.schedule()
+                if engine.offer(cand, "search (servers)"):
+                    engine.best_genome = genome_of(cand, self.data, self.start.split)
+        self.laps.lap("servers")
+        return True
+
+    def cp_phase(self) -> None:
+        """``cp_moves`` CP-SAT re-packings of the incumbent."""
+        engine, budget = self.engine, self.budget
+        for _ in range(self.params.cp_moves):
+            if engine.done or budget.stopped_by is not None or not budget.spend():
+                break
+            assert engine.best is not None
+            left = budget.seconds_left()  # less one more evaluation: the model's set-up
+            left = None if left is None else left - budget.reserve
+            try:
+                found = cp_move(self.data, engine.best, engine.rng, self.params, left)
+            except ConfigurationError:  # the re-packing put a job above one slot per iteration
+                found = None
+            if found is not None and engine.offer(found, "search (cp-sat)"):
+                engine.best_genome = genome_of(found, self.data, self.start.split)
+        self.laps.lap("cp-sat")
+
+
+def whole_step(
+    data: ProblemData, params: BestParams, walk: Walk, time_limit: float | None, seed: int
+) -> None:
+    """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
+    the deadline has come. Without a time limit (deterministic) its schedule joins the
+    walk and the walk starts from it; under one it joins the answer only."""
+    engine, budget = walk.engine, walk.budget
+    deadline = budget.deadline
+    late = interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
+    if params.whole_share <= 0 or engine.done or late:
+        return
+    seconds = None if time_limit is None else params.whole_share * time_limit
+    found = _whole(data, engine, params, seconds, budget, seed)
+    if found is not None and time_limit is None and engine.offer(found, "cp-sat (whole)"):
+        walk.start = genome_of(found, data, walk.start.split)
+    elif found is not None and time_limit is not None:
+        engine.offer_outside(found, "cp-sat (whole)")
+
+
+class Reporter:
+    """Records each new answer of ``best`` (trajectory, log line, progress report)."""
+
+    def __init__(self, t0: float, time_limit: float | None):
+        self.traj = Trajectory(t0)
+        self.t0 = t0
+        self.time_limit = time_limit
+
+    def __call__(self, cand: Candidate, source: str) -> None:
+        self.traj.add(cand, source)
+        elapsed = time.perf_counter() - self.t0
+        log.info(
+            "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
+            cand.makespan,
+            cand.mean_jct,
+            source,
+            elapsed,
+        )
+        report(f"best: makespan {cand.makespan} ({source})", elapsed, self.time_limit, "s")
+
+    def improvements(self) -> list[dict[str, Any]]:
+        return [
+            {"seconds": t, "makespan": m, "mean_jct": round(jct, 3), "source": s}
+            for t, m, jct, s in self.traj.points
+        ]
+
+
 @register("best", BestParams, heuristic=False)
 def best_solve(
     data: ProblemData, params: BestParams, *, time_limit: float | None = None, seed: int = 0
@@ -405,37 +587,12 @@ def best_solve(
     if time_limit is None and params.iterations is None:
         time_limit = DEFAULT_TIME_LIMIT
     deadline = None if time_limit is None else t0 + time_limit
-    rng = random.Random(seed)
-    traj = Trajectory(t0)
-
-    def improved(cand: Candidate, source: str) -> None:
-        traj.add(cand, source)
-        elapsed = time.perf_counter() - t0
-        log.info(
-            "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
-            cand.makespan,
-            cand.mean_jct,
-            source,
-            elapsed,
-        )
-        report(f"best: makespan {cand.makespan} ({source})", elapsed, time_limit, "s")
-
+    reporter = Reporter(t0, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
     budget = Budget(deadline, params.iterations)
-    engine = Engine(data, rng, budget, bound, improved)
-
-    phase: dict[str, float] = {"portfolio": 0.0, "bound": 0.0, "global": 0.0, "servers": 0.0}
-    phase["cp-sat"] = 0.0
-    phase["whole"] = 0.0
-    clock = time.perf_counter()
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        phase[name] += now - clock
-        clock = now
-
+    engine = Engine(data, random.Random(seed), budget, bound, reporter)
+    laps = Laps()
     # 1. portfolio: the list rules, SJF-BCO and the others, within their share of the limit
     built = run_portfolio(
         data,
@@ -445,99 +602,20 @@ def best_solve(
         portfolio_limit=params.portfolio_limit,
         end=None if time_limit is None else t0 + params.portfolio_share * time_limit,
     )
-    best_genome, serial_ok, sources = built.genome, built.serial_ok, built.sources
-    assert engine.best is not None and best_genome is not None
+    assert engine.best is not None and built.genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline
     # (two when server phases follow: handing out their schedule costs about two)
-    local = data.num_jobs <= params.server_limit
-    budget.reserve = built.decode_seconds * (2 if local else 1)
-    lap("portfolio")
-
+    walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
+    budget.reserve = built.decode_seconds * (2 if walk.local else 1)
+    laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, time_limit, seed, bound, bounds)
-    lap("bound")
-
-    def share(fraction: float) -> float | None:
-        return None if time_limit is None else fraction * time_limit
-
-    def late() -> bool:
-        return interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
-
-    # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent;
-    # one worker, so that a longer share continues the same search (see _whole)
-    if params.whole_share > 0 and not engine.done and not late():
-        found = _whole(data, engine, params, share(params.whole_share), budget, seed)
-        if found is not None and time_limit is None and engine.offer(found, "cp-sat (whole)"):
-            best_genome = genome_of(found, data, best_genome.split)
-        elif found is not None and time_limit is not None:
-            engine.offer_outside(found, "cp-sat (whole)")
-    lap("whole")
-
-    # 4. search rounds, each phase a number of candidates: the walk is the same for every
-    # time limit, which only decides where it stops (monotone in the limit, docs/solvers.md)
-    def room() -> float:
-        """Seconds to the deadline less the reserve (``inf`` without a deadline)."""
-        return math.inf if deadline is None else deadline - budget.reserve - time.perf_counter()
-
-    split_now = best_genome.split
-    rounds = 0
-    # Steps that no candidate count guards (a round's first decode, building the server
-    # decomposition, handing out a CP-SAT or server schedule) cost a full evaluation each,
-    # seconds on 20,000 jobs: the budget keeps the longest decode seen in reserve before the
-    # deadline, and those steps never start once it has come.
-    while not engine.done and budget.stopped_by is None and not budget.expired():
-        rounds += 1
-        start = engine.best_genome if engine.best_genome is not None else best_genome
-        scheme = params.scheme if serial_ok else "parallel"
-        if scheme == "both":
-            scheme = ("serial", "parallel")[rounds % 2]
-        start = Genome(scheme, start.order, start.split)
-        tick = time.perf_counter()
-        cand = engine.decode(start)
-        # a hand-out after a phase (servers, CP-SAT) costs up to about two decodes
-        budget.reserve = max(budget.reserve, 2 * (time.perf_counter() - tick))
-        if cand is None:  # the incumbent's genome decodes invalid: search from its schedule
-            cand = engine.best
-        moves = params.global_moves
-        if local:
-            moves = min(moves, max(1, params.global_work // max(1, data.num_jobs)))
-        engine.lahc(start, cand, moves=moves)
-        lap("global")
-        if engine.done or budget.stopped_by is not None or budget.expired():
-            break
-        if not local:  # rounds of global moves only
-            continue
-        incumbent = engine.best
-        # building the decomposition costs about six decodes (measured on 20,000 jobs):
-        # not worth starting without room for it, a search and the hand-out after it; and
-        # the walk ends there (skipping to the next phase would leave a longer run's walk)
-        if room() < 4 * budget.reserve:
-            budget.stopped_by = "time limit"
-            break
-        try:
-            servers = ServerSearch(data, incumbent, engine.reference)
-        except ValueError:  # a split job starts between slots (continuous model)
-            continue
-        # ConfigurationError: the hand-out put a job above one slot per iteration
-        with contextlib.suppress(ConfigurationError):
-            if server_search(servers, rng, budget.spend, params.server_moves):
-                cand = servers.schedule()
-                if engine.offer(cand, "search (servers)"):
-                    engine.best_genome = genome_of(cand, data, split_now)
-        lap("servers")
-        for _ in range(params.cp_moves):
-            if engine.done or budget.stopped_by is not None or not budget.spend():
-                break
-            assert engine.best is not None
-            left = budget.seconds_left()  # less one more evaluation: the model's set-up
-            left = None if left is None else left - budget.reserve
-            try:
-                found = cp_move(data, engine.best, rng, params, left)
-            except ConfigurationError:  # the re-packing put a job above one slot per iteration
-                found = None
-            if found is not None and engine.offer(found, "search (cp-sat)"):
-                engine.best_genome = genome_of(found, data, split_now)
-        lap("cp-sat")
+    laps.lap("bound")
+    # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
+    whole_step(data, params, walk, time_limit, seed)
+    laps.lap("whole")
+    # 4. search rounds
+    walk.run()
     if budget.stopped_by is None and budget.expired():  # expired() notes an interruption
         budget.stopped_by = "time limit"
     best = engine.answer
@@ -545,17 +623,14 @@ def best_solve(
     stats: dict[str, Any] = {
         "bounds": bounds,
         "relaxation": relaxation,
-        "portfolio": sources,
+        "portfolio": built.sources,
         "portfolio_skipped": built.skipped,
-        "trajectory": [(t, m) for t, m, _, _ in traj.points],
-        "improvements": [
-            {"seconds": t, "makespan": m, "mean_jct": round(jct, 3), "source": s}
-            for t, m, jct, s in traj.points
-        ],
+        "trajectory": [(t, m) for t, m, _, _ in reporter.traj.points],
+        "improvements": reporter.improvements(),
         "iterations": budget.used,
         "evaluated": engine.evaluated,
-        "rounds": rounds,
-        "phase_seconds": {k: round(v, 3) for k, v in phase.items()},
+        "rounds": walk.rounds,
+        "phase_seconds": {k: round(v, 3) for k, v in laps.seconds.items()},
         "stopped_by": "bound" if engine.done else budget.stopped_by,
         "seed": seed,
         "time_limit": time_limit,
