@@ -5,7 +5,11 @@ evaluation (best of several repeats) and events per second; ``--quick`` times
 only the paper-sized case, 3 repeats; ``--scale`` times 1,000, 10,000 and 100,000
 jobs (8 per server; about a minute) and prints the growth exponent between sizes
 (1.0 is linear; CPU time, so other processes on the machine matter less).
-``main`` returns the rows it printed.
+``--copies`` times the 10,000-job case against ten disjoint copies of it (the
+same jobs on ten times the servers: exactly ten times the work, event for
+event), so that the exponent it prints measures only how the cost of one
+operation grows with the size of the state (caches, heap depth), not the
+work. ``main`` returns the rows it printed.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import heapq
 import math
 import random
 import time
+from dataclasses import replace
 from typing import Any
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate
+from sjfbco.schedule import check_schedule
 
 SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
 MODELS = [
@@ -108,13 +114,52 @@ def scale(sizes: list[int], repeats: int = 2) -> dict[str, Any]:
     return {"scale": rows}
 
 
+def copies(n_jobs: int = 10_000, k: int = 10, repeats: int = 3) -> dict[str, Any]:
+    """CPU seconds per evaluation of the ``n_jobs`` case and of ``k`` disjoint copies of
+    it, and the exponent between them (1.0: the cost of an operation does not grow)."""
+    data, sched = make_case(n_jobs, max(1, n_jobs // 8), seed=0)
+    cl = data.cluster
+    big = ProblemData(
+        Cluster(tuple(cl.gpus_per_server) * k),
+        tuple(replace(job, id=f"{job.id}c{c}") for c in range(k) for job in data.jobs),
+        data.cost,
+    )
+    gpus = [
+        [(s + c * cl.num_servers, i) for s, i in (cl.gpu_pair(g) for g in gs)]
+        for c in range(k)
+        for gs in check_schedule(data, sched)
+    ]
+    big_sched = Schedule.build(gpus)
+    rows = []
+    for d, sc in ((data, sched), (big, big_sched)):
+        evaluate(d, sc)  # warm the rate cache
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.process_time()
+            ev = evaluate(d, sc)
+            best = min(best, time.process_time() - t0)
+        rows.append({"jobs": d.num_jobs, "cpu_ms": best * 1e3, "makespan": ev.makespan})
+    exponent = math.log(rows[1]["cpu_ms"] / rows[0]["cpu_ms"]) / math.log(k)
+    print(
+        f"{n_jobs:,} jobs: {rows[0]['cpu_ms']:.1f} ms CPU; {k} copies: {rows[1]['cpu_ms']:.1f} ms "
+        f"(x{rows[1]['cpu_ms'] / rows[0]['cpu_ms']:.2f} for x{k} the work, exponent "
+        f"{exponent:.2f}); makespans {rows[0]['makespan']} and {rows[1]['makespan']}"
+    )
+    return {"copies": rows, "exponent": exponent}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the paper-sized case only, 3 repeats")
     ap.add_argument(
         "--scale", action="store_true", help="1k, 10k and 100k jobs, with the growth exponent"
     )
+    ap.add_argument(
+        "--copies", action="store_true", help="10,000 jobs against ten disjoint copies of them"
+    )
     args = ap.parse_args(argv)
+    if args.copies:
+        return copies()
     if args.scale:
         return scale([1_000, 10_000, 100_000])
     if args.quick:

@@ -97,6 +97,17 @@ def test_bench_evaluate_agrees_with_the_slot_by_slot_oracle(
     assert row["ms_per_evaluation"] > 0
 
 
+def test_bench_evaluate_copies_are_the_same_schedule_k_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Disjoint copies of a case end when the case does: the same work, k times over."""
+    mod = bench("bench_evaluate", monkeypatch)
+    out = mod.copies(n_jobs=400, k=3, repeats=1)
+    small, big = out["copies"]
+    assert (small["jobs"], big["jobs"]) == (400, 1200)
+    assert big["makespan"] == small["makespan"]
+
+
 def test_bench_scale_accounts_for_every_construction(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every construction of the portfolio either ran or was skipped with a reason, and
     ``best``'s makespan is no worse than any schedule its portfolio built."""
