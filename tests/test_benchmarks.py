@@ -38,6 +38,7 @@ S20_SEED0 = {"sjf-bco": 397, "ls": 572, "ff": 593}
 COVERED = {
     "bench_batch",
     "bench_best",
+    "bench_bound160",
     "bench_elastic",
     "bench_evaluate",
     "bench_exact",
@@ -255,6 +256,18 @@ def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch)
         assert r["optimal"] == (r["best"] == r["bound"])
     assert rows[-1]["sjf_bco"] == S20_SEED0["sjf-bco"]
     assert rows[-1]["bound"] == 255  # the packing bound of paper-s20-seed0 (README)
+
+
+def test_bench_bound160_bounds_are_valid_and_no_weaker(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The grouped bound on ``generate paper --servers 20 --seed 100``: at least the
+    closed-form bound, never above ``best``'s makespan, and the gaps are what they say."""
+    (row,) = run("bench_bound160", ["--quick"], monkeypatch)["rows"]
+    assert row["instance"] == "paper-s20-seed100"
+    assert row["closed"] <= row["grouped_alone"] <= row["makespan"]
+    assert row["old"] <= row["grouped"] <= row["makespan"]
+    assert row["reported"] >= row["old"]
+    assert row["gap_old"] == pytest.approx(row["makespan"] / row["old"])
+    assert row["gap_new"] == pytest.approx(row["makespan"] / row["grouped"])
 
 
 @pytest.mark.skipif(not PHILLY.is_file(), reason="the Philly trace (docs/data.md) is absent")

@@ -318,7 +318,13 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
             calls.append(self.horizon)
             return super().decide(**kw)
 
-    chain = bound_chain(contention_free=Counted)
+    full = bound_chain(contention_free=Counted)
+    # the grouped configuration bound, first, proves 20 alone (an LP, nothing after it)
+    assert relaxation_bound(data, 20, 120, BestParams(), 0, phases=full) == (
+        20.0,
+        "grouped configuration bound: infeasible",
+    )
+    chain = [phase for phase in full if phase.key != "grouped"]
     assert relaxation_bound(data, 20, 120, BestParams(), 0, phases=chain) == (
         20.0,
         "pooled form: infeasible",
@@ -332,7 +338,10 @@ def test_the_relaxation_is_skipped_where_it_cannot_help_or_would_break_determini
     data = read_instance(INSTANCES / "bench" / "x8-s3-seed2.json")
     assert solve(data, "best", iterations=30, seed=1).stats["relaxation"] == "not tried"
     few = solve(data, "best", time_limit=2, relaxation_limit=10)
-    assert few.stats["relaxation"].endswith("placement modes, above relaxation_limit")
+    # the pattern-listing relaxations are skipped; the grouped LP runs in their place
+    assert few.stats["relaxation"].startswith(
+        "63 placement modes, above relaxation_limit: grouped configuration bound only"
+    )
     assert few.lower_bound == 15
     cont = read_instance(INSTANCES / "bench" / "paper-s3-seed3-j20.json")
     cont = ProblemData(cont.cluster, cont.jobs, replace(cont.cost, time_model="continuous"))

@@ -64,6 +64,7 @@ from sjfbco.solvers.exact.params import Shares
 from sjfbco.solvers.exact.phases import (
     NO_TIME,
     ConfigurationPhase,
+    GroupedPhase,
     Phase,
     PooledPhase,
     RelaxationPhase,
@@ -267,21 +268,28 @@ def lower_bounds(
 
 #: ``best``'s shares of the seconds its bound chain gets (:class:`LeftBudget`: shares of
 #: what is left): the configuration bound and the pooled form up to half each, the
-#: relaxation with its cuts all the rest; no model after them, so no reserve.
-BEST_SHARES = Shares(configuration=0.5, pooled=0.5, relaxation=1.0, model_reserve=0.0)
+#: relaxation with its cuts all the rest (the grouped configuration bound, an LP, first,
+#: up to a quarter); no model after them, so no reserve.
+BEST_SHARES = Shares(grouped=0.25, configuration=0.5, pooled=0.5, relaxation=1.0, model_reserve=0.0)
 #: What the bound chain calls each phase in its ``stats["relaxation"]`` line.
-_CHAIN_NAMES = {"configuration": "configuration bound", "pooled": "pooled form"}
+_CHAIN_NAMES = {
+    "grouped": "grouped configuration bound",
+    "configuration": "configuration bound",
+    "pooled": "pooled form",
+}
 
 
 def bound_chain(
     contention_free: Callable[..., ContentionFree] = ContentionFree,
 ) -> list[Phase]:
-    """``best``'s bound phases: the configuration bound (HiGHS, time-free, contention per
+    """``best``'s bound phases: the grouped configuration bound (an LP, any size), the
+    configuration bound (HiGHS, time-free, contention per
     server and slot; a fraction of a second), the pooled time-indexed form (HiGHS,
     identical servers pooled, never decided by CP-SAT here; usually a second), then the
     contention-free relaxation with its cuts (CP-SAT, one worker), the phases of
     ``exact`` with :data:`BEST_SHARES`."""
     return [
+        GroupedPhase(BEST_SHARES),
         ConfigurationPhase(BEST_SHARES),
         PooledPhase(BEST_SHARES, perfect=False),
         RelaxationPhase(BEST_SHARES, model=contention_free),
@@ -311,13 +319,19 @@ def relaxation_bound(
         return None, "continuous time"
     if seconds < 0.05:
         return None, "no time left"
+    why = ""
     try:
-        patterns = Patterns(data)
+        patterns: Patterns | None = Patterns(data)
     except ValueError:  # too many servers or patterns for the enumeration
-        return None, "too many placement patterns"
-    modes = sum(len(p) for p in patterns.by_job)
-    if modes > params.relaxation_limit:
-        return None, f"{modes} placement modes, above relaxation_limit"
+        patterns, why = None, "too many placement patterns"
+    if patterns is not None:
+        modes = sum(len(p) for p in patterns.by_job)
+        if modes > params.relaxation_limit:
+            patterns, why = None, f"{modes} placement modes, above relaxation_limit"
+    if patterns is None:  # only the grouped LP, which never lists patterns
+        if phases is not None:
+            return None, why
+        phases = [GroupedPhase(BEST_SHARES)]
     run = Run(data, None, incumbent, 0, threads=1, seed=seed, patterns=patterns)
     run.take_plans, run.label = False, ""  # best keeps its own incumbent, reports its own
     done = run_phases(run, LeftBudget(seconds), bound_chain() if phases is None else phases)
@@ -325,6 +339,8 @@ def relaxation_bound(
     if not done:  # pragma: no cover - the first phase always runs
         return found, "no time left"
     phase, res = done[-1]
+    if why:  # the chain was the grouped LP alone
+        return found, f"{why}: grouped configuration bound only, {res.status}"
     if res.status == NO_TIME:
         return found, "no time left"
     if run.proven and phase.key in _CHAIN_NAMES:

@@ -53,8 +53,10 @@ class Shares:
     #: the pooled form decided by CP-SAT, in its place, when the horizon leaves no
     #: GPU-slot idle (a perfect packing, docs/exact.md)
     perfect: float = 0.4
-    #: the configuration bound, the first bound phase
+    #: the configuration bound, the first bound phase but one
     configuration: float = 0.05
+    #: the grouped configuration bound (an LP of any size), the first bound phase
+    grouped: float = 0.05
     #: the plan search (the relaxation's plans below the incumbent, evaluated)
     plan_search: float = 0.1
     #: what the bound phases leave to the model

@@ -17,7 +17,7 @@ import logging
 import pickle
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sjfbco import interrupt
 from sjfbco.cost import ConfigurationError
@@ -26,6 +26,7 @@ from sjfbco.evaluate import evaluate
 from sjfbco.patterns import Patterns, Plan, gpu_slack, plan_to_schedule
 from sjfbco.relaxations.configuration import Configuration
 from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.relaxations.grouped import GroupedConfiguration
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, too_many_variables
 from sjfbco.solvers.exact.params import Shares
 from sjfbco.solvers.spare import Spare
@@ -157,6 +158,8 @@ class ConfigurationPhase:
     shares: Shares
     model: Callable[..., Configuration] = Configuration
     key: str = "configuration"
+    #: what it is called in the progress reports and in ``bound_from``
+    name: ClassVar[str] = "configuration bound"
 
     @property
     def share(self) -> float:
@@ -165,20 +168,45 @@ class ConfigurationPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
+    def solve(self, run: Run, limit: float | None) -> TimeIndexedBound:
+        model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
+        return model.bound(time_limit=limit, threads=1)
+
     def run(self, run: Run, budget: Budget) -> PhaseResult:
         limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
-        run.report("configuration bound")
-        model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
-        res = model.bound(time_limit=limit, threads=1)
+        run.report(self.name)
+        res = self.solve(run, limit)
         return PhaseResult(
             _bound_figures(res),
             res.bound,
-            "configuration bound",
+            self.name,
             status=res.status,
             infeasible=res.infeasible,
         )
+
+
+@dataclass
+class GroupedPhase(ConfigurationPhase):
+    """The grouped configuration bound one below the incumbent, searched up from the run's
+    bound (LPs on HiGHS, built for instances of any size: one mode per group of identical
+    servers and one split mode per job; ``docs/exact.md``, "The grouped configuration
+    bound"). Its configurations are counted before they are listed; one that does not fit
+    says ``not built: ...`` in its ``status``."""
+
+    model: Callable[..., Any] = GroupedConfiguration
+    key: str = "grouped"
+    name: ClassVar[str] = "grouped configuration bound"
+
+    @property
+    def share(self) -> float:
+        return self.shares.grouped
+
+    def solve(self, run: Run, limit: float | None) -> TimeIndexedBound:
+        model = self.model(run.data, int(run.makespan) - 1, start=int(run.bound))
+        res: TimeIndexedBound = model.bound(time_limit=limit)
+        return res
 
 
 @dataclass
@@ -484,7 +512,7 @@ def bound_phases(
     relaxation with the model given (tests give models that answer what they need)."""
     if not p.relaxation:
         return [AimSparePhase(shares)]
-    phases: list[Phase] = []
+    phases: list[Phase] = [GroupedPhase(shares)]
     if p.configuration:
         phases.append(ConfigurationPhase(shares, configuration))
     if p.pooled:
