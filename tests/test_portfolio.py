@@ -98,7 +98,8 @@ def test_sjf_bco_stops_between_its_passes_with_the_best_so_far() -> None:
     assert cut and len(passes) == 1 and passes[0][0].feasible
     res = search(prep.runner, prep.order, rules, prep.horizon, deadline=0.0, limit_free=True)
     assert res.timed_out and res.label == rules[0][0]
-    alone = search(prep.runner, prep.order, rules[:1], prep.horizon, limit_free=True)
+    # the theta search then stops at its first feasible trial, as without passes
+    alone = search(prep.runner, prep.order, rules[:1], prep.horizon, deadline=0.0)
     assert res.trial == alone.trial and res.theta == alone.theta
     full = search(prep.runner, prep.order, rules, prep.horizon, limit_free=True)
     assert not full.timed_out and full.trial.makespan <= res.trial.makespan

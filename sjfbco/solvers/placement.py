@@ -414,15 +414,14 @@ def search(
     limit that leaves enough GPUs qualifying, so the trial at ``theta`` is that
     pass when every job's choice fits under ``theta`` and infeasible otherwise.
     The result is the same as running every trial (a property test checks it).
-    There the ``deadline`` stops the passes (the rules not yet run are left out
-    of the search).
+    There the ``deadline`` also stops the passes (the rules not yet run are left
+    out of the search).
     """
     passes: list[tuple[Trial, np.ndarray]] | None = None
     cut = timed_out = False
     if limit_free and runner.mode == "offline":
         passes, cut = unlimited_passes(runner, order, rules, deadline)
         rules = rules[: len(passes)]
-        deadline = None  # the trials derived from the passes cost no placement
     inc = runner.increments
     left, right = 1, horizon
     best, best_theta, best_label, steps, trials = INFEASIBLE, horizon, None, 0, 0
