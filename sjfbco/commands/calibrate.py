@@ -8,7 +8,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.common import warn
 from sjfbco.errors import InputError
+from sjfbco.files import json_line
+from sjfbco.tables import format_table
+from sjfbco.workloads.paper import write_preset
 
 if TYPE_CHECKING:
     import argparse
@@ -153,7 +157,6 @@ def _score_row(r: FitReport | ContentionReport) -> dict[str, Any]:
 
 def _class_table(reports: list[FitReport]) -> str:
     """Held-out median / 90th percentile per placement class, one row per model."""
-    from sjfbco.tables import format_table
 
     rows: list[dict[str, Any]] = []
     names: list[str] = []
@@ -173,7 +176,6 @@ _STATUS = {"identified": "ok", "at_bound": "bound", "unidentified": "?"}
 def _identifiability_table(reports: list[FitReport]) -> str:
     """Per model and constant: status and interval; table compute entries counted."""
     from sjfbco.calibration.fit import TABLE_PREFIX, compute_names
-    from sjfbco.tables import format_table
 
     rows: list[dict[str, Any]] = []
     names: list[str] = []
@@ -282,7 +284,6 @@ def _write_preset(
     """The joint fit of every model, its shared constants' identifiability, written to -o."""
     from sjfbco.calibration.identify import identify_preset
     from sjfbco.calibration.preset import fit_preset
-    from sjfbco.workloads.paper import write_preset
 
     linear = next((c for c in cont if c.degradation == "linear"), None)
     fitted = fit_preset(reports, name=args.name, contention=linear)
@@ -309,7 +310,6 @@ def _print_fits(
 ) -> None:
     """The scores table, then per step-time model its classes, constants and
     identifiability, then the contention fits' constants."""
-    from sjfbco.tables import format_table
 
     rows = [_score_row(r) for r in reports] + [_score_row(c) for c in cont]
     cols = ["model", "form", "rows", "r2", "median", "p90", "max"]
@@ -339,7 +339,6 @@ def _print_fits(
 
 def _params_table(reports: list[FitReport]) -> str:
     """Fitted constants per model, in 4 significant digits (:data:`_PARAM_COLUMNS`)."""
-    from sjfbco.tables import format_table
 
     params = [
         {
@@ -357,7 +356,6 @@ def _print_preset(
     args: argparse.Namespace, fitted: PresetFit, shared: list[Identifiability]
 ) -> None:
     """Where the preset went, its in-sample fit per model and its shared constants."""
-    from sjfbco.tables import format_table
 
     print()
     print(
@@ -422,8 +420,6 @@ def _testbed_files(paths: list[str]) -> tuple[list[str], list[str]] | None:
 def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) -> int:
     """Fit links (sized step times) and contention (slowdowns); print; write one preset."""
     from sjfbco.calibration.slowdown import pinning_hint
-    from sjfbco.commands.common import warn
-    from sjfbco.files import json_line
 
     docs, constants = _fit_testbed(args, sized, slow)
     for name, c in constants.items():
@@ -448,7 +444,6 @@ def _fit_testbed(
     """The testbed fits' ``--json`` documents and their constants; the preset written to -o."""
     from sjfbco.calibration.cluster import fit_testbed, read_sized
     from sjfbco.calibration.slowdown import fit_slowdowns, read_slowdowns
-    from sjfbco.workloads.paper import write_preset
 
     steps = [read_sized(p) for p in sized]
     slowdowns = [read_slowdowns(p) for p in slow]  # every file read before any fit
@@ -476,7 +471,6 @@ def _fit_testbed(
 
 def _print_testbed(docs: list[dict[str, Any]]) -> None:
     """One row per fit, then each sized fit's held-out errors by placement class."""
-    from sjfbco.tables import format_table
 
     rows = [
         {
