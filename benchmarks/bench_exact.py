@@ -1,7 +1,7 @@
 """How far the exact backends go: proofs, bounds, wall time against the limit, peak memory.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_exact.py [--sizes 10 14 20 30] [--servers 4]
-[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--paper] [--quick]``, or
+[--time-limit 60] [--backends cpsat highs cbc] [--seeds 0] [--paper | --long] [--quick]``, or
 ``--instances 14/4/0 20/3/3 ...`` (``jobs/servers/seed``: the instances of the before/after
 table in docs/exact.md).
 
@@ -57,20 +57,42 @@ def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
     return ProblemData(cluster, tuple(jobs), CostParams(), name=f"n{n_jobs}-s{n_servers}")
 
 
-def instance(n: int, servers: int, seed: int, paper: bool) -> ProblemData:
-    """The benchmark's scaled-down instance, or ``sjfbco generate paper``'s (``paper``)."""
-    if paper:
+def make_long_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
+    """Issue 31's random family: sizes 1/2/4/8 (an 8 must split on 4-GPU servers),
+    400 to 1,800 iterations (tens of slots alone), models from the shared table."""
+    rng = random.Random(seed * 1000 + n_jobs * 10 + n_servers + 7)
+    jobs = []
+    for k in range(n_jobs):
+        model = rng.choice(MODELS)
+        jobs.append(
+            Job(
+                id=f"{model.name}-{k}",
+                num_gpus=rng.choice([1, 2, 4, 8]),
+                iterations=rng.randint(400, 1800),
+                **model.job_fields(),
+            )
+        )
+    cluster = Cluster((4,) * n_servers)
+    return ProblemData(cluster, tuple(jobs), CostParams(), name=f"long-n{n_jobs}-s{n_servers}")
+
+
+def instance(n: int, servers: int, seed: int, kind: str) -> ProblemData:
+    """The benchmark's scaled-down instance (``scaled``), issue 31's family (``long``) or
+    ``sjfbco generate paper``'s (``paper``)."""
+    if kind == "paper":
         from sjfbco.workloads.paper import paper_instance
 
         return paper_instance(servers, seed, n)
+    if kind == "long":
+        return make_long_instance(n, servers, seed)
     return make_instance(n, servers, seed)
 
 
 def one(
-    n: int, servers: int, seed: int, backend: str, limit: float, paper: bool = False
+    n: int, servers: int, seed: int, backend: str, limit: float, kind: str = "scaled"
 ) -> dict[str, Any]:
     """One exact run in this process; its figures (peak memory of this process)."""
-    data = instance(n, servers, seed, paper)
+    data = instance(n, servers, seed, kind)
     t0 = time.perf_counter()
     try:
         res = solve(data, "exact", backend=backend, time_limit=limit)
@@ -111,7 +133,7 @@ def run(
     limit: float,
     backends: list[str],
     seeds: list[int],
-    paper: bool = False,
+    kind: str = "scaled",
     instances: list[tuple[int, int, int]] | None = None,
 ):
     load = os.getloadavg()
@@ -123,7 +145,7 @@ def run(
     for n, servers, seed in instances:
         for backend in backends:
             cmd = [sys.executable, __file__, "--one", str(n), str(servers), str(seed)]
-            cmd += [backend, str(limit), "paper" if paper else "scaled"]
+            cmd += [backend, str(limit), kind]
             proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
             lines = proc.stdout.strip().splitlines()
             got = (
@@ -141,8 +163,8 @@ def run(
     cols = ["jobs", "servers", "seed", "backend", "status", "wall_s", "over_s", "peak_mb"]
     cols += ["vars", "H", "makespan", "bound", "relax", "closed", "from", "note", "load"]
     print("\n" + format_table(rows, cols))
-    kind = "paper's workload" if paper else "4 GPUs each"
-    print(f"\nLargest instance proven optimal within {limit:g} s ({kind}):")
+    shape = "paper's workload" if kind == "paper" else "4 GPUs each"
+    print(f"\nLargest instance proven optimal within {limit:g} s ({shape}):")
     for b in backends:
         print(f"  {b:6s} {largest.get(b, 0)} jobs")
     over = [r for r in rows if isinstance(r.get("over_s"), float)]
@@ -177,6 +199,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="instances of `sjfbco generate paper --jobs N --servers S --seed K` instead",
     )
     ap.add_argument(
+        "--long",
+        action="store_true",
+        help="issue 31's family: sizes 1/2/4/8 on 4-GPU servers, 400 to 1,800 iterations",
+    )
+    ap.add_argument(
         "--one",
         nargs=6,
         metavar=("N", "S", "SEED", "BACKEND", "LIMIT", "KIND"),
@@ -185,7 +212,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     if args.one:
         n, s, seed, backend, limit, kind = args.one
-        row = one(int(n), int(s), int(seed), backend, float(limit), kind == "paper")
+        row = one(int(n), int(s), int(seed), backend, float(limit), kind)
         print(json.dumps(row))
         return {"rows": [row]}
     if args.quick:
@@ -196,7 +223,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.time_limit,
         args.backends,
         args.seeds,
-        args.paper,
+        "paper" if args.paper else "long" if args.long else "scaled",
         args.instances,
     )
     return {"rows": rows}

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         args.jobs, args.servers, args.seeds, args.time_limit = [20], [3], [0], 10.0
     instances = [(n, s, k) for n in args.jobs for s in args.servers for k in args.seeds]
-    rows = run([], 0, args.time_limit, ["cpsat"], [], paper=True, instances=instances)
+    rows = run([], 0, args.time_limit, ["cpsat"], [], kind="paper", instances=instances)
     walls = [r["wall_s"] for r in rows if isinstance(r.get("wall_s"), float)]
     peaks = [r["peak_mb"] for r in rows if isinstance(r.get("peak_mb"), int)]
     print(f"\nruns: {len(rows)}; ended: {len(walls)}")
