@@ -86,7 +86,8 @@ MODEL_CELLS = Limit(
 )
 #: Bars of a Gantt chart (one per job and GPU).
 PLOT_BARS = Limit("SJFBCO_MAX_PLOT_BARS", 100_000, "bars in one Gantt chart (jobs' GPUs)")
-#: Rows of measurement files in one ``calibrate`` run (about 10 s of fitting per 100,000).
+#: Rows of measurement files in one ``calibrate`` run (about 30 s of fitting per 100,000 on
+#: a quiet 2-core machine, 2026-12-02: at the limit some 5 minutes).
 CALIBRATION_ROWS = Limit(
     "SJFBCO_MAX_CALIBRATION_ROWS", 1_000_000, "measurement rows in one calibrate run"
 )
