@@ -121,18 +121,18 @@ def test_server_search_never_loses_its_start() -> None:
 def test_budget_windows_end_a_phase_not_the_run() -> None:
     import time
 
-    from sjfbco.solvers.search import Budget
+    from sjfbco.solvers.search import WalkBudget
 
-    b = Budget(time.perf_counter() + 60, None)
+    b = WalkBudget(time.perf_counter() + 60, None)
     b.window(0.0)
     assert not b.spend() and b.stopped_by is None  # the phase is over, the run is not
     b.window(None)
     assert b.spend() and b.used == 1
-    late = Budget(time.perf_counter() + 60, None)
+    late = WalkBudget(time.perf_counter() + 60, None)
     late.reserve = 120.0  # the work after the last candidate would end past the deadline
     assert late.expired() and not late.spend() and late.stopped_by == "time limit"
     assert (late.seconds_left() or 0.0) < 0
-    det = Budget(None, 3)  # an iteration budget only: windows do nothing (deterministic)
+    det = WalkBudget(None, 3)  # an iteration budget only: windows do nothing (deterministic)
     det.reserve = 1e9
     assert not det.expired()
     det.window(0.0)
@@ -239,11 +239,13 @@ def _cand(makespan: float, mean_jct: float) -> object:
 def test_ties_on_makespan_go_to_the_lower_mean_jct() -> None:
     """The incumbent changes on a lower makespan, or an equal one with a lower mean JCT,
     never on an equal or worse pair (hand-made candidates)."""
-    from sjfbco.solvers.search import Budget, Engine
+    from sjfbco.solvers.search import Engine, WalkBudget
 
     data = read_instance(INSTANCES / "small" / "example.json")
     seen: list[tuple[float, float]] = []
-    engine = Engine(data, random.Random(0), Budget(None, 1), 0.0, lambda c, s: seen.append(c.key))
+    engine = Engine(
+        data, random.Random(0), WalkBudget(None, 1), 0.0, lambda c, s: seen.append(c.key)
+    )
     offers = [(10, 5.0), (10, 6.0), (10, 4.0), (10, 4.0), (9, 8.0), (11, 1.0), (9, 7.5)]
     kept = [engine.offer(_cand(m, j), "test") for m, j in offers]  # type: ignore[arg-type]
     assert kept == [True, False, True, False, True, False, True]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, Job, ProblemData, Schedule, ScheduleError, evaluate
 from sjfbco.cli import main
-from sjfbco.formulations.ilp import Candidate, TimeIndexedILP, paper_ilp, theta_program
+from sjfbco.formulations.ilp import PlacementCandidate, TimeIndexedILP, paper_ilp, theta_program
 from sjfbco.formulations.nonconvex import NonconvexModel
 from sjfbco.mip import solve_mip
 from sjfbco.patterns import (
@@ -265,7 +265,7 @@ def test_no_pulp_deprecation_warnings() -> None:
         ilp.size()
         for backend in ("highs", "cbc"):
             assert ilp.solve(backend).proven
-        cands = [Candidate.evaluated(data, best_warm_start(data)[1])]
+        cands = [PlacementCandidate.evaluated(data, best_warm_start(data)[1])]
         paper_ilp(data, cands).solve("cbc")
 
 
@@ -313,7 +313,7 @@ def test_paper_ilp_picks_the_best_candidate(
     case: tuple[ProblemData, list[Schedule]], backend: str
 ) -> None:
     data, scheds = case
-    cands = [Candidate.evaluated(data, s) for s in scheds]
+    cands = [PlacementCandidate.evaluated(data, s) for s in scheds]
     makespans = [evaluate(data, s).makespan for s in scheds]
     model = paper_ilp(data, cands)
     out = model.solve(backend)
@@ -327,7 +327,7 @@ def test_paper_ilp_picks_the_best_candidate(
 def test_theta_program_hand_example() -> None:
     """Two 1-GPU jobs, rho_hat 3 and 4, on one 2-GPU server.
 
-    Candidate A puts both on GPU 0, candidate B puts job 1 on GPU 1. With
+    PlacementCandidate A puts both on GPU 0, candidate B puts job 1 on GPU 1. With
     theta = 5, A for job 1 would load GPU 0 with 3 + 4 = 7 > 5, so job 1 must
     take B; theta = 3.5 is infeasible (job 1 alone charges 4 to some GPU).
     """
@@ -339,7 +339,7 @@ def test_theta_program_hand_example() -> None:
     data = ProblemData(cl, jobs, COST)
     a = Schedule.build([[(0, 0)], [(0, 0)]])
     b = Schedule.build([[(0, 0)], [(0, 1)]])
-    cands = [Candidate.evaluated(data, a), Candidate.evaluated(data, b)]
+    cands = [PlacementCandidate.evaluated(data, a), PlacementCandidate.evaluated(data, b)]
     model = theta_program(data, cands, theta=5)
     assert model.solve("highs").proven
     assert round(model.x[1][1].varValue) == 1

@@ -9,8 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
-from sjfbco.bounds.closed import area_bound
-from sjfbco.bounds.closed import lower_bound as closed_bound
+from sjfbco.bounds.closed import area_bound, closed_bound
 from sjfbco.relaxations import grouped
 from sjfbco.relaxations.grouped import (
     GroupedConfiguration,

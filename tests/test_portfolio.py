@@ -10,7 +10,7 @@ from sjfbco import read_instance, solve
 from sjfbco.solvers.common import prepare
 from sjfbco.solvers.placement import search, unlimited_passes
 from sjfbco.solvers.portfolio import PORTFOLIO, run_portfolio
-from sjfbco.solvers.search import Budget, Engine
+from sjfbco.solvers.search import Engine, WalkBudget
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 from tests.conftest import INSTANCES
 
@@ -30,7 +30,7 @@ class FakeClock:
 
 
 def _engine(data):  # type: ignore[no-untyped-def]
-    return Engine(data, random.Random(0), Budget(None, None), 0.0, lambda c, s: None)
+    return Engine(data, random.Random(0), WalkBudget(None, None), 0.0, lambda c, s: None)
 
 
 def _portfolio(data, end, clock):  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
-from sjfbco.bounds.closed import lower_bound as closed_bound
+from sjfbco.bounds.closed import closed_bound
 from sjfbco.patterns import Plan, plan_to_schedule
 from sjfbco.relaxations import timeindexed
 from sjfbco.relaxations.contention_free import ContentionFree
@@ -372,7 +372,7 @@ def _check_plan_search(data: ProblemData) -> None:
     """At horizons from one below the optimum to one above: a plan the search returns is
     the one ``accept`` took (its schedule evaluates by the horizon, so never below the
     optimum); the search claims no bound (the closed form's) and no optimality."""
-    from sjfbco.bounds.closed import lower_bound
+    from sjfbco.bounds.closed import closed_bound as lower_bound
 
     opt = _optimum(data)
     for horizon in (opt - 1, opt, opt + 1):

@@ -5,8 +5,7 @@ every solver; stronger, costlier bounds live in sibling modules and are
 combined by the solvers that can afford them.
 """
 
-from sjfbco.bounds.closed import area_bound, job_bound
-from sjfbco.bounds.closed import lower_bound as closed_bound
+from sjfbco.bounds.closed import area_bound, closed_bound, job_bound
 from sjfbco.bounds.packing import lower_bound
 
 __all__ = ["area_bound", "closed_bound", "job_bound", "lower_bound"]

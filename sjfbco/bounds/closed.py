@@ -35,7 +35,7 @@ def area_bound(data: ProblemData) -> float:
     return total / data.cluster.num_gpus
 
 
-def lower_bound(data: ProblemData) -> float:
+def closed_bound(data: ProblemData) -> float:
     """The best of the closed-form bounds; rounded up to a slot boundary in the slotted model
     (valid: there every start and end, hence the makespan, is a whole slot)."""
     lb = max(job_bound(data), area_bound(data))

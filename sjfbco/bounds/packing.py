@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from sjfbco.bounds.closed import lower_bound as closed_bound
+from sjfbco.bounds.closed import closed_bound
 from sjfbco.cost import min_run_time
 
 if TYPE_CHECKING:

@@ -111,10 +111,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _paper(data: Any, out: str, info: dict[str, Any]) -> dict[str, int]:
-    from sjfbco.formulations.ilp import Candidate, paper_ilp
+    from sjfbco.formulations.ilp import PlacementCandidate, paper_ilp
 
     named = exact.candidate_schedules(data)  # a module attribute: tests replace it
-    model = paper_ilp(data, [Candidate.evaluated(data, s) for _, s in named])
+    model = paper_ilp(data, [PlacementCandidate.evaluated(data, s) for _, s in named])
     info["candidates"] = [n for n, _ in named]
     model.write(out)
     return model.size()

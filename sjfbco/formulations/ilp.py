@@ -529,7 +529,7 @@ def lp_bound(
 
 
 @dataclass(frozen=True)
-class Candidate:
+class PlacementCandidate:
     """One whole-cluster schedule ``y^k`` with, per job, ``a_j(y^k)`` and ``rho_j(y^k)`` (slots)."""
 
     schedule: Schedule
@@ -537,7 +537,7 @@ class Candidate:
     run_time: tuple[float, ...]
 
     @classmethod
-    def evaluated(cls, data: ProblemData, schedule: Schedule) -> Candidate:
+    def evaluated(cls, data: ProblemData, schedule: Schedule) -> PlacementCandidate:
         """Starts and execution times from the evaluator."""
         ev = evaluate(data, schedule)
         return cls(schedule, ev.start, tuple(e - s for s, e in zip(ev.start, ev.end, strict=True)))
@@ -549,7 +549,7 @@ class PaperILP:
 
     prob: pulp.LpProblem
     x: list[list[Any]]
-    candidates: Sequence[Candidate]
+    candidates: Sequence[PlacementCandidate]
 
     def size(self) -> dict[str, int]:
         return {
@@ -570,7 +570,7 @@ class PaperILP:
         return max(range(len(row)), key=lambda k: row[k].varValue or 0.0)
 
 
-def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
+def paper_ilp(data: ProblemData, candidates: Sequence[PlacementCandidate]) -> PaperILP:
     """The paper's reformulated ILP (eqs. 10 to 13) over a candidate set.
 
     Minimise ``max_j x[j][k] (a_j(y^k) + rho_j(y^k))`` (eq. 10), written
@@ -599,7 +599,7 @@ def paper_ilp(data: ProblemData, candidates: Sequence[Candidate]) -> PaperILP:
 
 
 def theta_program(
-    data: ProblemData, candidates: Sequence[Candidate], theta: float, *, u: float = 1.0
+    data: ProblemData, candidates: Sequence[PlacementCandidate], theta: float, *, u: float = 1.0
 ) -> PaperILP:
     """The paper's ``theta`` program (eqs. 14 to 16) over a candidate set.
 

@@ -74,7 +74,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.bounds.closed import lower_bound
+from sjfbco.bounds.closed import closed_bound
 from sjfbco.patterns import (
     BuildTimeout,
     Patterns,
@@ -151,7 +151,7 @@ class Configuration:
     ) -> None:
         require_slotted(data, "the configuration bound")
         self.data, self.horizon = data, horizon
-        self.closed = int(lower_bound(data))
+        self.closed = int(closed_bound(data))
         self.shapes: list[dict[Any, tuple[int, Any]]] = []
         self.caps: list[int] = []
         if self.closed > horizon:

@@ -73,7 +73,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
-from sjfbco.bounds.closed import lower_bound
+from sjfbco.bounds.closed import closed_bound
 from sjfbco.patterns import (
     BuildTimeout,
     Patterns,
@@ -216,7 +216,7 @@ class ContentionFree:
             {k: d for k, d in enumerate(row) if d is not None}
             for row in pattern_durations(data, pats)
         ]
-        self.closed = int(lower_bound(data))
+        self.closed = int(closed_bound(data))
         if horizon is None:
             horizon = max((job.arrival for job in data.jobs), default=0) + sum(
                 min(d.values()) for d in self.durations

@@ -75,7 +75,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sjfbco.bounds.closed import lower_bound
+from sjfbco.bounds.closed import closed_bound
 from sjfbco.bounds.packing import width_functions
 from sjfbco.cost import ConfigurationError, least_shape, rate_at, slots_to_finish
 from sjfbco.patterns import (
@@ -183,7 +183,7 @@ class GroupedConfiguration:
     ) -> None:
         require_slotted(data, "the grouped configuration bound")
         self.data, self.horizon = data, horizon
-        self.start = max(int(lower_bound(data)), start or 0)
+        self.start = max(int(closed_bound(data)), start or 0)
         self.modes = [job_modes(job, data) for job in data.jobs]
         self.groups = identical_server_groups(data)
         self.capacity = [data.cluster.gpus_per_server[g[0]] for g in self.groups]

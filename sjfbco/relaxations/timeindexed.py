@@ -90,7 +90,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
-from sjfbco.bounds.closed import lower_bound
+from sjfbco.bounds.closed import closed_bound
 from sjfbco.mip import solve_mip
 from sjfbco.patterns import (
     BuildTimeout,
@@ -408,7 +408,7 @@ class TimeIndexed:
         self.variables = count_variables(
             data, [[d for d, _ in col] for col in self.columns], horizon
         )
-        self.closed = int(lower_bound(data))
+        self.closed = int(closed_bound(data))
         self.prepared_s = time.perf_counter() - t0
 
     def refused(self) -> str | None:

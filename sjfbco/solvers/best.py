@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
-from sjfbco.bounds.closed import lower_bound as closed
+from sjfbco.bounds.closed import closed_bound as closed
 from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.bounds.packing import packing_bounds
 from sjfbco.cost import ConfigurationError
@@ -72,7 +72,7 @@ from sjfbco.solvers.exact.phases import (
 )
 from sjfbco.solvers.exact.state import LeftBudget, Run
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
-from sjfbco.solvers.search import Budget, Engine, Genome, Trajectory
+from sjfbco.solvers.search import Engine, Genome, Trajectory, WalkBudget
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.wholecp import whole_pack
 
@@ -388,7 +388,7 @@ def _whole(
     engine: Engine,
     params: BestParams,
     seconds: float | None,
-    budget: Budget,
+    budget: WalkBudget,
     seed: int,
 ) -> Candidate | None:
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
@@ -606,7 +606,7 @@ def best_solve(
     reporter = Reporter(t0, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
-    budget = Budget(deadline, params.iterations)
+    budget = WalkBudget(deadline, params.iterations)
     engine = Engine(data, random.Random(seed), budget, bound, reporter)
     laps = Laps()
     # 1. portfolio: the list rules, SJF-BCO and the others, within their share of the limit

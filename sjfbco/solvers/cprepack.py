@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from sjfbco import interrupt
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
-from sjfbco.solvers.sgs import Plan, hand_out
+from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -177,7 +177,7 @@ def repack(
     solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
     if solver is None:
         return None
-    plan: list[Plan] = [(0, 0.0, [])] * data.num_jobs
+    plan: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
     for j in frozen:
         plan[j] = (round(base.began[j]), base.end[j], parts_of[j])
     for j in free:
@@ -267,7 +267,7 @@ def chosen_mode(
     lits: Sequence[cp_model.IntVar],
     modes: Sequence[tuple[tuple[tuple[int, int], ...], int]],
     start: cp_model.IntVar,
-) -> Plan:
+) -> StartPlan:
     """A job's plan entry from the solution: its start, end and the mode chosen."""
     m = next(m for m, lit in enumerate(lits) if solver.boolean_value(lit))
     pattern, w = modes[m]

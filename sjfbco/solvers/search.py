@@ -65,7 +65,7 @@ class Trajectory:
         )
 
 
-class Budget:
+class WalkBudget:
     """Stops a search at a deadline (``time.perf_counter()``) or after an iteration count.
 
     A run with a deadline may also cut one phase short with :meth:`window`: :meth:`spend`
@@ -169,7 +169,7 @@ class Engine:
         self,
         data: ProblemData,
         rng: random.Random,
-        budget: Budget,
+        budget: WalkBudget,
         target: float,
         on_improve: Callable[[Candidate, str], None],
     ):

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from sjfbco.cost import slots_to_finish
 from sjfbco.evaluate import EPS
-from sjfbco.solvers.sgs import Candidate, FreeProfile, Plan, hand_out
+from sjfbco.solvers.sgs import Candidate, FreeProfile, StartPlan, hand_out
 
 if TYPE_CHECKING:
     import random
@@ -253,7 +253,7 @@ class ServerSearch:
         base schedule; so the evaluator's makespan is :meth:`makespan`.
         """
         n = self.data.num_jobs
-        plan: list[Plan] = [(0, 0.0, [])] * n
+        plan: list[StartPlan] = [(0, 0.0, [])] * n
         for j in self.frozen:
             plan[j] = (self.block_start[j], self.block_end[j], self.block_parts[j])
         for s, p in enumerate(self.packs):

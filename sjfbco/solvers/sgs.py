@@ -557,7 +557,7 @@ def serial_sgs(
     if durations is None:
         durations = alone_durations(data)
     planner = SerialPlanner(data, durations)
-    plan: list[Plan] = [(0, 0.0, [])] * data.num_jobs
+    plan: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
     for j in order:
         plan[j] = planner.place(j, split_ok is None or bool(split_ok[j]))
     prio = [0] * data.num_jobs
@@ -582,7 +582,7 @@ class SerialPlanner:
         self.eligible: dict[int, np.ndarray] = {}
         self.longest_split = durations.shape[1] - 1
 
-    def place(self, j: int, split_ok: bool) -> Plan:
+    def place(self, j: int, split_ok: bool) -> StartPlan:
         """Reserve job ``j``'s GPUs on the profile (the earliest end: one server, or split
         if ``split_ok`` or it fits no server) and return its plan."""
         job = self.data.jobs[j]
@@ -618,7 +618,7 @@ class SerialPlanner:
 
 #: A job's plan: planned start slot, planned end (slots; GPUs free from then on) and
 #: ``(server, GPUs there)`` parts.
-Plan = tuple[int, float, list[tuple[int, int]]]
+StartPlan = tuple[int, float, list[tuple[int, int]]]
 
 
 def idle_stacks(cluster: Cluster) -> list[list[int]]:
@@ -629,7 +629,7 @@ def idle_stacks(cluster: Cluster) -> list[list[int]]:
     ]
 
 
-def hand_out(data: ProblemData, plan: Sequence[Plan], prio: Sequence[float]) -> Candidate:
+def hand_out(data: ProblemData, plan: Sequence[StartPlan], prio: Sequence[float]) -> Candidate:
     """GPUs for per-server plans, then the evaluator's figures.
 
     Jobs are taken in planned start order (ties: ``prio``, then index); at its

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.cprepack import chosen_mode, mode_slots, solve_within, split_patterns
-from sjfbco.solvers.sgs import Plan, hand_out
+from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -89,7 +89,7 @@ def whole_pack(
     solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
     if solver is None:
         return None
-    plan: list[Plan] = [
+    plan: list[StartPlan] = [
         chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
     ]
     return hand_out(data, plan, [float(p[0]) for p in plan])
