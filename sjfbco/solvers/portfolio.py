@@ -159,7 +159,7 @@ def list_rules(
                 engine.memo = (g, cand)
 
 
-def heuristics(
+def run_heuristics(
     data: ProblemData,
     engine: Engine,
     window: Window,
@@ -213,10 +213,14 @@ def run_portfolio(
     window = Window(end, clock)
     first, rest = PORTFOLIO[:1], PORTFOLIO[1:]
     list_rules(data, engine, "parallel", window, out)
-    heuristics(data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=first)
+    run_heuristics(
+        data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=first
+    )
     if serial_ok:
         list_rules(data, engine, "serial", window, out)
-    heuristics(data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=rest)
+    run_heuristics(
+        data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=rest
+    )
     assert engine.best is not None  # the first construction always runs
     if out.genome is None:  # every list genome was invalid: start from the best schedule
         out.genome = genome_of(engine.best, data, tuple(split_permissions(data, "allow")))
