@@ -39,9 +39,20 @@ from sjfbco.workloads.models import MODELS
 SIZES = [1, 2, 2, 4, 4, 6]
 
 
-def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
-    """Paper-like jobs scaled down: each runs about 3 to 10 slots alone."""
-    rng = random.Random(seed * 1000 + n_jobs * 10 + n_servers)
+def make_instance(
+    n_jobs: int,
+    n_servers: int,
+    seed: int,
+    *,
+    sizes: list[int] = SIZES,
+    iterations: tuple[int, int] = (80, 300),
+    family: str = "",
+) -> ProblemData:
+    """Paper-like jobs on servers of 4 GPUs, models from the shared table: by default scaled
+    down (each runs about 3 to 10 slots alone); ``family`` names another family and salts
+    its random draws (:func:`make_long_instance`)."""
+    salt = 7 if family else 0
+    rng = random.Random(seed * 1000 + n_jobs * 10 + n_servers + salt)
     cluster = Cluster((4,) * n_servers)
     jobs = []
     for k in range(n_jobs):
@@ -49,31 +60,21 @@ def make_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
         jobs.append(
             Job(
                 id=f"{model.name}-{k}",
-                num_gpus=rng.choice(SIZES),
-                iterations=rng.randint(80, 300),
+                num_gpus=rng.choice(sizes),
+                iterations=rng.randint(*iterations),
                 **model.job_fields(),
             )
         )
-    return ProblemData(cluster, tuple(jobs), CostParams(), name=f"n{n_jobs}-s{n_servers}")
+    name = f"{family}{'-' if family else ''}n{n_jobs}-s{n_servers}"
+    return ProblemData(cluster, tuple(jobs), CostParams(), name=name)
 
 
 def make_long_instance(n_jobs: int, n_servers: int, seed: int) -> ProblemData:
     """Issue 31's random family: sizes 1/2/4/8 (an 8 must split on 4-GPU servers),
-    400 to 1,800 iterations (tens of slots alone), models from the shared table."""
-    rng = random.Random(seed * 1000 + n_jobs * 10 + n_servers + 7)
-    jobs = []
-    for k in range(n_jobs):
-        model = rng.choice(MODELS)
-        jobs.append(
-            Job(
-                id=f"{model.name}-{k}",
-                num_gpus=rng.choice([1, 2, 4, 8]),
-                iterations=rng.randint(400, 1800),
-                **model.job_fields(),
-            )
-        )
-    cluster = Cluster((4,) * n_servers)
-    return ProblemData(cluster, tuple(jobs), CostParams(), name=f"long-n{n_jobs}-s{n_servers}")
+    400 to 1,800 iterations (tens of slots alone)."""
+    return make_instance(
+        n_jobs, n_servers, seed, sizes=[1, 2, 4, 8], iterations=(400, 1800), family="long"
+    )
 
 
 def instance(n: int, servers: int, seed: int, kind: str) -> ProblemData:
