@@ -92,25 +92,32 @@ def bench(n_jobs: int, n_servers: int, repeats: int) -> dict[str, Any]:
     }
 
 
+def cpu_per_evaluation(data: ProblemData, sched: Schedule, repeats: int) -> tuple[float, Any]:
+    """Least CPU milliseconds of ``repeats`` evaluations after one that warms the rate
+    cache, and the evaluation."""
+    evaluate(data, sched)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.process_time()
+        ev = evaluate(data, sched)
+        best = min(best, time.process_time() - t0)
+    return best * 1e3, ev
+
+
 def scale(sizes: list[int], repeats: int = 2) -> dict[str, Any]:
     """CPU seconds per evaluation at each size (8 jobs per server) and the growth
     exponent ``log(t2 / t1) / log(n2 / n1)`` between consecutive sizes."""
     rows: list[dict[str, Any]] = []
     for n in sizes:
         data, sched = make_case(n, max(1, n // 8), seed=0)
-        evaluate(data, sched)  # warm the rate cache
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.process_time()
-            ev = evaluate(data, sched)
-            best = min(best, time.process_time() - t0)
-        row: dict[str, Any] = {"jobs": n, "cpu_ms": best * 1e3, "makespan": ev.makespan}
+        cpu_ms, ev = cpu_per_evaluation(data, sched, repeats)
+        row: dict[str, Any] = {"jobs": n, "cpu_ms": cpu_ms, "makespan": ev.makespan}
         if rows:
             prev = rows[-1]
-            row["exponent"] = math.log(best * 1e3 / prev["cpu_ms"]) / math.log(n / prev["jobs"])
+            row["exponent"] = math.log(cpu_ms / prev["cpu_ms"]) / math.log(n / prev["jobs"])
         rows.append(row)
         grow = f"; exponent {row['exponent']:.2f} from {prev['jobs']:,}" if len(rows) > 1 else ""
-        print(f"{n:>7,} jobs: {best * 1e3:9.1f} ms CPU per evaluation{grow}", flush=True)
+        print(f"{n:>7,} jobs: {cpu_ms:9.1f} ms CPU per evaluation{grow}", flush=True)
     return {"scale": rows}
 
 
@@ -132,13 +139,8 @@ def copies(n_jobs: int = 10_000, k: int = 10, repeats: int = 3) -> dict[str, Any
     big_sched = Schedule.build(gpus)
     rows = []
     for d, sc in ((data, sched), (big, big_sched)):
-        evaluate(d, sc)  # warm the rate cache
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.process_time()
-            ev = evaluate(d, sc)
-            best = min(best, time.process_time() - t0)
-        rows.append({"jobs": d.num_jobs, "cpu_ms": best * 1e3, "makespan": ev.makespan})
+        cpu_ms, ev = cpu_per_evaluation(d, sc, repeats)
+        rows.append({"jobs": d.num_jobs, "cpu_ms": cpu_ms, "makespan": ev.makespan})
     exponent = math.log(rows[1]["cpu_ms"] / rows[0]["cpu_ms"]) / math.log(k)
     print(
         f"{n_jobs:,} jobs: {rows[0]['cpu_ms']:.1f} ms CPU; {k} copies: {rows[1]['cpu_ms']:.1f} ms "
