@@ -228,9 +228,17 @@ def _solve_highs(
     bound = solver.dual_bound
     if relax:
         bound = objective if proven else None
-    elif proven and objective is not None:  # stopped at a gap of at most gap_abs
-        bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
+    elif proven:
+        bound = _gap_floor(bound, objective, gap_abs)
     return Outcome(proven, has_solution, objective, bound, infeasible, str(st))
+
+
+def _gap_floor(bound: float | None, objective: float | None, gap_abs: float) -> float | None:
+    """The bound of a run proven optimal: the solver stopped at a gap of at most
+    ``gap_abs``, so the optimum is at least ``objective - gap_abs``."""
+    if objective is None:
+        return bound
+    return objective - gap_abs if bound is None else max(bound, objective - gap_abs)
 
 
 _CBC_BOUND = re.compile(r"best possible\s+(-?[0-9.eE+]+)")
@@ -265,6 +273,6 @@ def _solve_cbc(
     found = _CBC_LOWER.findall(text) or _CBC_BOUND.findall(text)
     if found:
         bound = float(found[-1])
-    if proven and objective is not None:  # stopped at a gap of at most gap_abs
-        bound = objective - gap_abs if bound is None else max(bound, objective - gap_abs)
+    if proven:
+        bound = _gap_floor(bound, objective, gap_abs)
     return Outcome(proven, has_solution, objective, bound, infeasible, message)
