@@ -13,7 +13,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
+from sjfbco.errors import InputError
 from sjfbco.solvers import SOLVERS, Status
+from sjfbco.solvers.best import BestParams
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.sgs import parallel_sgs, serial_sgs
 from tests.bruteforce import brute_force
@@ -349,3 +351,23 @@ def test_the_relaxation_is_skipped_where_it_cannot_help_or_would_break_determini
     cont = ProblemData(cont.cluster, cont.jobs, replace(cont.cost, time_model="continuous"))
     out = solve(cont, "best", time_limit=2)
     assert out.stats["relaxation"] in ("continuous time", "not tried")  # not tried: proven
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"cp_moves": -1}, "parameter cp_moves: must be an integer >= 0, got -1"),
+        ({"cp_moves": 1.5}, "parameter cp_moves: must be an integer >= 0, got 1.5"),
+        ({"cp_effort": 0}, "parameter cp_effort: must be > 0, got 0"),
+        ({"portfolio_share": 1}, "parameter portfolio_share: must be in (0, 1), got 1"),
+        ({"bound_share": 0}, "parameter bound_share: must be in (0, 1), got 0"),
+        ({"whole_share": 0.85}, "parameter whole_share: must be in [0, 1 - bound_share), got 0.85"),
+        ({"whole_effort": -1.0}, "parameter whole_effort: must be > 0, got -1.0"),
+    ],
+)
+def test_best_parameters_are_input_errors(params: dict[str, Any], message: str) -> None:
+    """Every check of best's parameters raises the package's InputError (exit 2 in the
+    CLI), with the message of the shared check family."""
+    with pytest.raises(InputError) as err:
+        BestParams(**params)
+    assert str(err.value) == message

@@ -57,7 +57,7 @@ from sjfbco.cost import ConfigurationError
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
-from sjfbco.solvers.common import check_choice, check_count
+from sjfbco.solvers.common import check_choice, check_count, check_number
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.cprepack import repack
 from sjfbco.solvers.exact.params import Shares
@@ -187,24 +187,17 @@ class BestParams:
         check_count("serial_limit", self.serial_limit)
         check_count("portfolio_limit", self.portfolio_limit)
         check_count("relaxation_limit", self.relaxation_limit)
-        if not (isinstance(self.cp_moves, int) and self.cp_moves >= 0):
-            raise ValueError(f"parameter cp_moves: must be an integer >= 0, got {self.cp_moves!r}")
-        if not (isinstance(self.cp_effort, int | float) and self.cp_effort > 0):
-            raise ValueError(f"parameter cp_effort: must be > 0, got {self.cp_effort!r}")
-        if not (isinstance(self.portfolio_share, int | float) and 0 < self.portfolio_share < 1):
-            raise ValueError(
-                f"parameter portfolio_share: must be in (0, 1), got {self.portfolio_share!r}"
-            )
+        check_number(
+            "cp_moves", self.cp_moves, "an integer >= 0", lambda v: isinstance(v, int) and v >= 0
+        )
+        check_number("cp_effort", self.cp_effort, "> 0", lambda v: v > 0)
+        check_number("portfolio_share", self.portfolio_share, "in (0, 1)", lambda v: 0 < v < 1)
         share = self.bound_share
-        if not (isinstance(share, int | float) and 0 < share < 1):
-            raise ValueError(f"parameter bound_share: must be in (0, 1), got {share!r}")
-        whole = self.whole_share
-        if not (isinstance(whole, int | float) and 0 <= whole < 1 - share):
-            raise ValueError(
-                f"parameter whole_share: must be in [0, 1 - bound_share), got {whole!r}"
-            )
-        if not (isinstance(self.whole_effort, int | float) and self.whole_effort > 0):
-            raise ValueError(f"parameter whole_effort: must be > 0, got {self.whole_effort!r}")
+        check_number("bound_share", share, "in (0, 1)", lambda v: 0 < v < 1)
+        check_number(
+            "whole_share", self.whole_share, "in [0, 1 - bound_share)", lambda v: 0 <= v < 1 - share
+        )
+        check_number("whole_effort", self.whole_effort, "> 0", lambda v: v > 0)
 
 
 def cp_move(
