@@ -389,10 +389,12 @@ def test_the_library_reports_progress_and_prints_nothing(
     tasks = list(dict.fromkeys(p.task for p in seen))
     phases = [t for t in tasks if t.startswith("exact: ")]
     assert phases[0] == "exact: warm start (best)"  # best leads the warm start under a limit
-    # no contention-free packing ends one slot before the warm start here (the packing
-    # check), so the optimum is proven before the relaxation's cuts or any model
-    assert phases[-1] == "exact: contention-free packing"
-    assert not any(t.startswith("exact: building") for t in phases)
+    # the optimum is proven by a quick bound before the relaxation's cuts or any model:
+    # the pooled time-indexed relaxation when HiGHS ends within its share, else the
+    # packing check after it (which of the two depends on the machine's speed)
+    assert phases[-1] in ("exact: pooled time-indexed relaxation", "exact: contention-free packing")
+    later = ("exact: building", "exact: contention-free relaxation", "exact: plan search")
+    assert not any(t.startswith(later) for t in phases)
     assert res.lower_bound == res.makespan
     assert any(t.endswith("placing jobs") for t in tasks) and "simulating" in tasks
     jobs = [p for p in seen if p.task == "simulating"]
