@@ -34,6 +34,7 @@ from sjfbco.calibration.fit import (
     placement_folds,
     predict,
     solve_bounded,
+    sync_residuals,
 )
 from sjfbco.calibration.identify import (
     REFIT_LEG,
@@ -423,11 +424,69 @@ def test_placement_classes(tmp_path: Path) -> None:
     assert classes == {
         "servers=1": ["1", "4"],
         "servers>1": ["1-1", "2-2", "1-3"],
+        "gpus=1": ["1"],
         "gpus_per_server=1": ["1", "1-1"],
         "gpus_per_server=2": ["2-2"],
         "gpus_per_server=3": ["1-3"],
         "gpus_per_server=4": ["4"],
     }
+
+
+def test_sync_residual_is_the_exposed_time_against_the_measured_sync(tmp_path: Path) -> None:
+    path = tmp_path / "m.csv"
+    path.write_text("placement,local_bsz,step_time,sync_time\n11,10,0.4,0.25\n1,10,0.2,0.1\n")
+    (rows,), _ = read_measurements(path)
+    values = {"compute_fixed": 0.1, "compute_per_sample": 0.01}  # compute 0.2 s at batch 10
+    step = np.array([0.5, 0.2])  # predicted: 0.3 s exposed on the first row
+    # (0.3 - 0.25) / 0.4: relative to the measured step time, as the step residuals;
+    # the second row is not among those with a sync time here
+    synced = np.array([True, False])
+    assert sync_residuals(values, rows, step, synced) == pytest.approx([0.125])
+
+
+def synced_csv(tmp_path: Path, sync_scale: float = 1.0) -> Path:
+    """:func:`synthetic_csv` (extended) with a ``sync_time`` column: the time beyond the
+    true compute, times ``sync_scale``."""
+    path = synthetic_csv(tmp_path, "extended")
+    lines = path.read_text().splitlines()
+    out = [lines[0] + ",sync_time"]
+    for line in lines[1:]:
+        _, b, t = line.split(",")
+        compute = TRUE["compute_fixed"] + TRUE["compute_per_sample"] * int(b)
+        # at least the readers' 1 us (a one-GPU row exposes about 1e-6 s beyond compute)
+        out.append(f"{line},{max((float(t) - compute) * sync_scale, 1e-6)!r}")
+    path.write_text("\n".join(out) + "\n")
+    return path
+
+
+def test_sync_times_fit_with_the_step_times(tmp_path: Path) -> None:
+    """Sync times that agree with the step times leave the fit where it was; sync times
+    that do not pull the compute term (the only term the two targets split differently)."""
+    (rows,), _ = read_measurements(synced_csv(tmp_path))
+    rep = fit_model(rows, "extended", folds=3, compute="affine", sync_weight=1.0)
+    assert rep.sync_weight == 1.0
+    for name in param_names("extended"):
+        assert rep.params[name] == pytest.approx(TRUE[name], rel=2e-3), name
+    assert rep.heldout_scores.median_rel_error < 1e-3
+    (tmp_path / "half").mkdir()
+    (short,), _ = read_measurements(synced_csv(tmp_path / "half", sync_scale=0.5))
+    plain = fit_params(short, "extended", compute="affine")
+    pulled = fit_params(short, "extended", compute="affine", sync_weight=1.0)
+    assert plain["compute_fixed"] == pytest.approx(TRUE["compute_fixed"], rel=2e-3)
+    assert pulled["compute_fixed"] > 1.05 * TRUE["compute_fixed"]  # less sync: more compute
+
+
+@pytest.mark.parametrize(
+    ("weight", "message"),
+    [("-1", "--sync-weight must be in [0, 10], got -1.0"), ("0.5", "has no sync_time column")],
+)
+def test_sync_weight_refusals(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], weight: str, message: str
+) -> None:
+    path = synthetic_csv(tmp_path, "paper")
+    assert main(["calibrate", str(path), "--sync-weight", weight]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
 
 
 def test_placement_folds_are_grouped_and_seeded(tmp_path: Path) -> None:

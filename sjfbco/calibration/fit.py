@@ -93,6 +93,8 @@ GPU_SPEED = 20_000.0
 LOSS_SCALE = 0.05
 #: Default folds of the held-out figures.
 DEFAULT_FOLDS = 5
+#: Largest weight of the measured sync times against the step times (:func:`fit_model`).
+MAX_SYNC_WEIGHT = 10.0
 
 Compute = Literal["affine", "table", "auto"]
 COMPUTE_FORMS: tuple[str, ...] = ("affine", "table")
@@ -276,12 +278,13 @@ class Scores:
 def placement_classes(rows: StepTimes) -> list[tuple[str, np.ndarray]]:
     """Named classes of placements and the rows of each (classes overlap).
 
-    ``servers=1`` (the job on one server), ``servers>1`` (split), and
-    ``gpus_per_server=g`` for every ``g`` present: the job's GPUs on its
-    fullest server (``1111`` and ``1`` are ``g = 1``, ``224`` and ``4`` are
-    ``g = 4``). Empty classes are left out.
+    ``servers=1`` (the job on one server), ``servers>1`` (split), ``gpus=1``
+    (one GPU alone: compute only, no ring), and ``gpus_per_server=g`` for every
+    ``g`` present: the job's GPUs on its fullest server (``1111`` and ``1`` are
+    ``g = 1``, ``224`` and ``4`` are ``g = 4``). Empty classes are left out.
     """
     classes = [("servers=1", rows.servers == 1), ("servers>1", rows.servers > 1)]
+    classes.append(("gpus=1", rows.workers == 1))
     classes += [
         (f"gpus_per_server={g}", rows.max_per_server == g) for g in np.unique(rows.max_per_server)
     ]
@@ -335,6 +338,7 @@ class FitReport:
     compute_heldout: dict[str, Scores] = field(default_factory=dict)
     identifiability: tuple[Identifiability, ...] = ()
     compute_by_fold: tuple[str, ...] = ()
+    sync_weight: float = 0.0
 
     def heldout_by_class(self) -> list[ClassScores]:
         """Held-out errors per :func:`placement_classes` class."""
@@ -367,6 +371,7 @@ class FitReport:
                 name: s.to_json("heldout_") for name, s in self.compute_heldout.items()
             },
             "compute_by_fold": list(self.compute_by_fold),
+            "sync_weight": self.sync_weight,
             "identifiability": {i.name: i.to_json() for i in self.identifiability},
         }
 
@@ -560,14 +565,16 @@ def fit_params(
     start: dict[str, float] | None = None,
     compute: str = "affine",
     fixed: dict[str, float] | None = None,
+    sync_weight: float = 0.0,
 ) -> dict[str, float]:
     """Least-squares parameters of ``form`` and ``compute`` for ``rows`` (module docstring).
 
     ``start``: starting values (those it lacks come from :func:`initial_guess`);
     ``fixed``: parameters held at the given values, not fitted (e.g. a cluster's
-    constants carried over from other models), returned with the fitted ones.
+    constants carried over from other models), returned with the fitted ones;
+    ``sync_weight``: weight of the measured sync times (:func:`fit_within`).
     """
-    return fit_within(rows, form, start, compute, fixed)[0]
+    return fit_within(rows, form, start, compute, fixed, sync_weight=sync_weight)[0]
 
 
 def fit_within(
@@ -577,11 +584,14 @@ def fit_within(
     compute: str = "affine",
     fixed: dict[str, float] | None = None,
     max_nfev: int | None = None,
+    sync_weight: float = 0.0,
 ) -> tuple[dict[str, float], bool]:
     """:func:`fit_params` within ``max_nfev`` evaluations (:func:`solve_bounded`).
 
     Returns the parameters and whether the budget stopped the fit before it
-    converged (the parameters are then where it had got to).
+    converged (the parameters are then where it had got to). With
+    ``sync_weight > 0`` every row with a measured sync time adds a second
+    residual (:func:`sync_residuals`).
     """
     held = {n: v for n, v in (fixed or {}).items() if n in param_names(form, compute, rows.batch)}
     names = tuple(n for n in param_names(form, compute, rows.batch) if n not in held)
@@ -594,20 +604,43 @@ def fit_within(
     guess.update({n: v for n, v in (start or {}).items() if n in guess})
     y = rows.step
     distinct = Distinct.of(rows)
+    synced = np.isfinite(rows.sync) if sync_weight > 0 else np.zeros(len(rows), dtype=bool)
+    depends = depends_on(names, rows.batch)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        return (distinct.predict({**held, **dict(zip(names, x, strict=True))}) - y) / y
+        values = {**held, **dict(zip(names, x, strict=True))}
+        step = distinct.predict(values)
+        if not synced.any():
+            return (step - y) / y
+        sync = sync_residuals(values, rows, step, synced) * sync_weight
+        return np.concatenate([(step - y) / y, sync])
 
     x, capped = solve_bounded(
         names,
         np.array([guess[n] for n in names]),
         residuals,
-        depends_on(names, rows.batch),
+        np.concatenate([depends, depends[synced]]),
         max_nfev,
     )
     fitted = {n: float(v) for n, v in zip(names, x, strict=True)}
     names_all = param_names(form, compute, rows.batch)
     return {n: held[n] if n in held else fitted[n] for n in names_all}, capped
+
+
+def sync_residuals(
+    values: dict[str, float], rows: StepTimes, step: np.ndarray, synced: np.ndarray
+) -> np.ndarray:
+    """Residuals of the rows ``synced`` (those with a measured sync time): the predicted
+    time beyond compute (``step`` less the compute term, the communication the
+    overlap leaves exposed) against the measured sync time, relative to the
+    measured step time as the step residuals are.
+
+    A one-GPU row has no sync time to speak of, so the compute term is pinned by
+    the multi-GPU rows' ``step - sync`` directly rather than through the
+    communication terms (``docs/calibration.md``, "The sync times").
+    """
+    exposed = step[synced] - compute_seconds(values, rows.batch[synced])
+    return np.asarray((exposed - rows.sync[synced]) / rows.step[synced], dtype=float)
 
 
 def fold_count(rows: StepTimes, folds: int) -> int:
@@ -642,8 +675,13 @@ def fit_model(
     folds: int = DEFAULT_FOLDS,
     seed: int = 0,
     compute: Compute = "auto",
+    sync_weight: float = 0.0,
 ) -> FitReport:
     """Fit one DL model, score it in sample and held out by placement.
+
+    ``sync_weight``: weight of the measured sync times as a second target
+    (:func:`sync_residuals`; 0, the default, fits step times only; at most
+    :data:`MAX_SYNC_WEIGHT`). The held-out figures score step times either way.
 
     ``compute``: ``affine``, ``table`` or ``auto`` (both, keeping the lower
     held-out median error; affine on a tie). With ``auto`` the held-out
@@ -661,8 +699,9 @@ def fit_model(
     """
     tried = COMPUTE_FORMS if compute == "auto" else (compute,)
     k = fold_count(rows, folds)
+    check_sync_weight(rows, sync_weight)
     with threadpool_limits(limits=1):
-        reports = [_fit_model(rows, form, k, seed, c) for c in tried]
+        reports = [_fit_model(rows, form, k, seed, c, sync_weight) for c in tried]
         best = min(reports, key=lambda r: r.heldout_scores.median_rel_error)
         if len(tried) > 1:
             best = _nested(best, reports, seed)
@@ -689,7 +728,8 @@ def _nested(best: FitReport, reports: Sequence[FitReport], seed: int) -> FitRepo
         for r in reports if folds > 2 else ():
             for j, k in itertools.combinations(range(folds), 2):
                 pair = (fold == j) | (fold == k)
-                fitted = fit_params(rows.subset(~pair), r.form, r.params, r.compute)
+                train = rows.subset(~pair)
+                fitted = fit_params(train, r.form, r.params, r.compute, sync_weight=r.sync_weight)
                 inner[r.compute][k, pair] = inner[r.compute][j, pair] = predict(
                     fitted, rows.subset(pair)
                 )
@@ -717,15 +757,35 @@ def _nested(best: FitReport, reports: Sequence[FitReport], seed: int) -> FitRepo
     )
 
 
-def _fit_model(rows: StepTimes, form: str, folds: int, seed: int, compute: str) -> FitReport:
-    values = fit_params(rows, form, compute=compute)
+def check_sync_weight(rows: StepTimes, sync_weight: float) -> None:
+    """``sync_weight`` is a number in [0, :data:`MAX_SYNC_WEIGHT`], and above 0 only for
+    rows with a measured sync time."""
+    if (
+        isinstance(sync_weight, bool)
+        or not isinstance(sync_weight, int | float)
+        or not 0 <= sync_weight <= MAX_SYNC_WEIGHT
+    ):
+        raise InputError(f"--sync-weight must be in [0, {MAX_SYNC_WEIGHT:g}], got {sync_weight!r}")
+    if sync_weight > 0 and not np.isfinite(rows.sync).any():
+        raise InputError(
+            f"--sync-weight {sync_weight:g} needs measured sync times; model {rows.model!r} "
+            "has no sync_time column (or none filled)",
+            source=rows.source,
+        )
+
+
+def _fit_model(
+    rows: StepTimes, form: str, folds: int, seed: int, compute: str, sync_weight: float = 0.0
+) -> FitReport:
+    values = fit_params(rows, form, compute=compute, sync_weight=sync_weight)
     predicted = predict(values, rows)
     fold = placement_folds(rows, folds, seed)
     heldout = np.empty(len(rows))
     for k in range(folds):
         test = fold == k
         train = rows.subset(~test)
-        heldout[test] = predict(fit_params(train, form, values, compute), rows.subset(test))
+        fitted = fit_params(train, form, values, compute, sync_weight=sync_weight)
+        heldout[test] = predict(fitted, rows.subset(test))
     return FitReport(
         model=rows.model,
         form=form,
@@ -737,4 +797,5 @@ def _fit_model(rows: StepTimes, form: str, folds: int, seed: int, compute: str) 
         predicted=predicted,
         heldout=heldout,
         compute=compute,
+        sync_weight=sync_weight,
     )

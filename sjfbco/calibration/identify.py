@@ -258,7 +258,7 @@ def _identify_preset(
 
 
 def _refit(
-    sample: StepTimes, form: str, compute: str, values: dict[str, float]
+    sample: StepTimes, form: str, compute: str, values: dict[str, float], sync_weight: float = 0.0
 ) -> tuple[dict[str, float], set[str]]:
     """One bootstrap refit from ``values`` in two legs of :data:`REFIT_LEG` evaluations.
 
@@ -266,10 +266,14 @@ def _refit(
     leg too ran out of evaluations, those it moved by more than :data:`STILL_MOVING`
     (relative to the larger of its start and end values).
     """
-    got, capped = fit_within(sample, form, values, compute, max_nfev=REFIT_LEG)
+    got, capped = fit_within(
+        sample, form, values, compute, max_nfev=REFIT_LEG, sync_weight=sync_weight
+    )
     if not capped:
         return got, set()
-    more, capped = fit_within(sample, form, got, compute, max_nfev=REFIT_LEG)
+    more, capped = fit_within(
+        sample, form, got, compute, max_nfev=REFIT_LEG, sync_weight=sync_weight
+    )
     if not capped:
         return more, set()
     moving = {
@@ -286,8 +290,10 @@ def identify(
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
+    sync_weight: float = 0.0,
 ) -> tuple[Identifiability, ...]:
-    """Identifiability of every fitted constant of ``values`` (a fit of ``rows``)."""
+    """Identifiability of every fitted constant of ``values`` (a fit of ``rows``; the refits
+    weigh the sync times by ``sync_weight`` as the fit did)."""
     names = param_names(form, compute, rows.batch)
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = {n: [] for n in names}
@@ -296,7 +302,7 @@ def identify(
         sample = _draw(rows, rng)
         if len(sample) < len(param_names(form, compute, sample.batch)):
             continue
-        got, moving = _refit(sample, form, compute, values)
+        got, moving = _refit(sample, form, compute, values, sync_weight)
         for n, v in got.items():
             draws[n].append(v)
             unsettled[n] += n in moving
@@ -316,6 +322,12 @@ def with_identifiability(
         raise InputError(f"--resamples must be an integer >= 2, got {resamples!r}")
     with threadpool_limits(limits=1):
         found = identify(
-            report.rows, report.form, report.compute, report.params, resamples=resamples, seed=seed
+            report.rows,
+            report.form,
+            report.compute,
+            report.params,
+            resamples=resamples,
+            seed=seed,
+            sync_weight=report.sync_weight,
         )
     return replace(report, identifiability=found)

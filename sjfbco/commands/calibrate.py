@@ -43,7 +43,8 @@ def add_parser(sub: Any) -> None:
 
 
 def _add_fit_arguments(p: argparse.ArgumentParser) -> None:
-    """What to fit and how to hold out: --form, --model, --compute, --folds, --seed, --resamples."""
+    """What to fit and how to hold out: --form, --model, --compute, --sync-weight, --folds,
+    --seed, --resamples."""
     p.add_argument(
         "--form",
         choices=("paper", "extended"),
@@ -66,6 +67,14 @@ def _add_fit_arguments(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="compute form: affine in the local batch, a table with one time per measured "
         "batch size, or auto (both, keeping the lower held-out median error; default)",
+    )
+    p.add_argument(
+        "--sync-weight",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="fit the sync_time column too, weighted W against the step times (it pins the "
+        "compute term; 0: step times only, default; docs/calibration.md, 'The sync times')",
     )
     p.add_argument(
         "--folds",
@@ -258,7 +267,7 @@ def _fit_steps(args: argparse.Namespace, steps: list[StepTimes]) -> list[FitRepo
 
     reports = [
         with_identifiability(
-            fit_model(rows, args.form, args.folds, args.seed, args.compute),
+            fit_model(rows, args.form, args.folds, args.seed, args.compute, args.sync_weight),
             resamples=args.resamples,
             seed=args.seed,
         )
