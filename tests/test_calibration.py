@@ -325,12 +325,15 @@ def test_one_server_data_cannot_pin_the_inter_server_terms(tmp_path: Path) -> No
     )
     (rows,), _ = read_measurements(path)
     rep = with_identifiability(fit_model(rows, "extended", folds=2, compute="affine"), resamples=5)
-    status = {i.name: i.status for i in rep.identifiability}
+    by_name = {i.name: i for i in rep.identifiability}
     for name in ("inter_intra_ratio", "node_sharing", "two_server_sharing"):
-        assert status[name] == "unidentified", name  # no row depends on them
-    (ratio,) = [i for i in rep.identifiability if i.name == "inter_intra_ratio"]
-    line = ratio.warning("m")
+        assert by_name[name].status == "unidentified", name  # no row depends on them
+        assert not by_name[name].moves_rows and not by_name[name].to_json()["moves_rows"]
+    assert by_name["gradient_mb"].moves_rows
+    line = by_name["inter_intra_ratio"].warning("m")
     assert line is not None and line.startswith("model 'm': inter_intra_ratio = ")
+    # says why (no row sees it), not an interval that looks pinned
+    assert "moves no measured step time" in line and "interval" not in line
     assert line.endswith("to pin it, measure " + pinned_by("inter_intra_ratio"))
 
 

@@ -129,12 +129,15 @@ class Identifiability:
     resamples: int
     #: refits stopped unsettled that moved the constant (module docstring)
     unsettled: int = 0
+    #: some measured row's prediction moves with the constant (:func:`sensitivity`)
+    moves_rows: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "interval": [self.low, self.high],
             "resamples": self.resamples,
+            "moves_rows": self.moves_rows,
         }
 
     def warning(self, model: str, kind: str = "model") -> str | None:
@@ -148,6 +151,11 @@ class Identifiability:
                 ("lower", lo) if abs(self.value - lo) <= abs(self.value - hi) else ("upper", hi)
             )
             what = f"is at its {side} bound {bound:g} ({span})"
+        elif not self.moves_rows:
+            what = (
+                f"= {self.value:.3g} moves no measured step time (its starting value, not a "
+                "fit: these placements cannot see it)"
+            )
         else:
             if self.unsettled:
                 span += (
@@ -214,7 +222,7 @@ def _summary(
         else (np.nan, np.nan)
     )
     status = status_of(name, value, low, high, depends, unsettled)
-    return Identifiability(name, value, low, high, status, len(got), unsettled)
+    return Identifiability(name, value, low, high, status, len(got), unsettled, depends)
 
 
 def identify_preset(
