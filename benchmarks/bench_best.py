@@ -18,6 +18,10 @@ Parts (all by default):
   ``best`` finds it.
 - ``large``: a 1,000-job paper instance (125 servers), ``best`` 60 s against SJF-BCO.
 - ``huge``: a 20,000-job paper instance (2,500 servers), ``best`` 120 s against SJF-BCO.
+- ``gaps`` (not in the default parts): the ``--largest N`` (default 12) paper instances
+  with the largest certified gaps in an earlier ``--csv`` file (``--against FILE``),
+  run again with the same seed and limit: how many now have a better schedule or a
+  better bound than that file says (issue 31's "8 of the 12").
 
 ``--workers`` runs that many instances at once (one process each; ``best`` is
 single-threaded). ``--quick`` shrinks everything (2 seeds, 5 s, no huge part).
@@ -142,6 +146,30 @@ def _small_task(args: tuple[int, int, float]) -> dict[str, Any]:
     }
 
 
+def largest_gaps(against: str, largest: int, limit: float, workers: int) -> dict[str, Any]:
+    """The ``largest`` instances of ``against`` (a ``--csv`` file) by certified gap, run again:
+    per instance the old and new makespan and bound, and how many improved either."""
+    with open(against, newline="", encoding="utf-8") as fh:
+        old = sorted(csv.DictReader(fh), key=lambda r: -float(r["gap"]))[:largest]
+    tasks = [(int(r["servers"]), int(r["seed"]), limit) for r in old]
+    print(f"largest gaps of {against}: {len(tasks)} instances, best {limit:g} s each")
+    before = load()
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        rows = list(pool.map(_paper_task, tasks))
+    after = load()
+    better = 0
+    for was, now in zip(old, rows, strict=True):
+        gain = now["best"] < float(was["best"]) or now["bound"] > float(was["bound"])
+        better += gain
+        print(
+            f"  s{now['servers']:>2} seed {now['seed']:>2}: makespan {was['best']} -> "
+            f"{now['best']:g}, bound {float(was['bound']):g} -> {now['bound']:g}, gap "
+            f"{float(was['gap']):.4f} -> {now['gap']:.4f}{'  better' if gain else ''}"
+        )
+    print(f"  better schedule or bound on {better} of {len(rows)} ({before}; after: {after})")
+    return {"rows": rows, "better": better, "load": [before, after]}
+
+
 def small(seeds: int, limit: float, workers: int) -> dict[str, Any]:
     """The small part; returns ``{"rows", "known", "found", "share", "load"}``."""
     tasks = [(n, k, limit) for n in range(3, 10) for k in range(seeds)]
@@ -231,13 +259,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--part",
         nargs="+",
         default=["paper", "small", "large", "huge"],
-        choices=["paper", "small", "large", "huge"],
+        choices=["paper", "small", "large", "huge", "gaps"],
     )
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--time-limit", type=float, default=30.0)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--quick", action="store_true", help="2 seeds, 5 s, small sizes, no huge")
     ap.add_argument("--csv", default=None, help="write the paper part's rows here")
+    ap.add_argument("--against", default="benchmarks/results/best_paper_30s.csv")
+    ap.add_argument("--largest", type=int, default=12, help="instances of the gaps part")
     args = ap.parse_args(argv)
     seeds, limit = args.seeds, args.time_limit
     parts = args.part
@@ -253,6 +283,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out["large"] = large(1000, 125, 10.0 if args.quick else 60.0)
     if "huge" in parts:
         out["huge"] = large(20_000, 2_500, 120.0)
+    if "gaps" in parts:
+        out["gaps"] = largest_gaps(args.against, args.largest, limit, args.workers)
     return out
 
 

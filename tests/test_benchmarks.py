@@ -258,6 +258,24 @@ def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch)
     assert rows[-1]["bound"] == 255  # the packing bound of paper-s20-seed0 (README)
 
 
+def test_bench_best_gaps_reruns_the_largest_and_counts_gains(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The two largest gaps of three rows, in gap order; a gain only where the earlier
+    figures are beaten (a made-up makespan of 10**6 is, a made-up bound of 10**6 is not)."""
+    old = tmp_path / "old.csv"
+    old.write_text(
+        "servers,seed,best,bound,gap\n"
+        "10,0,1000000,1,2.0\n"  # a worse schedule than any run gives: a gain
+        "20,0,0,1000000,3.0\n"  # a better schedule and bound than any run: none
+        "15,0,1,1,1.0\n"  # the smallest gap: not run
+    )
+    argv = ["--part", "gaps", "--against", str(old), "--largest", "2", "--time-limit", "1"]
+    out = run("bench_best", [*argv, "--workers", "1"], monkeypatch)["gaps"]
+    assert [(r["servers"], r["seed"]) for r in out["rows"]] == [(20, 0), (10, 0)]
+    assert out["better"] == 1
+
+
 def test_bench_bound160_bounds_are_valid_and_no_weaker(monkeypatch: pytest.MonkeyPatch) -> None:
     """The grouped bound on ``generate paper --servers 20 --seed 100``: at least the
     closed-form bound, never above ``best``'s makespan, and the gaps are what they say."""
