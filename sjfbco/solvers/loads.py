@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from sjfbco.evaluate import EPS
+
 if TYPE_CHECKING:  # placement imports this module
     from sjfbco.problem import Cluster
     from sjfbco.solvers.placement import Placer
-
-EPS = 1e-9
 
 #: Chosen global GPU indices, as a list or a numpy array.
 Chosen = Sequence[int] | np.ndarray
