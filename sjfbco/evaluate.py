@@ -39,18 +39,19 @@ if TYPE_CHECKING:
 EPS = 1e-9
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Run:
-    """State of one running job."""
+    """State of one running job (compared by identity: the per-server lists hold these)."""
 
+    job: int
+    gpu_ids: tuple[int, ...]
     servers: tuple[int, ...]
     max_per_server: int  # the job's GPUs on its fullest server (cost.shape_of)
-    split: bool
     p: int
     rate: float  # iterations per slot at contention p (an int when slotted)
     remaining: float  # iterations left at time ``since`` (an int when slotted)
     since: float
-    finish: float = -1  # the end its heap entry holds; -1 once taken off
+    finish: float = -1  # the end its calendar entry holds; -1 once taken off
 
 
 class Simulator:
@@ -68,6 +69,10 @@ class Simulator:
     there. Contention (eq. 6) is kept per server as the number of running split
     jobs holding a GPU there; a job's rate (eqs. 7 to 9) is recomputed only
     when one of its servers' counts changes.
+
+    Memory, not steps, is what grows at 100,000 jobs: an event follows references
+    from a server to the runs on it and from a run to its end (``_split_runs`` and
+    the calendar hold :class:`_Run` objects, not job numbers to look up again).
     """
 
     def __init__(self, data: ProblemData):
@@ -77,14 +82,11 @@ class Simulator:
         self._server_of = data.cluster.server_of_gpu
         self._owner: list[int] = [-1] * data.cluster.num_gpus
         self._n_split = [0] * data.cluster.num_servers
-        self._split_jobs: list[set[int]] = [set() for _ in range(data.cluster.num_servers)]
+        #: the running split jobs on each server, in start order
+        self._split_runs: list[list[_Run]] = [[] for _ in range(data.cluster.num_servers)]
         self._runs: dict[int, _Run] = {}
         self._continuous = data.cost.time_model == "continuous"
-        # Completion heap. One entry per rate change; an entry is live while its end is
-        # the job's ``finish``. Slotted: the int ``end * n + job`` (one integer compare
-        # per step, the heap's cost at 100,000 jobs); continuous: ``(end, job)``.
-        self._n = max(1, data.num_jobs)
-        self._heap: list[int | tuple[float, int]] = []
+        self._ends = _Ends()
         #: Tolerance of time comparisons: :data:`EPS` when continuous, 0 (exact ints) when slotted.
         self.eps: float = EPS if self._continuous else 0
         self.start_time: dict[int, float] = {}
@@ -124,20 +126,7 @@ class Simulator:
 
     def next_completion(self) -> float | None:
         """Time of the next job end, or ``None`` if nothing runs."""
-        heap = self._heap
-        while heap:
-            t, j = self._entry(heap[0])
-            run = self._runs.get(j)
-            if run is not None and run.finish == t:
-                return t
-            heapq.heappop(heap)
-        return None
-
-    def _entry(self, item: int | tuple[float, int]) -> tuple[float, int]:
-        """(end, job) of a completion-heap entry."""
-        if isinstance(item, tuple):
-            return item
-        return divmod(item, self._n)
+        return self._ends.first()
 
     def fits(self, job: int, gpu_ids: Sequence[int]) -> bool:
         """Whether :meth:`start` of ``job`` now on ``gpu_ids`` keeps it and every split job
@@ -163,10 +152,9 @@ class Simulator:
                 n_split[s] += 1
             p = contention_count(servers, n_split)
             rates.rate(job, len(servers), p, max(per_server.values()))
-            for j in set().union(*(self._split_jobs[s] for s in servers)):
-                run = self._runs[j]
+            for run in {id(r): r for s in servers for r in self._split_runs[s]}.values():
                 p = contention_count(run.servers, n_split)
-                rates.rate(j, len(run.servers), p, run.max_per_server)
+                rates.rate(run.job, len(run.servers), p, run.max_per_server)
         except ConfigurationError:
             return False
         return True
@@ -191,23 +179,23 @@ class Simulator:
             s = server_of[g]
             per_server[s] = per_server.get(s, 0) + 1
         servers = tuple(sorted(per_server))
-        split = len(servers) > 1
         g_max = max(per_server.values())
+        gpus = tuple(gpu_ids)
         self.start_time[job] = self.now
-        self.gpu_ids_of[job] = tuple(gpu_ids)
+        self.gpu_ids_of[job] = gpus
         self.servers_of[job] = servers
         self.max_per_server_of[job] = g_max
         iterations = self.data.jobs[job].iterations
         remaining = float(iterations) if self._continuous else iterations
-        run = _Run(servers, g_max, split, 0, 0, remaining, self.now)
+        run = _Run(job, gpus, servers, g_max, 0, 0, remaining, self.now)
         self._runs[job] = run
-        if split:
+        if len(servers) > 1:
             for s in servers:
                 self._n_split[s] += 1
-                self._split_jobs[s].add(job)
-            self._retouch(servers)
+                self._split_runs[s].append(run)
+            self._count_up(servers)
         else:
-            self._set_rate(job, run, 0)
+            self._set_rate(run, 0)
 
     def advance(self, until: float | None = None) -> list[int]:
         """Move to the next completion, or to ``until`` if that comes first.
@@ -225,31 +213,32 @@ class Simulator:
                 self.now = until
             return []
         self.now = t
-        finished: list[int] = []
-        heap, runs = self._heap, self._runs
-        while heap:
-            end, j = self._entry(heap[0])
-            if end > t + eps:
-                break
-            heapq.heappop(heap)
-            run = runs.get(j)
-            if run is not None and run.finish == end:
-                run.finish = -1  # a duplicate entry (same end) is not taken twice
-                finished.append(j)
-        touched: set[int] = set()
-        for j in finished:
-            run = runs.pop(j)
-            for g in self.gpu_ids_of[j]:
-                self._owner[g] = -1
-            self.end_time[j] = t
-            if run.split:
+        finished: list[_Run] = []
+        ends = self._ends
+        while ends.times and ends.times[0] <= t + eps:
+            end = ends.times[0]
+            ending = []
+            for run in ends.take(end):
+                if run.finish == end:  # not stale, nor a duplicate entry already taken
+                    run.finish = -1
+                    ending.append(run)
+            ending.sort(key=_job_of)  # by (end, job), as the jobs are reported
+            finished += ending
+        dropped: dict[int, int] = {}  # server -> split jobs that left it
+        owner, n_split = self._owner, self._n_split
+        for run in finished:
+            del self._runs[run.job]
+            for g in run.gpu_ids:
+                owner[g] = -1
+            self.end_time[run.job] = t
+            if len(run.servers) > 1:
                 for s in run.servers:
-                    self._n_split[s] -= 1
-                    self._split_jobs[s].discard(j)
-                touched.update(run.servers)
-        if touched:
-            self._retouch(touched)
-        return finished
+                    n_split[s] -= 1
+                    self._split_runs[s].remove(run)
+                    dropped[s] = dropped.get(s, 0) + 1
+        if dropped:
+            self._count_down(dropped)
+        return [run.job for run in finished]
 
     def run_to_end(self) -> None:
         """Advance until nothing runs."""
@@ -257,19 +246,36 @@ class Simulator:
             self.advance()
 
     # -- internals ---------------------------------------------------------------
-    def _retouch(self, servers: Iterable[int]) -> None:
-        """Recompute ``p`` of the split jobs on ``servers`` (eq. 6) and re-rate the changed."""
-        jobs: set[int] = set()
-        for s in servers:
-            jobs |= self._split_jobs[s]
-        n_split = self._n_split
-        for j in jobs:
-            run = self._runs[j]
-            p = contention_count(run.servers, n_split)
-            if p != run.p:
-                self._set_rate(j, run, p)
+    def _count_up(self, servers: Iterable[int]) -> None:
+        """Re-rate the split jobs whose ``p`` (eq. 6) rose when the counts of ``servers``
+        rose by one each (a start).
 
-    def _set_rate(self, job: int, run: _Run, p: int) -> None:
+        A job on server ``s`` had ``p >= n_split[s] - 1``, so its ``p`` rises exactly if
+        it is below ``n_split[s]`` now: the others are not recounted (an event reads each
+        job on the servers it touches, but the servers of few of them)."""
+        n_split = self._n_split
+        for s in servers:
+            level = n_split[s]
+            for run in self._split_runs[s]:
+                if run.p < level:
+                    self._set_rate(run, contention_count(run.servers, n_split))
+
+    def _count_down(self, dropped: dict[int, int]) -> None:
+        """Re-rate the split jobs whose ``p`` fell when the count of each server ``s`` in
+        ``dropped`` fell by ``dropped[s]`` (ends).
+
+        A job's ``p`` falls only if a server that held its maximum fell, so only the jobs
+        whose ``p`` was the count of such a server before are recounted."""
+        n_split = self._n_split
+        for s, fell in dropped.items():
+            before = n_split[s] + fell
+            for run in self._split_runs[s]:
+                if run.p == before:
+                    p = contention_count(run.servers, n_split)
+                    if p != run.p:
+                        self._set_rate(run, p)
+
+    def _set_rate(self, run: _Run, p: int) -> None:
         now = self.now
         if run.rate > 0:
             run.remaining -= (now - run.since) * run.rate
@@ -277,30 +283,82 @@ class Simulator:
                 run.remaining = 0
         run.since = now
         run.p = p
-        run.rate = self._rates.rate(job, len(run.servers), p, run.max_per_server)
+        run.rate = self._rates.rate(run.job, len(run.servers), p, run.max_per_server)
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
         if finish == run.finish:
-            return  # its entry is in the heap already
+            return  # its entry is in the calendar already
+        ends = self._ends
+        if run.finish >= 0:
+            ends.drop(run.finish)  # its entry there is stale now
         run.finish = finish
-        heap = self._heap
-        if self._continuous:
-            heapq.heappush(heap, (finish, job))
-        else:
-            heapq.heappush(heap, int(finish) * self._n + job)
-        if len(heap) > 2 * len(self._runs) + 64:
+        ends.add(finish, run)
+        if ends.size > 2 * len(self._runs) + 64:
             self._compact()
 
     def _compact(self) -> None:
-        """Drop the stale entries of the completion heap (amortised: it at least halves)."""
-        runs = self._runs
-        live = []
-        for item in self._heap:
-            t, j = self._entry(item)
-            run = runs.get(j)
-            if run is not None and run.finish == t:
-                live.append(item)
-        heapq.heapify(live)
-        self._heap = live
+        """Drop the stale entries of the calendar (amortised: it at least halves)."""
+        ends = _Ends()
+        for run in self._runs.values():
+            if run.finish >= 0:
+                ends.add(run.finish, run)
+        self._ends = ends
+
+
+class _Ends:
+    """The ends the running jobs' current rates give them, for :class:`Simulator`: a
+    calendar of buckets, one per end time, not a heap entry per job.
+
+    ``jobs[t]`` lists the jobs planned to end at ``t``, stale entries included (jobs
+    re-rated since; the simulator tells them apart by ``_Run.finish``); ``live[t]``
+    counts the current ones; ``times`` is a heap of the times with a bucket. The heap
+    holds distinct times, not jobs, so a pop walks a few hot levels however many jobs
+    run (a heap of 50,000 jobs made each pop walk 16 levels of cold memory).
+    """
+
+    __slots__ = ("jobs", "live", "size", "times")
+
+    def __init__(self) -> None:
+        self.jobs: dict[float, list[_Run]] = {}
+        self.live: dict[float, int] = {}
+        self.times: list[float] = []
+        self.size = 0  # entries in all buckets
+
+    def add(self, t: float, run: _Run) -> None:
+        bucket = self.jobs.get(t)
+        if bucket is None:
+            self.jobs[t] = [run]
+            self.live[t] = 1
+            heapq.heappush(self.times, t)
+        else:
+            bucket.append(run)
+            self.live[t] += 1
+        self.size += 1
+
+    def drop(self, t: float) -> None:
+        """One current entry at ``t`` went stale."""
+        self.live[t] -= 1
+
+    def first(self) -> float | None:
+        """The earliest time with a current entry (dropping the buckets before it)."""
+        times = self.times
+        while times:
+            t = times[0]
+            if self.live[t]:
+                return t
+            self.take(t)
+        return None
+
+    def take(self, t: float) -> list[_Run]:
+        """Remove the bucket of the earliest time ``t`` and return its entries."""
+        heapq.heappop(self.times)
+        del self.live[t]
+        bucket = self.jobs.pop(t)
+        self.size -= len(bucket)
+        return bucket
+
+
+def _job_of(run: _Run) -> int:
+    return run.job
 
 
 def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Evaluation:

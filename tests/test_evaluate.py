@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -150,11 +151,11 @@ def test_continuous_evaluator_matches_event_oracle(case: tuple) -> None:
 
 
 @pytest.mark.parametrize("time_model", ["slotted", "continuous"])
-def test_a_long_run_with_a_pruned_completion_heap_matches_the_oracle(
+def test_a_long_run_with_a_pruned_completion_calendar_matches_the_oracle(
     time_model: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The benchmark's 400 jobs on 50 servers: rate changes leave stale entries in the
-    completion heap, which the simulator prunes (``_compact``) on the way; the ends
+    calendar of ends, which the simulator prunes (``_compact``) on the way; the ends
     stay the oracle's."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent))
     from benchmarks.bench_evaluate import make_case
@@ -169,3 +170,56 @@ def test_a_long_run_with_a_pruned_completion_heap_matches_the_oracle(
     oracle = slotted_oracle if time_model == "slotted" else continuous_oracle
     _, end = oracle(data, sched)
     assert list(ev.end) == pytest.approx(end)
+
+
+def _random_drive(time_model: str, seed: int) -> tuple[ProblemData, Simulator, list[tuple]]:
+    """Start random jobs on random free GPUs of a 40-job instance and advance by random
+    steps until all end, checking after every event that each running job's ``p`` is
+    eq. 6 counted from scratch and that the jobs that end are reported in index order.
+    Returns the instance, the simulator and ``(job, gpus, start)`` in start order."""
+    rng = random.Random(seed)
+    caps = tuple(rng.randint(1, 4) for _ in range(rng.randint(2, 7)))
+    cluster = Cluster(caps, bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    cost = CostParams(xi1=rng.choice([1.0, 0.5]), slot_seconds=2.5, time_model=time_model)
+    jobs = tuple(
+        Job(f"j{k}", rng.randint(1, sum(caps)), rng.randint(1, 60), rng.choice([0.0, 50.0]), 0.2)
+        for k in range(40)
+    )
+    data = ProblemData(cluster, jobs, cost)
+    sim, waiting, started = Simulator(data), list(range(40)), []
+    while waiting or sim.running:
+        for j in list(waiting):
+            free = sim.free_gpu_ids()
+            if len(free) >= jobs[j].num_gpus and rng.random() < 0.5:
+                gpus = rng.sample(free, jobs[j].num_gpus)
+                sim.start(j, gpus)
+                waiting.remove(j)
+                started.append((j, gpus, sim.now))
+        ended = sim.advance(until=sim.now + rng.randint(0, 3) if waiting else None)
+        assert ended == sorted(ended)
+        servers = {j: {cluster.server_of_gpu[g] for g in sim.gpu_ids_of[j]} for j in sim.running}
+        for j in sim.running:
+            on = [
+                sum(1 for q in sim.running if len(servers[q]) > 1 and s in servers[q])
+                for s in servers[j]
+            ]
+            assert sim.contention(j) == (max(on) if len(on) > 1 else 0)
+    return data, sim, started
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("time_model", ["slotted", "continuous"])
+def test_contention_and_ends_of_a_random_run_match_a_recount(time_model: str, seed: int) -> None:
+    """The simulator re-counts ``p`` only for the jobs a start or an end can change and keeps
+    ends in a calendar of buckets; driven at random, its ``p`` is always the count from
+    scratch and (slotted) its ends are the slot-by-slot oracle's for the same starts."""
+    data, sim, started = _random_drive(time_model, seed)
+    if time_model == "slotted":
+        gpus = [[] for _ in range(data.num_jobs)]
+        plan, order = [0] * data.num_jobs, [0] * data.num_jobs
+        for k, (j, gs, t) in enumerate(started):
+            gpus[j] = [data.cluster.gpu_pair(g) for g in gs]
+            plan[j], order[j] = t, k
+        start, end = slotted_oracle(data, Schedule.build(gpus, plan, order))
+        assert start == [sim.start_time[j] for j in range(data.num_jobs)]
+        assert end == [sim.end_time[j] for j in range(data.num_jobs)]
