@@ -51,7 +51,7 @@ class _Run:
     rate: float  # iterations per slot at contention p (an int when slotted)
     remaining: float  # iterations left at time ``since`` (an int when slotted)
     since: float
-    finish: float = -1  # the end its calendar entry holds; -1 once taken off
+    end: _Bucket | None = None  # the calendar's bucket of its current end; None once ended
 
 
 class Simulator:
@@ -216,11 +216,11 @@ class Simulator:
         finished: list[_Run] = []
         ends = self._ends
         while ends.times and ends.times[0] <= t + eps:
-            end = ends.times[0]
+            bucket = ends.take()
             ending = []
-            for run in ends.take(end):
-                if run.finish == end:  # not stale, nor a duplicate entry already taken
-                    run.finish = -1
+            for run in bucket.runs:
+                if run.end is bucket:  # not stale, nor a duplicate entry already taken
+                    run.end = None
                     ending.append(run)
             ending.sort(key=_job_of)  # by (end, job), as the jobs are reported
             finished += ending
@@ -285,12 +285,11 @@ class Simulator:
         run.p = p
         run.rate = self._rates.rate(run.job, len(run.servers), p, run.max_per_server)
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
-        if finish == run.finish:
-            return  # its entry is in the calendar already
+        if run.end is not None:
+            if run.end.time == finish:
+                return  # its entry is in the calendar already
+            run.end.live -= 1  # its entry there is stale now
         ends = self._ends
-        if run.finish >= 0:
-            ends.drop(run.finish)  # its entry there is stale now
-        run.finish = finish
         ends.add(finish, run)
         if ends.size > 2 * len(self._runs) + 64:
             self._compact()
@@ -299,61 +298,64 @@ class Simulator:
         """Drop the stale entries of the calendar (amortised: it at least halves)."""
         ends = _Ends()
         for run in self._runs.values():
-            if run.finish >= 0:
-                ends.add(run.finish, run)
+            if run.end is not None:
+                ends.add(run.end.time, run)
         self._ends = ends
+
+
+@dataclass(slots=True, eq=False)
+class _Bucket:
+    """The runs planned to end at ``time`` (stale entries included: runs re-rated since,
+    whose ``end`` is another bucket now); ``live`` counts the others."""
+
+    time: float
+    runs: list[_Run]
+    live: int = 0
 
 
 class _Ends:
     """The ends the running jobs' current rates give them, for :class:`Simulator`: a
     calendar of buckets, one per end time, not a heap entry per job.
 
-    ``jobs[t]`` lists the jobs planned to end at ``t``, stale entries included (jobs
-    re-rated since; the simulator tells them apart by ``_Run.finish``); ``live[t]``
-    counts the current ones; ``times`` is a heap of the times with a bucket. The heap
-    holds distinct times, not jobs, so a pop walks a few hot levels however many jobs
-    run (a heap of 50,000 jobs made each pop walk 16 levels of cold memory).
+    ``buckets[t]`` holds the runs planned to end at ``t``; ``times`` is a heap of the
+    times with a bucket. The heap holds distinct times, not jobs, so a pop walks a few
+    hot levels however many jobs run (a heap of 50,000 jobs made each pop walk 16
+    levels of cold memory); a run points to its bucket, so that re-rating it needs no
+    look-up of its old end.
     """
 
-    __slots__ = ("jobs", "live", "size", "times")
+    __slots__ = ("buckets", "size", "times")
 
     def __init__(self) -> None:
-        self.jobs: dict[float, list[_Run]] = {}
-        self.live: dict[float, int] = {}
+        self.buckets: dict[float, _Bucket] = {}
         self.times: list[float] = []
         self.size = 0  # entries in all buckets
 
     def add(self, t: float, run: _Run) -> None:
-        bucket = self.jobs.get(t)
+        """Plan ``run`` to end at ``t`` (its old entry, if any, is stale already)."""
+        bucket = self.buckets.get(t)
         if bucket is None:
-            self.jobs[t] = [run]
-            self.live[t] = 1
+            bucket = self.buckets[t] = _Bucket(t, [])
             heapq.heappush(self.times, t)
-        else:
-            bucket.append(run)
-            self.live[t] += 1
+        bucket.runs.append(run)
+        bucket.live += 1
+        run.end = bucket
         self.size += 1
-
-    def drop(self, t: float) -> None:
-        """One current entry at ``t`` went stale."""
-        self.live[t] -= 1
 
     def first(self) -> float | None:
         """The earliest time with a current entry (dropping the buckets before it)."""
         times = self.times
         while times:
-            t = times[0]
-            if self.live[t]:
-                return t
-            self.take(t)
+            bucket = self.buckets[times[0]]
+            if bucket.live:
+                return bucket.time
+            self.take()
         return None
 
-    def take(self, t: float) -> list[_Run]:
-        """Remove the bucket of the earliest time ``t`` and return its entries."""
-        heapq.heappop(self.times)
-        del self.live[t]
-        bucket = self.jobs.pop(t)
-        self.size -= len(bucket)
+    def take(self) -> _Bucket:
+        """Remove the bucket of the earliest time and return it."""
+        bucket = self.buckets.pop(heapq.heappop(self.times))
+        self.size -= len(bucket.runs)
         return bucket
 
 
