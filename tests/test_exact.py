@@ -14,6 +14,8 @@ from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
 from sjfbco.bounds import lower_bound
 from sjfbco.patterns import model_bound
 from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
+from sjfbco.relaxations.pooled_intervals import PooledIntervals
+from sjfbco.relaxations.timeindexed import TimeIndexedBound
 from sjfbco.solvers import SOLVERS, Status, heuristics
 from sjfbco.solvers.common import serial_schedule
 from sjfbco.solvers.contract import Result
@@ -83,9 +85,27 @@ def relaxation_parts(model: type[ContentionFree], **kw: Any) -> Parts:
     return Parts(phases=lambda p, shares: bound_phases(p, shares, contention_free=model), **kw)
 
 
+class UndecidedPooledIntervals(PooledIntervals):
+    """The pooled relaxation as intervals, ending undecided (as at a time limit)."""
+
+    def decide(self, **kw: Any) -> TimeIndexedBound:
+        return TimeIndexedBound(self.closed, False, "UNKNOWN", 0.0, self.intervals)
+
+    bound = decide
+
+
 def undecided_parts(**kw: Any) -> Parts:
-    """The exact solver with CP-SAT's relaxation undecided (every pass)."""
-    return relaxation_parts(relaxation_model(), **kw)
+    """The exact solver with CP-SAT's relaxations undecided (every pass of the
+    contention-free one, and the pooled one as intervals)."""
+    return Parts(
+        phases=lambda p, shares: bound_phases(
+            p,
+            shares,
+            contention_free=relaxation_model(),
+            pooled_intervals=UndecidedPooledIntervals,
+        ),
+        **kw,
+    )
 
 
 def _contention_instance() -> ProblemData:
@@ -998,6 +1018,8 @@ def test_shares_are_validated() -> None:
         ({"time_indexed": 0.9}, "time_indexed .* above what the model's reserve leaves"),
         ({"spare_limit_s": 0}, "spare_limit_s must be > 0 seconds"),
         ({"pooled": True}, "pooled must be a number"),
+        ({"pooled_intervals": 0.9}, "pooled_intervals .* above what the model's reserve"),
+        ({"whole": -0.5}, r"whole must be in \[0, 1\]"),
     ):
         with pytest.raises(InputError, match=match):
             Shares(**bad)

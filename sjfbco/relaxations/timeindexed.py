@@ -281,6 +281,21 @@ def finish_bound(
 Columns = list[list[tuple[int, dict[Any, int]]]]
 
 
+def form_columns(
+    data: ProblemData, patterns: Patterns, horizon: int, pooled: bool
+) -> tuple[Columns, dict[Any, int]]:
+    """Each job's columns at ``horizon`` and each capacity row's capacity, in the
+    per-server or the pooled form (module docstring); patterns slower alone than the
+    job's GPU-time cap at ``horizon`` are left out."""
+    longest = duration_caps(data, patterns, horizon)  # GPU-time caps (module docstring)
+    dur = [
+        [d if d is not None and d <= cap else None for d in row]
+        for row, cap in zip(pattern_durations(data, patterns), longest, strict=True)
+    ]
+    form = _pooled_columns if pooled else _server_columns
+    return form(data, patterns, dur)
+
+
 def _server_columns(
     data: ProblemData, patterns: Patterns, durations: list[list[int | None]]
 ) -> tuple[Columns, dict[Any, int]]:
@@ -397,14 +412,9 @@ class TimeIndexed:
         require_slotted(data, "the time-indexed relaxation")
         t0 = time.perf_counter()
         self.data, self.horizon, self.pooled = data, horizon, pooled
-        pats = patterns or Patterns(data)
-        longest = duration_caps(data, pats, horizon)  # GPU-time caps (module docstring)
-        dur = [
-            [d if d is not None and d <= cap else None for d in row]
-            for row, cap in zip(pattern_durations(data, pats), longest, strict=True)
-        ]
-        form = _pooled_columns if pooled else _server_columns
-        self.columns, self.capacity = form(data, pats, dur)
+        self.columns, self.capacity = form_columns(
+            data, patterns or Patterns(data), horizon, pooled
+        )
         self.variables = count_variables(
             data, [[d for d, _ in col] for col in self.columns], horizon
         )
@@ -487,17 +497,21 @@ class TimeIndexed:
             deadline,
         )
         start_sum = []
+        expr = pulp.LpAffineExpression  # from (variable, coefficient) pairs: no products built
         for xs in starts:
             if not xs:  # this job cannot end by the horizon
                 return TimeIndexedBound(
                     horizon + 1, True, "a job cannot end by the horizon", 0.0, 0
                 )
-            prob += pulp.lpSum(x for x, _, _ in xs) == 1
-            prob += pulp.lpSum((a + d) * x for x, a, d in xs) <= C
-            start_sum.append(pulp.lpSum(a * x for x, a, _ in xs))
-        for (key, _), terms in sorted(load.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
-            if sum(c for c, _ in terms) > self.capacity[key]:
-                prob += pulp.lpSum(c * x for c, x in terms) <= self.capacity[key]
+            prob += expr([(x, 1) for x, _, _ in xs]) == 1
+            prob += expr([(x, a + d) for x, a, d in xs]) <= C
+            start_sum.append(expr([(x, a) for x, a, _ in xs]))
+        rows = sorted(load.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))
+        for k, ((key, _), terms) in enumerate(rows):
+            if k % 64 == 0:
+                check_deadline(deadline, "time-indexed relaxation")
+            if sum(c for c, _ in terms) > self.capacity[key]:  # one term per variable
+                prob += expr([(x, c) for c, x in terms]) <= self.capacity[key]
         for group in identical_job_groups(data):
             for j, k in itertools.pairwise(group):
                 prob += start_sum[j] <= start_sum[k]

@@ -9,7 +9,11 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
 2. the contention-free relaxation (:mod:`sjfbco.relaxations.contention_free`): a lower
    bound, and its schedule as one more warm-start candidate. First the
    configuration bound (:mod:`sjfbco.relaxations.configuration`: contention per
-   server and slot, time forgotten), then the relaxation's pooled
+   server and slot, time forgotten); when the gap is two slots or more, the
+   whole-instance CP-SAT model without splits (:mod:`sjfbco.solvers.wholecp`,
+   hinted with the incumbent: the incumbent side); then the relaxation's pooled
+   form as intervals on CP-SAT (:mod:`sjfbco.relaxations.pooled_intervals`,
+   deciding one below the incumbent), then its pooled
    time-indexed form on HiGHS (identical servers pooled,
    :mod:`sjfbco.relaxations.timeindexed`; decided by CP-SAT, its idle GPU-slots
    counted, when the horizon leaves none idle: ``docs/exact.md``, "A perfect
@@ -28,7 +32,9 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    (:func:`~sjfbco.formulations.size.estimate`): above the memory cap the model is
    not built and the run returns its incumbent and bound, saying so in
    ``stats["note"]`` (:class:`~sjfbco.errors.LimitError` only with
-   ``relaxation=False``, where the model is all the run has);
+   ``relaxation=False``, where the model is all the run has); a model that does not
+   fit the memory cap or the time left hands that time to the whole-instance model
+   (``stats["whole_remainder"]``);
 5. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
    on HiGHS or CBC, or the non-convex program
    (:class:`~sjfbco.formulations.nonconvex.NonconvexModel`) on CP-SAT;
@@ -69,6 +75,7 @@ from sjfbco.solvers.exact.phases import (
     PhaseResult,
     bound_phases,
     interrupted,
+    remainder_phases,
     run_phases,
     start_spare,
 )
@@ -124,6 +131,9 @@ class Parts:
         The spare core (its class, or a function with its arguments).
     model
         The model phase (default :func:`~sjfbco.solvers.exact.model.solve_model`).
+    remainder
+        The phases that get the time left when the model cannot be built in it (default
+        :func:`~sjfbco.solvers.exact.phases.remainder_phases`).
     """
 
     shares: Shares = field(default_factory=Shares)
@@ -131,6 +141,7 @@ class Parts:
     warm: Sequence[SolverSpec[Any]] | None = None
     spare: Callable[..., Spare] = Spare
     model: Callable[..., ModelRun] = solve_model
+    remainder: Callable[[ExactParams, Shares], Sequence[Phase]] = remainder_phases
 
 
 @register("exact", ExactParams, heuristic=False)
@@ -207,4 +218,5 @@ def _solve(
     run_phases(run, budget, parts.phases(p, parts.shares))
     if interrupted(run):
         return run.output(Status.TIME_LIMIT)
-    return finish(run, p, budget, parts.shares, time_limit, parts.model)
+    remainder = parts.remainder(p, parts.shares)
+    return finish(run, p, budget, parts.shares, time_limit, parts.model, remainder)

@@ -23,14 +23,16 @@ from sjfbco.patterns import (
 )
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.exact.params import BUILD_S_PER_VARIABLE
+from sjfbco.solvers.exact.phases import run_phases
 from sjfbco.solvers.exact.state import ModelError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from sjfbco.formulations.size import ModelSize
     from sjfbco.mip import Outcome
     from sjfbco.solvers.exact.params import ExactParams, Shares
+    from sjfbco.solvers.exact.phases import Phase
     from sjfbco.solvers.exact.state import Budget, Run
 
 
@@ -135,9 +137,11 @@ def finish(
     shares: Shares,
     time_limit: float | None,
     model: Callable[..., ModelRun] = solve_model,
+    remainder: Sequence[Phase] = (),
 ) -> SolverOutput:
     """After the bound phases: the answer when they proved it, else the model (when it
-    fits the memory cap and the time left) and its answer."""
+    fits the memory cap and the time left) and its answer; when it does not fit, the
+    ``remainder`` phases get the time left (never left unused)."""
     stats = run.stats
     stats.phases_s = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
     if run.proven and p.horizon is None:
@@ -154,11 +158,13 @@ def finish(
     size = estimate(run.data, p.backend, horizon)
     stats.model_estimate = size.as_dict()
     if size.memory_gb > p.max_memory_gb:
+        run_phases(run, budget, remainder)
         return _too_large(run, p, size)
     left = budget.left()
     build_s = BUILD_S_PER_VARIABLE[p.backend] * size.variables
     if left is not None and left < build_s + shares.finish_margin_s:
         stats.note = f"no time left to build the model (about {build_s:.0f} s)"
+        run_phases(run, budget, remainder)  # the time left goes to the incumbent side
         return run.output(Status.TIME_LIMIT)
     assert run.schedule is not None
     plan = plan_from_schedule(run.data, run.schedule) if p.warm_start else None

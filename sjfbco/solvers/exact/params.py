@@ -53,12 +53,19 @@ class Shares:
     #: the pooled form decided by CP-SAT, in its place, when the horizon leaves no
     #: GPU-slot idle (a perfect packing, docs/exact.md)
     perfect: float = 0.4
+    #: the pooled relaxation as intervals on CP-SAT, deciding one below the incumbent
+    #: (before the pooled time-indexed form, which it makes pointless when it packs)
+    pooled_intervals: float = 0.25
     #: the configuration bound, the first bound phase but one
     configuration: float = 0.05
     #: the grouped configuration bound (an LP of any size), the first bound phase
     grouped: float = 0.05
     #: the plan search (the relaxation's plans below the incumbent, evaluated)
     plan_search: float = 0.1
+    #: the whole instance in one CP-SAT model without splits, hinted with the incumbent,
+    #: when the gap is two slots or more (the incumbent side; it also takes what is left
+    #: when the model cannot be built in it)
+    whole: float = 0.15
     #: what the bound phases leave to the model
     model_reserve: float = 0.2
     #: seconds for the relaxation (and its time-indexed form) without a time limit
@@ -101,9 +108,11 @@ class Shares:
             "time_indexed",
             "quick_relaxation",
             "pooled",
+            "pooled_intervals",
             "perfect",
             "configuration",
             "plan_search",
+            "whole",
         )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import pickle
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -27,14 +28,18 @@ from sjfbco.patterns import Patterns, Plan, gpu_slack, plan_to_schedule
 from sjfbco.relaxations.configuration import Configuration
 from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.relaxations.grouped import GroupedConfiguration
+from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, too_many_variables
 from sjfbco.solvers.exact.params import Shares
+from sjfbco.solvers.sgs import Candidate
 from sjfbco.solvers.spare import Spare
+from sjfbco.solvers.wholecp import whole_pack
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sjfbco.problem import ProblemData
+    from sjfbco.schedule import Schedule
     from sjfbco.solvers.exact.params import ExactParams
     from sjfbco.solvers.exact.state import Budget, Run
 
@@ -229,6 +234,9 @@ class PooledPhase:
 
     def run(self, run: Run, budget: Budget) -> PhaseResult:
         horizon = int(run.makespan) - 1
+        if run.pooled_by == horizon:  # the same relaxation has a packing there
+            why = "skipped: a pooled packing ends by the horizon"
+            return PhaseResult({"status": why}, status=why)
         perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
         share = self.shares.perfect if perfect else self.share
         limit = _limit(budget, self.shares, share, self.shares.unlimited_packing_s)
@@ -247,6 +255,44 @@ class PooledPhase:
             figures,
             res.bound,
             "pooled time-indexed relaxation",
+            status=res.status,
+            infeasible=res.infeasible,
+        )
+
+
+@dataclass
+class PooledIntervalsPhase:
+    """The pooled relaxation as intervals on CP-SAT
+    (:mod:`sjfbco.relaxations.pooled_intervals`), deciding whether a pooled packing ends
+    one below the incumbent: none is the proof; one found makes the pooled time-indexed
+    form (the same relaxation) pointless at that horizon (``run.pooled_by``)."""
+
+    shares: Shares
+    model: Callable[..., PooledIntervals] = PooledIntervals
+    key: str = "pooled_intervals"
+
+    @property
+    def share(self) -> float:
+        return self.shares.pooled_intervals
+
+    def wanted(self, run: Run) -> bool:
+        return True
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        horizon = int(run.makespan) - 1
+        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+        if limit == 0.0:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        run.report("pooled relaxation (intervals)")
+        model = self.model(run.data, horizon, patterns=run.patterns)
+        res = model.decide(time_limit=limit, workers=run.workers(), seed=run.seed)
+        run.pooled_by = horizon if model.found else None
+        figures = _bound_figures(res)
+        figures["packed_by"] = run.pooled_by
+        return PhaseResult(
+            figures,
+            res.bound,
+            "pooled relaxation (intervals)",
             status=res.status,
             infeasible=res.infeasible,
         )
@@ -499,6 +545,83 @@ class PlanSearchPhase:
         return PhaseResult(figures, plan=res.plan, offer_as="plan search", status=res.status)
 
 
+def as_candidate(data: ProblemData, schedule: Schedule) -> Candidate:
+    """``schedule`` with the evaluator's figures, as the CP-SAT moves take an incumbent."""
+    ev = evaluate(data, schedule)
+    index = data.cluster.gpu_index
+    n = data.num_jobs
+    return Candidate(
+        makespan=ev.makespan,
+        mean_jct=ev.mean_jct,
+        gpus=tuple(tuple(index(s, i) for s, i in g) for g in schedule.gpus),
+        start=tuple(schedule.start),
+        rank=tuple(schedule.order) if schedule.order is not None else tuple(range(n)),
+        began=ev.start,
+        end=ev.end,
+    )
+
+
+@dataclass
+class WholePhase:
+    """The incumbent side: the whole instance in one CP-SAT model without splits
+    (:func:`~sjfbco.solvers.wholecp.whole_pack`: one optional interval per server that
+    holds a job whole, split modes only for a job no server holds, split runs never
+    sharing a server, so every solution is an exact schedule), hinted with the incumbent;
+    its schedule, scored by the evaluator, becomes the incumbent when it ends earlier. No
+    bound comes from this phase (the model leaves out the splits).
+
+    It runs when the gap is two slots or more (at one slot the bound phases decide the
+    only question left: is there a packing by ``makespan - 1``). As the remainder
+    (``remainder=True``, after the bound phases when the model cannot be built in the
+    time left) it takes all that is left but the finish margin, whatever the gap.
+    """
+
+    shares: Shares
+    remainder: bool = False
+    pack: Callable[..., Candidate | None] = whole_pack
+    key: str = "whole"
+
+    @property
+    def share(self) -> float:
+        return self.shares.whole
+
+    def wanted(self, run: Run) -> bool:
+        if run.schedule is None or not run.take_plans:
+            return False
+        return self.remainder or run.makespan - run.bound >= 2
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        left = budget.left()
+        if self.remainder and left is not None:
+            limit: float | None = max(0.0, left - self.shares.finish_margin_s)
+        else:
+            limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+        if limit is not None and limit < 0.1:
+            return PhaseResult({"status": NO_TIME}, status=NO_TIME)
+        assert run.schedule is not None and limit is not None
+        run.report("whole-instance CP-SAT model (no splits)")
+        t0 = time.perf_counter()
+        before = run.makespan
+        found = None
+        with contextlib.suppress(ConfigurationError):  # the hand-out put a tau over a slot
+            found = self.pack(
+                run.data,
+                as_candidate(run.data, run.schedule),
+                deadline=t0 + limit,
+                workers=run.workers(),
+                seed=run.seed,
+            )
+        if found is not None:
+            sched = found.schedule(run.data.cluster)
+            run.offer("whole-instance model", sched, evaluate(run.data, sched).makespan)
+        figures = {
+            "makespan": None if found is None else found.makespan,
+            "improved": run.makespan < before,
+            "seconds": round(time.perf_counter() - t0, 3),
+        }
+        return PhaseResult(figures, status="found" if found is not None else "none")
+
+
 def bound_phases(
     p: ExactParams,
     shares: Shares,
@@ -506,6 +629,7 @@ def bound_phases(
     contention_free: Callable[..., ContentionFree] = ContentionFree,
     time_indexed: Callable[..., TimeIndexed] = TimeIndexed,
     configuration: Callable[..., Configuration] = Configuration,
+    pooled_intervals: Callable[..., PooledIntervals] = PooledIntervals,
 ) -> list[Phase]:
     """The exact solver's phases between the warm start and the model, in order, as
     its parameters ask for them (``docs/exact.md``, "Time and memory"); each builds its
@@ -515,8 +639,12 @@ def bound_phases(
     phases: list[Phase] = [GroupedPhase(shares)]
     if p.configuration:
         phases.append(ConfigurationPhase(shares, configuration))
+    phases.append(WholePhase(shares))
     if p.pooled:
-        phases.append(PooledPhase(shares, model=time_indexed))
+        phases += [
+            PooledIntervalsPhase(shares, pooled_intervals),
+            PooledPhase(shares, model=time_indexed),
+        ]
     phases.append(AimSparePhase(shares))
     if p.time_indexed:
         phases += [
@@ -529,3 +657,10 @@ def bound_phases(
         RelaxationPhase(shares, model=contention_free),
         PlanSearchPhase(shares, contention_free),
     ]
+
+
+def remainder_phases(p: ExactParams, shares: Shares) -> list[Phase]:
+    """What gets the time left when the model cannot be built in it (or is above the
+    memory cap): the whole-instance model, all of that time (none with
+    ``relaxation=False``, where a model that does not fit is an error)."""
+    return [WholePhase(shares, remainder=True, key="whole_remainder")] if p.relaxation else []

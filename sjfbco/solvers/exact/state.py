@@ -140,6 +140,8 @@ class Run:
     spares: list[Spare] = field(default_factory=list)  # all started (stopped at the end)
     #: the horizon a contention-free packing ends by (the packing check's), if one does
     packed_by: int | None = None
+    #: the horizon a pooled packing ends by (the pooled relaxation's), if one does
+    pooled_by: int | None = None
     #: the packing check ended undecided (no packing, no proof)
     packing_open: bool = False
     #: the makespan of the relaxation's plan with its cuts (either pass), if it has one

@@ -1,0 +1,173 @@
+"""The exact solver's pooled relaxation as intervals and its whole-instance incumbent phase:
+bounds against the brute force and the time-indexed form, proofs through ``exact``, and
+the time left when the model cannot be built going to the incumbent side."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+from hypothesis import given, settings
+
+from sjfbco import ProblemData, evaluate
+from sjfbco.bounds.closed import closed_bound
+from sjfbco.relaxations.pooled_intervals import PooledIntervals
+from sjfbco.relaxations.timeindexed import TimeIndexed
+from sjfbco.solvers import Status
+from sjfbco.solvers.common import serial_schedule
+from sjfbco.solvers.exact import Parts, Shares
+from sjfbco.solvers.exact.phases import (
+    PhaseResult,
+    PooledIntervalsPhase,
+    PooledPhase,
+    WholePhase,
+    remainder_phases,
+)
+from sjfbco.solvers.exact.state import Run
+from tests.test_exact import _contention_instance, _late_pair, exact_with
+from tests.test_relaxation import _optimum
+from tests.tiny import tiny_instances, trap_instances
+
+if TYPE_CHECKING:
+    from sjfbco.solvers.exact.state import Budget
+
+
+def _check_pooled_intervals(data: ProblemData) -> None:
+    """At horizons two below to one above the optimum: the bound never exceeds the optimum,
+    and the interval form gives the time-indexed pooled form's verdict (one relaxation,
+    two encodings); deciding, ``horizon + 1`` or the closed form, and ``found`` exactly
+    when a pooled packing ends by the horizon."""
+    opt = _optimum(data)
+    for horizon in (opt - 2, opt - 1, opt, opt + 1):
+        if horizon < 1:
+            continue
+        ref = TimeIndexed(data, horizon, pooled=True).bound()
+        low = PooledIntervals(data, horizon).bound()
+        assert low.bound is not None and low.bound <= opt, (horizon, low, opt)
+        assert low.infeasible == ref.infeasible, (horizon, low, ref)
+        assert low.bound == ref.bound, (horizon, low, ref)  # both minimised to the end
+        model = PooledIntervals(data, horizon)
+        dec = model.decide()
+        assert dec.infeasible == ref.infeasible, (horizon, dec, ref)
+        assert dec.bound == (horizon + 1 if dec.infeasible else closed_bound(data))
+        assert model.found == (not dec.infeasible)
+
+
+@settings(max_examples=10, deadline=None)
+@given(tiny_instances())
+def test_pooled_intervals_against_brute_force(data: ProblemData) -> None:
+    _check_pooled_intervals(data)
+
+
+@settings(max_examples=4, deadline=None)
+@given(trap_instances(max_jobs=3))
+def test_pooled_intervals_on_the_trap(data: ProblemData) -> None:
+    """Servers smaller than the number of jobs that may split there (issue 11's trap)."""
+    _check_pooled_intervals(data)
+
+
+def test_pooled_intervals_hand_computed() -> None:
+    """The late pair (optimum 3, closed form 2): ``long`` holds one of the two GPUs in
+    slots 0 and 1, and ``a`` and ``b`` both need slot 1 or later; by 2 they would need
+    three GPUs in slot 1, so no packing ends by 2 (bound 3); by 3 one does."""
+    data = _late_pair()
+    at2 = PooledIntervals(data, 2).decide()
+    assert at2.infeasible and at2.bound == 3
+    model = PooledIntervals(data, 3)
+    at3 = model.bound()
+    assert not at3.infeasible and at3.bound == 3 and model.found
+
+
+def test_whole_phase_then_pooled_intervals_prove_the_optimum() -> None:
+    """From the serial schedule (4 slots; the closed form is 2) the whole-instance model
+    finds 3, the optimum; the pooled relaxation then finds no packing by 2: optimal 3,
+    proven by that bound, with no model built."""
+    data = _late_pair()
+    assert evaluate(data, serial_schedule(data)).makespan == 4
+    shares = Shares()
+    phases = [WholePhase(shares), PooledIntervalsPhase(shares)]
+    res = exact_with(data, Parts(phases=lambda p, s: phases, warm=()), backend="cpsat")
+    assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 3
+    assert res.stats["incumbent_from"] == "whole-instance model"
+    assert res.stats["whole"]["improved"] is True
+    assert res.stats["bound_from"] == "pooled relaxation (intervals)"
+    assert res.stats["pooled_intervals"]["status"] == "INFEASIBLE"
+    assert "model_size" not in res.stats
+
+
+def test_a_pooled_packing_skips_the_time_indexed_pooled_form() -> None:
+    """The contention instance from its serial schedule (9 slots; optimum 7): a pooled
+    packing ends by 8, so the time-indexed pooled form (the same relaxation) is skipped."""
+    data = _contention_instance()
+    shares = Shares()
+    phases = [PooledIntervalsPhase(shares), PooledPhase(shares)]
+    res = exact_with(data, Parts(phases=lambda p, s: phases, warm=()), backend="cpsat")
+    assert res.stats["pooled_intervals"]["packed_by"] == 8
+    assert res.stats["pooled"]["status"].startswith("skipped")
+    assert res.makespan == 7 and res.status is Status.OPTIMAL  # the model finds and proves it
+
+
+def test_whole_phase_waits_for_a_two_slot_gap() -> None:
+    """One slot of gap: the bound phases decide the only question left, so the whole phase
+    does not run (as the remainder it runs whatever the gap); two slots: it runs."""
+    data = _contention_instance()
+    sched = serial_schedule(data)
+    run = Run(data, sched, 9.0, 8)
+    assert not WholePhase(Shares()).wanted(run)
+    assert WholePhase(Shares(), remainder=True).wanted(run)
+    run.bound = 7
+    assert WholePhase(Shares()).wanted(run)
+    run.take_plans = False  # best's bound chain keeps its own incumbent
+    assert not WholePhase(Shares()).wanted(run)
+
+
+@dataclass
+class Recorder:
+    """A remainder phase that records that it ran (and leaves the run as it was)."""
+
+    key: str = "recorder"
+    share: float = 0.0
+    ran: int = 0
+
+    def wanted(self, run: Run) -> bool:
+        return True
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult:
+        self.ran += 1
+        return PhaseResult({"status": "ran"})
+
+
+@pytest.mark.parametrize("why", ["memory", "time"])
+def test_the_time_the_model_cannot_use_goes_to_the_remainder(why: str) -> None:
+    """A model above the memory cap, or one whose build does not fit in the time left (a
+    finish margin longer than any limit): the remainder phases run before the answer."""
+    data = _contention_instance()
+    rec = Recorder()
+    parts = Parts(
+        phases=lambda p, s: [],
+        warm=(),
+        remainder=lambda p, s: [rec],
+        shares=Shares(finish_margin_s=1e6) if why == "time" else Shares(),
+    )
+    if why == "memory":
+        res = exact_with(data, parts, backend="cpsat", max_memory_gb=1e-9)
+        assert res.stats["note"].startswith("model not built")
+    else:
+        res = exact_with(data, parts, backend="cpsat", time_limit=30.0)
+        assert res.stats["note"].startswith("no time left to build the model")
+    assert rec.ran == 1 and res.stats["recorder"] == {"status": "ran"}
+
+
+def test_the_default_remainder_is_the_whole_phase() -> None:
+    """The model above the memory cap: the whole-instance model takes the time and finds
+    the optimum 7 (hand-computed, module ``tests.test_exact``) from the serial 9; no
+    remainder without the relaxation (a model that does not fit is then an error)."""
+    data = _contention_instance()
+    res = exact_with(data, Parts(phases=lambda p, s: [], warm=()), max_memory_gb=1e-9)
+    assert res.makespan == 7 == evaluate(data, res.schedule).makespan  # type: ignore[arg-type]
+    assert res.stats["incumbent_from"] == "whole-instance model"
+    assert res.stats["whole_remainder"]["improved"] is True
+    from sjfbco.solvers.exact import ExactParams
+
+    assert remainder_phases(ExactParams(relaxation=False), Shares()) == []
