@@ -9,7 +9,9 @@ jobs (8 per server; about a minute) and prints the growth exponent between sizes
 same jobs on ten times the servers: exactly ten times the work, event for
 event), so that the exponent it prints measures only how the cost of one
 operation grows with the size of the state (caches, heap depth), not the
-work. ``main`` returns the rows it printed.
+work. ``--parts`` splits an evaluation at 10,000 and 100,000 jobs into its steps
+(checking the schedule, dispatching, building the result), in CPU microseconds per
+job, to show which step grows. ``main`` returns the rows it printed.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate
+from sjfbco.evaluate import dispatch, evaluation_of, gc_paused
 from sjfbco.schedule import check_schedule
 
 SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
@@ -96,12 +99,18 @@ def cpu_per_evaluation(data: ProblemData, sched: Schedule, repeats: int) -> tupl
     """Least CPU milliseconds of ``repeats`` evaluations after one that warms the rate
     cache, and the evaluation."""
     evaluate(data, sched)
-    best = float("inf")
+    best, ev = least_cpu(lambda: evaluate(data, sched), repeats)
+    return best * 1e3, ev
+
+
+def least_cpu(step: Any, repeats: int) -> tuple[float, Any]:
+    """Least CPU seconds of ``repeats`` calls of ``step()``, and its last result."""
+    best, out = float("inf"), None
     for _ in range(repeats):
         t0 = time.process_time()
-        ev = evaluate(data, sched)
+        out = step()
         best = min(best, time.process_time() - t0)
-    return best * 1e3, ev
+    return best, out
 
 
 def scale(sizes: list[int], repeats: int = 2) -> dict[str, Any]:
@@ -150,6 +159,40 @@ def copies(n_jobs: int = 10_000, k: int = 10, repeats: int = 3) -> dict[str, Any
     return {"copies": rows, "exponent": exponent}
 
 
+def steps_cpu(n: int, repeats: int) -> dict[str, Any]:
+    """CPU microseconds per job of each step of an evaluation of ``n`` jobs (8 per
+    server; collector paused, as in ``evaluate``): the schedule check, the dispatch
+    (queues and simulation) and the result."""
+    data, sched = make_case(n, max(1, n // 8), seed=0)
+    evaluate(data, sched)  # warm the rate cache
+    ranks = [sched.rank(j) for j in range(n)]
+    with gc_paused():
+        check_s, gpu_ids = least_cpu(lambda: check_schedule(data, sched), repeats)
+        run_s, sim = least_cpu(lambda: dispatch(data, gpu_ids, sched.start, ranks), repeats)
+        result_s, _ = least_cpu(lambda: evaluation_of(data, sim), repeats)
+    per_job = 1e6 / n
+    return {
+        "jobs": n,
+        "check_us": check_s * per_job,
+        "dispatch_us": run_s * per_job,
+        "result_us": result_s * per_job,
+    }
+
+
+def parts(sizes: list[int], repeats: int = 3) -> dict[str, Any]:
+    """:func:`steps_cpu` at each size, printed."""
+    rows = []
+    for n in sizes:
+        row = steps_cpu(n, repeats)
+        rows.append(row)
+        print(
+            f"{n:>7,} jobs: check {row['check_us']:5.2f}, dispatch {row['dispatch_us']:6.2f}, "
+            f"result {row['result_us']:5.2f} us CPU per job",
+            flush=True,
+        )
+    return {"parts": rows}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the paper-sized case only, 3 repeats")
@@ -159,7 +202,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument(
         "--copies", action="store_true", help="10,000 jobs against ten disjoint copies of them"
     )
+    ap.add_argument(
+        "--parts", action="store_true", help="CPU per job of each step at 10k and 100k jobs"
+    )
     args = ap.parse_args(argv)
+    if args.parts:
+        return parts([10_000, 100_000])
     if args.copies:
         return copies()
     if args.scale:
