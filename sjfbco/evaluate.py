@@ -98,8 +98,13 @@ class Simulator:
     # -- queries -----------------------------------------------------------------
     @property
     def running(self) -> list[int]:
-        """Jobs holding GPUs now."""
+        """Jobs holding GPUs now (a new list: :attr:`busy` asks whether there is any)."""
         return list(self._runs)
+
+    @property
+    def busy(self) -> bool:
+        """Whether any job holds GPUs now (without :attr:`running`'s copy of them all)."""
+        return bool(self._runs)
 
     @property
     def owners(self) -> list[int]:
@@ -501,7 +506,7 @@ def _dispatch(
                 _strict_violation(data, j, planned[j], sim, preds[j], gpu_ids)
             sim.start(j, gpu_ids[j])
         finished = sim.advance(until=ready.first() if ready else None)
-        if not finished and not ready and not sim.running:  # pragma: no cover - impossible
+        if not finished and not ready and not sim.busy:  # pragma: no cover - impossible
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
         for f in finished:
             done += 1

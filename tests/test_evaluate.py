@@ -197,6 +197,7 @@ def _random_drive(time_model: str, seed: int) -> tuple[ProblemData, Simulator, l
                 started.append((j, gpus, sim.now))
         ended = sim.advance(until=sim.now + rng.randint(0, 3) if waiting else None)
         assert ended == sorted(ended)
+        assert sim.busy == bool(sim.running)
         servers = {j: {cluster.server_of_gpu[g] for g in sim.gpu_ids_of[j]} for j in sim.running}
         for j in sim.running:
             on = [

@@ -166,7 +166,7 @@ def run_online(
         else:
             starts = _grab(pol.order(view), pool, held, data)
         deferred = _start(sim, starts, waiting)
-        if not sim.running and held:
+        if not sim.busy and held:
             return _result(data, pol, admission, sim, idle, deadlock=sorted(held))
         t_next = [
             t
@@ -174,7 +174,7 @@ def run_online(
             if t is not None and t > sim.now + sim.eps
         ]
         until = min(t_next, default=None)
-        if until is None and not sim.running:
+        if until is None and not sim.busy:
             raise _stuck(pol, data, waiting, deferred)
         t0 = sim.now
         done += len(sim.advance(until=until))

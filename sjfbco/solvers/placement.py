@@ -333,7 +333,7 @@ class TrialRunner:
                 chosen = rule(j, state, theta - inc[j])
                 if chosen is not None:
                     break
-                if not sim.running:
+                if not sim.busy:
                     return INFEASIBLE
                 self._release(sim, sim.advance(), idle)
             state.add(chosen, inc[j])

@@ -246,12 +246,12 @@ def parallel_sgs(
     waiting = WaitingJobs(data, order, split_ok, biggest)
     sim, pool, starts = Simulator(data), IdlePool(cl), Starts(data.num_jobs)
     continuous = data.cost.time_model == "continuous"
-    while starts.count < data.num_jobs or sim.running:
+    while starts.count < data.num_jobs or sim.busy:
         waiting.admit(sim.now)
         start_fitting(waiting, pool, sim, starts, biggest)
         until = waiting.next_arrival()
         finished = advance_to_boundary(sim, until, continuous)
-        if not finished and until is None and not sim.running and starts.count < data.num_jobs:
+        if not finished and until is None and not sim.busy and starts.count < data.num_jobs:
             raise RuntimeError("parallel SGS stalled")  # pragma: no cover - impossible
         for f in finished:
             pool.release(sim.gpu_ids_of[f])
