@@ -9,11 +9,11 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
 2. the contention-free relaxation (:mod:`sjfbco.relaxations.contention_free`): a lower
    bound, and its schedule as one more warm-start candidate. First the
    configuration bound (:mod:`sjfbco.relaxations.configuration`: contention per
-   server and slot, time forgotten); when the gap is two slots or more, the
+   server and slot, time forgotten), then the relaxation's pooled form as
+   intervals on CP-SAT (:mod:`sjfbco.relaxations.pooled_intervals`, deciding one
+   below the incumbent); when the gap is still two slots or more, the
    whole-instance CP-SAT model without splits (:mod:`sjfbco.solvers.wholecp`,
-   hinted with the incumbent: the incumbent side); then the relaxation's pooled
-   form as intervals on CP-SAT (:mod:`sjfbco.relaxations.pooled_intervals`,
-   deciding one below the incumbent), then its pooled
+   hinted with the incumbent: the incumbent side); then its pooled
    time-indexed form on HiGHS (identical servers pooled,
    :mod:`sjfbco.relaxations.timeindexed`; decided by CP-SAT, its idle GPU-slots
    counted, when the horizon leaves none idle: ``docs/exact.md``, "A perfect

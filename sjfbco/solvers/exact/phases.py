@@ -639,12 +639,11 @@ def bound_phases(
     phases: list[Phase] = [GroupedPhase(shares)]
     if p.configuration:
         phases.append(ConfigurationPhase(shares, configuration))
-    phases.append(WholePhase(shares))
     if p.pooled:
-        phases += [
-            PooledIntervalsPhase(shares, pooled_intervals),
-            PooledPhase(shares, model=time_indexed),
-        ]
+        phases.append(PooledIntervalsPhase(shares, pooled_intervals))
+    phases.append(WholePhase(shares))  # after the quick pooled proof: then only if needed
+    if p.pooled:
+        phases.append(PooledPhase(shares, model=time_indexed))
     phases.append(AimSparePhase(shares))
     if p.time_indexed:
         phases += [
