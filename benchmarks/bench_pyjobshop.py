@@ -1,7 +1,7 @@
 """``exact`` against PyJobShop on the contention-free plan, the same time limit each.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_pyjobshop.py [--jobs 14] [--servers 4]
-[--seeds 0 1 2 3 4 5] [--time-limit 60]``. Needs PyJobShop (``pip install pyjobshop``;
+[--seeds 0 1 2 3 4 5] [--time-limit 60] [--quick]``. Needs PyJobShop (``pip install pyjobshop``;
 optional, never a dependency of the package).
 
 Instances: issue 31's long family (``bench_exact.py --long``: sizes 1/2/4/8 on servers
@@ -118,18 +118,21 @@ def one(n: int, servers: int, seed: int, limit: float) -> dict[str, Any]:
     return row
 
 
-def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--jobs", type=int, default=14)
     ap.add_argument("--servers", type=int, default=4)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
     ap.add_argument("--time-limit", type=float, default=60.0)
+    ap.add_argument("--quick", action="store_true", help="6 jobs on 2 servers, seed 0, 5 s")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.jobs, args.servers, args.seeds, args.time_limit = 6, 2, [0], 5.0
     try:
         import pyjobshop  # noqa: F401
     except ImportError:
         print("PyJobShop is not installed (pip install pyjobshop): nothing to compare")
-        return []
+        return {"rows": [], "installed": False}
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} on {os.cpu_count()} cores")
     rows = []
@@ -143,7 +146,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"\nexact never worse than PyJobShop's verified makespan: "
             f"{len(rows) - len(worse)} of {len(rows)}" + (f" (worse: {worse})" if worse else "")
         )
-    return rows
+    return {"rows": rows, "installed": True}
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ COVERED = {
     "bench_fuzz",
     "bench_online",
     "bench_paper_ratios",
+    "bench_pyjobshop",
     "bench_scale",
     "bench_sjf_bco",
     "bench_testbed",

@@ -34,3 +34,17 @@ def test_pyjobshop_plan_is_scored_by_the_evaluator() -> None:
     figures, sched = pyjobshop_schedule(data, 10.0)
     assert sched is not None
     assert evaluate(data, sched, strict=True).makespan <= figures["pjs_objective"]
+
+
+def test_quick_run_compares_on_one_instance() -> None:
+    """``--quick``: one 6-job instance; with PyJobShop installed, its plan verified by the
+    evaluator and exact (which proves its optimum here) never worse; without it, no rows."""
+    from benchmarks.bench_pyjobshop import main
+
+    out = main(["--quick"])
+    if not out["installed"]:
+        assert out["rows"] == []
+        return
+    (row,) = out["rows"]
+    assert row["instance"] == "6/2/0" and row["pjs_verified"] is not None
+    assert row["never_worse"] and row["exact"] <= row["pjs_verified"]
