@@ -1,8 +1,8 @@
 """``exact`` against PyJobShop on the contention-free plan, the same time limit each.
 
 Run: ``PYTHONPATH=. python benchmarks/bench_pyjobshop.py [--jobs 14] [--servers 4]
-[--seeds 0 1 2 3 4 5] [--time-limit 60] [--quick]``. Needs PyJobShop (``pip install pyjobshop``;
-optional, never a dependency of the package).
+[--seeds 0 1 2 3 4 5] [--time-limit 60] [--quick]``. Needs PyJobShop (in the ``test``
+extra, or ``pip install pyjobshop``; never a dependency of the package).
 
 Instances: issue 31's long family (``bench_exact.py --long``: sizes 1/2/4/8 on servers
 of 4 GPUs, 400 to 1,800 iterations). PyJobShop gets the problem a user would model:
