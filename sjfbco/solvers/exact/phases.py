@@ -31,6 +31,7 @@ from sjfbco.relaxations.grouped import GroupedConfiguration
 from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, too_many_variables
 from sjfbco.solvers.exact.params import Shares
+from sjfbco.solvers.portfolio import evaluated
 from sjfbco.solvers.sgs import Candidate
 from sjfbco.solvers.spare import Spare
 from sjfbco.solvers.wholecp import whole_pack
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from sjfbco.problem import ProblemData
-    from sjfbco.schedule import Schedule
     from sjfbco.solvers.exact.params import ExactParams
     from sjfbco.solvers.exact.state import Budget, Run
 
@@ -545,22 +545,6 @@ class PlanSearchPhase:
         return PhaseResult(figures, plan=res.plan, offer_as="plan search", status=res.status)
 
 
-def as_candidate(data: ProblemData, schedule: Schedule) -> Candidate:
-    """``schedule`` with the evaluator's figures, as the CP-SAT moves take an incumbent."""
-    ev = evaluate(data, schedule)
-    index = data.cluster.gpu_index
-    n = data.num_jobs
-    return Candidate(
-        makespan=ev.makespan,
-        mean_jct=ev.mean_jct,
-        gpus=tuple(tuple(index(s, i) for s, i in g) for g in schedule.gpus),
-        start=tuple(schedule.start),
-        rank=tuple(schedule.order) if schedule.order is not None else tuple(range(n)),
-        began=ev.start,
-        end=ev.end,
-    )
-
-
 @dataclass
 class WholePhase:
     """The incumbent side: the whole instance in one CP-SAT model without splits
@@ -606,7 +590,7 @@ class WholePhase:
         with contextlib.suppress(ConfigurationError):  # the hand-out put a tau over a slot
             found = self.pack(
                 run.data,
-                as_candidate(run.data, run.schedule),
+                evaluated(run.data, run.schedule),
                 deadline=t0 + limit,
                 workers=run.workers(),
                 seed=run.seed,
