@@ -20,6 +20,9 @@ model, on the rows that have a twin:
   default: extended form, ``auto`` compute, 5 folds by placement, seed 0) on
   the same rows, and on all rows (``all``), beside its in-sample error.
 
+A file where no two placements share a point (the Sia artifact's files of other
+clusters, for instance) has no twins: its twin columns print ``-``.
+
 Errors are the median and 90th percentile of ``|predicted - measured| /
 measured``, in %. ``--quick``: bert and yolov3. ``main`` returns the rows.
 """
@@ -76,6 +79,9 @@ def floor_row(model: str, rows: StepTimes) -> dict[str, Any]:
         ("model_all", held),
         ("in_sample", fitted),
     ):
+        if not len(rel):  # no row has a twin (files with one placement per point): no floor
+            out[name], out[f"{name}_median"], out[f"{name}_p90"] = "-", None, None
+            continue
         median, p90 = _pair(rel)
         out[name] = f"{median}% / {p90}%"
         out[f"{name}_median"], out[f"{name}_p90"] = median, p90
