@@ -623,18 +623,43 @@ def min_run_time(job: Job, data: ProblemData) -> float:
 class RateCache:
     """Memoised :func:`rate_at` for the jobs of one instance.
 
-    Keyed by ``(job, servers, p, max_per_server)``; ``p`` and
-    ``max_per_server`` are dropped from the key where the model ignores them
-    (a job inside one server; no per-node sharing), so the paper's model keeps
-    one entry per ``(job, servers, p)``. The evaluator and every solver share
-    one per instance (``data.rates``) so that repeated trials never recompute
-    eq. 8.
+    Keyed by the job's class (its GPUs, compute time and gradient: all that eq. 8
+    reads of a job, so jobs of one class have the same rates), its number of
+    servers, ``max_per_server`` and ``p``; ``p`` and ``max_per_server`` are
+    dropped from the key where the model ignores them (a job inside one server;
+    no per-node sharing). The evaluator and every solver share one per instance
+    (``data.rates``) so that repeated trials never recompute eq. 8; the table
+    stays as small as the classes (a few dozen on the paper's workloads) however
+    many jobs there are, so its look-ups stay in cache.
     """
 
     def __init__(self, data: ProblemData):
         self._data = data
         self._by_node = data.cost.node_sharing > 0
-        self._table: dict[tuple[int, int, int, int], float] = {}
+        classes: dict[tuple[int, float, float], int] = {}
+        #: the class of each job: jobs with the same GPUs, compute time and gradient
+        self._class_of = [
+            classes.setdefault((job.num_gpus, job.compute, job.gradient_mb), len(classes))
+            for job in data.jobs
+        ]
+        #: (class, servers, max_per_server or 0) -> {p: rate}
+        self._rows: dict[tuple[int, int, int], dict[int, float]] = {}
+
+    def row(
+        self, job: int, num_servers: int, max_per_server: int | None = None
+    ) -> dict[int, float]:
+        """The memoised rates of job ``job`` on ``num_servers`` servers, by ``p``: a live
+        dict that :meth:`rate` fills (shared by the jobs of one class), for callers that
+        ask one placement's rate at many ``p`` (the evaluator keeps it per running job).
+        A ``p`` missing from it is asked of :meth:`rate`."""
+        if num_servers == 1:
+            key = (self._class_of[job], 1, 0)
+        else:
+            key = (self._class_of[job], num_servers, (max_per_server or 0) if self._by_node else 0)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = {}
+        return row
 
     def rate(self, job: int, num_servers: int, p: int, max_per_server: int | None = None) -> float:
         """Iterations per slot of job ``job`` on ``num_servers`` servers at contention ``p``.
@@ -642,16 +667,15 @@ class RateCache:
         ``max_per_server``: the job's GPUs on its fullest server; required for a
         split job when ``cost.node_sharing > 0`` (see :func:`iteration_time`).
         """
+        row = self.row(job, num_servers, max_per_server)
         if num_servers == 1:
-            key = (job, 1, 0, 0)
-        else:
-            key = (job, num_servers, p, (max_per_server or 0) if self._by_node else 0)
-        r = self._table.get(key)
+            p = 0
+        r = row.get(p)
         if r is None:
             d = self._data
             g = max_per_server if self._by_node else None
-            r = rate_at(d.jobs[job], num_servers, key[2], d.cluster, d.cost, max_per_server=g)
-            self._table[key] = r
+            r = rate_at(d.jobs[job], num_servers, p, d.cluster, d.cost, max_per_server=g)
+            row[p] = r
         return r
 
     def alone(self, job: int, num_servers: int, max_per_server: int | None = None) -> float:

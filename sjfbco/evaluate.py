@@ -51,6 +51,7 @@ class _Run:
     rate: float  # iterations per slot at contention p (an int when slotted)
     remaining: float  # iterations left at time ``since`` (an int when slotted)
     since: float
+    rates: dict[int, float]  # the job's memoised rates on this placement by p (RateCache.row)
     end: _Bucket | None = None  # the calendar's bucket of its current end; None once ended
 
 
@@ -192,7 +193,8 @@ class Simulator:
         self.max_per_server_of[job] = g_max
         iterations = self.data.jobs[job].iterations
         remaining = float(iterations) if self._continuous else iterations
-        run = _Run(job, gpus, servers, g_max, 0, 0, remaining, self.now)
+        rates = self._rates.row(job, len(servers), g_max)
+        run = _Run(job, gpus, servers, g_max, 0, 0, remaining, self.now, rates)
         self._runs[job] = run
         if len(servers) > 1:
             for s in servers:
@@ -288,7 +290,10 @@ class Simulator:
                 run.remaining = 0
         run.since = now
         run.p = p
-        run.rate = self._rates.rate(run.job, len(run.servers), p, run.max_per_server)
+        rate = run.rates.get(p)
+        if rate is None:
+            rate = self._rates.rate(run.job, len(run.servers), p, run.max_per_server)
+        run.rate = rate
         finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
         if run.end is not None:
             if run.end.time == finish:

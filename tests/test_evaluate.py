@@ -224,3 +224,44 @@ def test_contention_and_ends_of_a_random_run_match_a_recount(time_model: str, se
         start, end = slotted_oracle(data, Schedule.build(gpus, plan, order))
         assert start == [sim.start_time[j] for j in range(data.num_jobs)]
         assert end == [sim.end_time[j] for j in range(data.num_jobs)]
+
+
+def test_rate_table_is_shared_by_jobs_of_one_class_and_errors_name_the_job() -> None:
+    """``data.rates`` keeps one row of rates per job class (GPUs, compute, gradient: all eq. 8
+    reads of a job): every rate equals ``rate_at`` of the job asked, jobs of one class share
+    a row, and a rate above one slot per iteration is never stored, so its error names the
+    job asked even when a job of the same class asked first."""
+    from sjfbco.cost import ConfigurationError, rate_at
+
+    cl = Cluster((2, 2, 2), bandwidth_intra=5000.0, bandwidth_inter=100.0, gpu_speed=20000.0)
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.275, slot_seconds=2.0)
+    jobs = (
+        Job("a", 3, 4, 100.0, 0.2),
+        Job("b", 3, 9, 100.0, 0.2, arrival=5),  # a's class: iterations, arrival do not count
+        Job("c", 3, 4, 100.0, 0.3),
+        Job("d", 2, 4, 100.0, 0.2),
+    )
+    data = ProblemData(cl, jobs, cost)
+    rates = data.rates
+    for j, jb in enumerate(jobs):
+        for k, p, g in ((1, 0, jb.num_gpus), (2, 1, 2), (2, 2, 2), (3, 1, 1)):
+            if k > jb.num_gpus or (k == 2 and jb.num_gpus == 2 and g == 2):
+                continue
+            try:
+                want = rate_at(jb, k, p, cl, cost, max_per_server=g)
+            except ConfigurationError as e:
+                assert f"'{jb.id}'" in str(e)
+                with pytest.raises(ConfigurationError, match=f"'{jb.id}'"):
+                    rates.rate(j, k, p, g)
+                continue
+            assert rates.rate(j, k, p, g) == want
+    assert rates.row(0, 2, 2) is rates.row(1, 2, 2)
+    assert rates.row(0, 2, 2) is not rates.row(2, 2, 2)
+    assert rates.row(0, 2, 2) is not rates.row(3, 2, 2)
+    assert rates.row(0, 1) is not rates.row(0, 2, 2)
+    # a split 2+1 at contention 2 exceeds a slot (tests/test_unusable.py): never stored
+    with pytest.raises(ConfigurationError, match="'a'"):
+        rates.rate(0, 2, 2, 2)
+    with pytest.raises(ConfigurationError, match="'b'"):
+        rates.rate(1, 2, 2, 2)
+    assert 2 not in rates.row(1, 2, 2)
