@@ -22,7 +22,6 @@ beside any timing.
 from __future__ import annotations
 
 import argparse
-import itertools
 import os
 import time
 from typing import Any
@@ -31,9 +30,8 @@ from benchmarks.bench_exact import make_long_instance
 from sjfbco import ProblemData, evaluate, solve
 from sjfbco.solvers.cprepack import mode_slots
 from sjfbco.solvers.sgs import StartPlan, hand_out
+from sjfbco.solvers.wholecp import Pattern, filled_patterns
 from sjfbco.tables import format_table
-
-Pattern = tuple[tuple[int, int], ...]
 
 
 def modes_of(data: ProblemData, j: int) -> list[tuple[Pattern, int]]:
@@ -42,12 +40,7 @@ def modes_of(data: ProblemData, j: int) -> list[tuple[Pattern, int]]:
     caps = data.cluster.gpus_per_server
     g = data.jobs[j].num_gpus
     patterns: list[Pattern] = [((s, g),) for s, cap in enumerate(caps) if cap >= g]
-    for k in range(2, len(caps) + 1):
-        if patterns:
-            break
-        for subset in itertools.combinations(range(len(caps)), k):
-            if sum(caps[s] for s in subset) == g:
-                patterns.append(tuple((s, caps[s]) for s in subset))
+    patterns = patterns or filled_patterns(caps, g)
     out = [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
     if not out:
         raise ValueError(f"job {data.jobs[j].id}: no server or set of whole servers holds it")

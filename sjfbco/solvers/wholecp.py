@@ -4,9 +4,19 @@ Each job picks one server that holds it whole (an optional interval per such
 server, of the job's run time alone there, in whole slots) and a start slot at
 or after its arrival; per server the GPUs in use never exceed its capacity (a
 cumulative constraint); the objective is the makespan. A job that no server
-holds whole gets split modes (:func:`sjfbco.solvers.cprepack.split_patterns`),
-and split jobs never overlap on a server (a no-overlap constraint), so every
-split job runs at contention 1.
+holds whole gets split modes, and split jobs never overlap on a server (a
+no-overlap constraint), so every split job runs at contention 1. Which split modes
+(``split``):
+
+- ``"all"`` (the default): :func:`sjfbco.solvers.cprepack.split_patterns` (11 for an
+  8-GPU job on four servers of 4: six pairs, four triples (4, 3, 1), one quadruple
+  (4, 2, 1, 1); a server a split leaves GPUs free on takes other jobs beside it);
+- ``"filled"``: one mode per smallest set of servers the job fills exactly
+  (:func:`filled_patterns`: 6 pairs for an 8-GPU job on four servers of 4), so
+  nothing else runs on its servers while it runs: PyJobShop's model of the same
+  problem (``benchmarks/bench_pyjobshop.py``). A smaller model; its schedules are a
+  subset of ``"all"``'s. A job that fills no set of servers exactly (6 GPUs on
+  servers of 4) keeps ``"all"``'s modes.
 
 Why the evaluator cannot do worse than the model: a job inside one server never
 contends, and a split job never meets another split job on a server, so every job
@@ -22,21 +32,31 @@ ends at 316; this model, hinted, reaches 303 in 30 s with two workers (load 2.5)
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from sjfbco.errors import InputError
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.cprepack import chosen_mode, mode_slots, solve_within, split_patterns
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.sgs import Candidate
 
 #: Jobs x servers above which the model is not built (each pair is an optional interval;
 #: CP-SAT's presolve alone takes seconds near this size on this project's machine).
 MAX_PAIRS = 50_000
+
+#: The split modes of a job no server holds whole (module docstring).
+Split = Literal["all", "filled"]
+SPLITS: tuple[str, ...] = get_args(Split)
+
+Pattern = tuple[tuple[int, int], ...]
 
 
 def whole_pack(
@@ -47,6 +67,7 @@ def whole_pack(
     deterministic: float | None = None,
     workers: int = 1,
     seed: int = 0,
+    split: Split = "all",
 ) -> Candidate | None:
     """Solve the model of the module docstring, hinted with ``base``; the evaluated result.
 
@@ -63,6 +84,9 @@ def whole_pack(
         CP-SAT's deterministic time limit (with one worker, runs repeat exactly).
     workers, seed
         CP-SAT's workers and random seed.
+    split
+        The split modes of a job no server holds whole: ``"all"`` or ``"filled"``
+        (module docstring).
 
     Returns
     -------
@@ -70,13 +94,20 @@ def whole_pack(
         The schedule scored by the evaluator (possibly worse than ``base``: the
         caller keeps the better), or ``None`` when the model is too large, the
         deadline came first, or CP-SAT found no solution in its time.
+
+    Raises
+    ------
+    InputError
+        ``split`` is not one of :data:`SPLITS`.
     """
+    if split not in SPLITS:
+        raise InputError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
     cl = data.cluster
     if data.num_jobs == 0 or data.num_jobs * cl.num_servers > MAX_PAIRS:
         return None
     if deadline is not None and deadline - time.perf_counter() <= 0.05:
         return None
-    modes = _modes(data)
+    modes = _modes(data, split)
     if modes is None:
         return None
     # only schedules about as short as the incumbent are of use: a tight horizon helps CP-SAT
@@ -95,7 +126,7 @@ def whole_pack(
     return hand_out(data, plan, [float(p[0]) for p in plan])
 
 
-Modes = list[tuple[tuple[tuple[int, int], ...], int]]
+Modes = list[tuple[Pattern, int]]
 
 
 def _model(
@@ -125,17 +156,31 @@ def _model(
     return model, jobs
 
 
-def _modes(data: ProblemData) -> list[Modes] | None:
-    """Each job's modes (on one server when one holds it, else split) with their run times
-    alone; ``None`` when a job has none."""
+def filled_patterns(caps: Sequence[int], gpus: int) -> list[Pattern]:
+    """The sets of at least two servers that ``gpus`` GPUs fill exactly (every GPU of each),
+    only those of the fewest servers, in ``itertools.combinations`` order."""
+    for k in range(2, len(caps) + 1):
+        out = [
+            tuple((s, caps[s]) for s in subset)
+            for subset in itertools.combinations(range(len(caps)), k)
+            if sum(caps[s] for s in subset) == gpus
+        ]
+        if out:
+            return out
+    return []
+
+
+def _modes(data: ProblemData, split: Split = "all") -> list[Modes] | None:
+    """Each job's modes (on one server when one holds it, else split as ``split`` says)
+    with their run times alone; ``None`` when a job has none."""
     cl = data.cluster
     caps = cl.gpus_per_server
     out: list[Modes] = []
     for j, job in enumerate(data.jobs):
         g = job.num_gpus
-        patterns: list[tuple[tuple[int, int], ...]] = [
-            ((s, g),) for s in range(cl.num_servers) if caps[s] >= g
-        ]
+        patterns: list[Pattern] = [((s, g),) for s in range(cl.num_servers) if caps[s] >= g]
+        if not patterns and split == "filled":
+            patterns = filled_patterns(caps, g)
         if not patterns:
             patterns = split_patterns(caps, range(cl.num_servers), g)
         opts = [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
