@@ -67,6 +67,8 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
         "runtime_s": round(res.runtime, 2),
         "cpu_s": round(cpu, 2),
         "source": res.stats["improvements"][-1]["source"] if res.stats["improvements"] else "",
+        "whole_hint": res.stats["whole"]["hint"],
+        "whole_found": res.stats["whole"]["found"],
     }
 
 
@@ -164,7 +166,8 @@ def largest_gaps(against: str, largest: int, limit: float, workers: int) -> dict
         print(
             f"  s{now['servers']:>2} seed {now['seed']:>2}: makespan {was['best']} -> "
             f"{now['best']:g}, bound {float(was['bound']):g} -> {now['bound']:g}, gap "
-            f"{float(was['gap']):.4f} -> {now['gap']:.4f}{'  better' if gain else ''}"
+            f"{float(was['gap']):.4f} -> {now['gap']:.4f}{'  better' if gain else ''} "
+            f"(whole step: hint {now['whole_hint']}, found {now['whole_found']}; {now['source']})"
         )
     print(f"  better schedule or bound on {better} of {len(rows)} ({before}; after: {after})")
     return {"rows": rows, "better": better, "load": [before, after]}

@@ -17,6 +17,10 @@
    instances small enough (``relaxation_limit`` placement modes) and only
    under a time limit, so that runs with ``iterations`` stay deterministic. A
    makespan equal to the bound is optimal and ends the run.
+   Then the whole instance in one CP-SAT model without splits
+   (:mod:`sjfbco.solvers.wholecp`, ``whole_share`` of the limit), hinted with the
+   incumbent laid out without splits; its schedule joins the answer (and, without a
+   time limit, the search starts from it).
 3. **Search**, in rounds until the budget ends:
 
    - *global*: late-acceptance hill climbing over priority lists and split
@@ -46,7 +50,7 @@ import logging
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
@@ -59,7 +63,7 @@ from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.solvers.common import check_choice, check_count, check_number
 from sjfbco.solvers.contract import SolverOutput, Status, register
-from sjfbco.solvers.cprepack import repack
+from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
 from sjfbco.solvers.exact.params import Shares
 from sjfbco.solvers.exact.phases import (
     NO_TIME,
@@ -74,7 +78,8 @@ from sjfbco.solvers.exact.state import LeftBudget, Run
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Trajectory, WalkBudget
 from sjfbco.solvers.servers import ServerSearch, server_search
-from sjfbco.solvers.wholecp import whole_pack
+from sjfbco.solvers.sgs import hand_out, split_permissions
+from sjfbco.solvers.wholecp import MAX_PAIRS, _modes, whole_pack
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -128,11 +133,17 @@ class BestParams:
         ``both`` (alternating rounds).
     whole_share
         Share of the time limit for one CP-SAT model of the whole instance without
-        splits (:mod:`sjfbco.solvers.wholecp`), hinted with the portfolio's best,
-        after the bound phase (0: none). Without a time limit it runs for
-        ``whole_effort`` deterministic seconds on one worker.
+        splits (:mod:`sjfbco.solvers.wholecp`), hinted with the portfolio's best laid out
+        without splits (:func:`whole_hint`), after the bound phase (0: none); skipped when
+        no schedule without splits can beat the incumbent (:func:`no_split_floor`) or the
+        hint is more than :data:`WHOLE_HINT_SLACK` times the incumbent.
+        Without a time limit it runs for ``whole_effort`` deterministic seconds.
     whole_effort
         CP-SAT's deterministic time limit for that model without a time limit.
+    whole_workers
+        CP-SAT's workers on that model. One (default) searches the same way whatever its
+        time, so that ``best`` stays monotone in its limit; more are faster on an idle
+        machine but race, and a longer limit may then end worse.
     cp_moves
         CP-SAT re-packings per round (0: none); each counts one candidate.
     cp_jobs
@@ -167,8 +178,9 @@ class BestParams:
     server_limit: int = 50_000
     server_moves: int = 10_000
     scheme: Literal["serial", "parallel", "both"] = "both"
-    whole_share: float = 0.4
+    whole_share: float = 0.7
     whole_effort: float = 10.0
+    whole_workers: int = 1
     cp_moves: int = 2
     cp_jobs: int = 40
     cp_effort: float = 0.25
@@ -184,6 +196,12 @@ class BestParams:
         check_count("server_limit", self.server_limit)
         check_count("server_moves", self.server_moves)
         check_count("cp_jobs", self.cp_jobs)
+        check_number(
+            "whole_workers",
+            self.whole_workers,
+            "an integer >= 1",
+            lambda v: isinstance(v, int) and v >= 1,
+        )
         check_count("serial_limit", self.serial_limit)
         check_count("portfolio_limit", self.portfolio_limit)
         check_count("relaxation_limit", self.relaxation_limit)
@@ -376,6 +394,71 @@ def strong_bounds(
     return bound, relaxation
 
 
+def no_split_floor(data: ProblemData, modes: Sequence[Modes]) -> int:
+    """A lower bound on the whole-instance model's makespan (slots): for each job size
+    ``g``, the jobs of ``g`` GPUs or more that a server holds whole run inside servers of
+    ``g`` GPUs or more, so their GPU-slots alone (shortest mode) fill those servers for at
+    least that long. Jobs no server holds (split modes) are left out."""
+    caps = data.cluster.gpus_per_server
+    floor = 0
+    for g in sorted({job.num_gpus for job in data.jobs}):
+        room = sum(c for c in caps if c >= g)
+        area = sum(
+            job.num_gpus * min(w for _, w in modes[j])
+            for j, job in enumerate(data.jobs)
+            if g <= job.num_gpus <= max(caps)
+        )
+        if room:
+            floor = max(floor, math.ceil(area / room))
+    return floor
+
+
+def whole_hint(
+    data: ProblemData, engine: Engine, modes: Sequence[Modes] | None = None
+) -> Candidate | None:
+    """The hint of the whole-instance model: a schedule that is one of its solutions.
+
+    ``whole_pack`` hints its model with a schedule's single-server jobs; a job that
+    schedule splits (the portfolio's best usually splits some) has no hint and its
+    place in the model is taken by others, so CP-SAT first spends its time repairing
+    the hint (measured: 14 s on ``paper --servers 20 --seed 8`` at load 3.4, longer
+    than the step's share). Here the incumbent and the serial no-split decode of its
+    start order are laid out again on the model's modes
+    (:func:`~sjfbco.solvers.cprepack.retime`) and scored by the evaluator; the shorter
+    is the hint. Its makespan is at least the plan's last end, so that the model's
+    horizon (``ceil(makespan) + 1``) holds the hint. ``None``: no mode for a job."""
+    assert engine.best is not None
+    modes = _modes(data) if modes is None else modes
+    if modes is None:
+        return None
+    avoid = tuple(split_permissions(data, "avoid"))  # split only what no server holds
+    bases = [engine.best]
+    nosplit = engine.decode(Genome("serial", genome_of(engine.best, data, avoid).order, avoid))
+    if nosplit is not None:
+        bases.append(nosplit)
+    best: Candidate | None = None
+    for base in bases:
+        plan = retime(data, base, modes)
+        if plan is None:
+            return None
+        cand = hand_out(data, plan, [float(p[0]) for p in plan])
+        last = max(end for _, end, _ in plan)
+        if cand.makespan < last:  # a run time below its whole slots: keep the plan's horizon
+            cand = replace(cand, makespan=last)
+        if best is None or cand.makespan < best.makespan:
+            best = cand
+    return best
+
+
+#: The whole-instance model is not solved when its hint is longer than the incumbent by
+#: more than this factor: it then has to close more than the whole step ever closed. In
+#: issue 31's profile (the 12 largest gaps, 21 s each, load 5) the model shortened its
+#: hint by 0 to 10%, and the one hint above 1.2 x the incumbent (``paper --servers 10
+#: --seed 18``: no server holds its 32-GPU jobs, which split one at a time in the model)
+#: was 1,530 against 1,084, the model's best 1,524.
+WHOLE_HINT_SLACK = 1.2
+
+
 def _whole(
     data: ProblemData,
     engine: Engine,
@@ -383,26 +466,43 @@ def _whole(
     seconds: float | None,
     budget: WalkBudget,
     seed: int,
-) -> Candidate | None:
+) -> tuple[Candidate | None, Candidate | None]:
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
-    with the walk's incumbent, on one worker: for at most ``seconds`` (and what the
-    budget leaves), or ``params.whole_effort`` deterministic seconds without a limit.
-    One worker searches the same way whatever its time, so a longer share finds a
-    schedule at least as good (the answer stays monotone in the limit)."""
+    with :func:`whole_hint`, on ``params.whole_workers`` workers: for at most ``seconds``
+    (and what the budget leaves), or ``params.whole_effort`` deterministic seconds without
+    a limit. One worker searches the same way whatever its time, so a longer share finds
+    a schedule at least as good (the answer stays monotone in the limit). The hint and
+    what the model found (``None``: nothing)."""
     assert engine.best is not None
+    if data.num_jobs * data.cluster.num_servers > MAX_PAIRS:
+        return None, None  # whole_pack does not build the model
     if seconds is not None and budget.deadline is not None:
         seconds = min(seconds, budget.deadline - budget.reserve - time.perf_counter())
+    # the hint costs about four evaluations (a decode, two lay-outs and their scores;
+    # 2.3 s for a lay-out of 5,000 jobs on 10 servers at load 5): not begun without room
+    if seconds is not None and seconds <= max(0.05, 4 * budget.reserve):
+        return None, None
+    end = None if seconds is None else time.perf_counter() + seconds
+    modes = _modes(data)
+    if modes is None or no_split_floor(data, modes) >= engine.best.makespan:
+        return None, None  # nothing without splits is shorter than the incumbent
     try:
-        return whole_pack(
-            data,
-            engine.best,
-            deadline=None if seconds is None else time.perf_counter() + seconds,
-            deterministic=params.whole_effort if seconds is None else None,
-            workers=1,
-            seed=seed,
-        )
+        hint = whole_hint(data, engine, modes)
+        if hint is None or hint.makespan > WHOLE_HINT_SLACK * engine.best.makespan:
+            return hint, None
+        # presolve may drop a solution for a symmetric one (servers of one size): told to
+        # keep them all, it keeps the hint, which the search then finds at once
+        with cp_parameters(keep_all_feasible_solutions_in_presolve=True):
+            return hint, whole_pack(
+                data,
+                hint,
+                deadline=end,
+                deterministic=params.whole_effort if seconds is None else None,
+                workers=params.whole_workers,
+                seed=seed,
+            )
     except ConfigurationError:  # the hand-out put a job above one slot per iteration
-        return None
+        return None, None
 
 
 class Laps:
@@ -543,21 +643,26 @@ class Walk:
 
 def whole_step(
     data: ProblemData, params: BestParams, walk: Walk, time_limit: float | None, seed: int
-) -> None:
+) -> dict[str, Any]:
     """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
     the deadline has come. Without a time limit (deterministic) its schedule joins the
-    walk and the walk starts from it; under one it joins the answer only."""
+    walk and the walk starts from it; under one it joins the answer only. What it did
+    (``stats["whole"]``): the hint's makespan and the model's (``None``: none)."""
     engine, budget = walk.engine, walk.budget
     deadline = budget.deadline
     late = interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
     if params.whole_share <= 0 or engine.done or late:
-        return
+        return {"hint": None, "found": None}
     seconds = None if time_limit is None else params.whole_share * time_limit
-    found = _whole(data, engine, params, seconds, budget, seed)
+    hint, found = _whole(data, engine, params, seconds, budget, seed)
     if found is not None and time_limit is None and engine.offer(found, "cp-sat (whole)"):
         walk.start = genome_of(found, data, walk.start.split)
     elif found is not None and time_limit is not None:
         engine.offer_outside(found, "cp-sat (whole)")
+    return {
+        "hint": None if hint is None else hint.makespan,
+        "found": None if found is None else found.makespan,
+    }
 
 
 class Reporter:
@@ -621,7 +726,7 @@ def best_solve(
     bound, relaxation = strong_bounds(data, params, engine, time_limit, seed, bound, bounds)
     laps.lap("bound")
     # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
-    whole_step(data, params, walk, time_limit, seed)
+    whole = whole_step(data, params, walk, time_limit, seed)
     laps.lap("whole")
     # 4. search rounds
     walk.run()
@@ -640,6 +745,7 @@ def best_solve(
         "evaluated": engine.evaluated,
         "rounds": walk.rounds,
         "phase_seconds": {k: round(v, 3) for k, v in laps.seconds.items()},
+        "whole": whole,
         "stopped_by": "bound" if engine.done else budget.stopped_by,
         "seed": seed,
         "time_limit": time_limit,

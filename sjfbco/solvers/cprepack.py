@@ -31,6 +31,8 @@ servers. (It can be less: that is fine, it is re-evaluated anyway.)
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 import math
 import time
@@ -43,7 +45,7 @@ from sjfbco.evaluate import EPS
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from ortools.sat.python import cp_model
 
@@ -96,6 +98,26 @@ def mode_slots(data: ProblemData, j: int, pattern: Sequence[tuple[int, int]]) ->
     return max(1, math.ceil(d - EPS)) if math.isfinite(d) else None
 
 
+#: CP-SAT parameters that :func:`solve_within` sets on top of its own, in this context
+#: (:func:`cp_parameters`); empty by default.
+_EXTRA: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar(
+    "cp_extra", default=()
+)
+
+
+@contextlib.contextmanager
+def cp_parameters(**params: Any) -> Iterator[None]:
+    """Within the ``with`` block, every :func:`solve_within` (the re-packings here and
+    :func:`sjfbco.solvers.wholecp.whole_pack`) also sets these CP-SAT parameters: ``best``
+    asks for ``keep_all_feasible_solutions_in_presolve=True`` on the whole-instance
+    model, whose signature gives only ``workers`` and ``seed``."""
+    token = _EXTRA.set((*_EXTRA.get(), *params.items()))
+    try:
+        yield
+    finally:
+        _EXTRA.reset(token)
+
+
 def solve_within(
     model: cp_model.CpModel,
     deadline: float | None,
@@ -112,6 +134,8 @@ def solve_within(
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    for name, value in _EXTRA.get():
+        setattr(solver.parameters, name, value)
     if deterministic is not None:
         solver.parameters.max_deterministic_time = deterministic
     if deadline is not None:
@@ -121,6 +145,63 @@ def solve_within(
         solver.parameters.max_time_in_seconds = left
     status = interrupt.solve_cp(solver, model)
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+
+
+Modes = list[tuple[tuple[tuple[int, int], ...], int]]
+
+
+def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[StartPlan] | None:
+    """``base`` laid out again on ``modes`` (per job, ``(server, GPUs)`` patterns and their
+    run times in whole slots, as :func:`sjfbco.solvers.wholecp.whole_pack` offers them):
+    a plan that model accepts, to hint it with.
+
+    Jobs are taken in ``base``'s start order. A job ``base`` runs inside one server keeps
+    that server when a mode offers it; any other job (split in ``base``) takes the mode
+    that ends first. Each starts at the earliest slot (at or after its arrival) where its
+    GPUs are free on every server of its mode for its whole run time, and a split mode
+    also meets no other split run on those servers. A job that keeps its server starts no
+    later than in ``base`` when ``base`` splits no job and its run times are the modes'
+    (the jobs before it only moved earlier); jobs ``base`` split can push the rest later.
+    Returns the plan (start, end, pattern per job), ``None`` when a job has no mode.
+    """
+    import numpy as np
+
+    caps = data.cluster.gpus_per_server
+    srv = data.cluster.server_of_gpu
+    n = data.num_jobs
+    if any(not m for m in modes):
+        return None
+    length = max(job.arrival for job in data.jobs) + sum(max(w for _, w in m) for m in modes) + 1
+    use = [np.zeros(length, dtype=np.int64) for _ in caps]
+    split_runs: list[list[tuple[int, int]]] = [[] for _ in caps]
+    ends: list[set[int]] = [set() for _ in caps]
+    plan: list[StartPlan] = [(0, 0.0, [])] * n
+    for j in sorted(range(n), key=lambda j: (base.began[j], base.rank[j], j)):
+        arrival = data.jobs[j].arrival
+        here = {srv[g] for g in base.gpus[j]}
+        g = data.jobs[j].num_gpus
+        opts = [(p, w) for p, w in modes[j] if len(here) == 1 and p == ((*here, g),)]
+        found: tuple[int, int, tuple[tuple[int, int], ...]] | None = None  # end, start, mode
+        for pattern, w in opts or modes[j]:
+            times = sorted({arrival, *(e for s, _ in pattern for e in ends[s] if e > arrival)})
+            for t in times:
+                if found is not None and t + w >= found[0]:
+                    break
+                if all(int(use[s][t : t + w].max()) + c <= caps[s] for s, c in pattern) and (
+                    len(pattern) == 1
+                    or all(e <= t or t + w <= b for s, _ in pattern for b, e in split_runs[s])
+                ):
+                    found = (t + w, t, pattern)
+                    break
+        assert found is not None  # the last end on the mode's servers always fits
+        end, t, pattern = found
+        for s, c in pattern:
+            use[s][t:end] += c
+            ends[s].add(end)
+            if len(pattern) > 1:
+                split_runs[s].append((t, end))
+        plan[j] = (t, float(end), list(pattern))
+    return plan
 
 
 def repack(
