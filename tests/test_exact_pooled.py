@@ -5,7 +5,6 @@ the time left when the model cannot be built going to the incumbent side."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +15,7 @@ from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.solvers import Status
 from sjfbco.solvers.common import serial_schedule
-from sjfbco.solvers.exact import Parts, Shares
+from sjfbco.solvers.exact import ExactParams, Parts, Shares
 from sjfbco.solvers.exact.phases import (
     PhaseResult,
     PooledIntervalsPhase,
@@ -24,13 +23,10 @@ from sjfbco.solvers.exact.phases import (
     WholePhase,
     remainder_phases,
 )
-from sjfbco.solvers.exact.state import Run
+from sjfbco.solvers.exact.state import Budget, Run
 from tests.test_exact import _contention_instance, _late_pair, exact_with
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
-
-if TYPE_CHECKING:
-    from sjfbco.solvers.exact.state import Budget
 
 
 def _check_pooled_intervals(data: ProblemData) -> None:
@@ -120,6 +116,37 @@ def test_whole_phase_waits_for_a_two_slot_gap() -> None:
     assert WholePhase(Shares()).wanted(run)
     run.take_plans = False  # best's bound chain keeps its own incumbent
     assert not WholePhase(Shares()).wanted(run)
+
+
+def test_whole_phase_packs_with_filled_splits() -> None:
+    """The whole phase (and the remainder) hand ``split="filled"`` to the model: an 8-GPU
+    job on servers of 4 gets the six pairs of whole servers (``docs/exact.md``)."""
+    seen: list[object] = []
+
+    def pack(*args: object, **kwargs: object) -> None:
+        seen.append(kwargs["split"])
+
+    data = _contention_instance()
+    run = Run(data, serial_schedule(data), 9.0, 7)
+    WholePhase(Shares(), pack=pack).run(run, Budget(None))
+    phase = remainder_phases(ExactParams(), Shares())[0]
+    assert isinstance(phase, WholePhase) and phase.split == "filled"
+    assert seen == ["filled"]
+
+
+def test_pooled_intervals_again_only_after_a_better_incumbent() -> None:
+    """The second pass of the pooled interval form runs only when the incumbent has
+    improved since the first pass decided (the whole phase in between found better)."""
+    data = _contention_instance()
+    run = Run(data, serial_schedule(data), 9.0, 7)
+    again = PooledIntervalsPhase(Shares(), again=True)
+    assert not again.wanted(run)  # no first pass yet
+    PooledIntervalsPhase(Shares()).run(run, Budget(None))
+    assert run.pooled_decided == 8 and not again.wanted(run)
+    run.makespan = 8.0
+    assert again.wanted(run)
+    again.run(run, Budget(None))
+    assert run.pooled_decided == 7 and not again.wanted(run)
 
 
 @dataclass

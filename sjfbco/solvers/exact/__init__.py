@@ -12,8 +12,10 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    server and slot, time forgotten), then the relaxation's pooled form as
    intervals on CP-SAT (:mod:`sjfbco.relaxations.pooled_intervals`, deciding one
    below the incumbent); when the gap is still two slots or more, the
-   whole-instance CP-SAT model without splits (:mod:`sjfbco.solvers.wholecp`,
-   hinted with the incumbent: the incumbent side); then its pooled
+   whole-instance CP-SAT model without splits (:mod:`sjfbco.solvers.wholecp`; a
+   job no server holds fills whole servers, ``split="filled"``; hinted with the
+   incumbent: the incumbent side), and when that improved the
+   incumbent the pooled interval form again at the new horizon; then its pooled
    time-indexed form on HiGHS (identical servers pooled,
    :mod:`sjfbco.relaxations.timeindexed`; decided by CP-SAT, its idle GPU-slots
    counted, when the horizon leaves none idle: ``docs/exact.md``, "A perfect

@@ -64,8 +64,9 @@ class Shares:
     plan_search: float = 0.1
     #: the whole instance in one CP-SAT model without splits, hinted with the incumbent,
     #: when the gap is two slots or more (the incumbent side; it also takes what is left
-    #: when the model cannot be built in it)
-    whole: float = 0.15
+    #: when the model cannot be built in it); 0.15 until 2026-12-04 (second session,
+    #: docs/benchmarks/2026-12-exact.md)
+    whole: float = 0.35
     #: what the bound phases leave to the model
     model_reserve: float = 0.2
     #: seconds for the relaxation (and its time-indexed form) without a time limit

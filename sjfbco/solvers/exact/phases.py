@@ -34,7 +34,7 @@ from sjfbco.solvers.exact.params import Shares
 from sjfbco.solvers.portfolio import evaluated
 from sjfbco.solvers.sgs import Candidate
 from sjfbco.solvers.spare import Spare
-from sjfbco.solvers.wholecp import whole_pack
+from sjfbco.solvers.wholecp import Split, whole_pack
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -265,21 +265,27 @@ class PooledIntervalsPhase:
     """The pooled relaxation as intervals on CP-SAT
     (:mod:`sjfbco.relaxations.pooled_intervals`), deciding whether a pooled packing ends
     one below the incumbent: none is the proof; one found makes the pooled time-indexed
-    form (the same relaxation) pointless at that horizon (``run.pooled_by``)."""
+    form (the same relaxation) pointless at that horizon (``run.pooled_by``). With
+    ``again``, a second pass after the whole phase, only when the incumbent has improved
+    since the horizon last decided (``run.pooled_decided``)."""
 
     shares: Shares
     model: Callable[..., PooledIntervals] = PooledIntervals
     key: str = "pooled_intervals"
+    #: a second pass: only when the incumbent has improved since the first pass decided
+    again: bool = False
 
     @property
     def share(self) -> float:
         return self.shares.pooled_intervals
 
     def wanted(self, run: Run) -> bool:
-        return True
+        decided = run.pooled_decided
+        return not self.again or (decided is not None and int(run.makespan) - 1 < decided)
 
     def run(self, run: Run, budget: Budget) -> PhaseResult:
         horizon = int(run.makespan) - 1
+        run.pooled_decided = horizon
         limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
@@ -554,6 +560,12 @@ class WholePhase:
     its schedule, scored by the evaluator, becomes the incumbent when it ends earlier. No
     bound comes from this phase (the model leaves out the splits).
 
+    Jobs no server holds get ``split`` modes (default ``"filled"``: one per smallest set of
+    servers they fill exactly, nothing else on those servers while they run; measured
+    better than ``"all"`` within seconds, ``docs/exact.md``, "Long jobs"). CP-SAT gets all
+    the run's threads, even while the spare core runs (then aimed at the closed form, it
+    can raise the bound by one slot only, less than the gap).
+
     It runs when the gap is two slots or more (at one slot the bound phases decide the
     only question left: is there a packing by ``makespan - 1``). As the remainder
     (``remainder=True``, after the bound phases when the model cannot be built in the
@@ -564,6 +576,8 @@ class WholePhase:
     remainder: bool = False
     pack: Callable[..., Candidate | None] = whole_pack
     key: str = "whole"
+    #: the split modes of a job no server holds whole (:data:`~sjfbco.solvers.wholecp.SPLITS`)
+    split: Split = "filled"
 
     @property
     def share(self) -> float:
@@ -592,8 +606,9 @@ class WholePhase:
                 run.data,
                 evaluated(run.data, run.schedule),
                 deadline=t0 + limit,
-                workers=run.workers(),
+                workers=run.threads,
                 seed=run.seed,
+                split=self.split,
             )
         if found is not None:
             sched = found.schedule(run.data.cluster)
@@ -626,7 +641,8 @@ def bound_phases(
     if p.pooled:
         phases.append(PooledIntervalsPhase(shares, pooled_intervals))
     phases.append(WholePhase(shares))  # after the quick pooled proof: then only if needed
-    if p.pooled:
+    if p.pooled:  # the pooled interval form again at the whole phase's incumbent
+        phases.append(PooledIntervalsPhase(shares, pooled_intervals, "pooled_intervals_2", True))
         phases.append(PooledPhase(shares, model=time_indexed))
     phases.append(AimSparePhase(shares))
     if p.time_indexed:

@@ -142,6 +142,8 @@ class Run:
     packed_by: int | None = None
     #: the horizon a pooled packing ends by (the pooled relaxation's), if one does
     pooled_by: int | None = None
+    #: the last horizon the pooled interval form was asked about, if any
+    pooled_decided: int | None = None
     #: the packing check ended undecided (no packing, no proof)
     packing_open: bool = False
     #: the makespan of the relaxation's plan with its cuts (either pass), if it has one
