@@ -72,10 +72,16 @@ def _paper_task(args: tuple[int, int, float]) -> dict[str, Any]:
     }
 
 
-def paper(seeds: int, limit: float, workers: int, out: str | None) -> dict[str, Any]:
-    """The paper part; returns ``{"rows": per instance, "summary": per server count and all,
-    "load": before and after}``."""
-    tasks = [(s, k, limit) for s in (10, 15, 20) for k in range(seeds)]
+def paper(
+    seeds: int,
+    limit: float,
+    workers: int,
+    out: str | None,
+    servers_list: tuple[int, ...] = (10, 15, 20),
+) -> dict[str, Any]:
+    """The paper part (at ``servers_list`` servers); returns ``{"rows": per instance,
+    "summary": per server count and all, "load": before and after}``."""
+    tasks = [(s, k, limit) for s in servers_list for k in range(seeds)]
     print(f"paper workload: {len(tasks)} instances, best {limit:g} s each, {workers} at once")
     before = load()
     print(f"  before: {before}")
@@ -91,7 +97,7 @@ def paper(seeds: int, limit: float, workers: int, out: str | None) -> dict[str, 
             f"{r['best']:>5g}  bound {r['bound']:>5g}  gap {r['gap']:.3f}"
             f"{'  optimal' if r['optimal'] else ''}  ({r['source']}; {r['cpu_s']:.1f} s CPU)"
         )
-    for servers in (10, 15, 20, None):
+    for servers in (*servers_list, None):
         sub = [r for r in rows if servers is None or r["servers"] == servers]
         m_ref = statistics.mean(r["sjf_bco"] for r in sub)
         m_best = statistics.mean(r["best"] for r in sub)
@@ -271,6 +277,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--csv", default=None, help="write the paper part's rows here")
     ap.add_argument("--against", default="benchmarks/results/best_paper_30s.csv")
     ap.add_argument("--largest", type=int, default=12, help="instances of the gaps part")
+    ap.add_argument(
+        "--servers", type=int, nargs="+", default=[10, 15, 20], help="the paper part's sizes"
+    )
     args = ap.parse_args(argv)
     seeds, limit = args.seeds, args.time_limit
     parts = args.part
@@ -279,7 +288,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parts = [p for p in parts if p != "huge"]
     out: dict[str, Any] = {}
     if "paper" in parts:
-        out["paper"] = paper(seeds, limit, args.workers, args.csv)
+        out["paper"] = paper(seeds, limit, args.workers, args.csv, tuple(args.servers))
     if "small" in parts:
         out["small"] = small(1 if args.quick else 3, 5.0, args.workers)
     if "large" in parts:
