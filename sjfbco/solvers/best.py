@@ -143,7 +143,7 @@ class BestParams:
     whole_dense
         Above this many jobs per server the whole-instance model gets half of
         ``whole_share``: on the paper workload (160 jobs, 30 s at load 3.4 to 5.5) its
-        schedule was the answer on 13 of 20 instances of 20 servers (8 jobs a server), 7
+        schedule was the answer on 12 of 20 instances of 20 servers (8 jobs a server), 8
         of 20 of 15 servers (11) and none of 10 servers (16), where it never shortened
         its hint and the search rounds it stood in for lost 0 to 10 slots.
     whole_workers
