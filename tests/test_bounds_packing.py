@@ -161,7 +161,10 @@ def test_knapsack_is_exact(
         for x in itertools.product(*(range(k + 1) for k in b))
         if int(np.array(x) @ s) <= cap
     )
-    assert float(got @ v) == pytest.approx(best)
+    # the knapsack takes an improvement only above 1e-12 (float noise in the duals), so it
+    # may leave values that small behind (Hypothesis: sizes [1], values [1e-12, ...],
+    # bound 2: 0 against 2e-12); a wrong packing misses by far more
+    assert float(got @ v) == pytest.approx(best, rel=1e-9, abs=1e-9)
 
 
 # ---- never above an optimum ----------------------------------------------------------------------
