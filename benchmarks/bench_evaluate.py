@@ -10,8 +10,9 @@ same jobs on ten times the servers: exactly ten times the work, event for
 event), so that the exponent it prints measures only how the cost of one
 operation grows with the size of the state (caches, heap depth), not the
 work. ``--parts`` splits an evaluation at 10,000 and 100,000 jobs into its steps
-(checking the schedule, dispatching, building the result), in CPU microseconds per
-job, to show which step grows. ``main`` returns the rows it printed.
+(checking the schedule, dispatching, building the result; and the per-GPU queue links
+that the dispatch builds first), in CPU microseconds per job, to show which step grows.
+``main`` returns the rows it printed.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate
-from sjfbco.evaluate import dispatch, evaluation_of, gc_paused
+from sjfbco.evaluate import dispatch, evaluation_of, gc_paused, queue_links
 from sjfbco.schedule import check_schedule
 
 SIZES = [1] * 80 + [2] * 14 + [4] * 26 + [8] * 30 + [16] * 8 + [32] * 2
@@ -162,19 +163,25 @@ def copies(n_jobs: int = 10_000, k: int = 10, repeats: int = 3) -> dict[str, Any
 def steps_cpu(n: int, repeats: int) -> dict[str, Any]:
     """CPU microseconds per job of each step of an evaluation of ``n`` jobs (8 per
     server; collector paused, as in ``evaluate``): the schedule check, the dispatch
-    (queues and simulation) and the result."""
+    (queues and simulation), and of it the per-GPU queues' links alone
+    (:func:`~sjfbco.evaluate.queue_links`), and the result."""
     data, sched = make_case(n, max(1, n // 8), seed=0)
     evaluate(data, sched)  # warm the rate cache
     ranks = [sched.rank(j) for j in range(n)]
+    key = [(sched.start[j], ranks[j], j) for j in range(n)]  # as the dispatch orders them
+    order = sorted(range(n), key=key.__getitem__)
+    num_gpus = data.cluster.num_gpus
     with gc_paused():
         check_s, gpu_ids = least_cpu(lambda: check_schedule(data, sched), repeats)
         run_s, sim = least_cpu(lambda: dispatch(data, gpu_ids, sched.start, ranks), repeats)
+        links_s, _ = least_cpu(lambda: queue_links(key, gpu_ids, num_gpus, order=order), repeats)
         result_s, _ = least_cpu(lambda: evaluation_of(data, sim), repeats)
     per_job = 1e6 / n
     return {
         "jobs": n,
         "check_us": check_s * per_job,
         "dispatch_us": run_s * per_job,
+        "links_us": links_s * per_job,
         "result_us": result_s * per_job,
     }
 
@@ -186,8 +193,8 @@ def parts(sizes: list[int], repeats: int = 3) -> dict[str, Any]:
         row = steps_cpu(n, repeats)
         rows.append(row)
         print(
-            f"{n:>7,} jobs: check {row['check_us']:5.2f}, dispatch {row['dispatch_us']:6.2f}, "
-            f"result {row['result_us']:5.2f} us CPU per job",
+            f"{n:>7,} jobs: check {row['check_us']:5.2f}, dispatch {row['dispatch_us']:6.2f} "
+            f"(queue links {row['links_us']:5.2f}), result {row['result_us']:5.2f} us CPU per job",
             flush=True,
         )
     return {"parts": rows}

@@ -301,16 +301,24 @@ class Simulator:
             run.end.live -= 1  # its entry there is stale now
         ends = self._ends
         ends.add(finish, run)
-        if ends.size > 2 * len(self._runs) + 64:
+        if ends.size > _STALE * len(self._runs) + 64:
             self._compact()
 
     def _compact(self) -> None:
-        """Drop the stale entries of the calendar (amortised: it at least halves)."""
+        """Drop the stale entries of the calendar (amortised: it shrinks by a factor
+        :data:`_STALE` or more)."""
         ends = _Ends()
         for run in self._runs.values():
             if run.end is not None:
                 ends.add(run.end.time, run)
         self._ends = ends
+
+
+#: The calendar is pruned when it holds more than this many entries per running job (plus
+#: 64). Each pruning reads every running job, at random places in memory; at 4 rather than
+#: 2 the benchmark's cases prune a fifth as often (0.16 running jobs read per job, not
+#: 0.85) and the calendar's peak is the same (58,789 entries at 100,000 jobs).
+_STALE = 4
 
 
 @dataclass(slots=True, eq=False)
