@@ -1,6 +1,7 @@
 """The exact solver's parameters: what a user sets (:class:`ExactParams`) and how the one
 time limit is shared among its phases (:class:`Shares`, validated; the measurements
-behind each figure are in ``docs/benchmarks/exact-shares.md``)."""
+behind each figure are in ``docs/benchmarks/2026-12-exact.md``, "Where the exact
+solver's time shares came from")."""
 
 from __future__ import annotations
 
