@@ -24,24 +24,25 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.bench_exact import make_long_instance
 from sjfbco import ProblemData, evaluate, solve
-from sjfbco.solvers.cprepack import mode_slots
 from sjfbco.solvers.sgs import StartPlan, hand_out
-from sjfbco.solvers.wholecp import Pattern, filled_patterns
+from sjfbco.solvers.wholecp import filled_patterns, job_modes
 from sjfbco.tables import format_table
 
+if TYPE_CHECKING:
+    from sjfbco.solvers.cprepack import Modes
 
-def modes_of(data: ProblemData, j: int) -> list[tuple[Pattern, int]]:
+
+def modes_of(data: ProblemData, j: int) -> Modes:
     """Job ``j``'s modes with their run times alone (whole slots): each server that holds
-    it whole; else each set of servers it fills exactly (no other job can share them)."""
+    it whole; else each set of servers it fills exactly (no other job can share them):
+    ``wholecp``'s ``"filled"`` modes, without their fallback to split modes."""
     caps = data.cluster.gpus_per_server
     g = data.jobs[j].num_gpus
-    patterns: list[Pattern] = [((s, g),) for s, cap in enumerate(caps) if cap >= g]
-    patterns = patterns or filled_patterns(caps, g)
-    out = [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
+    out = job_modes(data, j, "filled") if g <= max(caps) or filled_patterns(caps, g) else []
     if not out:
         raise ValueError(f"job {data.jobs[j].id}: no server or set of whole servers holds it")
     return out

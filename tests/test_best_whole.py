@@ -14,7 +14,7 @@ from sjfbco.solvers.cprepack import cp_parameters, retime, solve_within
 from sjfbco.solvers.portfolio import evaluated
 from sjfbco.solvers.search import Engine, WalkBudget
 from sjfbco.solvers.sgs import hand_out
-from sjfbco.solvers.wholecp import _modes, whole_pack
+from sjfbco.solvers.wholecp import instance_modes, whole_pack
 from tests.conftest import INSTANCES, instances
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def test_retime_lays_out_a_solution_of_the_whole_model(data: ProblemData) -> Non
     """Every job on one of its modes with that mode's run time, at or after its arrival; no
     server above its GPUs at any slot; split runs never side by side on a server; the
     evaluator's schedule of the plan ends no later than the plan."""
-    modes = _modes(data)
+    modes = instance_modes(data)
     if modes is None:
         return
     base = evaluated(data, solve(data, "list").schedule)
@@ -110,12 +110,12 @@ def test_no_split_floor_by_hand() -> None:
     one = Cluster((2,), bandwidth_intra=1000.0, bandwidth_inter=100.0, gpu_speed=1e6)
     cost = CostParams(xi2=0.0, slot_seconds=1.0)
     data = ProblemData(one, _jobs((2, 2), (1, 3), (1, 1)), cost)
-    assert no_split_floor(data, _modes(data) or []) == 4
+    assert no_split_floor(data, instance_modes(data) or []) == 4
     # servers of 2, 1 and 1 GPUs: two 2-GPU jobs of 4 slots fit whole only on the first,
     # 16 GPU-slots on 2 GPUs -> 8; split over the other two, the second runs beside it
     three = Cluster((2, 1, 1), bandwidth_intra=1000.0, bandwidth_inter=100.0, gpu_speed=1e6)
     data = ProblemData(three, _jobs((2, 4), (2, 4)), cost)
-    assert no_split_floor(data, _modes(data) or []) == 8
+    assert no_split_floor(data, instance_modes(data) or []) == 8
     res = solve(data, "best", iterations=50, seed=0)
     assert res.makespan == 4  # the split schedule
     assert res.stats["whole"] == {"hint": None, "found": None}  # the model cannot beat it

@@ -79,7 +79,7 @@ from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Trajectory, WalkBudget
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.sgs import hand_out, split_permissions
-from sjfbco.solvers.wholecp import MAX_PAIRS, _modes, whole_pack
+from sjfbco.solvers.wholecp import instance_modes, too_large, whole_pack
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -436,7 +436,7 @@ def whole_hint(
     is the hint. Its makespan is at least the plan's last end, so that the model's
     horizon (``ceil(makespan) + 1``) holds the hint. ``None``: no mode for a job."""
     assert engine.best is not None
-    modes = _modes(data) if modes is None else modes
+    modes = instance_modes(data) if modes is None else modes
     if modes is None:
         return None
     avoid = tuple(split_permissions(data, "avoid"))  # split only what no server holds
@@ -482,7 +482,7 @@ def _whole(
     a schedule at least as good (the answer stays monotone in the limit). The hint and
     what the model found (``None``: nothing)."""
     assert engine.best is not None
-    if data.num_jobs * data.cluster.num_servers > MAX_PAIRS:
+    if too_large(data):
         return None, None  # whole_pack does not build the model
     if seconds is not None and budget.deadline is not None:
         seconds = min(seconds, budget.deadline - budget.reserve - time.perf_counter())
@@ -491,7 +491,7 @@ def _whole(
     if seconds is not None and seconds <= max(0.05, 4 * budget.reserve):
         return None, None
     end = None if seconds is None else time.perf_counter() + seconds
-    modes = _modes(data)
+    modes = instance_modes(data)
     if modes is None or no_split_floor(data, modes) >= engine.best.makespan:
         return None, None  # nothing without splits is shorter than the incumbent
     try:

@@ -39,6 +39,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from sjfbco import interrupt
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
@@ -56,13 +58,19 @@ if TYPE_CHECKING:
 MAX_PATTERNS = 24
 
 
+#: Where a mode puts a job's GPUs: ``((server, GPUs), ...)``.
+ServerGpus = tuple[tuple[int, int], ...]
+#: A job's modes: where it runs, and its run time alone there in whole slots.
+Modes = list[tuple[ServerGpus, int]]
+
+
 def split_patterns(
     caps: Sequence[int], servers: Sequence[int], gpus: int, most: int = MAX_PATTERNS
-) -> list[tuple[tuple[int, int], ...]]:
+) -> list[ServerGpus]:
     """Split placements of ``gpus`` GPUs over at least two of ``servers``: per subset of
     servers (fewest first, then server order) the greedy fill, largest servers first,
     keeping one GPU on each server of the subset; at most ``most`` of them."""
-    out: list[tuple[tuple[int, int], ...]] = []
+    out: list[ServerGpus] = []
     for k in range(2, min(gpus, len(servers)) + 1):
         for subset in itertools.combinations(servers, k):
             if sum(caps[s] for s in subset) < gpus:
@@ -147,9 +155,6 @@ def solve_within(
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
-Modes = list[tuple[tuple[tuple[int, int], ...], int]]
-
-
 def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[StartPlan] | None:
     """``base`` laid out again on ``modes`` (per job, ``(server, GPUs)`` patterns and their
     run times in whole slots, as :func:`sjfbco.solvers.wholecp.whole_pack` offers them):
@@ -164,8 +169,6 @@ def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[S
     (the jobs before it only moved earlier); jobs ``base`` split can push the rest later.
     Returns the plan (start, end, pattern per job), ``None`` when a job has no mode.
     """
-    import numpy as np
-
     caps = data.cluster.gpus_per_server
     srv = data.cluster.server_of_gpu
     n = data.num_jobs
@@ -181,7 +184,7 @@ def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[S
         here = {srv[g] for g in base.gpus[j]}
         g = data.jobs[j].num_gpus
         opts = [(p, w) for p, w in modes[j] if len(here) == 1 and p == ((*here, g),)]
-        found: tuple[int, int, tuple[tuple[int, int], ...]] | None = None  # end, start, mode
+        found: tuple[int, int, ServerGpus] | None = None  # end, start, mode
         for pattern, w in opts or modes[j]:
             times = sorted({arrival, *(e for s, _ in pattern for e in ends[s] if e > arrival)})
             for t in times:
@@ -270,7 +273,7 @@ def _model(
     data: ProblemData,
     base: Candidate,
     free: Sequence[int],
-    modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int]]],
+    modes: dict[int, Modes],
     parts_of: Sequence[Sequence[tuple[int, int]]],
     blocks: dict[int, list[tuple[int, int, int, bool]]],
 ) -> tuple[Any, _Packing]:
@@ -309,14 +312,14 @@ def server_parts(data: ProblemData, base: Candidate) -> list[list[tuple[int, int
 
 def _free_modes(
     data: ProblemData, free: Sequence[int], chosen: Sequence[int], split: bool
-) -> dict[int, list[tuple[tuple[tuple[int, int], ...], int]]] | None:
+) -> dict[int, Modes] | None:
     """Each freed job's modes on the chosen servers with their run times alone (``None``
     when a job has none)."""
     caps = data.cluster.gpus_per_server
-    modes: dict[int, list[tuple[tuple[tuple[int, int], ...], int]]] = {}
+    modes: dict[int, Modes] = {}
     for j in free:
         g = data.jobs[j].num_gpus
-        opts: list[tuple[tuple[int, int], ...]] = [((s, g),) for s in chosen if caps[s] >= g]
+        opts: list[ServerGpus] = [((s, g),) for s in chosen if caps[s] >= g]
         if g >= 2 and (split or not opts):  # a job no chosen server holds must split
             opts += split_patterns(caps, chosen, g)
         timed = ((p, mode_slots(data, j, p)) for p in opts)  # None: unusable even alone
@@ -346,7 +349,7 @@ def _frozen_blocks(
 def chosen_mode(
     solver: cp_model.CpSolver,
     lits: Sequence[cp_model.IntVar],
-    modes: Sequence[tuple[tuple[tuple[int, int], ...], int]],
+    modes: Sequence[tuple[ServerGpus, int]],
     start: cp_model.IntVar,
 ) -> StartPlan:
     """A job's plan entry from the solution: its start, end and the mode chosen."""
@@ -373,7 +376,7 @@ class _Packing:
         data: ProblemData,
         base: Candidate,
         j: int,
-        modes: Sequence[tuple[tuple[tuple[int, int], ...], int]],
+        modes: Sequence[tuple[ServerGpus, int]],
         parts: Sequence[tuple[int, int]],
         horizon: int,
     ) -> None:

@@ -39,7 +39,14 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sjfbco.errors import InputError
 from sjfbco.evaluate import EPS
-from sjfbco.solvers.cprepack import chosen_mode, mode_slots, solve_within, split_patterns
+from sjfbco.solvers.cprepack import (
+    Modes,
+    ServerGpus,
+    chosen_mode,
+    mode_slots,
+    solve_within,
+    split_patterns,
+)
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
@@ -52,11 +59,16 @@ if TYPE_CHECKING:
 #: CP-SAT's presolve alone takes seconds near this size on this project's machine).
 MAX_PAIRS = 50_000
 
+
+def too_large(data: ProblemData) -> bool:
+    """Whether the model is too large to build (above :data:`MAX_PAIRS` jobs x servers):
+    :func:`whole_pack` then returns ``None`` at once."""
+    return data.num_jobs * data.cluster.num_servers > MAX_PAIRS
+
+
 #: The split modes of a job no server holds whole (module docstring).
 Split = Literal["all", "filled"]
 SPLITS: tuple[str, ...] = get_args(Split)
-
-Pattern = tuple[tuple[int, int], ...]
 
 
 def whole_pack(
@@ -102,12 +114,11 @@ def whole_pack(
     """
     if split not in SPLITS:
         raise InputError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
-    cl = data.cluster
-    if data.num_jobs == 0 or data.num_jobs * cl.num_servers > MAX_PAIRS:
+    if data.num_jobs == 0 or too_large(data):
         return None
     if deadline is not None and deadline - time.perf_counter() <= 0.05:
         return None
-    modes = _modes(data, split)
+    modes = instance_modes(data, split)
     if modes is None:
         return None
     # only schedules about as short as the incumbent are of use: a tight horizon helps CP-SAT
@@ -124,9 +135,6 @@ def whole_pack(
         chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
     ]
     return hand_out(data, plan, [float(p[0]) for p in plan])
-
-
-Modes = list[tuple[Pattern, int]]
 
 
 def _model(
@@ -156,7 +164,7 @@ def _model(
     return model, jobs
 
 
-def filled_patterns(caps: Sequence[int], gpus: int) -> list[Pattern]:
+def filled_patterns(caps: Sequence[int], gpus: int) -> list[ServerGpus]:
     """The sets of at least two servers that ``gpus`` GPUs fill exactly (every GPU of each),
     only those of the fewest servers, in ``itertools.combinations`` order."""
     for k in range(2, len(caps) + 1):
@@ -170,24 +178,23 @@ def filled_patterns(caps: Sequence[int], gpus: int) -> list[Pattern]:
     return []
 
 
-def _modes(data: ProblemData, split: Split = "all") -> list[Modes] | None:
-    """Each job's modes (on one server when one holds it, else split as ``split`` says)
-    with their run times alone; ``None`` when a job has none."""
-    cl = data.cluster
-    caps = cl.gpus_per_server
-    out: list[Modes] = []
-    for j, job in enumerate(data.jobs):
-        g = job.num_gpus
-        patterns: list[Pattern] = [((s, g),) for s in range(cl.num_servers) if caps[s] >= g]
-        if not patterns and split == "filled":
-            patterns = filled_patterns(caps, g)
-        if not patterns:
-            patterns = split_patterns(caps, range(cl.num_servers), g)
-        opts = [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
-        if not opts:
-            return None
-        out.append(opts)
-    return out
+def job_modes(data: ProblemData, j: int, split: Split = "all") -> Modes:
+    """Job ``j``'s modes (on one server when one holds it, else split as ``split`` says)
+    with their run times alone; empty when it has none."""
+    caps = data.cluster.gpus_per_server
+    g = data.jobs[j].num_gpus
+    patterns: list[ServerGpus] = [((s, g),) for s, cap in enumerate(caps) if cap >= g]
+    if not patterns and split == "filled":
+        patterns = filled_patterns(caps, g)
+    if not patterns:
+        patterns = split_patterns(caps, range(len(caps)), g)
+    return [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
+
+
+def instance_modes(data: ProblemData, split: Split = "all") -> list[Modes] | None:
+    """Every job's :func:`job_modes`; ``None`` when a job has none."""
+    out = [job_modes(data, j, split) for j in range(data.num_jobs)]
+    return None if any(not m for m in out) else out
 
 
 def _add_job(
