@@ -5,11 +5,12 @@ the time left when the model cannot be built going to the incumbent side."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 
-from sjfbco import ProblemData, evaluate
+from sjfbco import ProblemData, evaluate, interrupt
 from sjfbco.bounds.closed import closed_bound
 from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed
@@ -73,6 +74,24 @@ def test_pooled_intervals_hand_computed() -> None:
     model = PooledIntervals(data, 3)
     at3 = model.bound()
     assert not at3.infeasible and at3.bound == 3 and model.found
+
+
+def test_pooled_intervals_solve_through_the_interrupt(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its CP-SAT solve goes through ``interrupt.solve_cp``, as every other CP-SAT solve in
+    the package does: CP-SAT's own SIGINT catching off, ``stop_search`` on a stop request.
+    A plain ``solver.solve`` would let CP-SAT swallow a Ctrl-C during this phase, and the
+    run around it would search on. The verdict is the same as above."""
+    seen: list[object] = []
+    real = interrupt.solve_cp
+
+    def spy(solver: Any, model: Any, callback: Any = None) -> Any:
+        seen.append(solver)
+        return real(solver, model, callback)
+
+    monkeypatch.setattr(interrupt, "solve_cp", spy)
+    at2 = PooledIntervals(_late_pair(), 2).decide()
+    assert at2.infeasible and at2.bound == 3
+    assert len(seen) == 1 and seen[0].parameters.catch_sigint_signal is False
 
 
 def test_whole_phase_then_pooled_intervals_prove_the_optimum() -> None:

@@ -46,6 +46,7 @@ import itertools
 import time
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound
 from sjfbco.patterns import (
     BuildTimeout,
@@ -177,7 +178,7 @@ class PooledIntervals:
             solver.parameters.max_time_in_seconds = max(
                 0.05, time_limit - (time.perf_counter() - t0)
             )
-        status = solver.solve(model)
+        status = interrupt.solve_cp(solver, model)  # Ctrl-C stops it (and the run)
         name = solver.status_name(status)
         infeasible = status == cp_model.INFEASIBLE
         self.found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
