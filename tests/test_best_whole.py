@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from hypothesis import given, settings
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, read_instance, solve
-from sjfbco.solvers.best import no_split_floor, whole_hint
+from sjfbco.solvers.best import WHOLE_CP_PARAMETERS, no_split_floor, whole_hint
 from sjfbco.solvers.cprepack import cp_parameters, retime, solve_within
 from sjfbco.solvers.portfolio import evaluated
 from sjfbco.solvers.search import Engine, WalkBudget
@@ -67,7 +67,7 @@ def test_the_model_always_finds_its_hint(data: ProblemData) -> None:
     hint = whole_hint(data, engine)
     if hint is None:
         return
-    with cp_parameters(keep_all_feasible_solutions_in_presolve=True):
+    with cp_parameters(**WHOLE_CP_PARAMETERS):
         found = whole_pack(data, hint, deadline=None, deterministic=1.0)
     assert found is not None and found.makespan <= hint.makespan
 

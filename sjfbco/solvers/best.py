@@ -466,6 +466,20 @@ def whole_hint(
 #: was 1,530 against 1,084, the model's best 1,524.
 WHOLE_HINT_SLACK = 1.2
 
+#: CP-SAT parameters of the whole-instance model in ``best``. Presolve may drop the hint
+#: for a symmetric solution (servers of one size): told to keep every solution, it keeps
+#: the hint, which the search then finds at once. Without the LP relaxation
+#: (``linearization_level`` 0) and without symmetry detection (``symmetry_level`` 0;
+#: presolve may not use the symmetries it finds anyway) the one worker finds shorter
+#: schedules: on the 20 hints of ``paper --servers 15`` (seeds 0 to 19, 15 s each, two
+#: at once, load 0.3 to 2.4) a mean of 435.6 against 439.7 with the defaults, shorter on
+#: 13 and longer on 2 (``docs/benchmarks/2026-12-best-paper.md``).
+WHOLE_CP_PARAMETERS: dict[str, Any] = {
+    "keep_all_feasible_solutions_in_presolve": True,
+    "linearization_level": 0,
+    "symmetry_level": 0,
+}
+
 
 def _whole(
     data: ProblemData,
@@ -498,9 +512,7 @@ def _whole(
         hint = whole_hint(data, engine, modes)
         if hint is None or hint.makespan > WHOLE_HINT_SLACK * engine.best.makespan:
             return hint, None
-        # presolve may drop a solution for a symmetric one (servers of one size): told to
-        # keep them all, it keeps the hint, which the search then finds at once
-        with cp_parameters(keep_all_feasible_solutions_in_presolve=True):
+        with cp_parameters(**WHOLE_CP_PARAMETERS):
             return hint, whole_pack(
                 data,
                 hint,
