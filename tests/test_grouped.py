@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +16,7 @@ from sjfbco.relaxations.grouped import (
     GroupedConfiguration,
     configurations,
     count_configurations,
+    instance_modes,
     job_modes,
 )
 from tests.test_relaxation import _optimum
@@ -143,3 +145,20 @@ def test_exact_runs_it_first_and_reports_it() -> None:
     res = solve(data, "exact", time_limit=30)
     assert (res.makespan, res.lower_bound) == (4, 4)
     assert "grouped" in res.stats
+
+
+@settings(max_examples=40, deadline=None)
+@given(tiny_instances())
+def test_instance_modes_are_each_jobs_modes(data: ProblemData) -> None:
+    """Computed once per job class, the modes are those of each job on its own."""
+    assert instance_modes(data) == [job_modes(job, data) for job in data.jobs]
+
+
+def test_jobs_of_one_class_with_other_iterations_get_their_own_slots() -> None:
+    """Two jobs of one class (GPUs, compute, gradient), 4 and 9 iterations: the class's
+    rates are shared, the slots are each job's (``_one_fits_inside``: 2 iterations a slot
+    inside, 1 split)."""
+    data = _one_fits_inside()
+    jobs = (data.jobs[0], replace(data.jobs[1], iterations=9))
+    data = ProblemData(data.cluster, jobs, data.cost)
+    assert instance_modes(data) == [(2, 4), (5, 9)]
