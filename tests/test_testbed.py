@@ -68,21 +68,37 @@ else:
 """
 
 
+def _transfer_rate(net: Network, script: Path, n: int) -> float:
+    """Bytes per second of one ``n``-byte TCP transfer from server 0 to server 1."""
+    dst = server_address(1)
+    recv = subprocess.Popen(
+        ["ip", "netns", "exec", net.server_ns(1), sys.executable, str(script), "recv", dst,
+         str(n)], stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert recv.stdout is not None and recv.stdout.readline().strip() == "up"
+    run([sys.executable, str(script), "send", dst, str(n)], ns=net.server_ns(0))
+    rate = float(recv.stdout.readline())
+    recv.wait(10)
+    return rate
+
+
 def test_shaping_is_the_rate_it_claims(tmp_path: Path) -> None:
-    # 40 Mbit/s = 5 MB/s; 4 MB take 0.8 s. tbf counts whole frames (payload about 95%)
+    """40 Mbit/s = 5 MB/s; 4 MB take 0.8 s. tbf counts whole frames (payload about 95%).
+
+    No transfer may beat the shaped rate by more than 10%; one of three must reach 90% of
+    it. A receiver starved of CPU (the suite runs on two workers of two cores) reads late
+    and measures less than the link carried: that was seen once in a full run (a rate
+    below 90%), never a rate above the cap, so only the lower side is retried."""
     script = tmp_path / "send.py"
     script.write_text(SENDER)
+    rates: list[float] = []
     with Network([40.0, 40.0]) as net:
-        dst = server_address(1)
-        recv = subprocess.Popen(
-            ["ip", "netns", "exec", net.server_ns(1), sys.executable, str(script), "recv", dst,
-             str(4_000_000)], stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        assert recv.stdout is not None and recv.stdout.readline().strip() == "up"
-        run([sys.executable, str(script), "send", dst, "4000000"], ns=net.server_ns(0))
-        rate = float(recv.stdout.readline())
-        recv.wait(10)
-    assert 0.9 * 5e6 <= rate <= 1.1 * 5e6, rate
+        for _ in range(3):
+            rates.append(_transfer_rate(net, script, 4_000_000))
+            assert rates[-1] <= 1.1 * 5e6, rates
+            if rates[-1] >= 0.9 * 5e6:
+                break
+    assert rates[-1] >= 0.9 * 5e6, rates
 
 
 def test_allreduce_across_servers_is_slower_than_inside_one() -> None:
