@@ -408,13 +408,14 @@ def no_split_floor(data: ProblemData, modes: Sequence[Modes]) -> int:
     ``g`` GPUs or more, so their GPU-slots alone (shortest mode) fill those servers for at
     least that long. Jobs no server holds (split modes) are left out."""
     caps = data.cluster.gpus_per_server
+    biggest = data.cluster.capacities_desc[0]
     floor = 0
     for g in sorted({job.num_gpus for job in data.jobs}):
         room = sum(c for c in caps if c >= g)
         area = sum(
             job.num_gpus * min(w for _, w in modes[j])
             for j, job in enumerate(data.jobs)
-            if g <= job.num_gpus <= max(caps)
+            if g <= job.num_gpus <= biggest
         )
         if room:
             floor = max(floor, math.ceil(area / room))
