@@ -645,6 +645,11 @@ class RateCache:
         #: (class, servers, max_per_server or 0) -> {p: rate}
         self._rows: dict[tuple[int, int, int], dict[int, float]] = {}
 
+    def class_of(self, job: int) -> int:
+        """Job ``job``'s class (a number): jobs of one class have the same rates on every
+        placement, whatever their iterations."""
+        return self._class_of[job]
+
     def row(
         self, job: int, num_servers: int, max_per_server: int | None = None
     ) -> dict[int, float]:

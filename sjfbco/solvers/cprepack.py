@@ -117,8 +117,8 @@ _EXTRA: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.Contex
 def cp_parameters(**params: Any) -> Iterator[None]:
     """Within the ``with`` block, every :func:`solve_within` (the re-packings here and
     :func:`sjfbco.solvers.wholecp.whole_pack`) also sets these CP-SAT parameters: ``best``
-    asks for ``keep_all_feasible_solutions_in_presolve=True`` on the whole-instance
-    model, whose signature gives only ``workers`` and ``seed``."""
+    sets its :data:`~sjfbco.solvers.best.WHOLE_CP_PARAMETERS` on the whole-instance model,
+    whose signature gives only ``workers`` and ``seed``."""
     token = _EXTRA.set((*_EXTRA.get(), *params.items()))
     try:
         yield
