@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import itertools
 import math
 import time
 from dataclasses import dataclass, field
@@ -68,22 +67,129 @@ def split_patterns(
     caps: Sequence[int], servers: Sequence[int], gpus: int, most: int = MAX_PATTERNS
 ) -> list[ServerGpus]:
     """Split placements of ``gpus`` GPUs over at least two of ``servers``: per subset of
-    servers (fewest first, then server order) the greedy fill, largest servers first,
-    keeping one GPU on each server of the subset; at most ``most`` of them."""
+    servers that holds them (fewest first, then server order: :func:`server_subsets`)
+    the greedy fill, largest servers first, keeping one GPU on each server of the subset;
+    at most ``most`` of them."""
     out: list[ServerGpus] = []
-    for k in range(2, min(gpus, len(servers)) + 1):
-        for subset in itertools.combinations(servers, k):
-            if sum(caps[s] for s in subset) < gpus:
-                continue
-            counts = dict.fromkeys(subset, 1)
-            left = gpus - k
-            for s in sorted(subset, key=lambda x: (-caps[x], x)):
-                add = min(left, caps[s] - 1)
-                counts[s] += add
-                left -= add
-            out.append(tuple(sorted(counts.items())))
-            if len(out) >= most:
-                return out
+    for subset in server_subsets(caps, servers, gpus, most=most):
+        counts = dict.fromkeys(subset, 1)
+        left = gpus - len(subset)
+        for s in sorted(subset, key=lambda x: (-caps[x], x)):
+            add = min(left, caps[s] - 1)
+            counts[s] += add
+            left -= add
+        out.append(tuple(sorted(counts.items())))
+    return out
+
+
+#: Servers x subset sizes above which :func:`server_subsets` stops looking for larger
+#: subsets (its table of reachable sums holds one integer per cell).
+MAX_SUBSET_CELLS = 1_000_000
+
+
+def server_subsets(
+    caps: Sequence[int],
+    servers: Sequence[int],
+    gpus: int,
+    *,
+    most: int,
+    exact: bool = False,
+    fewest_only: bool = False,
+) -> list[tuple[int, ...]]:
+    """Subsets of at least two and at most ``gpus`` of ``servers`` (each holds one of the
+    GPUs at least) whose capacities add up to at least ``gpus`` (``exact``: to exactly
+    ``gpus``), fewest servers first and then in
+    ``itertools.combinations`` order of ``servers``; at most ``most`` of them, and with
+    ``fewest_only`` only those of the smallest size that has any.
+
+    Only prefixes that some subset completes are visited: a table holds, for each suffix
+    of ``servers`` and each number ``r`` of servers taken from it, the sums they reach (a
+    bit set, sums of ``gpus`` or more kept as ``gpus`` unless ``exact``). So the work is
+    about servers x subset size per subset returned plus the table, whatever the
+    capacities; a plain walk over ``itertools.combinations`` visits every subset of a
+    size before it finds one that holds a job (32 GPUs on 64 servers of 1: ``C(64, k)``
+    subsets for each ``k`` below 32). Sizes whose table would pass
+    :data:`MAX_SUBSET_CELLS` cells are not searched: the subsets found so far are
+    returned (none, if the first size that holds the job is beyond it).
+    """
+    n = len(servers)
+    cap = [caps[s] for s in servers]
+    full = 1 << gpus
+    mask = (full << 1) - 1
+
+    def shift(bits: int, c: int) -> int:
+        moved = bits << c
+        if exact:
+            return moved & mask
+        return (moved & mask) | (full if moved >> gpus else 0)
+
+    def reaches(bits: int, total: int) -> bool:
+        """Whether some sum in ``bits`` added to ``total`` makes the target."""
+        need = gpus - total
+        if exact:
+            return need >= 0 and bool(bits >> need & 1)
+        return bits >> max(0, need) != 0
+
+    # rows[r][i]: the sums r servers of servers[i:] reach (rows[0]: the empty sum)
+    rows: list[list[int]] = [[1] * (n + 1)]
+    out: list[tuple[int, ...]] = []
+    for k in range(2, min(n, gpus) + 1):  # each server of a subset takes a GPU at least
+        if n * (k + 1) > MAX_SUBSET_CELLS or len(out) >= most:
+            break
+        while len(rows) <= k:
+            below, row = rows[-1], [0] * (n + 1)
+            for i in range(n - 1, -1, -1):
+                row[i] = row[i + 1] | shift(below[i + 1], cap[i])
+            rows.append(row)
+        if not reaches(rows[k][0], 0):
+            continue
+        out += _subsets_of_size(k, n, cap, rows, shift, reaches, most - len(out))
+        if out and fewest_only:
+            break
+    return [tuple(servers[i] for i in picks) for picks in out]
+
+
+def _subsets_of_size(
+    k: int,
+    n: int,
+    cap: Sequence[int],
+    rows: Sequence[Sequence[int]],
+    shift: Any,
+    reaches: Any,
+    most: int,
+) -> list[tuple[int, ...]]:
+    """:func:`server_subsets` of size ``k`` (positions), in combinations order: the first
+    completion of each prefix, then the next, never entering a prefix nothing completes."""
+    out: list[tuple[int, ...]] = []
+    picks: list[int] = []
+    sums: list[int] = [1]  # sums[m]: the sum of picks[:m], as a one-bit set (saturated)
+
+    def extend(start: int) -> bool:
+        """Fill ``picks`` up to ``k`` from ``start`` with the first positions that can
+        be completed; False when the current prefix cannot be."""
+        nxt = start
+        while len(picks) < k:
+            left = k - len(picks) - 1  # servers still to take after this one
+            found = False
+            for p in range(nxt, n - left):
+                total = shift(sums[-1], cap[p])
+                if reaches(rows[left][p + 1], total.bit_length() - 1):
+                    picks.append(p)
+                    sums.append(total)
+                    nxt, found = p + 1, True
+                    break
+            if not found:
+                return False
+        return True
+
+    ok = extend(0)
+    while ok and len(out) < most:
+        out.append(tuple(picks))
+        ok = False
+        while picks and not ok:  # advance the deepest pick that can move on
+            last = picks.pop()
+            sums.pop()
+            ok = extend(last + 1)
     return out
 
 

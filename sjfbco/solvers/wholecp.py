@@ -32,7 +32,6 @@ ends at 316; this model, hinted, reaches 303 in 30 s with two workers (load 2.5)
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from typing import TYPE_CHECKING, Any, Literal, get_args
@@ -44,6 +43,7 @@ from sjfbco.solvers.cprepack import (
     ServerGpus,
     chosen_mode,
     mode_slots,
+    server_subsets,
     solve_within,
     split_patterns,
 )
@@ -164,18 +164,17 @@ def _model(
     return model, jobs
 
 
-def filled_patterns(caps: Sequence[int], gpus: int) -> list[ServerGpus]:
+#: At most this many modes per job in the ``"filled"`` model (the 120 pairs of 16 servers
+#: of 4 for an 8-GPU job; the first in combinations order are kept beyond it).
+MAX_FILLED = 120
+
+
+def filled_patterns(caps: Sequence[int], gpus: int, most: int = MAX_FILLED) -> list[ServerGpus]:
     """The sets of at least two servers that ``gpus`` GPUs fill exactly (every GPU of each),
-    only those of the fewest servers, in ``itertools.combinations`` order."""
-    for k in range(2, len(caps) + 1):
-        out = [
-            tuple((s, caps[s]) for s in subset)
-            for subset in itertools.combinations(range(len(caps)), k)
-            if sum(caps[s] for s in subset) == gpus
-        ]
-        if out:
-            return out
-    return []
+    only those of the fewest servers, in ``itertools.combinations`` order; at most
+    ``most`` (:func:`~sjfbco.solvers.cprepack.server_subsets`)."""
+    subsets = server_subsets(caps, range(len(caps)), gpus, most=most, exact=True, fewest_only=True)
+    return [tuple((s, caps[s]) for s in subset) for subset in subsets]
 
 
 def job_modes(data: ProblemData, j: int, split: Split = "all") -> Modes:

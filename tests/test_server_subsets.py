@@ -1,0 +1,87 @@
+"""The pruned walk over server subsets (split and filled modes) against plain
+``itertools.combinations``, and on the shapes where the plain walk never ended."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sjfbco.solvers import cprepack
+from sjfbco.solvers.cprepack import server_subsets, split_patterns
+from sjfbco.solvers.wholecp import filled_patterns
+
+if TYPE_CHECKING:
+    import pytest
+
+
+def plain(
+    caps: list[int], servers: list[int], gpus: int, most: int, exact: bool, fewest_only: bool
+) -> list[tuple[int, ...]]:
+    """The definition, walked naively."""
+    out: list[tuple[int, ...]] = []
+    for k in range(2, min(len(servers), gpus) + 1):
+        size = [
+            sub
+            for sub in itertools.combinations(servers, k)
+            if (sum(caps[s] for s in sub) == gpus if exact else sum(caps[s] for s in sub) >= gpus)
+        ]
+        out += size
+        if size and fewest_only:
+            break
+    return out[:most]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    caps=st.lists(st.integers(1, 6), min_size=1, max_size=8),
+    gpus=st.integers(1, 20),
+    most=st.integers(1, 30),
+    exact=st.booleans(),
+    fewest_only=st.booleans(),
+    data=st.data(),
+)
+def test_subsets_are_the_plain_walks(
+    caps: list[int], gpus: int, most: int, exact: bool, fewest_only: bool, data: st.DataObject
+) -> None:
+    servers = data.draw(st.permutations(range(len(caps))))
+    k = data.draw(st.integers(0, len(caps)))
+    servers = list(servers[:k]) if k else list(servers)
+    got = server_subsets(caps, servers, gpus, most=most, exact=exact, fewest_only=fewest_only)
+    assert got == plain(caps, servers, gpus, most, exact, fewest_only)
+
+
+def test_split_patterns_by_hand() -> None:
+    # 8 GPUs on four servers of 4: six pairs (4, 4), four triples (4, 3, 1), one (4, 2, 1, 1)
+    pats = split_patterns((4, 4, 4, 4), range(4), 8)
+    assert len(pats) == 11
+    assert pats[0] == ((0, 4), (1, 4))
+    assert pats[6] == ((0, 4), (1, 3), (2, 1))
+    assert pats[-1] == ((0, 4), (1, 2), (2, 1), (3, 1))
+    # a big server late in the order: every pair needs it
+    pats = split_patterns((1, 1, 1, 8), range(4), 5)
+    assert pats[:3] == [((0, 1), (3, 4)), ((1, 1), (3, 4)), ((2, 1), (3, 4))]
+    assert pats[3] == ((0, 1), (1, 1), (3, 3))  # then the triples, the last one without it
+    assert pats[-1] == ((0, 1), (1, 1), (2, 1), (3, 2)) and len(pats) == 7
+
+
+def test_wide_jobs_on_many_small_servers_end() -> None:
+    """32 GPUs on 64 servers of 1: the plain walk visited every subset of each size below
+    32 (C(64, 16) alone is 4.9e14) and never ended; here the first size is 32."""
+    pats = split_patterns([1] * 64, range(64), 32)
+    filled = filled_patterns([1] * 64, 32)
+    assert len(pats) == cprepack.MAX_PATTERNS and all(len(p) == 32 for p in pats)
+    assert pats[0] == tuple((s, 1) for s in range(32))
+    assert pats[1] == tuple((s, 1) for s in [*range(31), 32])
+    assert filled[0] == pats[0] and len(filled) == 120
+    # no exact fill: odd GPUs on servers of 2 (every subset of every size fails)
+    assert filled_patterns([2] * 40, 31) == []
+
+
+def test_table_cap_gives_up_on_huge_subsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cprepack, "MAX_SUBSET_CELLS", 64 * 10)
+    # the first size that holds 32 GPUs is 32 servers: beyond the table's cap
+    assert split_patterns([1] * 64, range(64), 32) == []
+    assert split_patterns([1] * 64, range(64), 3)[0] == ((0, 1), (1, 1), (2, 1))
