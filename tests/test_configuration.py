@@ -57,6 +57,16 @@ def test_configurations_are_every_multiset_once() -> None:
     assert len(configurations(4, parts, limit=10)) == 11  # stops one past the limit
 
 
+def test_configurations_of_a_deep_server() -> None:
+    """A server of 1,000 GPUs and a 1-GPU part: 1,000 parts deep (the recursive walk this
+    replaced raised RecursionError there, from ``best`` and ``exact`` alike)."""
+    one, whole = (1, False), (1000, False)
+    confs = configurations(1000, [whole, one], limit=10**6)
+    assert len(confs) == 1001 == len(set(confs))
+    assert confs[999] == (one,) * 1000 and confs[-1] == (whole,)
+    assert configurations(1000, [one], limit=5) == [(one,) * k for k in range(1, 7)]
+
+
 def test_hand_computed_configuration_bound() -> None:
     data = _two_that_cannot_share()
     assert _optimum(data) == 8

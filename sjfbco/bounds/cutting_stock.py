@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 
 #: A makespan is refuted when Farley's bound exceeds the GPUs by more than this.
 REFUTE_TOL = 1e-6
+#: Longest bin (slots) the knapsack's table is built for: 8 bytes a slot, so 16 MB. A
+#: makespan above it is not tested (the bound stays at ``start``): 10^12 iterations
+#: make makespans of 10^11 slots, whose table would need a terabyte.
+MAX_BIN_SLOTS = 2_000_000
 
 
 def knapsack(sizes: np.ndarray, values: np.ndarray, bounds: np.ndarray, cap: int) -> np.ndarray:
@@ -166,9 +170,10 @@ def cutting_stock_bound(
     impossible, so the first ``T`` not refuted is a bound, also when the time
     limit stops the scan early. All jobs count with bins of size ``T`` (valid
     with arrivals: a job that arrives later still runs inside ``[0, C_max]``).
-    Returns ``start`` in the continuous time model.
+    Returns ``start`` in the continuous time model, and when ``start`` is above
+    :data:`MAX_BIN_SLOTS`.
     """
-    if data.cost.time_model != "slotted" or data.num_jobs == 0:
+    if data.cost.time_model != "slotted" or data.num_jobs == 0 or start > MAX_BIN_SLOTS:
         return start
     deadline = None if time_limit is None else time.perf_counter() + time_limit
     rho = run_times(data).astype(np.int64)
@@ -180,6 +185,8 @@ def cutting_stock_bound(
     lp = PatternLP(demand)
     for _ in range(max_steps):
         if interrupt.requested() or (deadline is not None and time.perf_counter() > deadline):
+            break
+        if t > MAX_BIN_SLOTS:
             break
         refuted = bins_l2(sizes, demand, t) > n_gpus
         if (

@@ -111,18 +111,23 @@ def configurations(capacity: int, parts: Iterable[Part], limit: int) -> list[tup
     kinds = sorted(set(parts))
     out: list[tuple[Part, ...]] = []
     stack: list[Part] = []
-
-    def extend(first: int, left: int) -> None:
-        for i in range(first, len(kinds)):
-            if len(out) > limit:
-                return
-            if kinds[i][0] <= left:
-                stack.append(kinds[i])
-                out.append(tuple(stack))
-                extend(i, left - kinds[i][0])
+    # a walk without recursion (a server of 1,000 GPUs and a 1-GPU part nest 1,000 deep):
+    # each frame is [the next kind to try, GPUs left]; a part is recorded as it is added
+    frames = [[0, capacity]]
+    while frames and len(out) <= limit:
+        frame = frames[-1]
+        i, left = frame
+        while i < len(kinds) and kinds[i][0] > left:
+            i += 1
+        if i == len(kinds):
+            frames.pop()
+            if stack:
                 stack.pop()
-
-    extend(0, capacity)
+            continue
+        frame[0] = i + 1
+        stack.append(kinds[i])
+        out.append(tuple(stack))
+        frames.append([i, left - kinds[i][0]])
     return out
 
 

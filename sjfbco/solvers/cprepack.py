@@ -261,6 +261,11 @@ def solve_within(
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
+#: Most server x slot cells (8 bytes each: 80 MB) :func:`retime` lays a plan out on; the
+#: paper's 160 jobs on 20 servers need about 20 x 17,000.
+MAX_RETIME_CELLS = 10_000_000
+
+
 def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[StartPlan] | None:
     """``base`` laid out again on ``modes`` (per job, ``(server, GPUs)`` patterns and their
     run times in whole slots, as :func:`sjfbco.solvers.wholecp.whole_pack` offers them):
@@ -273,7 +278,9 @@ def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[S
     also meets no other split run on those servers. A job that keeps its server starts no
     later than in ``base`` when ``base`` splits no job and its run times are the modes'
     (the jobs before it only moved earlier); jobs ``base`` split can push the rest later.
-    Returns the plan (start, end, pattern per job), ``None`` when a job has no mode.
+    Returns the plan (start, end, pattern per job), ``None`` when a job has no mode or
+    when the per-server tables of GPUs in use (one number per server and slot up to the
+    sum of the longest run times) would pass :data:`MAX_RETIME_CELLS`.
     """
     caps = data.cluster.gpus_per_server
     srv = data.cluster.server_of_gpu
@@ -281,6 +288,8 @@ def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[S
     if any(not m for m in modes):
         return None
     length = max(job.arrival for job in data.jobs) + sum(max(w for _, w in m) for m in modes) + 1
+    if length * len(caps) > MAX_RETIME_CELLS:
+        return None
     use = [np.zeros(length, dtype=np.int64) for _ in caps]
     split_runs: list[list[tuple[int, int]]] = [[] for _ in caps]
     ends: list[set[int]] = [set() for _ in caps]

@@ -1,5 +1,5 @@
-"""The pruned walk over server subsets (split and filled modes) against plain
-``itertools.combinations``, and on the shapes where the plain walk never ended."""
+"""Solvers on odd cluster shapes and sizes: the pruned walk over server subsets (split and
+filled modes) against plain ``itertools.combinations``, and the tables sized by the horizon."""
 
 from __future__ import annotations
 
@@ -85,3 +85,30 @@ def test_table_cap_gives_up_on_huge_subsets(monkeypatch: pytest.MonkeyPatch) -> 
     # the first size that holds 32 GPUs is 32 servers: beyond the table's cap
     assert split_patterns([1] * 64, range(64), 32) == []
     assert split_patterns([1] * 64, range(64), 3)[0] == ((0, 1), (1, 1), (2, 1))
+
+
+def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
+    """10^12 iterations: makespans of about 1.6e11 slots. The hint's per-slot tables and
+    the cutting-stock knapsack (one number per slot) are not built; before, both raised
+    MemoryError (terabytes) from ``best`` and ``exact``."""
+    from sjfbco import Cluster, CostParams, Job, ProblemData, solve
+    from sjfbco.bounds.closed import closed_bound
+    from sjfbco.bounds.cutting_stock import cutting_stock_bound
+    from sjfbco.solvers.sgs import Candidate
+    from sjfbco.solvers.wholecp import instance_modes
+
+    jobs = tuple(
+        Job(f"j{k}", num_gpus=g, iterations=10**12, gradient_mb=97.7, compute_seconds=0.1)
+        for k, g in enumerate([1, 2, 4, 8, 4])
+    )
+    data = ProblemData(Cluster((4, 8)), jobs, CostParams())
+    start = closed_bound(data)
+    assert start > cprepack.MAX_RETIME_CELLS
+    assert cutting_stock_bound(data, start, time_limit=5) == start
+    out = solve(data, "sjf-bco")
+    modes = instance_modes(data)
+    assert modes is not None
+    base = Candidate.__new__(Candidate)  # retime refuses before it reads the schedule
+    assert cprepack.retime(data, base, modes) is None
+    best = solve(data, "best", time_limit=3, seed=0)
+    assert best.evaluation.makespan <= out.evaluation.makespan
