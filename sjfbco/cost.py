@@ -496,19 +496,29 @@ def fill_shape(job: Job, cluster: Cluster, shape: Shape) -> tuple[int, ...]:
 
     Uses the ``shape.num_servers`` largest servers (lower index first on
     ties): one GPU each, then each filled up to ``shape.max_per_server`` in
-    that order.
+    that order (:func:`fill_servers`, as a count for every server).
     """
-    n, g = shape
-    order = sorted(range(cluster.num_servers), key=lambda s: (-cluster.gpus_per_server[s], s))[:n]
     counts = [0] * cluster.num_servers
+    for s, c in fill_servers(job, cluster, shape):
+        counts[s] = c
+    return tuple(counts)
+
+
+def fill_servers(job: Job, cluster: Cluster, shape: Shape) -> list[tuple[int, int]]:
+    """:func:`fill_shape` as ``(server, GPUs)`` pairs of the servers it uses, largest
+    first: its work does not grow with the servers of the cluster (a serial schedule of
+    100,000 jobs on 12,500 servers took minutes with a count per server and job)."""
+    n, g = shape
+    order = cluster.largest_first[: max(n, 0)]
+    pairs = []
     left = job.num_gpus - n
     for s in order:
         extra = max(0, min(cluster.gpus_per_server[s], g) - 1)
-        counts[s] = 1 + min(extra, left)
-        left -= counts[s] - 1
-    if n < 1 or len(order) < n or left > 0 or max(counts) != g:
+        pairs.append((s, 1 + min(extra, left)))
+        left -= pairs[-1][1] - 1
+    if n < 1 or len(order) < n or left > 0 or max(c for _, c in pairs) != g:
         raise ValueError(f"job {job.id!r} cannot take shape {tuple(shape)} on this cluster")
-    return tuple(counts)
+    return pairs
 
 
 def best_servers(job: Job, cluster: Cluster, cost: CostParams | None = None) -> int:

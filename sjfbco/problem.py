@@ -157,6 +157,12 @@ class Cluster:
         return tuple(sorted(self.gpus_per_server, reverse=True))
 
     @cached_property
+    def largest_first(self) -> tuple[int, ...]:
+        """Server indices by GPUs, largest first (lower index first on ties)."""
+        caps = self.gpus_per_server
+        return tuple(sorted(range(len(caps)), key=lambda s: (-caps[s], s)))
+
+    @cached_property
     def _capacity_prefix(self) -> tuple[int, ...]:
         """GPUs in the ``n`` largest servers, for ``n = 1 .. S``."""
         out, acc = [], 0

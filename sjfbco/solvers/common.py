@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sjfbco.cost import best_shape, fill_shape, min_run_time
+from sjfbco.cost import best_shape, fill_servers, min_run_time
 from sjfbco.params import check_choice, check_count, check_number
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.contract import SolverOutput, Status
@@ -152,7 +152,7 @@ def serial_schedule(data: ProblemData) -> Schedule:
     """Every job alone on its best placement, one after another in input order.
 
     The best placement has the shape of :func:`sjfbco.cost.best_shape` on the
-    largest servers (:func:`sjfbco.cost.fill_shape`; in the paper's model: the
+    largest servers (:func:`sjfbco.cost.fill_servers`; in the paper's model: the
     fewest servers, largest first); planned starts are the running sums of the
     jobs' alone run times on it, so no two jobs ever overlap (respecting
     arrivals).
@@ -162,8 +162,8 @@ def serial_schedule(data: ProblemData) -> Schedule:
     start: list[int] = []
     t = 0
     for job in data.jobs:
-        counts = fill_shape(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
-        pairs = [(s, i) for s, c in enumerate(counts) for i in range(c)]
+        placed = fill_servers(job, cl, best_shape(job, cl, data.cost))  # raises if it cannot fit
+        pairs = [(s, i) for s, c in sorted(placed) for i in range(c)]
         t = max(t, job.arrival)
         gpus.append(pairs)
         start.append(t)
