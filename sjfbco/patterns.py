@@ -188,54 +188,6 @@ def is_canonical(counts: Sequence[int], groups: Sequence[Sequence[int]]) -> bool
     return all(counts[a] >= counts[b] for g in groups for a, b in itertools.pairwise(g))
 
 
-def check_servers(data: ProblemData) -> None:
-    """:class:`~sjfbco.errors.InputError` when the cluster has more than :data:`MAX_SERVERS`
-    servers."""
-    n = data.cluster.num_servers
-    if n > MAX_SERVERS:
-        raise InputError(
-            f"the exact models enumerate placement patterns over at most {MAX_SERVERS} "
-            f"servers; instance {data.name!r} has {n}"
-        )
-
-
-def _too_many_patterns(job_id: str) -> InputError:
-    return InputError(
-        f"job {job_id!r} has more than {MAX_PATTERNS} placement patterns; "
-        "the exact models are for small instances"
-    )
-
-
-def check_enumerable(data: ProblemData) -> None:
-    """The errors :class:`Patterns` would raise on ``data`` (too many servers, a job with
-    too many patterns), found by counting patterns instead of listing them, so that the
-    exact solver refuses such an instance at once rather than after its warm start
-    (100,000 jobs on 200 servers: 16.6 s before the error)."""
-    check_servers(data)
-    caps = data.cluster.gpus_per_server
-    seen: set[int] = set()
-    for job in data.jobs:
-        if job.num_gpus not in seen:
-            seen.add(job.num_gpus)
-            if count_compositions(job.num_gpus, caps, MAX_PATTERNS) > MAX_PATTERNS:
-                raise _too_many_patterns(job.id)
-
-
-def count_compositions(total: int, caps: Sequence[int], limit: int) -> int:
-    """How many tuples :func:`_compositions` lists for ``total`` on ``caps``, or
-    ``limit + 1`` when more (a dynamic program over servers and GPUs left: no tuple is
-    built)."""
-    ways = [1] + [0] * total  # ways[t]: tuples of the servers so far that sum to t
-    for cap in caps:
-        nxt = [0] * (total + 1)
-        for t, w in enumerate(ways):
-            if w:
-                for c in range(min(cap, total - t) + 1):
-                    nxt[t + c] = min(limit + 1, nxt[t + c] + w)
-        ways = nxt
-    return ways[total]
-
-
 class Patterns:
     """The placement patterns of every job of one instance.
 
@@ -251,7 +203,11 @@ class Patterns:
     def __init__(self, data: ProblemData, *, break_symmetry: bool = True):
         self.data = data
         caps = data.cluster.gpus_per_server
-        check_servers(data)
+        if len(caps) > MAX_SERVERS:
+            raise InputError(
+                f"the exact models enumerate placement patterns over at most {MAX_SERVERS} "
+                f"servers; instance {data.name!r} has {len(caps)}"
+            )
         self.groups = identical_server_groups(data)
         self.by_job: list[list[Pattern]] = []
         by_size: dict[int, list[Pattern]] = {}  # jobs of one GPU count share their patterns
@@ -259,7 +215,10 @@ class Patterns:
             if job.num_gpus not in by_size:
                 comps = _compositions(job.num_gpus, caps, MAX_PATTERNS)
                 if comps is None:
-                    raise _too_many_patterns(job.id)
+                    raise InputError(
+                        f"job {job.id!r} has more than {MAX_PATTERNS} placement patterns; "
+                        "the exact models are for small instances"
+                    )
                 by_size[job.num_gpus] = [Pattern(c) for c in comps]
             pats = by_size[job.num_gpus]
             if not pats:  # pragma: no cover - ProblemData checks that every job fits

@@ -1,6 +1,6 @@
 """Solvers on odd cluster shapes and sizes: the pruned walk over server subsets (split and
-filled modes) against plain ``itertools.combinations``, tables sized by the horizon, the
-exact solver's refusals before its warm start, and serial placements on many servers."""
+filled modes) against plain ``itertools.combinations``, tables sized by the horizon, and
+serial placements on many servers."""
 
 from __future__ import annotations
 
@@ -113,40 +113,6 @@ def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
     assert best.evaluation.makespan <= out.evaluation.makespan
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    caps=st.lists(st.integers(1, 5), min_size=1, max_size=6),
-    total=st.integers(0, 20),
-    limit=st.integers(0, 60),
-)
-def test_counted_compositions_are_the_listed_ones(caps: list[int], total: int, limit: int) -> None:
-    from sjfbco.patterns import _compositions, count_compositions
-
-    listed = _compositions(total, caps)
-    assert listed is not None
-    assert count_compositions(total, caps, limit) == min(len(listed), limit + 1)
-
-
-def test_exact_refuses_before_its_warm_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Too many servers or patterns: the error comes before any heuristic runs (100,000
-    jobs on 200 servers took 16.6 s of warm start before it)."""
-    from sjfbco import Cluster, CostParams, Job, ProblemData, solve
-    from sjfbco.errors import InputError
-    from sjfbco.solvers import exact
-
-    def no_warm_start(*args: object, **kwargs: object) -> None:
-        raise AssertionError("the warm start ran")
-
-    monkeypatch.setattr(exact, "best_warm_start", no_warm_start)
-    job = Job("wide", num_gpus=24, iterations=100, gradient_mb=97.7, compute_seconds=0.1)
-    many = ProblemData(Cluster((1,) * 201), (replace(job, num_gpus=2),), CostParams())
-    with pytest.raises(InputError, match="at most 200 servers"):
-        solve(many, "exact", time_limit=5)
-    wide = ProblemData(Cluster((4,) * 40), (replace(job, id="first"), job), CostParams())
-    with pytest.raises(InputError, match="'first' has more than 5000 placement patterns"):
-        solve(wide, "exact", time_limit=5)
-
-
 def test_serial_placements_do_not_list_every_server() -> None:
     from sjfbco import Cluster, Job
     from sjfbco.cost import Shape, fill_servers, fill_shape
@@ -157,3 +123,24 @@ def test_serial_placements_do_not_list_every_server() -> None:
         dense = fill_shape(job, cl, shape)
         assert sorted(fill_servers(job, cl, shape)) == [(s, c) for s, c in enumerate(dense) if c]
     assert fill_servers(job, cl, Shape(3, 5)) == [(1, 5), (3, 5), (4, 3)]  # largest first
+
+
+def test_exact_on_too_many_servers_proves_or_refuses() -> None:
+    """More than 200 servers: ``exact`` still returns an optimum its warm start proves (a
+    refusal before the warm start would lose it); its patterns, which every model and
+    relaxation starts from, refuse the instance by name."""
+    from sjfbco import Cluster, CostParams, Job, ProblemData, solve
+    from sjfbco.errors import InputError
+    from sjfbco.patterns import Patterns
+    from sjfbco.solvers.contract import Status
+
+    job = Job("j", num_gpus=1, iterations=2000, gradient_mb=97.7, compute_seconds=0.1)
+    cluster = Cluster((1,) * 201)
+
+    def jobs(n: int) -> tuple[Job, ...]:
+        return tuple(replace(job, id=f"j{k}") for k in range(n))
+
+    fits = solve(ProblemData(cluster, jobs(201), CostParams()), "exact", time_limit=5)
+    assert fits.status == Status.OPTIMAL  # every job at once: the job bound
+    with pytest.raises(InputError, match="at most 200 servers; instance 'wide' has 201"):
+        Patterns(ProblemData(cluster, jobs(3), CostParams(), name="wide"))

@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
-from sjfbco.patterns import check_enumerable, require_slotted
+from sjfbco.patterns import require_slotted
 from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
 from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
 from sjfbco.solvers.exact.params import (
@@ -166,7 +166,6 @@ def run_exact(
     parts = parts or Parts()
     p = params
     require_slotted(data, "solver 'exact'")
-    check_enumerable(data)  # refused at once, not after the warm start
     budget = Budget(time_limit)
     closed = int(lower_bound(data))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
