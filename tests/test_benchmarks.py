@@ -44,6 +44,7 @@ COVERED = {
     "bench_exact",
     "bench_exact_limits",
     "bench_fuzz",
+    "bench_odd_shapes",
     "bench_online",
     "bench_paper_ratios",
     "bench_pyjobshop",
@@ -266,6 +267,34 @@ def test_bench_exact_limits_checks_its_targets(monkeypatch: pytest.MonkeyPatch) 
         "30/3/4: 36.0 s, above 30 + 5 s",
         "30/3/4: 4000 MB, above 3072 MB",
     ]
+
+
+def test_bench_odd_shapes_checks_its_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The quick run: four shapes each solver ends early on, every one proven (32-GPU
+    jobs on 64 servers of 1 GPU ran past 120 s at a 10 s limit before the pruned subset
+    walk), no target missed; and ``misses`` names what a bad run would miss."""
+    out = run("bench_odd_shapes", ["--quick"], monkeypatch)
+    assert [(r["shape"], r["solver"]) for r in out["rows"]][:2] == [
+        ("empty", "best"),
+        ("empty", "exact"),
+    ]
+    assert len(out["rows"]) == 8 and out["missed"] == []
+    for row in out["rows"]:
+        assert row["rc"] == 0 and row["status"] == "optimal", row
+        if row["shape"] != "empty":
+            assert row["makespan"] == row["lower_bound"] > 0
+    mod = bench("bench_odd_shapes", monkeypatch)
+    late = {"rc": 0, "wall_s": 16.0, "peak_mb": 4000, "runtime_s": 11.5}
+    assert mod.misses("x", "best", late, 10.0) == [
+        "x best: 11.50 s, above 10 s + 10%",
+        "x best: 4000 MB, above 3072 MB",
+    ]
+    assert mod.misses("x", "exact", late, 10.0)[0] == "x exact: 16.0 s wall, above 10 + 5 s"
+    refused = {"rc": 2, "wall_s": 1.0, "peak_mb": 50, "error": "the exact models enumerate"}
+    assert mod.misses("x", "exact", refused, 10.0) == []
+    assert mod.misses("x", "best", refused, 10.0) != []  # best refuses nothing
+    killed = {"rc": -9, "wall_s": 90.0, "peak_mb": 50, "stderr": "killed after 90 s"}
+    assert mod.misses("x", "exact", killed, 10.0) == ["x exact: exit -9: killed after 90 s"]
 
 
 def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch) -> None:
