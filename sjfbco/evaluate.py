@@ -264,8 +264,8 @@ class Simulator:
         for s in servers:
             level = n_split[s]
             for run in self._split_runs[s]:
-                if run.p < level:
-                    self._set_rate(run, contention_count(run.servers, n_split))
+                if run.p < level:  # eq. 6 (contention_count) of a split run, inlined
+                    self._set_rate(run, max(map(n_split.__getitem__, run.servers)))
 
     def _count_down(self, dropped: dict[int, int]) -> None:
         """Re-rate the split jobs whose ``p`` fell when the count of each server ``s`` in
@@ -278,7 +278,7 @@ class Simulator:
             before = n_split[s] + fell
             for run in self._split_runs[s]:
                 if run.p == before:
-                    p = contention_count(run.servers, n_split)
+                    p = max(map(n_split.__getitem__, run.servers))  # eq. 6, split run
                     if p != run.p:
                         self._set_rate(run, p)
 
@@ -294,7 +294,11 @@ class Simulator:
         if rate is None:
             rate = self._rates.rate(run.job, len(run.servers), p, run.max_per_server)
         run.rate = rate
-        finish = now + slots_to_finish(run.remaining, run.rate, self.data.cost)
+        remaining = run.remaining
+        if type(remaining) is int and type(rate) is int:  # slotted: eq. 9 on integers
+            finish = now - (-remaining // rate)
+        else:
+            finish = now + slots_to_finish(remaining, rate, self.data.cost)
         if run.end is not None:
             if run.end.time == finish:
                 return  # its entry is in the calendar already
