@@ -93,7 +93,7 @@ def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
     from sjfbco import Cluster, CostParams, Job, ProblemData, solve
     from sjfbco.bounds.closed import closed_bound
     from sjfbco.bounds.cutting_stock import cutting_stock_bound
-    from sjfbco.solvers.sgs import Candidate
+    from sjfbco.solvers.portfolio import evaluated
     from sjfbco.solvers.wholecp import instance_modes
 
     jobs = tuple(
@@ -107,8 +107,8 @@ def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
     out = solve(data, "sjf-bco")
     modes = instance_modes(data)
     assert modes is not None
-    base = Candidate.__new__(Candidate)  # retime refuses before it reads the schedule
-    assert cprepack.retime(data, base, modes) is None
+    assert out.schedule is not None
+    assert cprepack.retime(data, evaluated(data, out.schedule), modes) is None
     best = solve(data, "best", time_limit=3, seed=0)
     assert best.evaluation.makespan <= out.evaluation.makespan
 

@@ -123,6 +123,13 @@ def server_subsets(
             return moved & mask
         return (moved & mask) | (full if moved >> gpus else 0)
 
+    def add(total: int, c: int) -> int | None:
+        """A prefix's GPUs with one more server (kept at ``gpus`` unless ``exact``;
+        ``None`` past ``gpus`` when ``exact``)."""
+        if exact:
+            return total + c if total + c <= gpus else None
+        return min(gpus, total + c)
+
     def reaches(bits: int, total: int) -> bool:
         """Whether some sum in ``bits`` added to ``total`` makes the target."""
         need = gpus - total
@@ -143,7 +150,7 @@ def server_subsets(
             rows.append(row)
         if not reaches(rows[k][0], 0):
             continue
-        out += _subsets_of_size(k, n, cap, rows, shift, reaches, most - len(out))
+        out += _subsets_of_size(k, n, cap, rows, add, reaches, most - len(out))
         if out and fewest_only:
             break
     return [tuple(servers[i] for i in picks) for picks in out]
@@ -154,7 +161,7 @@ def _subsets_of_size(
     n: int,
     cap: Sequence[int],
     rows: Sequence[Sequence[int]],
-    shift: Any,
+    add: Any,
     reaches: Any,
     most: int,
 ) -> list[tuple[int, ...]]:
@@ -162,7 +169,7 @@ def _subsets_of_size(
     completion of each prefix, then the next, never entering a prefix nothing completes."""
     out: list[tuple[int, ...]] = []
     picks: list[int] = []
-    sums: list[int] = [1]  # sums[m]: the sum of picks[:m], as a one-bit set (saturated)
+    sums: list[int] = [0]  # sums[m]: the GPUs of picks[:m] (at most gpus unless exact)
 
     def extend(start: int) -> bool:
         """Fill ``picks`` up to ``k`` from ``start`` with the first positions that can
@@ -172,8 +179,8 @@ def _subsets_of_size(
             left = k - len(picks) - 1  # servers still to take after this one
             found = False
             for p in range(nxt, n - left):
-                total = shift(sums[-1], cap[p])
-                if reaches(rows[left][p + 1], total.bit_length() - 1):
+                total = add(sums[-1], cap[p])
+                if total is not None and reaches(rows[left][p + 1], total):
                     picks.append(p)
                     sums.append(total)
                     nxt, found = p + 1, True
@@ -261,8 +268,8 @@ def solve_within(
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
-#: Most server x slot cells (8 bytes each: 80 MB) :func:`retime` lays a plan out on; the
-#: paper's 160 jobs on 20 servers need about 20 x 17,000.
+#: Most server x slot cells (8 bytes each: 80 MB) :func:`retime` lays a plan out on;
+#: ``paper-s20-seed0`` needs 391,420 (20 servers x 19,571 slots).
 MAX_RETIME_CELLS = 10_000_000
 
 
@@ -432,11 +439,14 @@ def _free_modes(
     when a job has none)."""
     caps = data.cluster.gpus_per_server
     modes: dict[int, Modes] = {}
+    splits: dict[int, list[ServerGpus]] = {}  # by job size: the same for every such job
     for j in free:
         g = data.jobs[j].num_gpus
         opts: list[ServerGpus] = [((s, g),) for s in chosen if caps[s] >= g]
         if g >= 2 and (split or not opts):  # a job no chosen server holds must split
-            opts += split_patterns(caps, chosen, g)
+            if g not in splits:
+                splits[g] = split_patterns(caps, chosen, g)
+            opts += splits[g]
         timed = ((p, mode_slots(data, j, p)) for p in opts)  # None: unusable even alone
         modes[j] = [(p, w) for p, w in timed if w is not None]
         if not modes[j]:

@@ -177,22 +177,38 @@ def filled_patterns(caps: Sequence[int], gpus: int, most: int = MAX_FILLED) -> l
     return [tuple((s, caps[s]) for s in subset) for subset in subsets]
 
 
-def job_modes(data: ProblemData, j: int, split: Split = "all") -> Modes:
-    """Job ``j``'s modes (on one server when one holds it, else split as ``split`` says)
-    with their run times alone; empty when it has none."""
-    caps = data.cluster.gpus_per_server
-    g = data.jobs[j].num_gpus
-    patterns: list[ServerGpus] = [((s, g),) for s, cap in enumerate(caps) if cap >= g]
+def job_patterns(caps: Sequence[int], gpus: int, split: Split = "all") -> list[ServerGpus]:
+    """Where a job of ``gpus`` GPUs may run: each server that holds it whole, else split as
+    ``split`` says (the same for every job of that size)."""
+    patterns: list[ServerGpus] = [((s, gpus),) for s, cap in enumerate(caps) if cap >= gpus]
     if not patterns and split == "filled":
-        patterns = filled_patterns(caps, g)
+        patterns = filled_patterns(caps, gpus)
     if not patterns:
-        patterns = split_patterns(caps, range(len(caps)), g)
+        patterns = split_patterns(caps, range(len(caps)), gpus)
+    return patterns
+
+
+def job_modes(
+    data: ProblemData, j: int, split: Split = "all", patterns: Sequence[ServerGpus] | None = None
+) -> Modes:
+    """Job ``j``'s modes (:func:`job_patterns`, or ``patterns`` if the caller has them)
+    with their run times alone; empty when it has none."""
+    if patterns is None:
+        patterns = job_patterns(data.cluster.gpus_per_server, data.jobs[j].num_gpus, split)
     return [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
 
 
 def instance_modes(data: ProblemData, split: Split = "all") -> list[Modes] | None:
-    """Every job's :func:`job_modes`; ``None`` when a job has none."""
-    out = [job_modes(data, j, split) for j in range(data.num_jobs)]
+    """Every job's :func:`job_modes`, the patterns listed once per job size; ``None`` when a
+    job has none."""
+    caps = data.cluster.gpus_per_server
+    by_size: dict[int, list[ServerGpus]] = {}
+    out = []
+    for j, job in enumerate(data.jobs):
+        g = job.num_gpus
+        if g not in by_size:
+            by_size[g] = job_patterns(caps, g, split)
+        out.append(job_modes(data, j, split, by_size[g]))
     return None if any(not m for m in out) else out
 
 
