@@ -179,10 +179,12 @@ def test_the_layout_matches_the_tree(doc: str, heading: str) -> None:
 
 def test_ci_runs_exactly_the_readmes_test_command() -> None:
     """``.ci/run`` ends in the README's test command; its ``-n 2`` has pytest-xdist in the
-    test extra and the testbed's group kept together (``--dist loadgroup`` in addopts)."""
+    test extra; it installs the newest versions the registry serves (``--upgrade
+    --upgrade-strategy eager``: what a newcomer's fresh environment gets, not what an older
+    environment happens to hold)."""
     readme = (ROOT / "README.md").read_text().splitlines()
     (command,) = [line.strip() for line in readme if line.startswith("    { command -v tc")]
     assert (ROOT / ".ci" / "run").read_text().splitlines()[-1] == command
     assert command.endswith("python -m pytest -q -n 2")
     assert any(d.startswith("pytest-xdist") for d in PYPROJECT["optional-dependencies"]["test"])
-    assert "--dist loadgroup" in PYPROJECT_TOOL["pytest"]["ini_options"]["addopts"]
+    assert "--upgrade --upgrade-strategy eager" in command

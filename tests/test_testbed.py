@@ -1,15 +1,21 @@
 """The emulated cluster itself: shaping, all-reduce, contention, replay, clean-up (root only).
 
-Each test builds its own emulation (a few seconds) and checks, after it, that
-nothing of the testbed's is left (a leftover namespace fails the test). Skipped
-where the testbed cannot run (not root, no ``ip``/``tc``/``mpiexec``): CI runs
-them as root with the ``testbed`` extra installed (``.ci/run``).
+Each test builds its own emulation (a few seconds), tagged with a tag of its own
+(``SJFBCO_TESTBED_TAG``), and checks, after it, that no run with its tag is left: it
+never looks at another suite's or a live measurement's runs. Every test holds the
+host-wide testbed lock (``runs.host_lock``), so two workers or two suites never run
+emulations at once, whatever pytest-xdist's scheduler does (pytest 9.2 with
+pytest-xdist 3.8 drops the ``xdist_group`` suffix: the group mark alone does not keep
+these tests on one worker). Skipped where the testbed cannot run (not root, no
+``ip``/``tc``/``mpiexec``): CI runs them as root with the ``testbed`` extra installed
+(``.ci/run``).
 """
 
 from __future__ import annotations
 
 import math
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -21,10 +27,22 @@ import pytest
 import sjfbco
 from sjfbco import Cluster, CostParams, Job, ProblemData
 from sjfbco.schedule import Schedule
-from sjfbco.testbed import Hosts, Network, TestbedError, leftovers, rates_of
+from sjfbco.testbed import Hosts, Network, TestbedError, rates_of
 from sjfbco.testbed.measure import run_together
 from sjfbco.testbed.net import check_environment, run, server_address
 from sjfbco.testbed.replay import execute
+from sjfbco.testbed.runs import (
+    TAG_VARIABLE,
+    Owner,
+    RunInfo,
+    claim,
+    host_lock,
+    namespaces,
+    own_runs,
+    process_start,
+    remove,
+    run_folder,
+)
 
 try:
     check_environment()
@@ -34,21 +52,24 @@ except TestbedError as err:
 
 pytestmark = [
     pytest.mark.skipif(bool(REASON), reason=f"testbed unavailable: {REASON}"),
-    # one xdist worker runs them all, one at a time (pyproject's --dist loadgroup): two
-    # emulations at once would see each other's namespaces in nothing_left_behind
+    # a hint to --dist loadgroup; the host lock below is what keeps emulations apart
     pytest.mark.xdist_group("testbed"),
 ]
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_behind():
-    before = leftovers()
-    yield
-    after = leftovers()
-    for kind in ("namespaces", "folders"):
-        new = sorted(set(after[kind]) - set(before[kind]))
-        assert not new, f"the test left {kind} behind: {new}"
+def own_tag(monkeypatch: pytest.MonkeyPatch):
+    """The test's own tag; the host lock held; afterwards no run of the tag may be left
+    (whatever is left is removed, so a failure does not spill into later tests)."""
+    tag = f"pytest-{os.getpid()}-{secrets.token_hex(4)}"
+    monkeypatch.setenv(TAG_VARIABLE, tag)
+    with host_lock():
+        yield tag
+        left = own_runs(tag)
+        for info in left:
+            remove(info)
+    assert not left, f"the test left runs behind: {[r.describe() for r in left]}"
 
 
 SENDER = """
@@ -163,40 +184,79 @@ def _cli(*args: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _wait_for_namespaces(before: list[str], timeout: float = 30.0) -> list[str]:
+def _wait_for_run(tag: str, pid: int, timeout: float = 30.0) -> RunInfo:
+    """The run that process ``pid`` started under ``tag``, once its namespaces are up."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        new = sorted(set(leftovers()["namespaces"]) - set(before))
-        if len(new) >= 3:
-            return new
+        found = [r for r in own_runs(tag) if r.owner is not None and r.owner.pid == pid]
+        if found and len(found[0].namespaces) >= 3:
+            return found[0]
         time.sleep(0.1)
     raise AssertionError("the testbed did not come up")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_takes_the_emulation_down(tmp_path: Path, sig: int) -> None:
+def test_a_signal_takes_the_emulation_down(tmp_path: Path, sig: int, own_tag: str) -> None:
     data, sched = _long_run(tmp_path)
-    before = leftovers()["namespaces"]
     proc = _cli("testbed", "run", str(data), str(sched))
-    _wait_for_namespaces(before)
+    info = _wait_for_run(own_tag, proc.pid)
     proc.send_signal(sig)
     proc.wait(30)
     assert proc.returncode != 0
-    assert leftovers()["namespaces"] == before
+    assert own_runs(own_tag) == []
+    assert not set(info.namespaces) & set(namespaces())
 
 
-def test_down_removes_what_a_killed_run_left(tmp_path: Path) -> None:
+def test_down_removes_a_killed_run_and_leaves_a_live_one(tmp_path: Path, own_tag: str) -> None:
+    """A live run (this process owns it) beside a killed one: ``down`` removes the killed
+    run only and names the live one; ``--force`` removes a named live run."""
     data, sched = _long_run(tmp_path)
-    before = leftovers()["namespaces"]
-    proc = _cli("testbed", "run", str(data), str(sched))
-    left = _wait_for_namespaces(before)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(10)
-    assert set(left) <= set(leftovers()["namespaces"])  # SIGKILL cannot be caught
-    down = _cli("testbed", "down")
-    out, _ = down.communicate(timeout=60)
-    assert down.returncode == 0 and "removed" in out
-    assert leftovers()["namespaces"] == []
+    with Network([100.0]) as live:
+        proc = _cli("testbed", "run", str(data), str(sched))
+        killed = _wait_for_run(own_tag, proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        assert set(killed.namespaces) <= set(namespaces())  # SIGKILL cannot be caught
+        down = _cli("testbed", "down")
+        out, err = down.communicate(timeout=60)
+        assert down.returncode == 0, err
+        assert killed.prefix in out and "left" in out and live.prefix in out.split("left")[1]
+        assert not set(killed.namespaces) & set(namespaces())
+        assert killed.folder is not None and not killed.folder.exists()
+        mine = [ns for ns in namespaces() if ns.startswith(live.prefix + "-")]
+        assert sorted(mine) == sorted([live.control, live.switch, live.server_ns(0)])
+        assert live.folder is not None and live.folder.exists()
+        unknown = _cli("testbed", "down", "--force", "sjtb-zzzz")
+        _, err = unknown.communicate(timeout=60)
+        assert unknown.returncode == 2 and "no testbed run" in err
+        forced = _cli("testbed", "down", "--force", live.run_id)
+        out, _ = forced.communicate(timeout=60)
+        assert forced.returncode == 0 and live.prefix in out
+        assert not [ns for ns in namespaces() if ns.startswith(live.prefix + "-")]
+    assert own_runs(own_tag) == []
+
+
+def test_owner_is_the_process_not_its_id(own_tag: str) -> None:
+    me = Owner.current()
+    assert me.alive() and me.tag == own_tag and me.started == process_start(os.getpid())
+    # the same process id with another start time is a recycled id: not this owner
+    assert not Owner(me.pid, me.started + 1).alive()
+    child = subprocess.Popen(["true"])
+    child.wait()
+    assert process_start(child.pid) is None and not Owner(child.pid, 0).alive()
+
+
+def test_a_run_id_is_claimed_once(own_tag: str) -> None:
+    rid, folder = claim()
+    try:
+        assert folder == run_folder(rid) and (folder / "owner.json").exists()
+        with pytest.raises(TestbedError, match=f"run id {rid} is taken"):
+            claim(rid)
+        (info,) = [r for r in own_runs(own_tag) if r.run_id == rid]
+        assert info.live and info.namespaces == ()
+    finally:
+        remove(RunInfo(rid, (), folder, None))
+    assert not folder.exists()
 
 
 def _long_run(tmp_path: Path) -> tuple[Path, Path]:

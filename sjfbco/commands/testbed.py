@@ -67,9 +67,18 @@ def add_parser(sub: Any) -> None:
     r.set_defaults(run=run)
     d = tsub.add_parser(
         "down",
-        help="remove every namespace and folder a testbed run left behind",
-        description="Remove every network namespace and temporary folder whose name starts "
-        "with the testbed's prefix (sjtb-), killing processes still inside.",
+        help="remove what killed testbed runs left behind; live runs are left alone",
+        description="Remove the network namespaces, processes and folders of every testbed "
+        "run (prefix sjtb-) whose owner process is gone, and list the live runs left alone. "
+        "A run whose owner lives is removed only when named with --force.",
+    )
+    d.add_argument(
+        "--force",
+        action="append",
+        default=[],
+        metavar="RUN",
+        help="also remove this run although its owner lives (its id, e.g. 3f2a, or sjtb-3f2a; "
+        "repeatable)",
     )
     d.set_defaults(run=run)
 
@@ -94,10 +103,14 @@ def run(args: argparse.Namespace) -> int:
     import sjfbco.testbed as tb
 
     if args.testbed_command == "down":
-        removed = tb.down()
-        n, f = len(removed["namespaces"]), len(removed["folders"])
-        print(f"removed {n} namespace(s) and {f} folder(s)" + (": " if n + f else ""), end="")
-        print(", ".join(removed["namespaces"] + removed["folders"]))
+        report = tb.down(args.force)
+        print(f"removed {len(report.removed)} run(s)" + (":" if report.removed else ""))
+        for info in report.removed:
+            print(f"  {info.describe()}")
+        if report.live:
+            print(f"left {len(report.live)} live run(s) alone (--force RUN removes one):")
+            for info in report.live:
+                print(f"  {info.describe()}")
         return 0
 
     data = read_instance(args.instance)

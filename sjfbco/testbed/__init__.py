@@ -13,7 +13,8 @@ MPICH, TCP, ring all-reduce) whose compute phases sleep. With it:
 
 Each takes ``hostfile=`` to run on real hosts instead (one MPI slot per GPU,
 server ``k`` the ``k``-th host). :func:`down` removes whatever a killed run
-left behind. Needs root, ``ip``/``tc`` (iproute2) and the ``testbed`` extra.
+left behind, and nothing of a run whose owner still lives
+(:mod:`sjfbco.testbed.runs`). Needs root, ``ip``/``tc`` (iproute2) and the ``testbed`` extra.
 """
 
 from __future__ import annotations
@@ -32,30 +33,32 @@ from sjfbco.testbed.net import (
     Network,
     TestbedError,
     check_environment,
-    down_all,
-    leftovers,
 )
 from sjfbco.testbed.replay import MAX_REPLAY_SECONDS, Execution, calibrated, execute
+from sjfbco.testbed.runs import DownReport, RunInfo, runs
+from sjfbco.testbed.runs import down as _down
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
 
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
     from sjfbco.workloads.paper import Preset
 
 __all__ = [
+    "DownReport",
     "Execution",
     "Network",
+    "RunInfo",
     "TestbedError",
     "calibrated",
     "contention",
     "down",
-    "leftovers",
     "measure",
     "rates_of",
     "run",
+    "runs",
 ]
 
 #: Most GPUs an emulated cluster may hold: each is a process on this host.
@@ -163,6 +166,7 @@ def run(
         return execute(hosts, data, schedule, folder / "run", calibration, max_seconds)
 
 
-def down() -> dict[str, list[str]]:
-    """Remove every namespace and folder a testbed run left behind; returns what it removed."""
-    return down_all()
+def down(force: Iterable[str] = ()) -> DownReport:
+    """Remove what testbed runs whose owner is gone left behind (namespaces, processes,
+    folders), and the runs named in ``force``; live runs of others are left alone."""
+    return _down(force)

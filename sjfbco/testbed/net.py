@@ -1,7 +1,9 @@
 """The emulated cluster's network: one network namespace per server, a bridge as the switch.
 
 Layout of one emulation with run id ``R`` (every object carries the prefix
-:data:`PREFIX`, so :func:`down_all` finds what a killed run left behind):
+``sjtb-R``; the run's folder ``TMP/sjtb-R`` holds its owner record, so
+``sjfbco testbed down`` removes what a killed run left behind and nothing of a live
+run: :mod:`sjfbco.testbed.runs`):
 
 - namespace ``sjtb-R-sw`` holds the switch: bridge ``sjtbRbr`` and one port
   ``sjtbRpK`` per attached namespace. The bridge is connected to nothing else:
@@ -11,8 +13,9 @@ Layout of one emulation with run id ``R`` (every object carries the prefix
 - namespace ``sjtb-R-sK`` is server ``K`` (address ``198.18.0.(10+K)``), with one
   interface ``sjtbRn`` whose two directions are shaped by ``tbf`` to the
   server's uplink rate: egress on ``sjtbRn`` (upload) and on its switch port
-  (download). Traffic between the GPUs of one server stays on the namespace's
-  own loopback, unshaped.
+  (download). Traffic between the GPUs (ranks) of one server never reaches the
+  link: the ranks share a host name, so MPICH moves it through shared memory,
+  unshaped.
 
 Addresses come from the benchmarking range 198.18.0.0/15 (RFC 2544) and exist
 only inside these namespaces. Creating, shaping and deleting need root and
@@ -24,26 +27,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import secrets
 import shutil
 import signal
-import subprocess
 import sysconfig
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.errors import InputError
+from sjfbco.testbed.runs import PREFIX, RunInfo, TestbedError, claim, namespaces, remove, run
 
 if TYPE_CHECKING:
     from types import FrameType
 
 log = logging.getLogger(__name__)
 
-#: The prefix of every namespace, interface and temporary folder the testbed creates.
-PREFIX = "sjtb"
 #: The launcher's address; server ``k`` is ``198.18.0.(10 + k)``.
 CONTROL_ADDRESS = "198.18.0.1"
 #: Most servers one emulation holds (addresses 198.18.0.10 to .209; the machine's
@@ -56,11 +54,7 @@ TBF_BURST = 65536
 #: tbf's queue, as the longest a packet may wait, ms.
 TBF_LATENCY_MS = 100
 
-
-class TestbedError(InputError):
-    """The testbed cannot run here (not root, a tool missing) or a command it ran failed."""
-
-    __test__ = False  # not a pytest class despite the name
+__all__ = ["PREFIX", "Network", "TestbedError", "check_environment", "namespaces", "run"]
 
 
 def server_address(server: int) -> str:
@@ -106,52 +100,6 @@ def check_environment(network: bool = True, launcher: bool = True) -> None:
             ) from None
 
 
-def run(cmd: Sequence[str], ns: str | None = None, check: bool = True) -> str:
-    """Run ``cmd`` (inside namespace ``ns`` if given); a failure is one :class:`TestbedError`."""
-    full = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
-    proc = subprocess.run(full, capture_output=True, text=True, check=False)
-    if check and proc.returncode != 0:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise TestbedError(f"{' '.join(full)}: {msg[-1] if msg else f'exit {proc.returncode}'}")
-    return proc.stdout
-
-
-def namespaces() -> list[str]:
-    """Names of the network namespaces that exist now."""
-    out = run(["ip", "netns", "list"], check=False)
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
-
-
-def leftovers() -> dict[str, list[str]]:
-    """Everything of the testbed's that exists now: namespaces and temporary folders."""
-    tmp = Path(tempfile.gettempdir())
-    return {
-        "namespaces": sorted(n for n in namespaces() if n.startswith(PREFIX + "-")),
-        "folders": sorted(str(p) for p in tmp.glob(PREFIX + "-*") if p.is_dir()),
-    }
-
-
-def down_all() -> dict[str, list[str]]:
-    """Remove every namespace and temporary folder the testbed left (``sjfbco testbed down``).
-
-    Processes still running inside a namespace are killed first. Returns what was removed.
-    """
-    found = leftovers()
-    for ns in found["namespaces"]:
-        _kill_inside(ns)
-        run(["ip", "netns", "delete", ns], check=False)
-    for folder in found["folders"]:
-        shutil.rmtree(folder, ignore_errors=True)
-    return found
-
-
-def _kill_inside(ns: str) -> None:
-    pids = run(["ip", "netns", "pids", ns], check=False).split()
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, ValueError):
-            os.kill(int(pid), signal.SIGKILL)
-
-
 @dataclass
 class Network:
     """One emulated cluster network (see the module docstring); a context manager.
@@ -161,11 +109,13 @@ class Network:
     rates_mbit
         Uplink rate of each server, Mbit/s (both directions shaped).
     run_id
-        Four hex digits naming this emulation's objects; random by default.
+        Four hex digits naming this emulation's objects; a free one is picked at
+        :meth:`up` by default (:func:`~sjfbco.testbed.runs.claim`, which also writes the
+        owner record before any namespace exists).
     """
 
     rates_mbit: Sequence[float]
-    run_id: str = field(default_factory=lambda: secrets.token_hex(2))
+    run_id: str = ""
     folder: Path | None = None
     _up: bool = False
     _old_handlers: dict[int, Any] = field(default_factory=dict)
@@ -210,7 +160,7 @@ class Network:
     def up(self) -> Network:
         """Create the namespaces, the bridge, the links and the shaping."""
         check_environment(launcher=False)
-        self.folder = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-"))
+        self.run_id, self.folder = claim(self.run_id or None)
         self._up = True
         sw = self.switch
         bridge = f"{PREFIX}{self.run_id}br"
@@ -240,13 +190,8 @@ class Network:
         """Remove this emulation's namespaces and folder (idempotent)."""
         if not self._up:
             return
-        existing = set(namespaces())
-        for ns in [self.control, *map(self.server_ns, range(self.num_servers)), self.switch]:
-            if ns in existing:
-                _kill_inside(ns)
-                run(["ip", "netns", "delete", ns], check=False)
-        if self.folder is not None:
-            shutil.rmtree(self.folder, ignore_errors=True)
+        mine = [ns for ns in namespaces() if ns.startswith(self.prefix + "-")]
+        remove(RunInfo(self.run_id, tuple(mine), self.folder, None))
         self._up = False
         log.info("testbed %s down", self.prefix)
 
