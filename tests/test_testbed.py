@@ -291,10 +291,15 @@ def test_refusals_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert len(err.strip().splitlines()) == 1 and "Mbit/s" in err
 
 
-def test_hostfile_mode_runs_through_the_namespaces(tmp_path: Path) -> None:
+@pytest.mark.parametrize("offset", [0, 1000])
+def test_hostfile_mode_runs_through_the_namespaces(tmp_path: Path, offset: int) -> None:
     """--hostfile (real hosts, MPICH's ssh launcher) with the namespaces standing in for the
     hosts: the launcher command is replaced by the namespace wrapper (HYDRA_LAUNCHER_EXEC) and
-    the run starts inside the launcher's namespace, as it would on a cluster's head node."""
+    the run starts inside the launcher's namespace, as it would on a cluster's head node.
+
+    With ``offset`` the ranks run in a time namespace whose monotonic clock is 1,000 s
+    ahead of the dispatcher's, as a real host's clock differs: the makespan must not move
+    (taking a difference of the two clocks reported 1,001 s for this 1.5 s schedule)."""
     import json
 
     data, sched = _two_on_one_gpu()
@@ -305,6 +310,12 @@ def test_hostfile_mode_runs_through_the_namespaces(tmp_path: Path) -> None:
     with Network([100.0, 100.0]) as net:
         assert net.folder is not None
         wrapper = Hosts(net).wrapper(net.folder)
+        assert wrapper is not None
+        if offset:
+            text = wrapper.read_text()
+            assert "unshare --uts " in text
+            clock = f"unshare --uts --time --monotonic {offset} --fork "
+            wrapper.write_text(text.replace("unshare --uts ", clock))
         env = {
             **os.environ, "PYTHONPATH": str(ROOT), "HYDRA_LAUNCHER_EXEC": str(wrapper),
             "HYDRA_IFACE": net.interface,
