@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sjfbco import datasets, limits
-from sjfbco.errors import InputError, one_line
+from sjfbco.errors import InputError, one_line, short
 from sjfbco.problem import INSTANCE_FORMAT, ProblemData
 from sjfbco.schedule import SCHEDULE_FORMAT, Schedule
 
@@ -319,6 +319,17 @@ def format_tag(doc: Any) -> str | None:
     """The ``"format"`` tag of a parsed file, if it is a JSON object holding a string one."""
     tag = doc.get("format") if isinstance(doc, dict) else None
     return tag if isinstance(tag, str) else None
+
+
+def check_format(doc: Any, expected: str) -> dict[str, Any]:
+    """``doc`` if it is a JSON object tagged ``expected``, else an :class:`InputError` on
+    ``format`` (for the small formats whose readers check the tag themselves)."""
+    if not isinstance(doc, dict) or doc.get("format") != expected:
+        found = doc.get("format") if isinstance(doc, dict) else None
+        raise InputError(
+            f"unsupported format {short(found)}; expected {expected!r}", where="format"
+        )
+    return doc
 
 
 def expect_format(doc: Any, path: str | os.PathLike[str], expected: str) -> None:

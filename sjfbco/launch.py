@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError, short
 from sjfbco.evaluate import evaluate, queue_links
-from sjfbco.files import atomic_write_text, json_text
+from sjfbco.files import atomic_write_text, check_format, json_text
 from sjfbco.schedule import Gpu, Schedule, check_schedule
 
 if TYPE_CHECKING:
@@ -116,11 +116,7 @@ class LaunchPlan:
     @classmethod
     def from_dict(cls, doc: Any) -> LaunchPlan:
         """Parse an ``sjfbco-launch/1`` document; :class:`InputError` names the field at fault."""
-        if not isinstance(doc, dict) or doc.get("format") != LAUNCH_FORMAT:
-            found = doc.get("format") if isinstance(doc, dict) else None
-            raise InputError(
-                f"unsupported format {short(found)}; expected {LAUNCH_FORMAT!r}", where="format"
-            )
+        check_format(doc, LAUNCH_FORMAT)
         jobs = doc.get("jobs")
         if not isinstance(jobs, list):
             raise InputError("must be a list", where="jobs")
@@ -204,9 +200,16 @@ def plan_rows(data: ProblemData, schedule: Schedule) -> list[dict[str, Any]]:
     ]
 
 
-def _file_stem(k: int, job_id: str, width: int) -> str:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_id)[:64]
-    return f"{k:0{width}d}-{safe}"
+def safe_name(job_id: str) -> str:
+    """``job_id`` with every character but letters, digits, ``_``, ``.`` and ``-`` made ``_``
+    (at most 64 characters): a file name, or a Slurm job name."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", job_id)[:64]
+
+
+def file_stems(plan: LaunchPlan) -> list[str]:
+    """``NNN-<id>`` per job in launch order: the stem of its hostfile (or Slurm script)."""
+    width = max(3, math.ceil(math.log10(len(plan.jobs) + 1)))
+    return [f"{k:0{width}d}-{safe_name(job.id)}" for k, job in enumerate(plan.jobs)]
 
 
 def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
@@ -217,9 +220,8 @@ def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
     root = Path(folder)
     hosts = root / "hosts"
     hosts.mkdir(parents=True, exist_ok=True)
-    width = max(3, math.ceil(math.log10(len(plan.jobs) + 1)))
-    for k, job in enumerate(plan.jobs):
-        atomic_write_text(hosts / f"{_file_stem(k, job.id, width)}.txt", job.hostfile())
+    for stem, job in zip(file_stems(plan), plan.jobs, strict=True):
+        atomic_write_text(hosts / f"{stem}.txt", job.hostfile())
     target = root / "launch.json"
     atomic_write_text(target, json_text(plan.to_dict()))
     return target

@@ -15,4 +15,5 @@ COMMANDS: list[str] = [
     "elastic",
     "calibrate",
     "testbed",
+    "slurm",
 ]

@@ -1,0 +1,206 @@
+"""Submitting a plan folder to Slurm, all of it or nothing, with a state file after each job.
+
+:func:`submit` runs ``sbatch`` on the scripts in launch order, from the plan
+folder, adding on the command line what only the submission knows: the Slurm
+ids of the job's predecessors (``--dependency=afterany:ID:ID``) and its earliest
+start as an absolute time (``--begin``: the plan's start, the first whole
+second after the submission began, plus the job's ``begin_s``, rounded up to a
+whole second: Slurm's resolution). After each job the state file
+(``sjfbco-slurm-state/1``: the plan, the submission time, sjfbco id -> Slurm id)
+is rewritten atomically, so a crash leaves a file that names what was
+submitted.
+
+A failure (``sbatch`` refusing a job, a missing script) or Ctrl-C cancels
+every job submitted so far (``scancel``, which cancels a heterogeneous job
+with its leader's id) and marks the state file ``cancelled``; the error says so
+in one line. A partial submission is never left behind silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sjfbco.errors import InputError, short
+from sjfbco.files import atomic_write_text, check_format, json_text, load_json
+from sjfbco.slurm.client import SlurmError
+from sjfbco.slurm.scripts import OUT_DIR, SlurmPlan, read_plan
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable
+
+    from sjfbco.slurm.client import Client
+
+STATE_FORMAT = "sjfbco-slurm-state/1"
+#: The state file's name in the plan folder when none is given.
+STATE_FILE = "state.json"
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SubmitState:
+    """What was submitted.
+
+    Attributes
+    ----------
+    folder
+        The plan folder (absolute).
+    plan
+        The plan as submitted.
+    started_at
+        The plan's start (Unix time of the submitting host, a whole second): ``--begin``
+        counts from it.
+    slurm_ids
+        sjfbco job id -> Slurm job id, in submission order.
+    complete, cancelled
+        Every job submitted; the submission was cancelled.
+    """
+
+    folder: str
+    plan: SlurmPlan
+    started_at: float
+    slurm_ids: dict[str, int] = field(default_factory=dict)
+    complete: bool = False
+    cancelled: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": STATE_FORMAT,
+            "folder": self.folder,
+            "started_at": self.started_at,
+            "started_at_local": _local(self.started_at),
+            "complete": self.complete,
+            "cancelled": self.cancelled,
+            "slurm_ids": dict(self.slurm_ids),
+            "plan": self.plan.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Any) -> SubmitState:
+        check_format(doc, STATE_FORMAT)
+        try:
+            plan = SlurmPlan.from_dict(doc["plan"])
+        except InputError as err:
+            raise err.located(prefix="plan") from None
+        except KeyError:
+            raise InputError("missing", where="plan") from None
+        ids = doc.get("slurm_ids")
+        if not isinstance(ids, dict) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in ids.values()
+        ):
+            raise InputError("must map job ids to integer Slurm ids", where="slurm_ids")
+        known = {j.id for j in plan.jobs}
+        stray = [k for k in ids if k not in known]
+        if stray:
+            raise InputError(f"job {short(stray[0])} is not in the plan", where="slurm_ids")
+        try:
+            return cls(
+                folder=str(doc["folder"]),
+                plan=plan,
+                started_at=float(doc["started_at"]),
+                slurm_ids={str(k): int(v) for k, v in ids.items()},
+                complete=bool(doc.get("complete", False)),
+                cancelled=bool(doc.get("cancelled", False)),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"malformed state ({type(exc).__name__}: {exc})") from None
+
+
+def _local(t: float) -> str:
+    """Unix time ``t`` as Slurm reads ``--begin``: local time, whole seconds."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t))
+
+
+def read_state(path: str | os.PathLike[str]) -> SubmitState:
+    """A state file; an :class:`InputError` names the file and field at fault."""
+    try:
+        return SubmitState.from_dict(load_json(path))
+    except InputError as err:
+        raise err.located(str(path)) from None
+
+
+def write_state(state: SubmitState, path: str | os.PathLike[str]) -> None:
+    """Write ``state`` atomically."""
+    atomic_write_text(path, json_text(state.to_dict()))
+
+
+def sbatch_options(
+    job_after: tuple[str, ...], begin_s: float | None, ids: dict[str, int], started_at: float
+) -> list[str]:
+    """``--dependency`` and ``--begin`` of one job (``ids``: the Slurm ids submitted so far)."""
+    options = []
+    if job_after:
+        options.append("--dependency=afterany:" + ":".join(str(ids[a]) for a in job_after))
+    if begin_s is not None:
+        options.append(f"--begin={_local(math.ceil(started_at + begin_s))}")
+    return options
+
+
+def submit(
+    folder: str | os.PathLike[str],
+    client: Client,
+    state_path: str | os.PathLike[str] | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> SubmitState:
+    """Submit the plan in ``folder`` (see the module docstring); returns the final state.
+
+    ``state_path`` defaults to ``folder/state.json``. A state file of a
+    submission that was not cancelled is never overwritten (an
+    :class:`InputError`): its jobs may still run.
+    """
+    root = Path(folder).resolve()
+    plan = read_plan(root)
+    target = Path(state_path) if state_path is not None else root / STATE_FILE
+    if target.exists():
+        old = read_state(target)
+        if not old.cancelled:
+            raise InputError(
+                f"holds a submission of {len(old.slurm_ids)} job(s) (Slurm ids "
+                f"{_ids(old.slurm_ids.values())}); remove it or give another --state",
+                source=str(target),
+            )
+    (root / OUT_DIR).mkdir(exist_ok=True)
+    state = SubmitState(str(root), plan, float(math.ceil(clock())))
+    write_state(state, target)
+    ids: dict[str, int] = {}
+    try:
+        for job in plan.jobs:
+            options = sbatch_options(job.after, job.begin_s, ids, state.started_at)
+            ids[job.id] = client.sbatch(root / job.script, options, cwd=root)
+            write_state(replace(state, slurm_ids=dict(ids)), target)
+    except (KeyboardInterrupt, SlurmError, OSError) as exc:
+        what = _cancel(client, ids)
+        write_state(replace(state, slurm_ids=dict(ids), cancelled=True), target)
+        k = len(ids)  # the job that failed or was being submitted
+        if isinstance(exc, KeyboardInterrupt):
+            log.warning("submission interrupted at job %d of %d; %s", k + 1, len(plan.jobs), what)
+            raise
+        raise SlurmError(
+            f"submission stopped at job {plan.jobs[k].id!r} ({k + 1} of {len(plan.jobs)}): "
+            f"{exc}; {what}"
+        ) from None
+    final = replace(state, slurm_ids=ids, complete=True)
+    write_state(final, target)
+    return final
+
+
+def _ids(ids: Any) -> str:
+    return ", ".join(map(str, ids)) or "none"
+
+
+def _cancel(client: Client, ids: dict[str, int]) -> str:
+    """Cancel the jobs submitted; the words that say what happened."""
+    if not ids:
+        return "nothing was submitted"
+    try:
+        client.scancel(list(ids.values()))
+    except (SlurmError, OSError) as exc:
+        return f"could not cancel the {len(ids)} job(s) submitted ({_ids(ids.values())}): {exc}"
+    return f"cancelled the {len(ids)} job(s) submitted ({_ids(ids.values())})"
