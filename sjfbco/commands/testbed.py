@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
+    from sjfbco.testbed import SlurmExecution
 
 
 def add_parser(sub: Any) -> None:
@@ -49,7 +50,32 @@ def add_parser(sub: Any) -> None:
         "predicted times in slots and seconds.",
     )
     r.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    r.add_argument("schedule", help="schedule file or launch plan (launch.json)")
+    r.add_argument(
+        "schedule",
+        nargs="?",
+        help="schedule file or launch plan (launch.json); none with --no-plan",
+    )
+    r.add_argument(
+        "--via",
+        choices=("launcher", "slurm"),
+        default="launcher",
+        help="launcher: the testbed's own dispatcher (default); slurm: a real Slurm on the "
+        "emulated cluster (slurmctld, one slurmd per server; Debian's slurmctld slurmd "
+        "slurm-client munge), one sbatch job per job of the plan (docs/slurm.md)",
+    )
+    r.add_argument(
+        "--no-plan",
+        action="store_true",
+        help="with --via slurm: submit every job with its GPU count only (no nodes, no "
+        "dependency) and let Slurm's backfill and cons_tres place and order them",
+    )
+    r.add_argument(
+        "--order",
+        choices=("instance", "shortest"),
+        default="instance",
+        help="with --no-plan: submission order, the instance's or shortest first (default "
+        "instance)",
+    )
     r.add_argument(
         "--calibration",
         metavar="CAL.json",
@@ -143,10 +169,21 @@ def _read_plan_or_schedule(path: str, data: ProblemData) -> Schedule:
 def _run(args: argparse.Namespace, data: ProblemData) -> int:
     import sjfbco.testbed as tb
 
+    if args.no_plan and args.via != "slurm":
+        raise InputError("--no-plan: only with --via slurm (Slurm's own scheduling)")
+    if args.no_plan == (args.schedule is not None):
+        raise InputError(
+            "give a schedule, or --no-plan without one"
+            if args.schedule is None
+            else "--no-plan: Slurm schedules the jobs itself; give no schedule"
+        )
+    if args.via == "slurm" and args.hostfile is not None:
+        raise InputError("--via slurm runs on the emulated cluster; --hostfile is for MPI only")
+    cal = read_preset(args.calibration) if args.calibration is not None else None
+    if args.via == "slurm":
+        schedule = None if args.no_plan else _read_plan_or_schedule(args.schedule, data)
+        return _print_slurm(tb.run_via_slurm(data, schedule, cal, args.order), args.json)
     schedule = _read_plan_or_schedule(args.schedule, data)
-    cal = None
-    if args.calibration is not None:
-        cal = read_preset(args.calibration)
     ex = tb.run(data, schedule, cal, args.hostfile, args.shared_dir, args.max_seconds)
     doc = ex.to_dict()
     if args.json:
@@ -188,5 +225,43 @@ def _run(args: argparse.Namespace, data: ProblemData) -> int:
         f"{launch['max']:.2f} s; release to first compute: median "
         f"{1000 * lat['median']:.1f} ms, max {1000 * lat['max']:.1f} ms"
     )
+    sys.stdout.flush()
+    return 0
+
+
+def _print_slurm(ex: SlurmExecution, as_json: bool) -> int:
+    doc = ex.to_dict()
+    if as_json:
+        print(json_line(doc))
+        return 0
+    rows = [
+        {
+            "job": j.id,
+            "nodes": " ".join(f"{n}:{g}" for n, g in j.placement.items()),
+            "start": round(j.start, 2),
+            "end": round(j.end, 2),
+            "expected_end": round(j.expected_end, 2),
+            "predicted_end": round(j.predicted_end, 2),
+            "own_run": None if j.run_s is None else round(j.run_s, 2),
+        }
+        for j in ex.jobs
+    ]
+    print(format_table(rows, list(rows[0]) if rows else ["job"]))
+    o = ex.overhead
+    which = "calibrated constants" if ex.calibrated else "the instance's constants"
+    print(f"{ex.mode}; times in s from the first submission, on the controller's clock")
+    print()
+    print(
+        f"makespan: executed {ex.executed_makespan:.2f} s, expected {ex.expected_makespan:.2f} "
+        f"({doc['error_expected']:+.1%}), predicted without Slurm's overhead "
+        f"{ex.predicted_makespan:.2f} ({doc['error']:+.1%}); {which}; mean JCT "
+        f"{ex.mean_jct:.2f} s"
+    )
+    print(
+        f"Slurm's overhead (probe of {o.jobs} jobs): start {o.start_s:.2f} s after eligible, "
+        f"run + {o.launch_s:.2f} s + {o.per_rank_s:.2f} s per rank"
+    )
+    if doc["moved"]:
+        print(f"ran elsewhere than planned: {', '.join(doc['moved'])}")
     sys.stdout.flush()
     return 0

@@ -37,6 +37,13 @@ from sjfbco.testbed.net import (
 from sjfbco.testbed.replay import MAX_REPLAY_SECONDS, Execution, calibrated, execute
 from sjfbco.testbed.runs import DownReport, RunInfo, runs
 from sjfbco.testbed.runs import down as _down
+from sjfbco.testbed.slurm import SlurmCluster, check_slurm
+from sjfbco.testbed.viaslurm import (
+    SlurmExecution,
+    execute_no_plan,
+    execute_plan,
+    measure_overhead,
+)
 
 if TYPE_CHECKING:
     import os
@@ -51,6 +58,7 @@ __all__ = [
     "Execution",
     "Network",
     "RunInfo",
+    "SlurmExecution",
     "TestbedError",
     "calibrated",
     "contention",
@@ -58,6 +66,7 @@ __all__ = [
     "measure",
     "rates_of",
     "run",
+    "run_via_slurm",
     "runs",
 ]
 
@@ -164,6 +173,27 @@ def run(
     """Execute ``schedule`` on the emulated cluster of ``data``; executed against predicted."""
     with hosts_for(data, hostfile, shared_dir) as (hosts, folder):
         return execute(hosts, data, schedule, folder / "run", calibration, max_seconds)
+
+
+def run_via_slurm(
+    data: ProblemData,
+    schedule: Schedule | None,
+    calibration: Preset | None = None,
+    order: str = "instance",
+) -> SlurmExecution:
+    """Execute ``schedule`` (its launch plan as Slurm jobs), or with ``schedule=None`` the
+    instance's jobs without a plan in ``order``, through a real Slurm on the emulated
+    cluster of ``data`` (``docs/slurm.md``). Slurm's overhead is measured first by a probe
+    on the same cluster and added to the prediction."""
+    check_environment()
+    check_slurm()
+    rates = rates_of(data)
+    with Network(rates) as net, SlurmCluster(net, data.cluster.gpus_per_server) as cluster:
+        assert net.folder is not None
+        overhead = measure_overhead(cluster, net.folder / "probe")
+        if schedule is None:
+            return execute_no_plan(cluster, data, order, net.folder / "run", overhead, calibration)
+        return execute_plan(cluster, data, schedule, net.folder / "run", overhead, calibration)
 
 
 def down(force: Iterable[str] = ()) -> DownReport:

@@ -3,8 +3,10 @@
 ``mpiexec`` (MPICH's Hydra) runs in the launcher's namespace with the ``ssh``
 launcher replaced by a generated wrapper (``-launcher-exec``): for a server's
 address the wrapper runs Hydra's proxy in that server's namespace under its
-own UTS namespace and host name (``ip netns exec NS unshare --uts``), so ranks
-of different servers never share memory and talk over the shaped links. The
+own UTS namespace and host name and its own ``/dev/shm`` (``ip netns exec NS
+unshare --uts --mount``, a fresh tmpfs), so ranks of different servers never
+share memory and talk over the shaped links, and MPI's shared-memory segments
+vanish with the job, also a killed one (never left in the host's ``/dev/shm``). The
 transport is TCP (``UCX_TLS=tcp,self``) and the all-reduce MPICH's ring
 (``MPIR_CVAR_IALLREDUCE_INTRA_ALGORITHM=tsp_ring``).
 
@@ -72,8 +74,9 @@ class Hosts:
         if path.exists():
             return path
         cases = "".join(
-            f"  {server_address(k)}) exec ip netns exec {net.server_ns(k)} unshare --uts "
-            f'sh -c "hostname s{k} && exec $*";;\n'
+            f"  {server_address(k)}) exec ip netns exec {net.server_ns(k)} unshare --uts --mount "
+            "--propagation private sh -c "
+            f'"mount -t tmpfs -o mode=1777 tmpfs /dev/shm && hostname s{k} && exec $*";;\n'
             for k in range(net.num_servers)
         )
         path.write_text(
