@@ -49,7 +49,9 @@ COVERED = {
     "bench_paper_ratios",
     "bench_pyjobshop",
     "bench_scale",
+    "bench_shared_host",
     "bench_sjf_bco",
+    "bench_slurm",
     "bench_testbed",
     "calibration_floor",
     "calibration_transfer",
@@ -498,7 +500,6 @@ def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.Monk
 
 
 @pytest.mark.slow  # about a minute of replays; tests/test_testbed.py covers the replay itself
-@pytest.mark.xdist_group("testbed")  # with tests/test_testbed.py: one emulation at a time
 def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """Executed schedules (root and the testbed extra needed: skipped elsewhere); each
     calibrated prediction is the evaluator's makespan of that solver's schedule."""
@@ -511,7 +512,10 @@ def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.Monke
         check_environment()
     except TestbedError as err:
         pytest.skip(f"testbed unavailable: {err}")
-    out = run("bench_testbed", ["--quick"], monkeypatch)
+    from sjfbco.testbed.runs import host_lock
+
+    with host_lock():  # with tests/test_testbed*.py: one emulation at a time
+        out = run("bench_testbed", ["--quick"], monkeypatch)
     mod = bench("bench_testbed", monkeypatch)
     ((caps, jobs, seed),) = mod.QUICK
     data = emulated_instance(caps, jobs, seed, preset=get_preset("testbed"))
@@ -523,3 +527,47 @@ def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.Monke
         assert r["error_calibrated"] == pytest.approx(r["calibrated"] / r["executed"] - 1)
     errs = [abs(r["error_calibrated"]) for r in rows]
     assert out["summary"]["calibrated"]["median_abs_error"] == statistics.median(errs)
+
+
+@pytest.mark.slow  # about a minute and a half of Slurm runs; tests/test_testbed_slurm.py is fast
+def test_bench_slurm_quick_executes_through_slurm(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Plans and Slurm's own scheduling executed (root, the testbed extra and Debian's Slurm
+    needed: skipped elsewhere); every run's expected makespan is its jobs' latest expected
+    end, and the plans ran where they were planned."""
+    from sjfbco.testbed import TestbedError
+    from sjfbco.testbed.net import check_environment
+    from sjfbco.testbed.runs import host_lock
+    from sjfbco.testbed.slurm import check_slurm
+
+    try:
+        check_environment()
+        check_slurm()
+    except TestbedError as err:
+        pytest.skip(f"Slurm testbed unavailable: {err}")
+    with host_lock():
+        out = run("bench_slurm", ["--quick", "--out", str(tmp_path / "s.json")], monkeypatch)
+    (inst,) = out["instances"]
+    assert set(inst["runs"]) == {"best", "sjf-bco", "slurm-instance"}
+    for name, d in inst["runs"].items():
+        assert d["expected_makespan_s"] == max(j["expected_end_s"] for j in d["jobs"])
+        assert d["executed_makespan_s"] == max(j["end_s"] for j in d["jobs"])
+        if name in ("best", "sjf-bco"):
+            assert d["moved"] == []
+
+
+@pytest.mark.slow  # two suites of the testbed's files beside a live measurement: minutes
+def test_bench_shared_host_quick_all_pass_nothing_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two copies of the testbed's test files and a live ``testbed measure`` at once."""
+    from sjfbco.testbed import TestbedError
+    from sjfbco.testbed.net import check_environment
+
+    try:
+        check_environment()
+    except TestbedError as err:
+        pytest.skip(f"testbed unavailable: {err}")
+    out = run("bench_shared_host", ["--quick"], monkeypatch)
+    assert [s["exit"] for s in out["suites"]] == [0, 0], out["suites"]
+    assert out["measure"]["exit"] == 0 and out["measure"]["rows"] > 0
+    assert out["left_behind"] == []

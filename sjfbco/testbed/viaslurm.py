@@ -513,15 +513,33 @@ def executed_schedule(cluster: SlurmCluster, data: ProblemData, ran: _Ran) -> Sc
 
 
 def simulated_policies(
-    data: ProblemData, order: str, policies: Sequence[str] = ("fcfs-gang", "easy-backfill")
+    data: ProblemData,
+    order: str,
+    overhead: SlurmOverhead | None = None,
+    policies: Sequence[str] = ("fcfs-gang", "easy-backfill"),
 ) -> dict[str, float]:
-    """The simulated makespan, s, of each online policy on the jobs submitted in ``order``
-    at once (``sjfbco.online``): which of them predicts what Slurm does."""
+    """The simulated makespan, s, of each online policy (``sjfbco.online``) on the jobs
+    submitted in ``order`` at once: which of them predicts what Slurm does. With
+    ``overhead``, every job holds its GPUs ``start_s + launch(ranks)`` longer, spread over
+    its iterations as compute (:func:`inflated`)."""
     sequence = no_plan_order(data, order)
-    jobs = tuple(replace(data.jobs[j], arrival=0) for j in sequence)
-    ordered = replace(data, jobs=jobs)
+    ordered = replace(data, jobs=tuple(replace(data.jobs[j], arrival=0) for j in sequence))
+    if overhead is not None:
+        ordered = inflated(ordered, overhead)
     sec = data.cost.slot_seconds
-    return {p: float(run_online(ordered, p).makespan) * sec for p in policies}
+    return {p: float(run_online(ordered, p).makespan or 0.0) * sec for p in policies}
+
+
+def inflated(data: ProblemData, overhead: SlurmOverhead) -> ProblemData:
+    """``data`` with Slurm's overhead folded into each job's compute phases: ``start_s +
+    launch(G)`` seconds more per job, spread over its iterations."""
+    jobs = []
+    for job in data.jobs:
+        if job.compute_seconds is None:
+            raise TestbedError(f"job {job.id}: Slurm's overhead needs compute_seconds")
+        extra = (overhead.start_s + overhead.launch(job.num_gpus)) / job.iterations
+        jobs.append(replace(job, compute_seconds=job.compute_seconds + extra))
+    return replace(data, jobs=tuple(jobs))
 
 
 # -- Slurm's overhead, measured ------------------------------------------------------------
