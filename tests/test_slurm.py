@@ -34,6 +34,7 @@ from sjfbco.slurm import (
     write_plan,
 )
 from sjfbco.slurm.client import expand_hostlist, parse_time
+from sjfbco.slurm.report import follow
 from sjfbco.slurm.scripts import WORKER, check_command, slurm_plan
 from sjfbco.slurm.submit import SubmitState
 from sjfbco.testbed.workload import emulated_instance
@@ -297,6 +298,11 @@ class FakeClient:
         return []
 
 
+def submit_now(folder, client, state=None):
+    """:func:`submit` without waiting for the next whole second."""
+    return submit(folder, client, state, sleep=lambda _: None)
+
+
 @pytest.fixture
 def planned(tmp_path):
     data, schedule = uneven_split()
@@ -307,8 +313,9 @@ def planned(tmp_path):
 def test_submit_in_order_with_dependencies_and_begin(planned):
     splan, folder = planned
     client = FakeClient(folder / "state.json")
-    state = submit(folder, client, clock=lambda: 1000.2)
-    assert state.started_at == 1001.0  # the next whole second
+    slept: list[float] = []
+    state = submit(folder, client, clock=lambda: 1000.25, sleep=slept.append)
+    assert state.started_at == 1001.0 and slept == [0.75]  # waits for the next whole second
     ids = {j.id: 100 + k for k, j in enumerate(splan.jobs)}
     assert state.slurm_ids == ids and state.complete and not state.cancelled
     assert [c[0] for c in client.calls] == [j.script for j in splan.jobs]
@@ -335,7 +342,7 @@ def test_submit_failure_cancels_what_was_submitted(planned):
     splan, folder = planned
     client = FakeClient(folder / "state.json", fail_at=2)
     with pytest.raises(SlurmError) as err:
-        submit(folder, client)
+        submit_now(folder, client)
     msg = str(err.value)
     assert msg == (
         f"submission stopped at job {splan.jobs[2].id!r} (3 of 5): sbatch failed: Invalid node "
@@ -345,7 +352,7 @@ def test_submit_failure_cancels_what_was_submitted(planned):
     state = read_state(folder / "state.json")
     assert state.cancelled and not state.complete and list(state.slurm_ids.values()) == [100, 101]
     # a cancelled submission may be submitted again
-    again = submit(folder, FakeClient(folder / "state.json"))
+    again = submit_now(folder, FakeClient(folder / "state.json"))
     assert again.complete and len(again.slurm_ids) == 5
 
 
@@ -353,7 +360,7 @@ def test_submit_ctrl_c_cancels_what_was_submitted(planned, caplog):
     _, folder = planned
     client = FakeClient(folder / "state.json", fail_at=3, error=KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
-        submit(folder, client)
+        submit_now(folder, client)
     assert client.cancelled == [[100, 101, 102]]
     assert read_state(folder / "state.json").cancelled
     assert "cancelled the 3 job(s) submitted (100, 101, 102)" in caplog.text
@@ -363,21 +370,21 @@ def test_submit_says_when_cancel_fails_and_when_nothing_was_submitted(planned):
     _, folder = planned
     client = FakeClient(folder / "state.json", fail_at=1, cancel_fails=True)
     with pytest.raises(SlurmError, match=r"could not cancel the 1 job\(s\) submitted \(100\): "):
-        submit(folder, client)
+        submit_now(folder, client)
     (folder / "state.json").unlink()
     with pytest.raises(SlurmError, match=r"nothing was submitted$"):
-        submit(folder, FakeClient(folder / "state.json", fail_at=0))
+        submit_now(folder, FakeClient(folder / "state.json", fail_at=0))
 
 
 def test_submit_refuses_a_live_state_and_a_missing_script(planned, tmp_path):
     splan, folder = planned
-    submit(folder, FakeClient(folder / "state.json"))
+    submit_now(folder, FakeClient(folder / "state.json"))
     with pytest.raises(InputError, match=r"state.json: holds a submission of 5 job\(s\)"):
-        submit(folder, FakeClient(folder / "state.json"))
+        submit_now(folder, FakeClient(folder / "state.json"))
     other = tmp_path / "other.json"
     (folder / splan.jobs[1].script).unlink()
     with pytest.raises(InputError, match=f"script {splan.jobs[1].script} of job"):
-        submit(folder, FakeClient(other), other)
+        submit_now(folder, FakeClient(other), other)
     assert not other.exists()
 
 
@@ -597,6 +604,44 @@ def test_cli_scripts_submit_report(tmp_path, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "makespan: executed 8 s (16.00 slots), predicted 6.0 s (12.00 slots), +33.3%" in text
     assert "whole seconds" in text
+    assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt"),
+                 "--wait"]) == 2  # fmt: skip
+    assert "--wait: give --records or --wait, not both" in capsys.readouterr().err
     state.write_text("{}")
     assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt")]) == 2
     assert capsys.readouterr().err.startswith(f"sjfbco: error: {state}: format: unsupported")
+
+
+class PollingClient:
+    """Answers ``records()`` from a list of snapshots, the last one repeated."""
+
+    def __init__(self, snapshots):
+        self.snapshots, self.calls = snapshots, 0
+
+    def records(self):
+        self.calls += 1
+        return self.snapshots[min(self.calls, len(self.snapshots)) - 1]
+
+
+def test_follow_waits_for_every_component_and_keeps_forgotten_records():
+    final = parse_records(read_text(DATA / "chain-het.txt"))
+    # B's second component (10) still running in the second snapshot; then the controller
+    # forgets A (MinJobAge) before the last look
+    running = [
+        r if r.job_id != 10 else parse_records(
+            read_text(DATA / "chain-het.txt").splitlines()[2].replace(
+                "JobState=COMPLETED", "JobState=RUNNING"))[0]
+        for r in final
+    ]  # fmt: skip
+    client = PollingClient([[], running, [r for r in final if r.job_id != 8]])
+    slept: list[float] = []
+    records = follow(chain_state(), client, poll_s=0.5, sleep=slept.append)
+    assert client.calls == 3 and slept == [0.5, 0.5]
+    assert sorted(r.job_id for r in records) == [8, 9, 10, 11, 12]
+    assert build_report(chain_state(), records).executed_makespan == 8.0
+    # a timeout returns what was seen: the report then lists the unfinished jobs
+    ticks = iter(range(100))
+    stuck = PollingClient([running])
+    records = follow(chain_state(), stuck, poll_s=1, timeout_s=3, clock=lambda: next(ticks),
+                     sleep=lambda _: None)  # fmt: skip
+    assert stuck.calls == 3 and build_report(chain_state(), records).unfinished == ["B"]

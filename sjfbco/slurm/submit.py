@@ -3,9 +3,12 @@
 :func:`submit` runs ``sbatch`` on the scripts in launch order, from the plan
 folder, adding on the command line what only the submission knows: the Slurm
 ids of the job's predecessors (``--dependency=afterany:ID:ID``) and its earliest
-start as an absolute time (``--begin``: the plan's start, the first whole
-second after the submission began, plus the job's ``begin_s``, rounded up to a
-whole second: Slurm's resolution). After each job the state file
+start as an absolute time (``--begin``: the plan's start plus the job's
+``begin_s``, rounded up to a whole second, Slurm's resolution). The plan's start
+is a whole second: the submission waits for the next one (under 1 s) before its
+first ``sbatch``, so that the controller's ``SubmitTime`` of the first job, the
+report's origin, is that same second (seen in a run: starting mid-second put
+every ``--begin`` 1 s late against the report's origin). After each job the state file
 (``sjfbco-slurm-state/1``: the plan, the submission time, sjfbco id -> Slurm id)
 is rewritten atomically, so a crash leaves a file that names what was
 submitted.
@@ -148,6 +151,7 @@ def submit(
     state_path: str | os.PathLike[str] | None = None,
     *,
     clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> SubmitState:
     """Submit the plan in ``folder`` (see the module docstring); returns the final state.
 
@@ -167,7 +171,9 @@ def submit(
                 source=str(target),
             )
     (root / OUT_DIR).mkdir(exist_ok=True)
-    state = SubmitState(str(root), plan, float(math.ceil(clock())))
+    now = clock()
+    state = SubmitState(str(root), plan, float(math.ceil(now)))
+    sleep(state.started_at - now)
     write_state(state, target)
     ids: dict[str, int] = {}
     try:
