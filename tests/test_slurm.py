@@ -246,6 +246,7 @@ def test_host_map_inline_and_files(tmp_path):
         ("s0=a,x1=b,s2=c", "--hosts: entry 2: 'x1=b' is not SERVER=NAME"),
         ("s0=a,s0=b,s2=c", "--hosts: entry 2: server s0 is mapped twice"),
         ("s0=a,s1=b,s2=", "--hosts: entry 3: '' is not a node name"),
+        ("node1,node2,node3", "--hosts: 'node1,node2,node3' is neither a file nor SERVER=NAME"),
     ],
 )
 def test_host_map_bad_input(spec, message):
@@ -259,7 +260,7 @@ def test_host_map_bad_file_names_file_and_line(tmp_path):
     f.write_text("s0=a\n\ns1=b\ns7=c\n")
     with pytest.raises(InputError, match=rf"^{f}: line 4: server s7 is not in the instance"):
         host_map(str(f), 3)
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="is neither a file nor SERVER=NAME pairs"):
         host_map(str(tmp_path / "missing"), 3)
 
 
@@ -374,6 +375,42 @@ def test_submit_says_when_cancel_fails_and_when_nothing_was_submitted(planned):
     (folder / "state.json").unlink()
     with pytest.raises(SlurmError, match=r"nothing was submitted$"):
         submit_now(folder, FakeClient(folder / "state.json", fail_at=0))
+
+
+class StateBreaker(FakeClient):
+    """On its second submission, puts a folder where the state file is: writing it fails."""
+
+    def sbatch(self, script, options=(), cwd=None):
+        sid = super().sbatch(script, options, cwd)
+        if sid == 101:
+            self.state.unlink()
+            self.state.mkdir()
+        return sid
+
+
+def test_submit_cancels_when_the_state_file_cannot_be_written(planned):
+    splan, folder = planned
+    client = StateBreaker(folder / "state.json")
+    with pytest.raises(SlurmError) as err:
+        submit_now(folder, client)
+    # the second job was accepted but could not be recorded: both are cancelled
+    assert client.cancelled == [[100, 101]]
+    assert str(err.value).startswith(
+        f"submission stopped at job {splan.jobs[1].id!r} (2 of 5): {folder / 'state.json'}: "
+        "exists and is a directory"
+    )
+    assert str(err.value).endswith("could not mark the state file cancelled "
+                                   f"({folder / 'state.json'}: exists and is a directory; give a "
+                                   "file path)")  # fmt: skip
+
+
+def test_submit_cancels_on_a_bug_and_reraises_it(planned, caplog):
+    _, folder = planned
+    client = FakeClient(folder / "state.json", fail_at=1, error=RuntimeError("boom"))
+    with pytest.raises(RuntimeError, match="boom"):
+        submit_now(folder, client)
+    assert client.cancelled == [[100]] and read_state(folder / "state.json").cancelled
+    assert "submission failed (RuntimeError('boom'))" in caplog.text
 
 
 def test_submit_refuses_a_live_state_and_a_missing_script(planned, tmp_path):
@@ -633,7 +670,8 @@ def test_follow_waits_for_every_component_and_keeps_forgotten_records():
                 "JobState=COMPLETED", "JobState=RUNNING"))[0]
         for r in final
     ]  # fmt: skip
-    client = PollingClient([[], running, [r for r in final if r.job_id != 8]])
+    pending = parse_records(read_text(DATA / "pending.txt").replace("JobId=16 ", "JobId=11 "))
+    client = PollingClient([pending, running, [r for r in final if r.job_id != 8]])
     slept: list[float] = []
     records = follow(chain_state(), client, poll_s=0.5, sleep=slept.append)
     assert client.calls == 3 and slept == [0.5, 0.5]
@@ -645,3 +683,5 @@ def test_follow_waits_for_every_component_and_keeps_forgotten_records():
     records = follow(chain_state(), stuck, poll_s=1, timeout_s=3, clock=lambda: next(ticks),
                      sleep=lambda _: None)  # fmt: skip
     assert stuck.calls == 3 and build_report(chain_state(), records).unfinished == ["B"]
+    # jobs the controller never listed (forgotten before the first look): nothing to wait for
+    assert follow(chain_state(), PollingClient([[]]), sleep=lambda _: None) == []

@@ -198,13 +198,14 @@ def build_report(state: SubmitState, records: Iterable[JobRecord]) -> Report:
 
 
 def ended(state: SubmitState, records: Iterable[JobRecord]) -> bool:
-    """Whether every component of every job ``state`` submitted has ended."""
+    """Whether every component of every job ``state`` submitted has ended (a job without
+    any record counts as ended: the controller forgot it, there is nothing to wait for)."""
     ours = set(state.slurm_ids.values())
     seen: dict[int, bool] = {}
     for r in records:
         if r.group in ours:
             seen[r.group] = seen.get(r.group, True) and r.end is not None
-    return all(seen.get(sid, False) for sid in ours)
+    return all(seen.get(sid, True) for sid in ours)
 
 
 def follow(
