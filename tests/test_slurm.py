@@ -34,6 +34,7 @@ from sjfbco.slurm import (
     write_plan,
 )
 from sjfbco.slurm.client import expand_hostlist, parse_time
+from sjfbco.slurm.report import follow
 from sjfbco.slurm.scripts import WORKER, check_command, slurm_plan
 from sjfbco.slurm.submit import SubmitState
 from sjfbco.testbed.workload import emulated_instance
@@ -245,6 +246,7 @@ def test_host_map_inline_and_files(tmp_path):
         ("s0=a,x1=b,s2=c", "--hosts: entry 2: 'x1=b' is not SERVER=NAME"),
         ("s0=a,s0=b,s2=c", "--hosts: entry 2: server s0 is mapped twice"),
         ("s0=a,s1=b,s2=", "--hosts: entry 3: '' is not a node name"),
+        ("node1,node2,node3", "--hosts: 'node1,node2,node3' is neither a file nor SERVER=NAME"),
     ],
 )
 def test_host_map_bad_input(spec, message):
@@ -258,7 +260,7 @@ def test_host_map_bad_file_names_file_and_line(tmp_path):
     f.write_text("s0=a\n\ns1=b\ns7=c\n")
     with pytest.raises(InputError, match=rf"^{f}: line 4: server s7 is not in the instance"):
         host_map(str(f), 3)
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="is neither a file nor SERVER=NAME pairs"):
         host_map(str(tmp_path / "missing"), 3)
 
 
@@ -297,6 +299,11 @@ class FakeClient:
         return []
 
 
+def submit_now(folder, client, state=None):
+    """:func:`submit` without waiting for the next whole second."""
+    return submit(folder, client, state, sleep=lambda _: None)
+
+
 @pytest.fixture
 def planned(tmp_path):
     data, schedule = uneven_split()
@@ -307,8 +314,9 @@ def planned(tmp_path):
 def test_submit_in_order_with_dependencies_and_begin(planned):
     splan, folder = planned
     client = FakeClient(folder / "state.json")
-    state = submit(folder, client, clock=lambda: 1000.2)
-    assert state.started_at == 1001.0  # the next whole second
+    slept: list[float] = []
+    state = submit(folder, client, clock=lambda: 1000.25, sleep=slept.append)
+    assert state.started_at == 1001.0 and slept == [0.75]  # waits for the next whole second
     ids = {j.id: 100 + k for k, j in enumerate(splan.jobs)}
     assert state.slurm_ids == ids and state.complete and not state.cancelled
     assert [c[0] for c in client.calls] == [j.script for j in splan.jobs]
@@ -335,7 +343,7 @@ def test_submit_failure_cancels_what_was_submitted(planned):
     splan, folder = planned
     client = FakeClient(folder / "state.json", fail_at=2)
     with pytest.raises(SlurmError) as err:
-        submit(folder, client)
+        submit_now(folder, client)
     msg = str(err.value)
     assert msg == (
         f"submission stopped at job {splan.jobs[2].id!r} (3 of 5): sbatch failed: Invalid node "
@@ -345,7 +353,7 @@ def test_submit_failure_cancels_what_was_submitted(planned):
     state = read_state(folder / "state.json")
     assert state.cancelled and not state.complete and list(state.slurm_ids.values()) == [100, 101]
     # a cancelled submission may be submitted again
-    again = submit(folder, FakeClient(folder / "state.json"))
+    again = submit_now(folder, FakeClient(folder / "state.json"))
     assert again.complete and len(again.slurm_ids) == 5
 
 
@@ -353,7 +361,7 @@ def test_submit_ctrl_c_cancels_what_was_submitted(planned, caplog):
     _, folder = planned
     client = FakeClient(folder / "state.json", fail_at=3, error=KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
-        submit(folder, client)
+        submit_now(folder, client)
     assert client.cancelled == [[100, 101, 102]]
     assert read_state(folder / "state.json").cancelled
     assert "cancelled the 3 job(s) submitted (100, 101, 102)" in caplog.text
@@ -363,21 +371,57 @@ def test_submit_says_when_cancel_fails_and_when_nothing_was_submitted(planned):
     _, folder = planned
     client = FakeClient(folder / "state.json", fail_at=1, cancel_fails=True)
     with pytest.raises(SlurmError, match=r"could not cancel the 1 job\(s\) submitted \(100\): "):
-        submit(folder, client)
+        submit_now(folder, client)
     (folder / "state.json").unlink()
     with pytest.raises(SlurmError, match=r"nothing was submitted$"):
-        submit(folder, FakeClient(folder / "state.json", fail_at=0))
+        submit_now(folder, FakeClient(folder / "state.json", fail_at=0))
+
+
+class StateBreaker(FakeClient):
+    """On its second submission, puts a folder where the state file is: writing it fails."""
+
+    def sbatch(self, script, options=(), cwd=None):
+        sid = super().sbatch(script, options, cwd)
+        if sid == 101:
+            self.state.unlink()
+            self.state.mkdir()
+        return sid
+
+
+def test_submit_cancels_when_the_state_file_cannot_be_written(planned):
+    splan, folder = planned
+    client = StateBreaker(folder / "state.json")
+    with pytest.raises(SlurmError) as err:
+        submit_now(folder, client)
+    # the second job was accepted but could not be recorded: both are cancelled
+    assert client.cancelled == [[100, 101]]
+    assert str(err.value).startswith(
+        f"submission stopped at job {splan.jobs[1].id!r} (2 of 5): {folder / 'state.json'}: "
+        "exists and is a directory"
+    )
+    assert str(err.value).endswith("could not mark the state file cancelled "
+                                   f"({folder / 'state.json'}: exists and is a directory; give a "
+                                   "file path)")  # fmt: skip
+
+
+def test_submit_cancels_on_a_bug_and_reraises_it(planned, caplog):
+    _, folder = planned
+    client = FakeClient(folder / "state.json", fail_at=1, error=RuntimeError("boom"))
+    with pytest.raises(RuntimeError, match="boom"):
+        submit_now(folder, client)
+    assert client.cancelled == [[100]] and read_state(folder / "state.json").cancelled
+    assert "submission failed (RuntimeError('boom'))" in caplog.text
 
 
 def test_submit_refuses_a_live_state_and_a_missing_script(planned, tmp_path):
     splan, folder = planned
-    submit(folder, FakeClient(folder / "state.json"))
+    submit_now(folder, FakeClient(folder / "state.json"))
     with pytest.raises(InputError, match=r"state.json: holds a submission of 5 job\(s\)"):
-        submit(folder, FakeClient(folder / "state.json"))
+        submit_now(folder, FakeClient(folder / "state.json"))
     other = tmp_path / "other.json"
     (folder / splan.jobs[1].script).unlink()
     with pytest.raises(InputError, match=f"script {splan.jobs[1].script} of job"):
-        submit(folder, FakeClient(other), other)
+        submit_now(folder, FakeClient(other), other)
     assert not other.exists()
 
 
@@ -597,6 +641,47 @@ def test_cli_scripts_submit_report(tmp_path, monkeypatch, capsys):
     text = capsys.readouterr().out
     assert "makespan: executed 8 s (16.00 slots), predicted 6.0 s (12.00 slots), +33.3%" in text
     assert "whole seconds" in text
+    assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt"),
+                 "--wait"]) == 2  # fmt: skip
+    assert "--wait: give --records or --wait, not both" in capsys.readouterr().err
     state.write_text("{}")
     assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt")]) == 2
     assert capsys.readouterr().err.startswith(f"sjfbco: error: {state}: format: unsupported")
+
+
+class PollingClient:
+    """Answers ``records()`` from a list of snapshots, the last one repeated."""
+
+    def __init__(self, snapshots):
+        self.snapshots, self.calls = snapshots, 0
+
+    def records(self):
+        self.calls += 1
+        return self.snapshots[min(self.calls, len(self.snapshots)) - 1]
+
+
+def test_follow_waits_for_every_component_and_keeps_forgotten_records():
+    final = parse_records(read_text(DATA / "chain-het.txt"))
+    # B's second component (10) still running in the second snapshot; then the controller
+    # forgets A (MinJobAge) before the last look
+    running = [
+        r if r.job_id != 10 else parse_records(
+            read_text(DATA / "chain-het.txt").splitlines()[2].replace(
+                "JobState=COMPLETED", "JobState=RUNNING"))[0]
+        for r in final
+    ]  # fmt: skip
+    pending = parse_records(read_text(DATA / "pending.txt").replace("JobId=16 ", "JobId=11 "))
+    client = PollingClient([pending, running, [r for r in final if r.job_id != 8]])
+    slept: list[float] = []
+    records = follow(chain_state(), client, poll_s=0.5, sleep=slept.append)
+    assert client.calls == 3 and slept == [0.5, 0.5]
+    assert sorted(r.job_id for r in records) == [8, 9, 10, 11, 12]
+    assert build_report(chain_state(), records).executed_makespan == 8.0
+    # a timeout returns what was seen: the report then lists the unfinished jobs
+    ticks = iter(range(100))
+    stuck = PollingClient([running])
+    records = follow(chain_state(), stuck, poll_s=1, timeout_s=3, clock=lambda: next(ticks),
+                     sleep=lambda _: None)  # fmt: skip
+    assert stuck.calls == 3 and build_report(chain_state(), records).unfinished == ["B"]
+    # jobs the controller never listed (forgotten before the first look): nothing to wait for
+    assert follow(chain_state(), PollingClient([[]]), sleep=lambda _: None) == []

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.options import seconds
 from sjfbco.errors import InputError
 from sjfbco.files import json_line, load_json, read_instance, read_schedule, read_text
 from sjfbco.launch import LAUNCH_FORMAT, LaunchPlan, launch_plan, schedule_of
 from sjfbco.slurm.client import RESOLUTION_S, SlurmClient, parse_records, require
-from sjfbco.slurm.report import build_report
+from sjfbco.slurm.report import build_report, follow
 from sjfbco.slurm.scripts import BEGIN_MODES, FIELDS, host_map, write_plan
 from sjfbco.slurm.submit import STATE_FILE, read_state, submit
 from sjfbco.tables import format_table
@@ -89,6 +90,18 @@ def add_parser(sub: Any) -> None:
         metavar="FILE",
         help="read saved 'scontrol show job -d -o' output instead of asking the controller",
     )
+    r.add_argument(
+        "--wait",
+        action="store_true",
+        help="poll the controller until every job has ended, then report (Ctrl-C stops "
+        "waiting, not the jobs)",
+    )
+    r.add_argument(
+        "--timeout",
+        type=seconds,
+        metavar="S",
+        help="with --wait: report after S seconds even if jobs are still running",
+    )
     r.add_argument("--json", action="store_true", help="print one JSON object and nothing else")
     r.set_defaults(run=run)
 
@@ -109,10 +122,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     state = read_state(args.state)
     if args.records is not None:
+        if args.wait:
+            raise InputError("give --records or --wait, not both", where="--wait")
         records = parse_records(read_text(args.records))
     else:
         require("scontrol")
-        records = SlurmClient().records()
+        client = SlurmClient()
+        records = follow(state, client, timeout_s=args.timeout) if args.wait else client.records()
     rep = build_report(state, records)
     if args.json:
         print(json_line(rep.to_dict()))

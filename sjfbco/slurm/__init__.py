@@ -14,7 +14,7 @@ It reads a :class:`~sjfbco.launch.LaunchPlan` and never imports the testbed.
 """
 
 from sjfbco.slurm.client import JobRecord, SlurmClient, SlurmError, parse_records, require
-from sjfbco.slurm.report import JobReport, Report, build_report
+from sjfbco.slurm.report import JobReport, Report, build_report, follow
 from sjfbco.slurm.scripts import (
     DEFAULT_COMMAND,
     FIELDS,
@@ -39,6 +39,7 @@ __all__ = [
     "SlurmPlan",
     "SubmitState",
     "build_report",
+    "follow",
     "host_map",
     "parse_records",
     "read_plan",

@@ -68,7 +68,9 @@ def require(command: str) -> str:
     """The path of ``command``, or an :class:`InputError` naming its Debian package."""
     found = shutil.which(command)
     if found is None:
-        package = PACKAGES.get(command, "slurm-client")
+        package = PACKAGES.get(command)
+        if package is None:
+            raise InputError(f"the command {command!r} was not found")
         raise InputError(
             f"the Slurm command {command!r} was not found; install the Debian package "
             f"{package} (apt-get install {package})"
@@ -278,7 +280,7 @@ class SlurmClient:
                 check=False,
             )
         except FileNotFoundError:
-            require(args[0] if not self.prefix else self.prefix[0])
+            require(cmd[0])
             raise
         except subprocess.TimeoutExpired:
             raise SlurmError(f"{args[0]} did not answer within {self.timeout:g} s") from None

@@ -16,16 +16,20 @@ count on a node, than planned is listed as *moved*.
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.slurm.client import RESOLUTION_S
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
-    from sjfbco.slurm.client import JobRecord
+    from sjfbco.slurm.client import Client, JobRecord
     from sjfbco.slurm.submit import SubmitState
+
+#: Seconds between two looks at the controller while waiting for a plan to end.
+POLL_S = 1.0
 
 #: The state of a job sjfbco submitted but the controller no longer (or not yet) lists.
 NO_RECORD = "NO RECORD"
@@ -191,3 +195,38 @@ def build_report(state: SubmitState, records: Iterable[JobRecord]) -> Report:
             )
         )
     return Report(plan.instance, sec, origin, tuple(out), plan.makespan * sec)
+
+
+def ended(state: SubmitState, records: Iterable[JobRecord]) -> bool:
+    """Whether every component of every job ``state`` submitted has ended (a job without
+    any record counts as ended: the controller forgot it, there is nothing to wait for)."""
+    ours = set(state.slurm_ids.values())
+    seen: dict[int, bool] = {}
+    for r in records:
+        if r.group in ours:
+            seen[r.group] = seen.get(r.group, True) and r.end is not None
+    return all(seen.get(sid, True) for sid in ours)
+
+
+def follow(
+    state: SubmitState,
+    client: Client,
+    *,
+    poll_s: float = POLL_S,
+    timeout_s: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[JobRecord]:
+    """Poll the controller until every job of ``state`` has ended (or ``timeout_s`` passed).
+
+    Returns the last record seen of each job or component: a job the controller
+    has forgotten since (``MinJobAge``) keeps the record it had when it ended.
+    """
+    last: dict[int, JobRecord] = {}
+    ours = set(state.slurm_ids.values())
+    deadline = None if timeout_s is None else clock() + timeout_s
+    while True:
+        last.update({r.job_id: r for r in client.records() if r.group in ours})
+        if ended(state, last.values()) or (deadline is not None and clock() >= deadline):
+            return list(last.values())
+        sleep(poll_s)

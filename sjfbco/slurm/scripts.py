@@ -213,7 +213,13 @@ def host_map(spec: str | None, num_servers: int) -> tuple[str, ...]:
     """
     if spec is None:
         return tuple(server_name(s) for s in range(num_servers))
-    if "=" in spec and not Path(spec).is_file():
+    if not Path(spec).is_file():
+        if "=" not in spec:
+            raise InputError(
+                f"{short(spec)} is neither a file nor SERVER=NAME pairs (e.g. "
+                "s0=node017,s1=node018)",
+                where="--hosts",
+            )
         return _complete(_pairs(spec.split(","), "--hosts", None), num_servers, "--hosts")
     lines = read_text(spec).splitlines()
     entries = [(n, ln.split("#")[0].strip()) for n, ln in enumerate(lines, 1)]

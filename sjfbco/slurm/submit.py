@@ -3,17 +3,22 @@
 :func:`submit` runs ``sbatch`` on the scripts in launch order, from the plan
 folder, adding on the command line what only the submission knows: the Slurm
 ids of the job's predecessors (``--dependency=afterany:ID:ID``) and its earliest
-start as an absolute time (``--begin``: the plan's start, the first whole
-second after the submission began, plus the job's ``begin_s``, rounded up to a
-whole second: Slurm's resolution). After each job the state file
+start as an absolute time (``--begin``: the plan's start plus the job's
+``begin_s``, rounded up to a whole second, Slurm's resolution). The plan's start
+is a whole second: the submission waits for the next one (under 1 s) before its
+first ``sbatch``, so that the controller's ``SubmitTime`` of the first job, the
+report's origin, is that same second (seen in a run: starting mid-second put
+every ``--begin`` 1 s late against the report's origin). After each job the state file
 (``sjfbco-slurm-state/1``: the plan, the submission time, sjfbco id -> Slurm id)
 is rewritten atomically, so a crash leaves a file that names what was
 submitted.
 
-A failure (``sbatch`` refusing a job, a missing script) or Ctrl-C cancels
-every job submitted so far (``scancel``, which cancels a heterogeneous job
-with its leader's id) and marks the state file ``cancelled``; the error says so
-in one line. A partial submission is never left behind silently.
+A failure (``sbatch`` refusing a job, a state file that cannot be written,
+even a bug) or Ctrl-C cancels every job submitted so far (``scancel``, which
+cancels a heterogeneous job with its leader's id) and marks the state file
+``cancelled``; the error says so in one line. A partial submission is never
+left behind silently. (A job ``sbatch`` accepted in the very instant of a
+Ctrl-C, before it printed the id, cannot be known: ``squeue --me`` shows it.)
 """
 
 from __future__ import annotations
@@ -148,6 +153,7 @@ def submit(
     state_path: str | os.PathLike[str] | None = None,
     *,
     clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> SubmitState:
     """Submit the plan in ``folder`` (see the module docstring); returns the final state.
 
@@ -167,28 +173,37 @@ def submit(
                 source=str(target),
             )
     (root / OUT_DIR).mkdir(exist_ok=True)
-    state = SubmitState(str(root), plan, float(math.ceil(clock())))
+    now = clock()
+    state = SubmitState(str(root), plan, float(math.ceil(now)))
+    sleep(state.started_at - now)
     write_state(state, target)
     ids: dict[str, int] = {}
+    k = 0  # the job being submitted (until its state is written)
     try:
         for job in plan.jobs:
             options = sbatch_options(job.after, job.begin_s, ids, state.started_at)
             ids[job.id] = client.sbatch(root / job.script, options, cwd=root)
             write_state(replace(state, slurm_ids=dict(ids)), target)
-    except (KeyboardInterrupt, SlurmError, OSError) as exc:
+            k += 1
+        final = replace(state, slurm_ids=ids, complete=True)
+        write_state(final, target)  # a state that cannot be written cancels too
+    except BaseException as exc:  # Ctrl-C, sbatch refusing, a state file that fails, a bug
         what = _cancel(client, ids)
-        write_state(replace(state, slurm_ids=dict(ids), cancelled=True), target)
-        k = len(ids)  # the job that failed or was being submitted
-        if isinstance(exc, KeyboardInterrupt):
-            log.warning("submission interrupted at job %d of %d; %s", k + 1, len(plan.jobs), what)
-            raise
-        raise SlurmError(
-            f"submission stopped at job {plan.jobs[k].id!r} ({k + 1} of {len(plan.jobs)}): "
-            f"{exc}; {what}"
-        ) from None
-    final = replace(state, slurm_ids=ids, complete=True)
-    write_state(final, target)
+        try:
+            write_state(replace(state, slurm_ids=dict(ids), cancelled=True), target)
+        except InputError as err:
+            what += f"; could not mark the state file cancelled ({err})"
+        n = len(plan.jobs)
+        where = f"at job {plan.jobs[k].id!r} ({k + 1} of {n})" if k < n else "at the end"
+        if isinstance(exc, InputError | OSError):
+            raise SlurmError(f"submission stopped {where}: {exc}; {what}") from None
+        log.warning("submission %s %s; %s", _stopped(exc), where, what)
+        raise
     return final
+
+
+def _stopped(exc: BaseException) -> str:
+    return "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed ({exc!r})"
 
 
 def _ids(ids: Any) -> str:
@@ -201,6 +216,6 @@ def _cancel(client: Client, ids: dict[str, int]) -> str:
         return "nothing was submitted"
     try:
         client.scancel(list(ids.values()))
-    except (SlurmError, OSError) as exc:
+    except (InputError, OSError) as exc:
         return f"could not cancel the {len(ids)} job(s) submitted ({_ids(ids.values())}): {exc}"
     return f"cancelled the {len(ids)} job(s) submitted ({_ids(ids.values())})"
