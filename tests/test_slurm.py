@@ -685,3 +685,47 @@ def test_follow_waits_for_every_component_and_keeps_forgotten_records():
     assert stuck.calls == 3 and build_report(chain_state(), records).unfinished == ["B"]
     # jobs the controller never listed (forgotten before the first look): nothing to wait for
     assert follow(chain_state(), PollingClient([[]]), sleep=lambda _: None) == []
+
+
+def test_a_heterogeneous_job_with_a_begin_waits_on_a_timer_job(tmp_path):
+    data, schedule = uneven_split()
+    jobs = list(data.jobs)
+    jobs[2] = Job("big", 4, 20, 2.0, compute_seconds=0.1, arrival=10)  # a and b end at slot 1
+    data = data.replace(jobs=tuple(jobs))
+    schedule = Schedule.build(list(schedule.gpus), [0, 0, 10, 0, 30], [0, 1, 2, 3, 4])
+    folder = tmp_path / "plan"
+    splan = write_plan(launch_plan(data, schedule), data, folder)
+    big = next(j for j in splan.jobs if j.id == "big")
+    late = next(j for j in splan.jobs if j.id == "late")
+    assert big.begin_s == 20.0 and big.timer == big.script.replace(".sbatch", ".begin.sbatch")
+    assert late.timer is None  # one component: its own --begin works
+    timer = directives((folder / big.timer).read_text())
+    assert timer == [{"job-name": "big.begin", "output": "/dev/null", "ntasks": "1"}]
+    assert big.timer in (folder / "index.md").read_text()
+
+    client = FakeClient(folder / "state.json")
+    state = submit(folder, client, clock=lambda: 500.0, sleep=lambda _: None)
+    names = [c[0] for c in client.calls]
+    at = names.index(big.timer)
+    assert names[at + 1] == big.script  # the timer just before its job
+    begin = "--begin=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(520))
+    assert client.calls[at][1:-1] == (begin,)
+    timer_id = 100 + at
+    assert state.timer_ids == {"big": timer_id} and state.slurm_ids["big"] == timer_id + 1
+    # big waits for its predecessors and its timer, and has no --begin of its own
+    deps = [state.slurm_ids["a"], state.slurm_ids["b"], timer_id]
+    assert client.calls[at + 1][1:-1] == ("--dependency=afterany:" + ":".join(map(str, deps)),)
+    assert read_state(folder / "state.json") == state
+
+    # a failure at big itself cancels its timer too
+    (folder / "state.json").unlink()
+    client = FakeClient(folder / "state.json", fail_at=at + 1)
+    with pytest.raises(SlurmError, match=rf"cancelled the {at + 1} job\(s\) submitted"):
+        submit_now(folder, client)
+    assert client.cancelled == [list(range(100, 101 + at))]
+    assert read_state(folder / "state.json").timer_ids == {"big": timer_id}
+    # a plan without its timer script is refused
+    (folder / "state.json").unlink()
+    (folder / big.timer).unlink()
+    with pytest.raises(InputError, match=f"script {big.timer} of job 'big' is missing"):
+        submit_now(folder, FakeClient(folder / "state.json"))

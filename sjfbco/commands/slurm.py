@@ -112,10 +112,12 @@ def run(args: argparse.Namespace) -> int:
     if args.slurm_command == "submit":
         require("sbatch")
         state = submit(args.folder, SlurmClient(), args.state)
-        ids = list(state.slurm_ids.values())
+        ids = sorted([*state.slurm_ids.values(), *state.timer_ids.values()])
         where = args.state or str(Path(state.folder) / STATE_FILE)
+        timers = f" and {len(state.timer_ids)} timer(s)" if state.timer_ids else ""
         print(
-            f"submitted {len(ids)} job(s), Slurm ids {ids[0]} to {ids[-1]}; state in {where}"
+            f"submitted {len(state.slurm_ids)} job(s){timers}, Slurm ids {ids[0]} to {ids[-1]}; "
+            f"state in {where}"
             if ids
             else f"the plan has no job; state in {where}"
         )
