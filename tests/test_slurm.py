@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import stat
 import time
 from pathlib import Path
@@ -365,6 +366,34 @@ def test_submit_ctrl_c_cancels_what_was_submitted(planned, caplog):
     assert client.cancelled == [[100, 101, 102]]
     assert read_state(folder / "state.json").cancelled
     assert "cancelled the 3 job(s) submitted (100, 101, 102)" in caplog.text
+
+
+class CtrlC(FakeClient):
+    """A real SIGINT arrives while the third sbatch runs (it still returns its id)."""
+
+    def sbatch(self, script, options=(), cwd=None):
+        sid = super().sbatch(script, options, cwd)
+        if sid == 102:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)  # the handler runs here, inside 'sbatch'
+        return sid
+
+
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="SIGINT has another handler in this process",
+)
+def test_ctrl_c_during_sbatch_is_read_after_it_and_cancels_its_job_too(planned, caplog):
+    _, folder = planned
+    client = CtrlC(folder / "state.json")
+    with pytest.raises(KeyboardInterrupt):
+        submit_now(folder, client)
+    # the job sbatch was submitting when Ctrl-C came is known and cancelled with the rest
+    assert client.cancelled == [[100, 101, 102]]
+    state = read_state(folder / "state.json")
+    assert state.cancelled and list(state.slurm_ids.values()) == [100, 101, 102]
+    assert "interrupted at job" in caplog.text and "(4 of 5)" in caplog.text
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
 
 
 def test_submit_says_when_cancel_fails_and_when_nothing_was_submitted(planned):

@@ -17,8 +17,10 @@ A failure (``sbatch`` refusing a job, a state file that cannot be written,
 even a bug) or Ctrl-C cancels every job submitted so far (``scancel``, which
 cancels a heterogeneous job with its leader's id) and marks the state file
 ``cancelled``; the error says so in one line. A partial submission is never
-left behind silently. (A job ``sbatch`` accepted in the very instant of a
-Ctrl-C, before it printed the id, cannot be known: ``squeue --me`` shows it.)
+left behind silently. The first Ctrl-C is a request read between two ``sbatch``
+(:func:`sjfbco.interrupt.catching`; the commands run in their own session, so a
+terminal's Ctrl-C never kills one half-way and the job it was submitting is
+known); a second one stops at once.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import interrupt
 from sjfbco.errors import InputError, short
 from sjfbco.files import atomic_write_text, check_format, json_text, load_json
 from sjfbco.slurm.client import SlurmError
@@ -197,37 +200,55 @@ def submit(
     ids: dict[str, int] = {}
     timers: dict[str, int] = {}
     k = 0  # the job being submitted (until its state is written)
-    try:
-        for job in plan.jobs:
-            timer = None
-            if job.timer is not None and job.begin_s is not None:
-                begin = [begin_option(job.begin_s, state.started_at)]
-                timer = timers[job.id] = client.sbatch(root / job.timer, begin, cwd=root)
-                write_state(replace(state, slurm_ids=dict(ids), timer_ids=dict(timers)), target)
-            options = sbatch_options(job, ids, state.started_at, timer)
-            ids[job.id] = client.sbatch(root / job.script, options, cwd=root)
-            write_state(replace(state, slurm_ids=dict(ids), timer_ids=dict(timers)), target)
-            k += 1
-        final = replace(state, slurm_ids=ids, timer_ids=timers, complete=True)
-        write_state(final, target)  # a state that cannot be written cancels too
-    except BaseException as exc:  # Ctrl-C, sbatch refusing, a state file that fails, a bug
-        what = _cancel(client, ids, timers)
+    with interrupt.catching():  # Ctrl-C is read between two sbatch, never inside one
         try:
-            done = replace(state, slurm_ids=dict(ids), timer_ids=dict(timers), cancelled=True)
-            write_state(done, target)
-        except InputError as err:
-            what += f"; could not mark the state file cancelled ({err})"
-        n = len(plan.jobs)
-        where = f"at job {plan.jobs[k].id!r} ({k + 1} of {n})" if k < n else "at the end"
-        if isinstance(exc, InputError | OSError):
-            raise SlurmError(f"submission stopped {where}: {exc}; {what}") from None
-        log.warning("submission %s %s; %s", _stopped(exc), where, what)
-        raise
+            for job in plan.jobs:
+                _check_interrupt()
+                timer = None
+                if job.timer is not None and job.begin_s is not None:
+                    begin = [begin_option(job.begin_s, state.started_at)]
+                    timer = timers[job.id] = client.sbatch(root / job.timer, begin, cwd=root)
+                    write_state(replace(state, slurm_ids=ids, timer_ids=timers), target)
+                options = sbatch_options(job, ids, state.started_at, timer)
+                ids[job.id] = client.sbatch(root / job.script, options, cwd=root)
+                write_state(replace(state, slurm_ids=ids, timer_ids=timers), target)
+                k += 1
+            _check_interrupt()
+            final = replace(state, slurm_ids=ids, timer_ids=timers, complete=True)
+            write_state(final, target)  # a state that cannot be written cancels too
+        except BaseException as exc:  # Ctrl-C, sbatch refusing, a state file that fails, a bug
+            _abandon(exc, client, state, target, ids, timers, k)
+            raise
     return final
 
 
-def _stopped(exc: BaseException) -> str:
-    return "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed ({exc!r})"
+def _check_interrupt() -> None:
+    if interrupt.requested():
+        raise KeyboardInterrupt
+
+
+def _abandon(
+    exc: BaseException,
+    client: Client,
+    state: SubmitState,
+    target: Path,
+    ids: dict[str, int],
+    timers: dict[str, int],
+    k: int,
+) -> None:
+    """Cancel what was submitted, mark the state file, and say so: a :class:`SlurmError`
+    for a failure the user can fix, else a warning (the caller re-raises ``exc``)."""
+    what = _cancel(client, ids, timers)
+    try:
+        write_state(replace(state, slurm_ids=ids, timer_ids=timers, cancelled=True), target)
+    except InputError as err:
+        what += f"; could not mark the state file cancelled ({err})"
+    n = len(state.plan.jobs)
+    where = f"at job {state.plan.jobs[k].id!r} ({k + 1} of {n})" if k < n else "at the end"
+    if isinstance(exc, InputError | OSError):
+        raise SlurmError(f"submission stopped {where}: {exc}; {what}") from None
+    stopped = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"failed ({exc!r})"
+    log.warning("submission %s %s; %s", stopped, where, what)
 
 
 def _ids(ids: Any) -> str:
