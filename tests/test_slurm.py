@@ -219,6 +219,11 @@ def test_command_template_fields_and_quoting(tmp_path):
         check_command("echo {jobid}")
     with pytest.raises(InputError, match="--command"):
         check_command("echo {job")
+    with pytest.raises(InputError, match=r"--command: field \{mb\} takes no format"):
+        check_command("echo {mb:.1f}")
+    with pytest.raises(InputError, match=r"--command: field \{job\} takes no format"):
+        check_command("echo {job!r}")
+    assert check_command("echo {{literal}} {job}") == "echo {{literal}} {job}"
     with pytest.raises(InputError, match="--env"):
         write_plan(launch_plan(data, sched), data, tmp_path, env={"1A": "x"})
 

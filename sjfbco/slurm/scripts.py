@@ -316,15 +316,20 @@ def check_command(template: str) -> str:
     """``template`` if every ``{field}`` is one of :data:`FIELDS`, else an :class:`InputError`."""
     check_text(template, "--command")
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parts = [(f, s, c) for _, f, s, c in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
         raise InputError(
             f"{exc} (write a literal brace as {{{{ or }}}})", where="--command"
         ) from None
-    for f in fields:
+    for f, spec, conversion in parts:
         if f not in FIELDS:
             raise InputError(
                 f"unknown field {{{f}}}; known: {', '.join('{' + k + '}' for k in FIELDS)}",
+                where="--command",
+            )
+        if spec or conversion:
+            raise InputError(
+                f"field {{{f}}} takes no format or conversion (its value is shell text)",
                 where="--command",
             )
     return template
