@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.common import add_output
 from sjfbco.commands.options import seconds
 from sjfbco.errors import InputError
 from sjfbco.files import json_line, load_json, read_instance, read_schedule, read_text
@@ -39,7 +40,7 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument("instance", help="instance file (sjfbco-instance/1)")
     s.add_argument("schedule", help="schedule file, or a launch plan (launch.json)")
-    s.add_argument("-o", "--output-dir", dest="output", required=True, metavar="DIR")
+    add_output(s, required=True, folder=True, help="the plan folder (created if missing)")
     s.add_argument(
         "--hosts",
         metavar="MAP",
