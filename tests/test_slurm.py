@@ -678,6 +678,18 @@ def test_cli_scripts_submit_report(tmp_path, monkeypatch, capsys):
     assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt"),
                  "--wait"]) == 2  # fmt: skip
     assert "--wait: give --records or --wait, not both" in capsys.readouterr().err
+    # C still running, D failed, B moved: the table says so
+    lines = read_text(DATA / "chain-het.txt").splitlines()
+    lines[3] = lines[3].replace("JobState=COMPLETED", "JobState=RUNNING")  # C
+    lines[4] = lines[4].replace("JobState=COMPLETED", "JobState=FAILED")  # D
+    lines[2] = lines[2].replace("NodeList=s2", "NodeList=s1")  # B's second component
+    partial = tmp_path / "partial.txt"
+    partial.write_text("\n".join(lines))
+    assert main(["slurm", "report", str(state), "--records", str(partial)]) == 0
+    text = capsys.readouterr().out
+    assert "makespan: not yet (unfinished: C); predicted 6.0 s (12.00 slots)" in text
+    assert "moved: B ran on {'s0': 3, 's1': 1}, planned {'s0': 3, 's2': 1}" in text
+    assert "not completed: D" in text
     state.write_text("{}")
     assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt")]) == 2
     assert capsys.readouterr().err.startswith(f"sjfbco: error: {state}: format: unsupported")
