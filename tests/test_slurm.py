@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import stat
 import time
 from pathlib import Path
@@ -218,6 +219,11 @@ def test_command_template_fields_and_quoting(tmp_path):
         check_command("echo {jobid}")
     with pytest.raises(InputError, match="--command"):
         check_command("echo {job")
+    with pytest.raises(InputError, match=r"--command: field \{mb\} takes no format"):
+        check_command("echo {mb:.1f}")
+    with pytest.raises(InputError, match=r"--command: field \{job\} takes no format"):
+        check_command("echo {job!r}")
+    assert check_command("echo {{literal}} {job}") == "echo {{literal}} {job}"
     with pytest.raises(InputError, match="--env"):
         write_plan(launch_plan(data, sched), data, tmp_path, env={"1A": "x"})
 
@@ -365,6 +371,34 @@ def test_submit_ctrl_c_cancels_what_was_submitted(planned, caplog):
     assert client.cancelled == [[100, 101, 102]]
     assert read_state(folder / "state.json").cancelled
     assert "cancelled the 3 job(s) submitted (100, 101, 102)" in caplog.text
+
+
+class CtrlC(FakeClient):
+    """A real SIGINT arrives while the third sbatch runs (it still returns its id)."""
+
+    def sbatch(self, script, options=(), cwd=None):
+        sid = super().sbatch(script, options, cwd)
+        if sid == 102:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)  # the handler runs here, inside 'sbatch'
+        return sid
+
+
+@pytest.mark.skipif(
+    signal.getsignal(signal.SIGINT) is not signal.default_int_handler,
+    reason="SIGINT has another handler in this process",
+)
+def test_ctrl_c_during_sbatch_is_read_after_it_and_cancels_its_job_too(planned, caplog):
+    _, folder = planned
+    client = CtrlC(folder / "state.json")
+    with pytest.raises(KeyboardInterrupt):
+        submit_now(folder, client)
+    # the job sbatch was submitting when Ctrl-C came is known and cancelled with the rest
+    assert client.cancelled == [[100, 101, 102]]
+    state = read_state(folder / "state.json")
+    assert state.cancelled and list(state.slurm_ids.values()) == [100, 101, 102]
+    assert "interrupted at job" in caplog.text and "(4 of 5)" in caplog.text
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
 
 
 def test_submit_says_when_cancel_fails_and_when_nothing_was_submitted(planned):
@@ -644,6 +678,18 @@ def test_cli_scripts_submit_report(tmp_path, monkeypatch, capsys):
     assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt"),
                  "--wait"]) == 2  # fmt: skip
     assert "--wait: give --records or --wait, not both" in capsys.readouterr().err
+    # C still running, D failed, B moved: the table says so
+    lines = read_text(DATA / "chain-het.txt").splitlines()
+    lines[3] = lines[3].replace("JobState=COMPLETED", "JobState=RUNNING")  # C
+    lines[4] = lines[4].replace("JobState=COMPLETED", "JobState=FAILED")  # D
+    lines[2] = lines[2].replace("NodeList=s2", "NodeList=s1")  # B's second component
+    partial = tmp_path / "partial.txt"
+    partial.write_text("\n".join(lines))
+    assert main(["slurm", "report", str(state), "--records", str(partial)]) == 0
+    text = capsys.readouterr().out
+    assert "makespan: not yet (unfinished: C); predicted 6.0 s (12.00 slots)" in text
+    assert "moved: B ran on {'s0': 3, 's1': 1}, planned {'s0': 3, 's2': 1}" in text
+    assert "not completed: D" in text
     state.write_text("{}")
     assert main(["slurm", "report", str(state), "--records", str(DATA / "chain-het.txt")]) == 2
     assert capsys.readouterr().err.startswith(f"sjfbco: error: {state}: format: unsupported")
@@ -685,3 +731,47 @@ def test_follow_waits_for_every_component_and_keeps_forgotten_records():
     assert stuck.calls == 3 and build_report(chain_state(), records).unfinished == ["B"]
     # jobs the controller never listed (forgotten before the first look): nothing to wait for
     assert follow(chain_state(), PollingClient([[]]), sleep=lambda _: None) == []
+
+
+def test_a_heterogeneous_job_with_a_begin_waits_on_a_timer_job(tmp_path):
+    data, schedule = uneven_split()
+    jobs = list(data.jobs)
+    jobs[2] = Job("big", 4, 20, 2.0, compute_seconds=0.1, arrival=10)  # a and b end at slot 1
+    data = data.replace(jobs=tuple(jobs))
+    schedule = Schedule.build(list(schedule.gpus), [0, 0, 10, 0, 30], [0, 1, 2, 3, 4])
+    folder = tmp_path / "plan"
+    splan = write_plan(launch_plan(data, schedule), data, folder)
+    big = next(j for j in splan.jobs if j.id == "big")
+    late = next(j for j in splan.jobs if j.id == "late")
+    assert big.begin_s == 20.0 and big.timer == big.script.replace(".sbatch", ".begin.sbatch")
+    assert late.timer is None  # one component: its own --begin works
+    timer = directives((folder / big.timer).read_text())
+    assert timer == [{"job-name": "big.begin", "output": "/dev/null", "ntasks": "1"}]
+    assert big.timer in (folder / "index.md").read_text()
+
+    client = FakeClient(folder / "state.json")
+    state = submit(folder, client, clock=lambda: 500.0, sleep=lambda _: None)
+    names = [c[0] for c in client.calls]
+    at = names.index(big.timer)
+    assert names[at + 1] == big.script  # the timer just before its job
+    begin = "--begin=" + time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(520))
+    assert client.calls[at][1:-1] == (begin,)
+    timer_id = 100 + at
+    assert state.timer_ids == {"big": timer_id} and state.slurm_ids["big"] == timer_id + 1
+    # big waits for its predecessors and its timer, and has no --begin of its own
+    deps = [state.slurm_ids["a"], state.slurm_ids["b"], timer_id]
+    assert client.calls[at + 1][1:-1] == ("--dependency=afterany:" + ":".join(map(str, deps)),)
+    assert read_state(folder / "state.json") == state
+
+    # a failure at big itself cancels its timer too
+    (folder / "state.json").unlink()
+    client = FakeClient(folder / "state.json", fail_at=at + 1)
+    with pytest.raises(SlurmError, match=rf"cancelled the {at + 1} job\(s\) submitted"):
+        submit_now(folder, client)
+    assert client.cancelled == [list(range(100, 101 + at))]
+    assert read_state(folder / "state.json").timer_ids == {"big": timer_id}
+    # a plan without its timer script is refused
+    (folder / "state.json").unlink()
+    (folder / big.timer).unlink()
+    with pytest.raises(InputError, match=f"script {big.timer} of job 'big' is missing"):
+        submit_now(folder, FakeClient(folder / "state.json"))

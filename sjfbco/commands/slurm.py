@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.commands.common import add_output
 from sjfbco.commands.options import seconds
 from sjfbco.errors import InputError
 from sjfbco.files import json_line, load_json, read_instance, read_schedule, read_text
@@ -39,7 +40,7 @@ def add_parser(sub: Any) -> None:
     )
     s.add_argument("instance", help="instance file (sjfbco-instance/1)")
     s.add_argument("schedule", help="schedule file, or a launch plan (launch.json)")
-    s.add_argument("-o", "--output-dir", dest="output", required=True, metavar="DIR")
+    add_output(s, required=True, folder=True, help="the plan folder (created if missing)")
     s.add_argument(
         "--hosts",
         metavar="MAP",
@@ -112,10 +113,12 @@ def run(args: argparse.Namespace) -> int:
     if args.slurm_command == "submit":
         require("sbatch")
         state = submit(args.folder, SlurmClient(), args.state)
-        ids = list(state.slurm_ids.values())
+        ids = sorted([*state.slurm_ids.values(), *state.timer_ids.values()])
         where = args.state or str(Path(state.folder) / STATE_FILE)
+        timers = f" and {len(state.timer_ids)} timer(s)" if state.timer_ids else ""
         print(
-            f"submitted {len(ids)} job(s), Slurm ids {ids[0]} to {ids[-1]}; state in {where}"
+            f"submitted {len(state.slurm_ids)} job(s){timers}, Slurm ids {ids[0]} to {ids[-1]}; "
+            f"state in {where}"
             if ids
             else f"the plan has no job; state in {where}"
         )

@@ -254,6 +254,11 @@ class SlurmClient:
         Variables added to this process's environment for every command.
     timeout
         Seconds one command may take (:data:`COMMAND_TIMEOUT_S`).
+
+    Commands run in their own session: a Ctrl-C at the terminal reaches sjfbco, which
+    reads it between two commands (:func:`sjfbco.slurm.submit.submit`), never a command
+    half-way (a ``sbatch`` killed after the controller took the job leaves a job whose
+    id nobody read: seen once in a test of Ctrl-C before this).
     """
 
     def __init__(
@@ -278,6 +283,7 @@ class SlurmClient:
                 text=True,
                 timeout=self.timeout,
                 check=False,
+                start_new_session=True,  # a terminal's Ctrl-C never kills sbatch mid-way
             )
         except FileNotFoundError:
             require(cmd[0])

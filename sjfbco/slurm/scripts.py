@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 PLAN_FORMAT = "sjfbco-slurm-plan/1"
 #: The file names of a plan folder (scripts are ``NNN-<id>.sbatch``).
 PLAN_FILE, INDEX_FILE, SCRIPT_SUFFIX = "plan.json", "index.md", ".sbatch"
+TIMER_SUFFIX = ".begin" + SCRIPT_SUFFIX
 #: Where the jobs write: Slurm's output files and the worker's run folders (relative).
 OUT_DIR = "out"
 #: The testbed's MPI worker (run as a script; located, not imported: ``sjfbco.slurm`` sits
@@ -120,6 +121,19 @@ class SlurmJob:
     def placement(self) -> dict[str, int]:
         """GPUs per node, by node name."""
         return {h: c.gpus_per_node for c in self.components for h in c.hosts}
+
+    @property
+    def timer(self) -> str | None:
+        """The timer script of a heterogeneous job with an earliest start, else None.
+
+        Slurm 22.05 left heterogeneous jobs with their own ``--begin`` pending
+        30 to 83 s past it on an idle cluster (plain jobs started on time), so
+        such a job depends on a one-task timer job that carries the ``--begin``
+        instead (``docs/slurm.md``, "Decisions").
+        """
+        if self.begin_s is None or len(self.components) < 2:
+            return None
+        return self.script.removesuffix(SCRIPT_SUFFIX) + TIMER_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -302,15 +316,20 @@ def check_command(template: str) -> str:
     """``template`` if every ``{field}`` is one of :data:`FIELDS`, else an :class:`InputError`."""
     check_text(template, "--command")
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+        parts = [(f, s, c) for _, f, s, c in string.Formatter().parse(template) if f is not None]
     except ValueError as exc:
         raise InputError(
             f"{exc} (write a literal brace as {{{{ or }}}})", where="--command"
         ) from None
-    for f in fields:
+    for f, spec, conversion in parts:
         if f not in FIELDS:
             raise InputError(
                 f"unknown field {{{f}}}; known: {', '.join('{' + k + '}' for k in FIELDS)}",
+                where="--command",
+            )
+        if spec or conversion:
+            raise InputError(
+                f"field {{{f}}} takes no format or conversion (its value is shell text)",
                 where="--command",
             )
     return template
@@ -378,6 +397,19 @@ def script_text(
     return "\n".join(lines) + "\n"
 
 
+def timer_text(job: SlurmJob) -> str:
+    """The timer script of ``job`` (see :attr:`SlurmJob.timer`)."""
+    return (
+        "#!/bin/sh\n"
+        f"# sjfbco: the earliest start of job {job.id!r} ({job.script}), a heterogeneous job\n"
+        "# that depends on this one-task job; sjfbco slurm submit gives it the --begin\n"
+        f"#SBATCH --job-name={job.name}.begin\n"
+        "#SBATCH --output=/dev/null\n"
+        "#SBATCH --ntasks=1\n"
+        "true\n"
+    )
+
+
 def index_text(plan: SlurmPlan) -> str:
     """``index.md``: one row per job in launch order."""
     sec = plan.slot_seconds
@@ -389,6 +421,7 @@ def index_text(plan: SlurmPlan) -> str:
     for k, j in enumerate(plan.jobs):
         nodes = " ".join(f"{h}:{n}" for h, n in j.placement.items())
         het = f" (hetjob, {len(j.components)} components)" if len(j.components) > 1 else ""
+        het += f"; --begin on {j.timer}" if j.timer else ""
         rows.append(
             f"| {k + 1} | {j.id} | {j.name} | {j.script} | {nodes}{het} | "
             f"{' '.join(j.after) or '-'} | {'-' if j.begin_s is None else f'{j.begin_s:g}'} | "
@@ -399,7 +432,8 @@ def index_text(plan: SlurmPlan) -> str:
         f"{len(plan.jobs)} jobs; nodes {', '.join(plan.hosts)}; one slot is {sec:g} s.\n"
         "Submit with `sjfbco slurm submit DIR` (from any folder): it runs `sbatch` in this "
         "folder, in this order, with `--dependency=afterany:<Slurm ids of 'after'>` and "
-        "`--begin=<plan start + begin>` on the command line. See docs/slurm.md.\n\n"
+        "`--begin=<plan start + begin>` on the command line (for a heterogeneous job, on its "
+        "timer `NNN-<id>.begin.sbatch`, which it depends on). See docs/slurm.md.\n\n"
         + "\n".join(rows)
         + "\n"
     )
@@ -434,9 +468,13 @@ def write_plan(
             raise InputError(f"{short(key)} is not a variable name", where="--env")
     splan = slurm_plan(plan, names, begin)
     root = Path(folder)
+    keep = set()
     for k, job in enumerate(splan.jobs):
         atomic_write_text(root / job.script, script_text(job, k, splan, data, template, env or {}))
-    keep = {j.script for j in splan.jobs}
+        keep.add(job.script)
+        if job.timer is not None:
+            atomic_write_text(root / job.timer, timer_text(job))
+            keep.add(job.timer)
     for old in root.glob("*" + SCRIPT_SUFFIX):
         if old.name not in keep:
             old.unlink()
@@ -453,6 +491,7 @@ def read_plan(folder: str | Path) -> SlurmPlan:
     except InputError as err:
         raise err.located(str(path)) from None
     for j in plan.jobs:
-        if not (Path(folder) / j.script).is_file():
-            raise InputError(f"script {j.script} of job {short(j.id)} is missing", source=str(path))
+        for name in (j.script, j.timer):
+            if name is not None and not (Path(folder) / name).is_file():
+                raise InputError(f"script {name} of job {short(j.id)} is missing", source=str(path))
     return plan
