@@ -10,7 +10,8 @@ Built on an emulated :class:`~sjfbco.testbed.net.Network` (``docs/slurm.md``,
   not ``ip netns exec``: the latter remounts ``/sys`` and hides the cgroup tree
   ``slurmd`` needs), every daemon in the foreground, a child of this process;
 - GPUs as GRES on character devices made in the run's folder (``mknod ... c 1 3``:
-  ``gres/gpu`` refuses regular files), one CPU per GPU (``CR_Core``, one task per GPU);
+  ``gres/gpu`` refuses regular files), one CPU per GPU and one more (``CR_Core``, one
+  task per GPU; the spare core for a timer job);
 - ``sched/backfill`` and ``select/cons_tres``, the setting most GPU clusters run;
   job records from the controller (``scontrol show job``; ``jobcomp/filetxt`` beside
   it), so every executed time is on the controller's clock.
@@ -94,7 +95,9 @@ class SlurmCluster:
 
     net: Network
     gpus: Sequence[int]
-    scheduler_parameters: str = "bf_interval=1,sched_min_interval=100000"
+    #: backfill every second; the main loop every second too (its default, 60 s, held jobs
+    #: with a --begin up to 21 s late: docs/slurm.md, Decisions)
+    scheduler_parameters: str = "bf_interval=1,sched_interval=1,sched_min_interval=100000"
     _daemons: list[subprocess.Popen[bytes]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -255,7 +258,9 @@ class SlurmCluster:
             "SlurmctldDebug=info",
             "KillWait=2",
             *(
-                f"NodeName={self.node(k)} NodeAddr={server_address(k)} CPUs={g} Gres=gpu:{g} "
+                # a core more than GPUs: a one-task timer job (sjfbco.slurm's --begin of a
+                # heterogeneous job) must find a core beside a job holding every GPU
+                f"NodeName={self.node(k)} NodeAddr={server_address(k)} CPUs={g + 1} Gres=gpu:{g} "
                 "State=UNKNOWN"
                 for k, g in enumerate(self.gpus)
             ),
