@@ -184,7 +184,10 @@ def launch_plan(data: ProblemData, schedule: Schedule) -> LaunchPlan:
 
 
 def plan_rows(data: ProblemData, schedule: Schedule) -> list[dict[str, Any]]:
-    """One row per (job, server, GPU) in launch order: predicted start and end in slots and s."""
+    """One row per (job, server, GPU) in launch order: predicted start and end in slots and
+    s, and what reads the schedule back (``sjfbco.files.read_schedule_table``): each
+    job's GPUs in the schedule's own order, its ``planned_start`` slot and ``order``
+    (its tie-break rank, ``None`` when the schedule has none)."""
     plan = launch_plan(data, schedule)
     sec = plan.slot_seconds
     return [
@@ -198,9 +201,11 @@ def plan_rows(data: ProblemData, schedule: Schedule) -> list[dict[str, Any]]:
             "end": j.end,
             "start_s": j.start * sec,
             "end_s": j.end * sec,
+            "planned_start": schedule.start[j.index],
+            "order": None if schedule.order is None else schedule.order[j.index],
         }
         for k, j in enumerate(plan.jobs)
-        for s, i in j.gpus
+        for s, i in schedule.gpus[j.index]
     ]
 
 

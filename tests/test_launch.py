@@ -47,6 +47,7 @@ def test_hand_computed_plan() -> None:
     assert rows[-1] == {
         "launch": 2, "job": "c", "server": 1, "host": "s1", "gpu": 0,
         "start": 3.0, "end": 4.0, "start_s": 3.0, "end_s": 4.0,
+        "planned_start": 0, "order": None,  # the schedule's own (no ranks)
     }  # fmt: skip
 
 
