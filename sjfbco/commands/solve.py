@@ -23,7 +23,7 @@ from sjfbco.commands.common import (
 from sjfbco.errors import InputError, one_line
 from sjfbco.files import json_line, read_instance
 from sjfbco.frames import export_schedule, schedule_format
-from sjfbco.launch import launch_plan, write_launch
+from sjfbco.launch import check_launch_folder, launch_plan, write_launch
 from sjfbco.params import load_config, solver_params
 from sjfbco.progress import report
 from sjfbco.solvers import SOLVERS, heuristics, solve, spec_of
@@ -117,7 +117,8 @@ def _add_output_arguments(p: Any) -> None:
         default=None,
         help="write the launch plan into DIR: launch.json (sjfbco-launch/1, jobs in launch "
         "order with what each waits for) and hosts/NNN-<job>.txt, one hostfile per job "
-        "(docs/formats.md); {instance} and {solver} as for -o",
+        "(docs/formats.md); DIR must be new, empty or an earlier launch folder, whose plan "
+        "is replaced whole; {instance} and {solver} as for -o",
     )
 
 
@@ -169,6 +170,10 @@ def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) ->
                 )
     if args.output:
         schedule_format(args.output)  # a suffix we cannot write fails before solving
+    if args.launch:  # a folder holding other files fails before solving
+        for path in args.instances:
+            for name in solvers:
+                check_launch_folder(args.launch.format(instance=Path(path).stem, solver=name))
 
 
 def _print_table(rows: list[dict[str, Any]], data_all: list[ProblemData], several: bool) -> None:
