@@ -138,3 +138,27 @@ def test_progress_bar_shows_the_overall_budget() -> None:
     assert budget(["best"], argparse.Namespace(time_limit=None), 1) == 10.0  # best's default
     assert budget(["exact"], argparse.Namespace(time_limit=None), 1) is None
     assert budget(["sjf-bco"], args, 1) is None
+
+
+def test_the_solve_table_names_its_best_row() -> None:
+    # M3: the table did not say which row is best. Best = smallest makespan, ties by mean JCT;
+    # proven when a bound meets it, else the gap to the best bound of all the rows.
+    from sjfbco.commands.solve import BEST_NOTE, best_rows
+
+    def row(inst: str, solver: str, makespan: float | None, jct: float, lb: float) -> dict:
+        status = "error" if makespan is None else "feasible"
+        return {"instance": inst, "solver": solver, "mode": None, "status": status,
+                "makespan": makespan, "mean_jct": jct, "lower_bound": lb}  # fmt: skip
+
+    rows = [
+        row("a", "x", 300, 90.0, 200), row("a", "y", 300, 80.0, 250),  # tie: y (JCT 80)
+        row("a", "z", None, 0.0, 0),  # an error row is no candidate
+        row("b", "x", 120, 50.0, 120), row("b", "y", 130, 40.0, 100),
+        row("c", "x", 10, 1.0, 1),  # one run: nothing to compare
+    ]  # fmt: skip
+    assert best_rows(rows) == [
+        "best on a: y, makespan 300 slots, gap 1.2 to the best lower bound 250",  # 300/250
+        "best on b: x, makespan 120 slots, proven optimal (the lower bound meets it)",
+        BEST_NOTE,
+    ]
+    assert best_rows(rows[-1:]) == []

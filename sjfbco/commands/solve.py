@@ -188,6 +188,48 @@ def _print_table(rows: list[dict[str, Any]], data_all: list[ProblemData], severa
     )
     if several and any(r.get("mode") for r in rows):
         print(MODE_NOTE)
+    for line in best_rows(rows):
+        print(line)
+
+
+def best_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per instance with several runs, naming its best row and how it is judged.
+
+    Best is the smallest makespan (what every solver minimises), ties by the
+    smaller mean JCT, then the table's order; the line says whether a lower
+    bound proves it optimal, else its gap to the best lower bound of all the
+    instance's runs (which holds for every schedule of the instance).
+    """
+    lines = []
+    for instance in dict.fromkeys(r["instance"] for r in rows):
+        runs = [r for r in rows if r["instance"] == instance and r.get("makespan") is not None]
+        if len(runs) < 2:
+            continue
+        top = min(runs, key=lambda r: (r["makespan"], r["mean_jct"]))
+        bound = max(r["lower_bound"] for r in runs)
+        mode = f" ({top['mode']})" if top.get("mode") else ""
+        gap = top["makespan"] / bound if bound > 0 else None
+        proof = (
+            "proven optimal (the lower bound meets it)"
+            if top["status"] == "optimal" or top["makespan"] <= bound
+            else f"gap {gap:.3g} to the best lower bound {bound:g}"
+            if gap is not None
+            else "no lower bound"
+        )
+        lines.append(
+            f"best on {instance}: {top['solver']}{mode}, makespan {top['makespan']:g} slots, "
+            f"{proof}"
+        )
+    if lines:
+        lines.append(BEST_NOTE)
+    return lines
+
+
+#: How :func:`best_rows` judges "best", said under its lines.
+BEST_NOTE = (
+    "best: the smallest makespan, the objective every solver here minimises (ties: the "
+    "smaller mean JCT)"
+)
 
 
 #: Said when ``--seed`` is given to ``best`` without ``iterations`` (docs/solvers.md).
