@@ -162,3 +162,52 @@ def test_the_solve_table_names_its_best_row() -> None:
         BEST_NOTE,
     ]
     assert best_rows(rows[-1:]) == []
+
+
+def test_an_anytime_run_is_drawn_as_a_clock_with_incumbent_bound_and_gap() -> None:
+    # M6: best's bar sat at 0%, showed raw floats and "s/s", and flickered with the bars of
+    # its inner work (placement passes, the evaluator), with no bound or gap.
+    import time
+
+    from sjfbco.commands.common import ProgressBar
+    from sjfbco.progress import Progress
+
+    bar = ProgressBar(True)
+    try:
+        bar.clock("best: ", 10.0, 250.0)
+        bar._clock["t0"] = time.monotonic() - 3.4  # type: ignore[index]
+        bar(Progress("best: makespan 300 (list lpt/serial/allow)", 0.21, 10.0, "s"))
+        assert (bar.bar.n, bar.bar.total) == (3, 10)  # whole seconds of the clock, not 0.21
+        assert bar.bar.unit == "incumbent 300, bound 250, gap 1.200"  # 300 / 250
+        shown = str(bar.bar)
+        assert shown.startswith("best: 3/10 s |") and shown.endswith(
+            "| incumbent 300, bound 250, gap 1.200"
+        )
+        assert "s/s" not in shown and "0.21" not in shown
+        bar(Progress("pass 2: placing jobs", 80, 160, "job"))  # inner steps: not drawn
+        bar(Progress("simulating", 160, 160, "job"))
+        assert (bar.bar.n, bar.bar.total) == (3, 10) and "placing" not in str(bar.bar)
+        bar(Progress("LP-relaxation bound"))  # a phase the solver names
+        bar(Progress("best: makespan 275 (search)", 5.0, 10.0, "s"))
+        assert bar.bar.unit == "incumbent 275, bound 250, gap 1.100, LP-relaxation bound"
+        bar._clock["t0"] = time.monotonic() - 99  # type: ignore[index]
+        bar._tick()
+        assert bar.bar.n == 10  # never past the limit
+        bar.plain("")  # a heuristic next: one bar per task again
+        bar(Progress("pass 1: placing jobs", 40, 160, "job"))
+        assert (bar.bar.n, bar.bar.total) == (40, 160) and "placing jobs" in str(bar.bar)
+    finally:
+        bar.__exit__(None, None, None)
+
+
+def test_solve_best_shows_the_clock_and_no_inner_bars(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sjfbco.commands.common import ProgressBar
+
+    monkeypatch.setattr(ProgressBar, "DELAY_S", 0.0)
+    args = ["solve", str(PAPER10), "--solver", "best", "--time-limit", "2", "--progress"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "best: 1/2 s |" in err and "bound 484" in err and "gap 1.0" in err
+    assert "s/s" not in err and "placing jobs" not in err and "simulating" not in err

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.bounds import lower_bound
 from sjfbco.commands import options
 from sjfbco.commands.common import (
     ProgressBar,
@@ -137,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs(args, solvers, n_runs)
     rows: list[dict[str, Any]] = []
     codes: list[int] = []
-    with ProgressBar(progress_enabled(args), budget_s=budget(solvers, args, n_runs)) as bar:
+    overall = budget(solvers, args, n_runs, params) if n_runs > 1 else None  # one: its clock
+    with ProgressBar(progress_enabled(args), budget_s=overall) as bar:
         data_all = []
         for k, path in enumerate(args.instances):  # read them all: fail before solving
             report(f"reading {path}", k, len(args.instances), "file")
@@ -146,13 +148,37 @@ def run(args: argparse.Namespace) -> int:
             for name in solvers:
                 if INTERRUPTED in codes:
                     break  # Ctrl-C stopped a run: start no other
-                bar.prefix = f"{data.name} {name}: " if n_runs > 1 else ""
+                _show_run(bar, args, data, name, params[name], several=len(solvers) > 1)
                 row, code = _run_one(args, path, data, name, params[name], export_schedule)
                 rows.append(row)
                 codes.append(code)
     if not args.json:
         _print_table(rows, data_all, several=len(solvers) > 1)
     return max(codes, default=0)
+
+
+def _show_run(
+    bar: ProgressBar,
+    args: argparse.Namespace,
+    data: ProblemData,
+    name: str,
+    values: dict[str, Any],
+    several: bool,
+) -> None:
+    """Set the progress bar up for one run: an anytime solver (``best``, ``exact``) as a
+    clock of its time limit with the instance's lower bound (``sjfbco.bounds.lower_bound``,
+    computed only when the bar shows; the solver may prove a better one, shown in the
+    table), any other as one bar per task."""
+    prefix = f"{data.name} {name}: " if len(args.instances) > 1 or several else f"{name}: "
+    if SOLVERS[name].heuristic:
+        bar.plain(prefix if len(args.instances) > 1 or several else "")
+        return
+    limit = args.time_limit
+    if limit is None and name == "best" and "iterations" not in values:
+        limit = DEFAULT_TIME_LIMIT
+    if limit is not None and several and has_mode(name):
+        limit *= 2  # it runs in both assignment modes
+    bar.clock(prefix, limit, lower_bound(data) if bar.enabled else None)
 
 
 def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) -> None:
@@ -240,15 +266,22 @@ SEED_WARNING = (
 )
 
 
-def budget(solvers: list[str], args: argparse.Namespace, n_runs: int) -> float | None:
+def budget(
+    solvers: list[str],
+    args: argparse.Namespace,
+    n_runs: int,
+    params: dict[str, dict[str, Any]] | None = None,
+) -> float | None:
     """Expected seconds of the whole command: the time limit of each anytime run (``best``
-    without one: its default), heuristics counted as 0; ``None`` if a run has no limit."""
+    without one: its default, unless ``params`` give it ``iterations``), heuristics counted
+    as 0; ``None`` if a run has no limit."""
 
     per_instance = 0.0
     for name in solvers:
         if SOLVERS[name].heuristic:
             continue
-        limit = args.time_limit or (DEFAULT_TIME_LIMIT if name == "best" else None)
+        by_clock = name == "best" and "iterations" not in (params or {}).get(name, {})
+        limit = args.time_limit or (DEFAULT_TIME_LIMIT if by_clock else None)
         if limit is None:
             return None
         per_instance += limit * (2 if len(solvers) > 1 and has_mode(name) else 1)
