@@ -208,3 +208,16 @@ def test_solve_refuses_a_foreign_launch_folder_before_solving(
     plan = json.loads((tmp_path / "l" / "launch.json").read_text())
     assert plan["instance"] == "paper-s10-seed0"
     assert len(_hostfiles(tmp_path / "l")) == len(plan["jobs"])  # the example's are gone
+
+
+def test_online_refuses_a_foreign_launch_folder_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sjfbco.cli import main
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.txt").write_text("mine")
+    args = ["online", "paper-s10-seed0", "--policy", "fcfs-gang", "--launch"]
+    assert main([*args, str(tmp_path / "data")]) == 2
+    assert "not a launch folder" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "l")]) == 0 and (tmp_path / "l" / "launch.json").is_file()
