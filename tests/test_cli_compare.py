@@ -128,8 +128,10 @@ def test_progress_bar_shows_the_overall_budget() -> None:
     bar = ProgressBar(True, budget_s=20.0)
     bar.started = time.monotonic() - 5.2
     try:
-        bar(Progress("best: makespan 500 (list)", 1, 10, "s"))
+        bar(Progress("pass 1: placing jobs", 1, 10, "job"))
         assert bar.bar.postfix == "overall 5 s of ~20 s"
+        bar(Progress("best: makespan 500 (list)", 1, 10, "s"))  # a clock: the same there
+        assert str(bar.bar).endswith("| incumbent 500, overall 5 s of ~20 s")
     finally:
         bar.__exit__(None, None, None)
     assert ProgressBar(True).overall() is None
@@ -213,3 +215,23 @@ def test_solve_best_shows_the_clock_and_no_inner_bars(
     assert re.search(r"best: [12]/3 s \|", err), err  # the clock moved
     assert "bound 484" in err and "gap 1.0" in err
     assert "s/s" not in err and "placing jobs" not in err and "simulating" not in err
+
+
+def test_an_anytime_run_inside_compare_gets_its_clock_until_the_next_run() -> None:
+    from sjfbco.commands.common import ProgressBar
+    from sjfbco.progress import Progress
+
+    bar = ProgressBar(True)
+    try:
+        bar.plain("x: ")
+        bar.bound = 100.0
+        bar(Progress("run: best", 7, 12, "run"))
+        bar(Progress("best: makespan 120 (list)", 0.4, 5.0, "s"))  # best's first report
+        assert str(bar.bar).startswith("x: best: 0/5 s |")
+        assert bar.bar.unit == "incumbent 120, bound 100, gap 1.200"  # 120 / 100
+        bar(Progress("simulating", 3, 160, "job"))  # its inner work: not drawn
+        assert str(bar.bar).startswith("x: best: 0/5 s |")
+        bar(Progress("run: fcfs-gang", 8, 12, "run"))  # the next run ends the clock
+        assert str(bar.bar).startswith("x: run: fcfs-gang:") and "8/12" in str(bar.bar)
+    finally:
+        bar.__exit__(None, None, None)

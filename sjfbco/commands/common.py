@@ -135,15 +135,21 @@ class ProgressBar:
         self._ctx: Any = None
         self._stop: threading.Event | None = None
         self._clock: dict[str, Any] | None = None
+        #: The lower bound (slots) an anytime run found inside a library call is shown
+        #: against (``compare`` sets it per instance).
+        self.bound: float | None = None
 
-    def clock(self, prefix: str, limit_s: float | None, bound: float | None) -> None:
+    def clock(
+        self, prefix: str, limit_s: float | None, bound: float | None, auto: bool = False
+    ) -> None:
         """Draw the next run as a clock of ``limit_s`` seconds (``None``: no limit) with
-        the lower bound ``bound`` (slots; ``None``: unknown), until :meth:`plain`."""
+        the lower bound ``bound`` (slots; ``None``: unknown), until :meth:`plain` (with
+        ``auto``: also until a report of another run, or other work after the limit)."""
         self.prefix = prefix
         if not self.enabled:
             return
         self._clock = {"t0": time.monotonic(), "limit": limit_s, "bound": bound,
-                       "incumbent": None, "phase": None}  # fmt: skip
+                       "incumbent": None, "phase": None, "auto": auto}  # fmt: skip
         self.task = None
         bar = self._bar()
         bar.bar_format = self.CLOCK_FORMAT if limit_s else self.OPEN_CLOCK_FORMAT
@@ -168,7 +174,16 @@ class ProgressBar:
         return self.bar
 
     def __call__(self, p: Progress) -> None:
-        if self._clock is not None:
+        if self._clock is not None and self._clock_report(p):
+            return
+        found = INCUMBENT.match(p.task) if p.unit == "s" and p.total else None
+        if found:
+            # an anytime run inside a library call (compare): its clock, from its reports
+            base = self.prefix
+            self.clock(f"{base}{found.group('solver')}: ", p.total, self.bound, auto=True)
+            assert self._clock is not None
+            self._clock["t0"] = time.monotonic() - p.done
+            self._clock["base"] = base
             self._clock_report(p)
             return
         bar = self._bar()
@@ -182,18 +197,28 @@ class ProgressBar:
         bar.update((int(p.done) if p.unit == "s" else p.done) - bar.n)
         self._overall()
 
-    def _clock_report(self, p: Progress) -> None:
+    def _clock_report(self, p: Progress) -> bool:
         """A report during a clock run: a new incumbent, a named phase, or inner steps
-        (not drawn)."""
-        assert self._clock is not None
+        (not drawn). ``False`` when it ends a clock that started by itself
+        (``auto``): a new run (unit ``run``), or other work after the time limit."""
+        c = self._clock
+        assert c is not None
         found = INCUMBENT.match(p.task)
+        if (
+            c["auto"]
+            and not found
+            and (p.unit == "run" or time.monotonic() - c["t0"] >= (c["limit"] or 0))
+        ):
+            self.plain(c.get("base", self.prefix))
+            return False
         if found:
-            self._clock["incumbent"] = float(found.group("makespan"))
+            c["incumbent"] = float(found.group("makespan"))
         elif not p.unit:
-            self._clock["phase"] = p.task
+            c["phase"] = p.task
         else:
-            return  # the steps of inner work: not drawn
+            return True  # the steps of inner work: not drawn
         self._tick()
+        return True
 
     def clock_text(self) -> str:
         """The clock's figures: ``incumbent M, bound B, gap G`` (as known), the phase."""

@@ -6,6 +6,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.bounds import lower_bound
 from sjfbco.commands import options
 from sjfbco.commands.common import (
     ProgressBar,
@@ -143,7 +144,8 @@ def _compare_all(
     rows: list[dict[str, Any]] = []
     with ProgressBar(progress_enabled(args)) as bar:
         for data in instances:
-            bar.prefix = f"{data.name}: "
+            bar.plain(f"{data.name}: ")
+            bar.bound = lower_bound(data) if bar.enabled else None  # for best's clock
             runs = compare(
                 data,
                 solvers=solvers,
