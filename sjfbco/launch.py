@@ -226,14 +226,22 @@ def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
     :class:`InputError`, before any file is written). The plan is written into a
     fresh folder beside it, which then takes ``folder``'s place by rename; a
     previous plan is removed only after that, so a reader (or a crash) sees
-    the old plan or the new one, never a mix of their hostfiles. Returns the
-    path of ``launch.json``.
+    the old plan or the new one, never a mix of their hostfiles. The working
+    folder (or one above it) is not renamed but has its entries swapped, so that a
+    shell standing in it stays in place. Returns the path of ``launch.json``.
     """
     root = Path(os.path.realpath(folder))  # a link to a folder: replace what it points to
     previous = check_launch_folder(root)
     root.parent.mkdir(parents=True, exist_ok=True)
     try:
-        fresh = Path(tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=root.parent))
+        here: Path | None = Path.cwd()
+    except OSError:  # the working folder was removed
+        here = None
+    stays = here is not None and (root == here or root in here.parents)  # see _swap_in
+    try:
+        fresh = Path(
+            tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=root if stays else root.parent)
+        )
     except OSError as err:
         raise InputError(f"cannot write: {err.strerror or err}", source=str(folder)) from None
     try:
@@ -246,7 +254,7 @@ def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
         for k, job in enumerate(plan.jobs):
             (hosts / f"{_file_stem(k, job.id, width)}.txt").write_text(job.hostfile())
         (fresh / "launch.json").write_text(json_text(plan.to_dict()))
-        _swap_in(fresh, root, previous)
+        _swap_in(fresh, root, previous, stays)
     except OSError as err:
         raise InputError(f"cannot write: {err.strerror or err}", source=str(folder)) from None
     finally:
@@ -254,9 +262,14 @@ def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
     return root / "launch.json"
 
 
-def _swap_in(fresh: Path, root: Path, previous: bool) -> None:
+def _swap_in(fresh: Path, root: Path, previous: bool, stays: bool) -> None:
     """Put the folder ``fresh`` in ``root``'s place: a rename onto a missing or empty
-    folder; a previous launch folder is first moved aside, then removed."""
+    folder; a previous launch folder is first moved aside, then removed. A folder that
+    ``stays`` (the working folder or one above it, where a shell may stand) keeps its
+    identity: its two entries are swapped instead, launch.json last in and first out."""
+    if stays:
+        _swap_entries(fresh, root, previous)
+        return
     if not previous:
         os.rename(fresh, root)  # onto a missing or empty folder: one atomic step
         return
@@ -268,6 +281,18 @@ def _swap_in(fresh: Path, root: Path, previous: bool) -> None:
         os.rename(old / "plan", root)  # put the previous plan back
         os.rmdir(old)
         raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _swap_entries(fresh: Path, root: Path, previous: bool) -> None:
+    """:func:`_swap_in` entry by entry, for a folder that must stay where it is."""
+    old = Path(tempfile.mkdtemp(prefix=".launch.old-", dir=root))
+    if previous:
+        for name in ("launch.json", "hosts"):  # the plan's entry point first
+            if (root / name).exists():
+                os.rename(root / name, old / name)
+    for name in ("hosts", "launch.json"):  # the entry point last
+        os.rename(fresh / name, root / name)
     shutil.rmtree(old, ignore_errors=True)
 
 

@@ -221,3 +221,19 @@ def test_online_refuses_a_foreign_launch_folder_before_running(
     assert main([*args, str(tmp_path / "data")]) == 2
     assert "not a launch folder" in capsys.readouterr().err
     assert main([*args, str(tmp_path / "l")]) == 0 and (tmp_path / "l" / "launch.json").is_file()
+
+
+def test_the_working_folder_as_launch_folder_stays_the_same_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --launch . : a rename would leave the user's shell in a deleted folder
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    inode = here.stat().st_ino
+    write_launch(_plan(12, "old"), ".")
+    write_launch(_plan(3, "new"), ".")
+    assert here.stat().st_ino == inode and os.getcwd() == str(here)
+    assert _hostfiles(here) == ["000-new0.txt", "001-new1.txt", "002-new2.txt"]
+    assert sorted(p.name for p in here.iterdir()) == ["hosts", "launch.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]
