@@ -141,10 +141,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with named_stdout():
                 return int(args.run(args) or 0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:  # a command may say how to go on
             if debug:
                 raise
-            return _fail("interrupted", code=130)
+            return _fail(f"interrupted{'; ' + str(stop) if str(stop) else ''}", code=130)
         except InputError as err:  # bad input, options or a size limit: the user can fix it
             if debug:
                 raise

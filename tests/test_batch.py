@@ -329,7 +329,7 @@ def test_cli_batch_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
     captured = capsys.readouterr()
     text = captured.out
-    assert code == 1  # some tasks failed
+    assert code == 2  # some tasks failed, all on bad input (two broken files)
     assert captured.err == (
         f"sjfbco: 8 of 20 tasks failed; their rows in {out} have status 'error' and say why\n"
     )
@@ -390,7 +390,7 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
     resumed = subprocess.run(
         [*cmd, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
-    assert resumed.returncode == 1, resumed.stderr  # the broken files' rows are errors
+    assert resumed.returncode == 2, resumed.stderr  # the broken files' rows: bad input
     assert resumed.stderr.endswith(
         "tasks failed; their rows in " + str(out) + " have status 'error' and say why\n"
     )

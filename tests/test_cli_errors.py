@@ -278,3 +278,37 @@ def test_best_on_the_command_line(capsys: pytest.CaptureFixture[str], tmp_path: 
         assert code == 0
         outs.append((json.loads(out)["makespan"], path.read_text()))
     assert outs[0] == outs[1]
+
+
+def test_a_plugin_calling_sys_exit_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # before: solve ended with the plugin's status 3 and said nothing
+    plugin = tmp_path / "quitter.py"
+    plugin.write_text(
+        "import sys\n"
+        "from sjfbco.solvers import NoParams, SOLVERS, register\n"
+        "def quit3(data, params, *, time_limit, seed):\n"
+        "    sys.exit(3)\n"
+        "if 'quit3' not in SOLVERS:\n"
+        "    register('quit3', NoParams, heuristic=False)(quit3)\n"
+    )
+    try:
+        code, out, err = _run(capsys, "solve", EXAMPLE, "--solver", "quit3", "--plugin", plugin)
+    finally:
+        from sjfbco.solvers import SOLVERS
+
+        SOLVERS.pop("quit3", None)
+    assert code == 2  # the table's row says "error"; stderr has the line
+    assert _one_line_error(err) == (
+        f"sjfbco: error: {EXAMPLE}: solver 'quit3': plugin {plugin}: called sys.exit(3) "
+        "while solving; a solver must return a SolverOutput or raise (docs/solvers.md)"
+    )
+    # sys.exit while importing the plugin: the plugin named, exit 2
+    leaving = tmp_path / "leaving.py"
+    leaving.write_text("import sys\nsys.exit(5)\n")
+    code, out, err = _run(capsys, "solve", EXAMPLE, "--plugin", leaving)
+    assert code == 2 and out == ""
+    assert _one_line_error(err) == (
+        f"sjfbco: error: --plugin {leaving}: importing it called sys.exit(5)"
+    )

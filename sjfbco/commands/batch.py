@@ -95,7 +95,8 @@ def add_parser(sub: Any) -> None:
         "Finished rows are journaled as they arrive; --resume continues a "
         "killed run without repeating or duplicating tasks. Files in INPUT folders "
         "that are not instances (e.g. schedules) are skipped with a note. The exit "
-        "status is 1 when some task failed (its row says why), 0 when none did.",
+        "status is 0 when no task failed, 2 when every failed task failed on bad input "
+        "(as for solve), 1 when a solver raised or a worker died (each row says why).",
     )
     p.add_argument(
         "inputs",
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     )
     progress = BatchProgress(progress_enabled(args))
     try:
-        report = batch.run_batch(
+        report = _run_resumable(
             tasks,
             args.output,
             engine=args.engine,
@@ -213,8 +214,27 @@ def run(args: argparse.Namespace) -> int:
             "have status 'error' and say why",
             file=sys.stderr,
         )
-        return 1
-    return 0
+    return exit_status(report.rows)
+
+
+def exit_status(rows: list[dict[str, Any]]) -> int:
+    """0 without failed rows; 2 (bad input, as every command) when each failed row failed
+    on bad input (:func:`sjfbco.batch.bad_input`); 1 when a solver raised or a worker died."""
+    failed = [r for r in rows if r["status"] == batch.ERROR]
+    if not failed:
+        return 0
+    return 2 if all(map(batch.bad_input, failed)) else 1
+
+
+def _run_resumable(*args: Any, **kwargs: Any) -> batch.BatchReport:
+    """:func:`sjfbco.batch.run_batch`; Ctrl-C ends it with a line saying how to go on."""
+    try:
+        return batch.run_batch(*args, **kwargs)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            "finished rows are kept in the journal; rerun the same command with --resume "
+            "to run only the rest"
+        ) from None
 
 
 def _instances_only(paths: list[str]) -> list[str]:

@@ -1,0 +1,85 @@
+"""The local pool's processes end with the run that started them.
+
+A batch killed with SIGKILL runs no clean-up: without help its process pool's
+fork server and workers (and, through them, multiprocessing's resource
+tracker) went on running, reparented to init. On Linux each of them now asks
+the kernel for a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``):
+
+- the fork server, when it imports the preload module
+  :mod:`sjfbco.batch.forkserver_preload` (:func:`for_fork_server`): it dies
+  with the run's process;
+- each worker, in the pool's initializer (:func:`for_worker`): it dies with
+  the fork server, its parent;
+- the resource tracker then reads end-of-file on its pipe (no process holds
+  it any more) and exits by itself.
+
+Elsewhere (macOS, Windows) these calls do nothing. The run's process id
+reaches the fork server in the environment variable :data:`OWNER_ENV` (set by
+:func:`mark_owner` before the pool starts).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+#: Environment variable naming the process whose pool this is (its decimal pid).
+OWNER_ENV = "SJFBCO_POOL_OWNER"
+
+#: ``PR_SET_PDEATHSIG`` of ``<linux/prctl.h>``.
+PR_SET_PDEATHSIG = 1
+
+
+def mark_owner() -> int:
+    """Name this process as the owner of the pools it starts (:data:`OWNER_ENV`); its pid."""
+    pid = os.getpid()
+    os.environ[OWNER_ENV] = str(pid)
+    return pid
+
+
+def die_with_parent() -> bool:
+    """Ask for SIGKILL when this process's parent ends; whether the kernel agreed
+    (false off Linux or without ``prctl``)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, someone else's (the pid was reused): gone for us
+        return True
+    return False
+
+
+def for_fork_server() -> None:
+    """In a fork server started by a pool owner (:data:`OWNER_ENV` names its parent): die
+    with the owner. An owner that died before the request was made ends the server now.
+    Anywhere else (the variable unset or naming another process) nothing happens."""
+    owner = os.environ.get(OWNER_ENV, "")
+    if not owner.isdigit():
+        return
+    if int(owner) != os.getppid():
+        if _gone(int(owner)):  # reparented already: the owner was killed while we started
+            os._exit(0)
+        return  # a process the owner did not start itself
+    die_with_parent()
+    if os.getppid() != int(owner):  # the owner died between the check and the request
+        os._exit(0)
+
+
+def for_worker(owner: int) -> None:
+    """Pool initializer: die with the fork server (this worker's parent); end now if the
+    pool's ``owner`` is already gone (the fork server may have died before the request)."""
+    die_with_parent()
+    if _gone(owner):
+        os._exit(0)
