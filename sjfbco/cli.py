@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from sjfbco.commands import COMMANDS
 from sjfbco.commands.common import warn
-from sjfbco.errors import InputError, one_line
+from sjfbco.errors import InputError, one_line, shorten_numbers
 from sjfbco.stdio import STDOUT_NAME, NamedStdout, drop_stdout, named_stdout
 from sjfbco.version import __version__
 
@@ -185,7 +185,7 @@ def _stdout_failed(err: OSError) -> int:
 
 
 def _fail(message: str, code: int = 2) -> int:
-    print(f"sjfbco: error: {one_line(message)}", file=sys.stderr, flush=True)
+    print(f"sjfbco: error: {shorten_numbers(one_line(message))}", file=sys.stderr, flush=True)
     return code
 
 

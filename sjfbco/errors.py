@@ -10,6 +10,7 @@ shows its traceback). :class:`LimitError` is the input error for a size limit
 from __future__ import annotations
 
 import difflib
+import re
 import unicodedata
 from typing import TYPE_CHECKING
 
@@ -39,13 +40,23 @@ class LimitError(InputError):
     """An input larger than a size limit of :mod:`sjfbco.limits` (refused before any work)."""
 
 
+#: Unicode categories refused in text fields (ids, names, models): controls (``Cc``: a
+#: newline), format characters (``Cf``: the bidirectional override U+202E that shows a
+#: reversed id, the byte-order mark U+FEFF, zero-width joiners), line and paragraph
+#: separators (``Zl``, ``Zp``), surrogates, private-use and unassigned code points (``Cs``,
+#: ``Co``, ``Cn``): everything ``str.isprintable`` refuses except the space separators.
+UNPRINTABLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
 def check_text(value: object, where: str, *, empty: bool = False) -> str:
     """``value`` if it is a string that any file or terminal can carry, else an :class:`InputError`.
 
-    Refused: non-strings, the empty string (unless ``empty``), text that is
-    not valid Unicode (a lone surrogate such as ``"\\ud800"``, which JSON can
-    spell but UTF-8 cannot encode) and control characters (a newline in a job
-    id would break one-line messages and tables).
+    Refused: non-strings, the empty string (unless ``empty``), text of white
+    space only (a lone space is no id: it prints as nothing), text that is not
+    valid Unicode (a lone surrogate such as ``"\\ud800"``, which JSON can spell
+    but UTF-8 cannot encode) and characters of :data:`UNPRINTABLE_CATEGORIES`
+    (a newline in a job id would break one-line messages and tables; a
+    right-to-left override would show another id than the one stored).
     """
     if not isinstance(value, str):
         raise InputError(f"must be a string, got {type(value).__name__}", where=where)
@@ -59,16 +70,59 @@ def check_text(value: object, where: str, *, empty: bool = False) -> str:
             f"character {err.start})",
             where=where,
         ) from None
-    for k, ch in enumerate(value):
-        if unicodedata.category(ch) == "Cc":
-            raise InputError(f"holds a control character {ch!r} at character {k}", where=where)
+    if not value.isprintable():
+        for k, ch in enumerate(value):
+            category = unicodedata.category(ch)
+            if category in UNPRINTABLE_CATEGORIES:
+                kind = "a control character" if category == "Cc" else "an unprintable character"
+                raise InputError(
+                    f"holds {kind} {ch!r} at character {k} (U+{ord(ch):04X}, category "
+                    f"{category}); use printable text",
+                    where=where,
+                )
+    if value and not value.strip():
+        raise InputError(f"is blank ({value!r}); give visible text", where=where)
     return value
 
 
 def short(value: object, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters: a message quotes a bad value, not megabytes."""
+    """``repr(value)`` cut to ``limit`` characters: a message quotes a bad value, not megabytes.
+
+    An integer too long to quote keeps its head, its tail and its length in digits
+    (``999999999999999999...999999 (4,200 digits)``), so that it still reads as a
+    number.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = str(value)
+        return text if len(text) <= limit else _cut_digits(text)
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def number(value: int) -> str:
+    """``value`` with thousands separators (``1,000,000``), or as :func:`short` quotes it
+    when it has more digits than any count a message should print (a 4,200-digit sum)."""
+    text = f"{value:,}"
+    return text if len(text) <= MAX_NUMBER_CHARS else _cut_digits(str(value))
+
+
+#: Characters of the longest number a message prints whole (a limit of 10^15 with
+#: separators is 21); longer runs of digits are cut (:func:`shorten_numbers`).
+MAX_NUMBER_CHARS = 30
+
+#: A run of digits (separators allowed) longer than :data:`MAX_NUMBER_CHARS`.
+_LONG_NUMBER = re.compile(r"\d[\d,_]{" + str(MAX_NUMBER_CHARS) + ",}")
+
+
+def _cut_digits(text: str) -> str:
+    digits = sum(ch.isdigit() for ch in text)
+    return f"{text[:18]}...{text[-6:]} ({digits:,} digits)"
+
+
+def shorten_numbers(text: str) -> str:
+    """``text`` with every run of more than :data:`MAX_NUMBER_CHARS` digits cut as
+    :func:`short` cuts a long integer: the last guard of a one-line error message."""
+    return _LONG_NUMBER.sub(lambda m: _cut_digits(m.group(0)), text)
 
 
 def one_line(text: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sjfbco import datasets, limits
-from sjfbco.errors import InputError, one_line
+from sjfbco.errors import InputError, one_line, short
 from sjfbco.problem import INSTANCE_FORMAT, ProblemData
 from sjfbco.schedule import SCHEDULE_FORMAT, Schedule
 
@@ -107,6 +107,27 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
+class RepeatedKeyError(ValueError):
+    """A JSON object that names one key twice (``json`` would keep the last value)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of :func:`load_json`: the object as a dict, refusing a key that
+    appears twice in it (plain ``json`` keeps the last one silently, so a file that says
+    ``"gpus": 8, ..., "gpus": 2`` would mean 2 without a word)."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKeyError(
+                    f"key {short(key)} appears twice in one object (beside "
+                    f"{', '.join(short(k) for k in list(doc)[:4])}); give each key once"
+                )
+            seen.add(key)
+    return doc
+
+
 #: A key named ``iterations``; only job objects have one in an instance file.
 _ITERATIONS_KEY = re.compile(rb'"iterations"\s*:')
 #: The same bytes inside a string (an escaped quote before them): not a key.
@@ -148,7 +169,9 @@ def load_json(path: str | os.PathLike[str], *, instance: bool = False) -> Any:
         limits.JOBS.check(iterations_keys(raw), source=src, where="jobs")
     text = _decode(raw, src)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=unique_keys)
+    except RepeatedKeyError as err:
+        raise InputError(str(err), source=src) from None
     except json.JSONDecodeError as err:
         raise InputError(
             f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}{_trace_hint(src)}",

@@ -28,7 +28,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args
 
-from sjfbco.errors import InputError, one_line
+from sjfbco.errors import InputError, one_line, short
 from sjfbco.files import read_text
 from sjfbco.solvers.contract import SOLVERS, spec_of
 
@@ -154,14 +154,14 @@ def check_choice(name: str, value: object, literal: Any) -> None:
 def check_count(name: str, value: object) -> None:
     """``value`` is ``None`` or an integer ``>= 1``."""
     if value is not None and not (isinstance(value, int) and value >= 1):
-        raise InputError(f"parameter {name}: must be an integer >= 1, got {value!r}")
+        raise InputError(f"parameter {name}: must be an integer >= 1, got {short(value)}")
 
 
 def check_number(name: str, value: object, rule: str, ok: Callable[[float], bool]) -> None:
     """``value`` is a number (not a bool) for which ``ok`` holds; ``rule`` says it in
     words (``"> 0"``, ``"in (0, 1)"``)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
-        raise InputError(f"parameter {name}: must be {rule}, got {value!r}")
+        raise InputError(f"parameter {name}: must be {rule}, got {short(value)}")
 
 
 def field_names(cls: type) -> set[str]:

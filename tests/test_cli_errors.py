@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sjfbco.cli import main
+from sjfbco.errors import shorten_numbers
 from sjfbco.files import json_line
 from tests.conftest import INSTANCES
 
@@ -312,3 +313,17 @@ def test_a_plugin_calling_sys_exit_is_one_error_line(
     assert _one_line_error(err) == (
         f"sjfbco: error: --plugin {leaving}: importing it called sys.exit(5)"
     )
+
+
+def test_long_numbers_in_errors_are_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    # a 4,200-digit value was echoed whole; now head, tail and the count of digits
+    code, out, err = _run(
+        capsys, "solve", EXAMPLE, "--solver", "lwf", "--param", "kappa=-" + "8" * 4200
+    )
+    assert code == 2 and out == ""
+    assert _one_line_error(err) == (
+        "sjfbco: error: solver 'lwf': parameter kappa: must be an integer >= 1, got "
+        "-88888888888888888...888888 (4,200 digits)"
+    )
+    assert shorten_numbers("got " + "1" * 31) == "got 111111111111111111...111111 (31 digits)"
+    assert shorten_numbers("limit 1,000,000,000,000,000 ok") == "limit 1,000,000,000,000,000 ok"
