@@ -22,18 +22,20 @@ more than the objects printed before the error.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import errno
 import importlib
 import logging
 import os
+import re
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sjfbco.commands import COMMANDS
 from sjfbco.commands.common import warn
-from sjfbco.errors import InputError, one_line, shorten_numbers
+from sjfbco.errors import InputError, one_line, shorten_numbers, unknown_name
 from sjfbco.stdio import STDOUT_NAME, NamedStdout, drop_stdout, named_stdout
 from sjfbco.version import __version__
 
@@ -68,6 +70,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        message = suggest_choice(message)
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
     def _print_message(self, message: str, file: Any = None) -> None:
@@ -76,6 +79,29 @@ class Parser(argparse.ArgumentParser):
             file.write(message)
         else:
             super()._print_message(message, file)
+
+
+#: argparse's message for a value outside an option's (or the command's) choices.
+_INVALID_CHOICE = re.compile(
+    r"^(?P<head>.*)invalid choice: (?P<value>'.*?') \(choose from (?P<choices>.*)\)$"
+)
+
+
+def suggest_choice(message: str) -> str:
+    """argparse's ``invalid choice: 'solv' (choose from 'solve', ...)`` in the words of every
+    other misspelt name (:func:`sjfbco.errors.unknown_name`): ``invalid choice 'solv'; did
+    you mean 'solve'? known: solve, ...``. Other messages are returned unchanged."""
+    m = _INVALID_CHOICE.match(message)
+    if m is None:
+        return message
+    try:
+        value = ast.literal_eval(m["value"])
+        choices = [str(c) for c in ast.literal_eval(f"[{m['choices']}]")]
+    except (ValueError, SyntaxError):
+        return message
+    return m["head"] + unknown_name("choice", str(value), choices, sort=False).replace(
+        "unknown choice", "invalid choice", 1
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

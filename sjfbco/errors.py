@@ -135,11 +135,60 @@ def one_line(text: str) -> str:
     )
 
 
-def unknown_name(what: str, name: str, known: Iterable[str], extra: Iterable[str] = ()) -> str:
+#: Words that mean one another in names (a user's ``fifo`` is the online ``fcfs-gang``).
+SYNONYMS: dict[str, str] = {"fifo": "fcfs", "fcfs": "fifo"}
+
+
+def close_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
+    """The known names a misspelt ``name`` most likely meant: the one suggestion rule of
+    every "did you mean" (solvers, policies, commands, bundled instances, choices).
+
+    In order: the same name in another case (``SJF-BCO``), names that differ by a
+    synonym word (:data:`SYNONYMS`: ``fifo`` for ``fcfs``) or that start with
+    ``name`` or with it and a dash (``fifo`` for ``fifo-gang``), then the closest by
+    ``difflib`` (ratio >= 0.6, case ignored: ``solv``, ``paper-s10-seed``).
+    """
+    names = list(dict.fromkeys(known))
+    low = name.lower().strip()
+    if not low:
+        return []
+    found = [k for k in names if k.lower() == low]
+    words = [low, *(low.replace(a, b) for a, b in SYNONYMS.items() if a in low)]
+    found += [
+        k
+        for k in names
+        if any(k.lower() == w or k.lower().startswith(w + "-") for w in words[1:])
+        or k.lower().startswith(low + "-")
+    ]
+    scored = []
+    for k in names:
+        m = difflib.SequenceMatcher(None, low, k.lower())
+        if m.real_quick_ratio() >= 0.6 and m.quick_ratio() >= 0.6 and m.ratio() >= 0.6:
+            scored.append((-m.ratio(), k))
+    found += [k for _, k in sorted(scored)]  # the closest first; ties in name order
+    return list(dict.fromkeys(found))[:n]
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'sjf-bco'?"`` (:func:`close_names`), or ``""`` when none is close."""
+    close = close_names(name, known)
+    return f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+
+
+def unknown_name(
+    what: str,
+    name: str,
+    known: Iterable[str],
+    extra: Iterable[str] = (),
+    *,
+    sort: bool = True,
+    more: str = "",
+) -> str:
     """``"unknown solver 'sjfbco'; did you mean 'sjf-bco'? known: ..."``: the message for a
-    misspelt name, with the closest known names (``difflib``) when any is close."""
-    names = sorted(known)
-    close = difflib.get_close_matches(name, [*names, *extra], n=3, cutoff=0.6)
-    hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+    misspelt name, with the closest known names (:func:`close_names`) when any is close
+    (else ``"unknown solver 'zzz'; known: ..."``). ``known`` is listed sorted (in its own
+    order without ``sort``), then ``extra``, then ``more`` (free text, e.g. ``"or a file"``)."""
+    names = sorted(known) if sort else list(known)
     listed = ", ".join([*names, *extra]) or "(none registered)"
-    return f"unknown {what} {name!r}{hint} known: {listed}"
+    hint = did_you_mean(name, [*names, *extra])
+    return f"unknown {what} {name!r}{hint or ';'} known: {listed}{more}"

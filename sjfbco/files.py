@@ -200,7 +200,18 @@ def read_instance(path: str | os.PathLike[str]) -> ProblemData:
     field at fault (:class:`WrongKindError` for a schedule file).
     """
     path = datasets.resolve(path)  # a bundled instance's name where no such file exists
-    return _instance_from(load_json(path, instance=True), path)
+    return _instance_from(_load_instance_json(path), path)
+
+
+def _load_instance_json(path: str | os.PathLike[str]) -> Any:
+    """:func:`load_json` of an instance; a missing file given as a name close to a bundled
+    instance's says which (``paper-s10-seed: no such file; did you mean 'paper-s10-seed0'?``)."""
+    try:
+        return load_json(path, instance=True)
+    except InputError as err:
+        if err.problem != "no such file":
+            raise
+        raise InputError(err.problem + datasets.suggestion(path), source=err.source) from None
 
 
 def read_schedule(path: str | os.PathLike[str], data: ProblemData) -> Schedule:

@@ -28,7 +28,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args
 
-from sjfbco.errors import InputError, one_line, short
+from sjfbco.errors import InputError, did_you_mean, one_line, short, unknown_name
 from sjfbco.files import read_text
 from sjfbco.solvers.contract import SOLVERS, spec_of
 
@@ -148,7 +148,10 @@ def check_choice(name: str, value: object, literal: Any) -> None:
     """``value`` is one of the ``Literal`` type's options."""
     options = get_args(literal)
     if value not in options:
-        raise InputError(f"parameter {name}: must be one of {', '.join(options)}, got {value!r}")
+        hint = did_you_mean(value, options) if isinstance(value, str) else ""
+        raise InputError(
+            f"parameter {name}: must be one of {', '.join(options)}, got {short(value)}{hint}"
+        )
 
 
 def check_count(name: str, value: object) -> None:
@@ -230,8 +233,6 @@ def make_params(cls: type[P], values: Mapping[str, Any] | None = None) -> P:
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
-            raise InputError(
-                f"unknown parameter {key!r} for {cls.__name__}; known: {', '.join(sorted(known))}"
-            )
+            raise InputError(unknown_name(f"parameter for {cls.__name__}", key, known))
         kwargs[key] = _convert(key, value, hints[key]) if isinstance(value, str) else value
     return cls(**kwargs)

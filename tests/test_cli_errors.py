@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from sjfbco.cli import main
-from sjfbco.errors import shorten_numbers
+from sjfbco.errors import close_names, shorten_numbers
 from sjfbco.files import json_line
 from tests.conftest import INSTANCES
 
@@ -327,3 +327,47 @@ def test_long_numbers_in_errors_are_cut(capsys: pytest.CaptureFixture[str]) -> N
     )
     assert shorten_numbers("got " + "1" * 31) == "got 111111111111111111...111111 (31 digits)"
     assert shorten_numbers("limit 1,000,000,000,000,000 ok") == "limit 1,000,000,000,000,000 ok"
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        # issue 42: four misspellings, four kinds of answer before (one, or none)
+        (
+            ["solve", EXAMPLE, "--solver", "SJF-BCO"],
+            "unknown solver 'SJF-BCO'; did you mean 'sjf-bco'? known: ",
+        ),
+        (
+            ["online", EXAMPLE, "--policy", "fifo"],
+            "unknown online policy 'fifo'; did you mean 'fcfs-gang'? known: ",
+        ),
+        (
+            ["solve", "paper-s10-seed"],
+            "paper-s10-seed: no such file; did you mean 'paper-s10-seed0' or "
+            "'paper-s10-seed1' or 'paper-s10-seed2'?",
+        ),
+        (["solv"], "argument COMMAND: invalid choice 'solv'; did you mean 'solve'? known: solve, "),
+        (
+            ["formulate", EXAMPLE, "--kind", "ILP"],
+            "argument --kind: invalid choice 'ILP'; did you mean 'ilp'? known: ",
+        ),
+        (["solve", "exampl"], "exampl: no such file; did you mean 'example'?"),
+        (["solve", EXAMPLE, "--solver", "zzzz"], "unknown solver 'zzzz'; known: best, "),
+    ],
+)
+def test_one_did_you_mean_everywhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[Any], expected: str
+) -> None:
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    assert expected in _one_line_error(err)
+
+
+def test_close_names_rules() -> None:
+    known = ["sjf-bco", "fifo-gang", "ff", "fcfs-gang", "list", "ls"]
+    assert close_names("SJF-BCO", known)[0] == "sjf-bco"  # case
+    assert close_names("fifo", ["fcfs-gang", "easy-backfill"]) == ["fcfs-gang"]  # synonym
+    assert close_names("fifo", known)[0] == "fifo-gang"  # a prefix before difflib's 'ff'
+    # difflib ratios 2 x 3 / 7 = 0.857 ('list') and 2 x 2 / 5 = 0.8 ('ls'): closest first
+    assert close_names("lst", known) == ["list", "ls"]
+    assert close_names("qqqq", known) == [] and close_names("", known) == []
