@@ -83,7 +83,7 @@ def test_compare_cli_writes_table_and_plot(
     table, plot = tmp_path / "t.csv", tmp_path / "c.png"
     assert main([*args, "-o", str(table), "--plot", str(plot), "-q"]) == 0
     out = capsys.readouterr().out
-    assert "makespan_h" in out.splitlines()[0]
+    assert "makespan_h" not in out.splitlines()[0]  # slots by default, as every command
     assert "recommended by makespan: offline sjf-bco (offline), makespan 644 slots" in out
     assert "run: sjfbco solve " + str(PAPER10) + " --solver sjf-bco --param mode=offline" in out
     df = pd.read_csv(table)

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING, Any
 from sjfbco import batch, limits
 from sjfbco.batch import ERROR, BatchError
 from sjfbco.commands import options
-from sjfbco.commands.common import add_output, add_progress, progress_enabled, warn
+from sjfbco.commands.common import (
+    add_output,
+    add_progress,
+    note_unused_time_limit,
+    progress_enabled,
+    warn,
+)
 from sjfbco.errors import InputError
 from sjfbco.files import INSTANCE_FORMAT, file_format, peek_format
 from sjfbco.params import load_config, solver_params
@@ -105,7 +111,11 @@ def add_parser(sub: Any) -> None:
         help="instance files, folders (their *.json files) or globs",
     )
     p.add_argument(
-        "--solvers", required=True, help="comma-separated solver names, e.g. sjf-bco,ls,ff"
+        "--solvers",
+        "--solver",  # as solve spells it
+        dest="solvers",
+        required=True,
+        help="comma-separated solver names, e.g. sjf-bco,ls,ff",
     )
     add_output(p, required=True, help="result file: .csv or .parquet (formerly --out)")
     _add_task_arguments(p)
@@ -169,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         raise batch.BatchError("--solvers lists no solver")
     check_engine_arguments(args)
     batch.check_solvers(solvers, args.plugin)
+    note_unused_time_limit(solvers, args.time_limit)
     instances = _instances_only(batch.expand_inputs(args.inputs))
 
     config = load_config(args.config) if args.config else None
