@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from sjfbco.experiments.plots import comparison_chart, save
 
-        save(comparison_chart(rows, pick=pick, unit=args.time_unit), args.plot)
+        save(comparison_chart(rows, pick=pick, unit=args.time_unit, metric=args.metric), args.plot)
     return 0
 
 
