@@ -15,8 +15,9 @@ for all of them:
 - ``local``: a :class:`concurrent.futures.ProcessPoolExecutor` on this machine;
 - ``dask``: a Dask distributed cluster (``address``), or a ``LocalCluster``
   started and closed for the run. Needs the optional extra ``dist``
-  (``pip install -e '.[dist]'`` in a checkout). Workers read the instance files themselves,
-  so remote workers must see the same paths (a shared file system).
+  (``pip install 'sjfbco[dist]'``; ``pip install -e '.[dist]'`` in a checkout).
+  Workers read the instance files themselves, so remote workers must see the same
+  paths (a shared file system).
 
 Crash safety (:func:`run_batch`): every finished row is appended to a JSON-lines
 journal beside the output (``<out>.journal.jsonl``), flushed and fsync'ed

@@ -24,8 +24,8 @@ ENGINES: tuple[str, ...] = ("local", "dask")
 
 
 DASK_MISSING = (
-    "the dask engine needs dask.distributed: run pip install -e '.[dist]' in the sjfbco "
-    "checkout (or pip install 'dask[distributed]')"
+    "the dask engine needs dask.distributed: pip install 'sjfbco[dist]' (in a checkout: "
+    "pip install -e '.[dist]'; or pip install 'dask[distributed]')"
 )
 
 
