@@ -192,7 +192,9 @@ def test_dask_missing_says_how_to_install(
     assert code == 2
     assert err == "sjfbco: error: " + B.DASK_MISSING
     assert "pip install -e '.[dist]'" in err  # what works from a checkout
-    assert "sjfbco[dist]" not in err  # sjfbco is not on an index: that install fails
+    # and after any install (pip install . or a wheel): pip finds sjfbco installed and adds
+    # the extra's packages only, without looking sjfbco up on an index (issue 42)
+    assert "pip install 'sjfbco[dist]'" in err
 
 
 def test_resume_skips_present_rows_and_never_duplicates(tmp_path: Path) -> None:
