@@ -41,6 +41,7 @@ each are listed with their input kept in ``--keep``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -131,6 +132,16 @@ def _text_mutant(doc: Any, rng: random.Random) -> str:
     if rng.random() < 0.05:
         text = fuzz.repeat_key(text, rng)
     return text
+
+
+def _hostile_inputs(d: Path) -> list[str]:
+    """What the files written into ``d`` hold that every reader must refuse
+    (``fuzz.hostile``): counted, so that 0 accepted means something."""
+    found: set[str] = set()
+    for path in d.glob("*.json"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            found.update(fuzz.hostile(path.read_text(encoding="utf-8")))
+    return sorted(found)
 
 
 def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[list[Any]]:
@@ -344,6 +355,7 @@ def run(
         "runs": Counter(),
         "exit": Counter(),
         "problems": Counter(),
+        "hostile": Counter(),
         "examples": [],
         "seconds": [],
         "slowest": [],
@@ -361,6 +373,9 @@ def run(
         d.mkdir(parents=True)
         try:
             cases = make_case(kind, random.Random(s), inputs, d)
+            found_in = _hostile_inputs(d)
+            with lock:
+                stats["hostile"].update(found_in)
             for argv in cases:
                 code, secs, found, err = pool.run(w, [str(a) for a in argv])
                 with lock:
@@ -425,6 +440,11 @@ def report(stats: dict[str, Any], args: argparse.Namespace) -> None:
         f"> {WALL_FACTOR * args.timeout:g} s)"
     )
     print(f"slow (wall): {sum(1 for t in secs if t > args.timeout)} ended past {args.timeout:g} s")
+    hostile = stats["hostile"]
+    print(
+        f"files to refuse: {hostile['duplicate key']} with a repeated key, "
+        f"{hostile['control character']} with a control or format character or blank text"
+    )
     for p in PROBLEMS:
         print(f"{p}: {stats['problems'][p]}")
     for secs_, argv in stats["slowest"]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ from sjfbco.params import load_config, solver_params
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
 #: Old option spellings, still accepted with a warning.
 DEPRECATED = {"--out": "--output", "--no-progress": "--quiet"}
@@ -197,17 +199,18 @@ def run(args: argparse.Namespace) -> int:
     )
     progress = BatchProgress(progress_enabled(args))
     try:
-        report = _run_resumable(
-            tasks,
-            args.output,
-            engine=args.engine,
-            workers=args.workers,
-            address=args.address,
-            resume=args.resume,
-            retry_errors=args.retry_errors,
-            on_row=progress.on_row,
-            on_start=progress.on_start,
-        )
+        with ctrl_c_says_resume():
+            report = batch.run_batch(
+                tasks,
+                args.output,
+                engine=args.engine,
+                workers=args.workers,
+                address=args.address,
+                resume=args.resume,
+                retry_errors=args.retry_errors,
+                on_row=progress.on_row,
+                on_start=progress.on_start,
+            )
     finally:
         progress.close()
     print(batch.format_summary(report.rows, solvers))
@@ -237,10 +240,12 @@ def exit_status(rows: list[dict[str, Any]]) -> int:
     return 2 if all(map(batch.bad_input, failed)) else 1
 
 
-def _run_resumable(*args: Any, **kwargs: Any) -> batch.BatchReport:
-    """:func:`sjfbco.batch.run_batch`; Ctrl-C ends it with a line saying how to go on."""
+@contextlib.contextmanager
+def ctrl_c_says_resume() -> Iterator[None]:
+    """Ctrl-C inside the block ends the command with a line saying how to go on (the
+    journal keeps the finished rows: ``--resume``); ``batch`` and ``reproduce``."""
     try:
-        return batch.run_batch(*args, **kwargs)
+        yield
     except KeyboardInterrupt:
         raise KeyboardInterrupt(
             "finished rows are kept in the journal; rerun the same command with --resume "
