@@ -90,16 +90,20 @@ _INVALID_CHOICE = re.compile(
 def suggest_choice(message: str) -> str:
     """argparse's ``invalid choice: 'solv' (choose from 'solve', ...)`` in the words of every
     other misspelt name (:func:`sjfbco.errors.unknown_name`): ``invalid choice 'solv'; did
-    you mean 'solve'? known: solve, ...``. Other messages are returned unchanged."""
+    you mean 'solve'? known: solve, ...``. Other messages are returned unchanged. (Newer
+    Pythons list the choices without quotes: both forms are read.)"""
     m = _INVALID_CHOICE.match(message)
     if m is None:
         return message
     try:
-        value = ast.literal_eval(m["value"])
-        choices = [str(c) for c in ast.literal_eval(f"[{m['choices']}]")]
+        value = str(ast.literal_eval(m["value"]))
     except (ValueError, SyntaxError):
         return message
-    return m["head"] + unknown_name("choice", str(value), choices, sort=False).replace(
+    try:
+        choices = [str(c) for c in ast.literal_eval(f"[{m['choices']}]")]
+    except (ValueError, SyntaxError):
+        choices = [c.strip().strip("'\"") for c in m["choices"].split(",")]
+    return m["head"] + unknown_name("choice", value, choices, sort=False).replace(
         "unknown choice", "invalid choice", 1
     )
 

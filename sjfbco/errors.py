@@ -148,8 +148,8 @@ def close_names(name: str, known: Iterable[str], n: int = 3) -> list[str]:
     ``name`` or with it and a dash (``fifo`` for ``fifo-gang``), then the closest by
     ``difflib`` (ratio >= 0.6, case ignored: ``solv``, ``paper-s10-seed``).
     """
-    names = list(dict.fromkeys(known))
-    low = name.lower().strip()
+    names = list(dict.fromkeys(map(str, known)))  # choices may be numbers
+    low = str(name).lower().strip()
     if not low:
         return []
     found = [k for k in names if k.lower() == low]

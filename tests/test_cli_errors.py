@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sjfbco.cli import main
+from sjfbco.cli import main, suggest_choice
 from sjfbco.errors import close_names, shorten_numbers
 from sjfbco.files import json_line
 from tests.conftest import INSTANCES
@@ -371,3 +371,13 @@ def test_close_names_rules() -> None:
     # difflib ratios 2 x 3 / 7 = 0.857 ('list') and 2 x 2 / 5 = 0.8 ('ls'): closest first
     assert close_names("lst", known) == ["list", "ls"]
     assert close_names("qqqq", known) == [] and close_names("", known) == []
+    assert close_names("3", ["1", "2", "3"]) == ["3"]  # choices of numbers work too
+    # argparse's message, with the choices quoted (3.11) or not (newer Pythons)
+    for listed in ("'nonconvex', 'ilp'", "nonconvex, ilp"):
+        message = f"argument --kind: invalid choice: 'ILP' (choose from {listed})"
+        assert suggest_choice(message) == (
+            "argument --kind: invalid choice 'ILP'; did you mean 'ilp'? known: nonconvex, ilp"
+        )
+    assert suggest_choice("argument --x: expected one argument") == (
+        "argument --x: expected one argument"
+    )
