@@ -364,3 +364,27 @@ def test_sigkill_of_batch_leaves_none_of_its_pool_running(tmp_path: Path) -> Non
     for p in left:  # do not leave them to the next test
         os.kill(p, signal.SIGKILL)
     assert not left, f"pool processes still running 5 s after SIGKILL of batch: {left}"
+
+
+def test_only_the_main_thread_marks_the_pool_owner(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fork server dies with the thread that started it: only the main thread asks for
+    the signal; another thread's pool runs without it (as before issue 42)."""
+    import threading
+
+    from sjfbco.batch import lifeline
+
+    monkeypatch.delenv(lifeline.OWNER_ENV, raising=False)
+    assert lifeline.mark_owner() == os.getpid()
+    assert os.environ[lifeline.OWNER_ENV] == str(os.getpid())
+    seen: list[str | None] = []
+    t = threading.Thread(
+        target=lambda: (lifeline.mark_owner(), seen.append(os.environ.get(lifeline.OWNER_ENV)))
+    )
+    t.start()
+    t.join()
+    assert seen == [None]
+    # in a process that is not a fork server started by a live owner (here: the owner is
+    # this process, not its parent), the preload does nothing: this test goes on
+    lifeline.for_fork_server()
+    monkeypatch.setenv(lifeline.OWNER_ENV, str(os.getpid()))
+    lifeline.for_fork_server()

@@ -24,6 +24,7 @@ import ctypes
 import os
 import signal
 import sys
+import threading
 
 #: Environment variable naming the process whose pool this is (its decimal pid).
 OWNER_ENV = "SJFBCO_POOL_OWNER"
@@ -33,9 +34,20 @@ PR_SET_PDEATHSIG = 1
 
 
 def mark_owner() -> int:
-    """Name this process as the owner of the pools it starts (:data:`OWNER_ENV`); its pid."""
+    """Name this process as the owner of the pools it starts (:data:`OWNER_ENV`); its pid.
+
+    Only from the main thread: the kernel sends the parent-death signal when the
+    *thread* that started the fork server ends, and a fork server started from
+    another thread (a notebook running a batch in a thread) would die with that
+    thread while a later pool of another thread still used it. From another
+    thread the mark is removed, so such a fork server runs without the signal (a
+    SIGKILL of the process then leaves it running, as before).
+    """
     pid = os.getpid()
-    os.environ[OWNER_ENV] = str(pid)
+    if threading.current_thread() is threading.main_thread():
+        os.environ[OWNER_ENV] = str(pid)
+    elif os.environ.get(OWNER_ENV) == str(pid):
+        del os.environ[OWNER_ENV]
     return pid
 
 
