@@ -38,11 +38,14 @@ in flight in a broken pool one at a time, so that the culprit is found and
 the others get their real rows; on Dask the scheduler reports the task's
 ``KilledWorker`` after one retry.
 
+The local pool's fork server and workers die with the run, even a run killed
+with SIGKILL (Linux: a parent-death signal, :mod:`~sjfbco.batch.lifeline`).
+
 The rooms: :mod:`~sjfbco.batch.tasks` (tasks, solving one into a row),
-:mod:`~sjfbco.batch.engines` (process pool, Dask), :mod:`~sjfbco.batch.journal`
-(journal and lock), :mod:`~sjfbco.batch.results` (row checks, result files,
-summaries) and :mod:`~sjfbco.batch.run` (:func:`run_batch`). Everything public is
-re-exported here: ``sjfbco.batch.run_batch`` and friends.
+:mod:`~sjfbco.batch.engines` (process pool, Dask; :mod:`~sjfbco.batch.lifeline`),
+:mod:`~sjfbco.batch.journal` (journal and lock), :mod:`~sjfbco.batch.results` (row
+checks, result files, summaries) and :mod:`~sjfbco.batch.run` (:func:`run_batch`).
+Everything public is re-exported here: ``sjfbco.batch.run_batch`` and friends.
 """
 
 from __future__ import annotations
