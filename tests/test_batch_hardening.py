@@ -400,3 +400,27 @@ def test_only_the_main_thread_marks_the_pool_owner(monkeypatch: pytest.MonkeyPat
     lifeline.for_fork_server()
     monkeypatch.setenv(lifeline.OWNER_ENV, str(os.getpid()))
     lifeline.for_fork_server()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork and prctl: Linux")
+@pytest.mark.parametrize(
+    "server, owner, ends",
+    [
+        ("parent", "self", False),  # the fork server is its parent, the owner alive: works
+        ("other", "self", True),  # an orphan: its parent is no longer the fork server
+        ("parent", "gone", True),  # the pool's owner died before the worker started
+    ],
+)
+def test_a_worker_that_starts_orphaned_ends_at_once(server: str, owner: str, ends: bool) -> None:
+    from sjfbco.batch import lifeline
+
+    me = os.getpid()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid that no longer exists
+    pid = os.fork()
+    if pid == 0:  # the worker: 0 if for_worker ended it, 7 if it went on
+        os.environ[lifeline.SERVER_ENV] = str(me if server == "parent" else me + 10**6)
+        lifeline.for_worker(me if owner == "self" else gone.pid)
+        os._exit(7)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == (0 if ends else 7)

@@ -28,6 +28,8 @@ import threading
 
 #: Environment variable naming the process whose pool this is (its decimal pid).
 OWNER_ENV = "SJFBCO_POOL_OWNER"
+#: Environment variable naming the fork server (set in it; its workers inherit it).
+SERVER_ENV = "SJFBCO_POOL_SERVER"
 
 #: ``PR_SET_PDEATHSIG`` of ``<linux/prctl.h>``.
 PR_SET_PDEATHSIG = 1
@@ -64,19 +66,33 @@ def die_with_parent() -> bool:
 
 
 def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended: no such process, another user's (the pid was reused), or
+    a zombie that its parent has not reaped yet."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         return True
-    except PermissionError:  # alive, someone else's (the pid was reused): gone for us
-        return True
-    return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False  # no /proc: alive as far as we can tell
+
+
+def in_fork_server() -> bool:
+    """Whether this process is a multiprocessing fork server (started as ``python -c 'from
+    multiprocessing.forkserver import main; ...'``)."""
+    return sys.argv[:1] == ["-c"] and "multiprocessing.forkserver" in sys.modules
 
 
 def for_fork_server() -> None:
     """In a fork server started by a pool owner (:data:`OWNER_ENV` names its parent): die
     with the owner. An owner that died before the request was made ends the server now.
-    Anywhere else (the variable unset or naming another process) nothing happens."""
+    Anywhere else (not a fork server, the variable unset or naming another process)
+    nothing happens."""
+    if not in_fork_server():
+        return
+    os.environ.pop(SERVER_ENV, None)  # never a stale one (a pool inside a pool's worker)
     owner = os.environ.get(OWNER_ENV, "")
     if not owner.isdigit():
         return
@@ -87,11 +103,14 @@ def for_fork_server() -> None:
     die_with_parent()
     if os.getppid() != int(owner):  # the owner died between the check and the request
         os._exit(0)
+    os.environ[SERVER_ENV] = str(os.getpid())  # the workers it forks read it
 
 
 def for_worker(owner: int) -> None:
-    """Pool initializer: die with the fork server (this worker's parent); end now if the
-    pool's ``owner`` is already gone (the fork server may have died before the request)."""
+    """Pool initializer: die with the fork server (this worker's parent); end now if it or
+    the pool's ``owner`` is already gone (either may have died before the request: the
+    worker is then an orphan, its parent no longer the fork server)."""
     die_with_parent()
-    if _gone(owner):
+    server = os.environ.get(SERVER_ENV, "")
+    if (server.isdigit() and int(server) != os.getppid()) or _gone(owner):
         os._exit(0)
