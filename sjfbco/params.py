@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args
 
 from sjfbco.errors import InputError, did_you_mean, one_line, short, unknown_name
-from sjfbco.files import read_text
+from sjfbco.files import RepeatedKeyError, read_text, unique_keys
 from sjfbco.solvers.contract import SOLVERS, spec_of
 
 if typing.TYPE_CHECKING:
@@ -213,7 +213,9 @@ def _convert(name: str, text: str, tp: Any) -> Any:
         return text
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         try:
-            value = json.loads(text)
+            value = json.loads(text, object_pairs_hook=unique_keys)
+        except RepeatedKeyError as err:
+            raise InputError(f"parameter {name}: {err}") from None
         except json.JSONDecodeError:
             raise InputError(f"parameter {name}: must be a JSON object, got {text!r}") from None
         if not isinstance(value, dict):
