@@ -28,7 +28,7 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args
 
-from sjfbco.errors import InputError, did_you_mean, one_line, short, unknown_name
+from sjfbco.errors import InputError, did_you_mean, one_line, short
 from sjfbco.files import RepeatedKeyError, read_text, unique_keys
 from sjfbco.solvers.contract import SOLVERS, spec_of
 
@@ -235,6 +235,10 @@ def make_params(cls: type[P], values: Mapping[str, Any] | None = None) -> P:
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
-            raise InputError(unknown_name(f"parameter for {cls.__name__}", key, known))
+            hint = did_you_mean(key, known) or ";"
+            raise InputError(
+                f"unknown parameter {key!r} for {cls.__name__}{hint} known: "
+                + ", ".join(sorted(known))
+            )
         kwargs[key] = _convert(key, value, hints[key]) if isinstance(value, str) else value
     return cls(**kwargs)
