@@ -31,13 +31,17 @@ report counts runs by command and exit status, and the runs with a traceback
 (an exception out of ``main``, an internal error, or a batch row whose solver
 raised), a hang, an error message of more than one line, invalid JSON on
 stdout under ``--json``, a line on stderr that is not a warning in a
-successful ``--json`` run, or a symlink's target written; the first few of
+successful ``--json`` run, a symlink's target written, or a run that succeeded on
+a file naming a key twice in one object or holding a control, format or
+bidirectional character or a blank string (``accepted duplicate key``,
+``accepted control character``: one file in 20 gets a repeated key); the first few of
 each are listed with their input kept in ``--keep``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing as mp
 import os
@@ -66,6 +70,8 @@ PROBLEMS = (
     "invalid json",
     "stray stderr",
     "symlink followed",
+    "accepted duplicate key",
+    "accepted control character",
 )
 
 
@@ -117,6 +123,27 @@ class Inputs:
 # --------------------------------------------------------------------------- cases
 
 
+def _text_mutant(doc: Any, rng: random.Random) -> str:
+    """``doc`` as JSON text, one time in ten mutated as text, one in twenty with a key
+    repeated (which every reader must refuse, issue 42)."""
+    text = fuzz.dumps(doc, rng)
+    if rng.random() < 0.1:
+        text = fuzz.mutate_text(text, rng)
+    if rng.random() < 0.05:
+        text = fuzz.repeat_key(text, rng)
+    return text
+
+
+def _hostile_inputs(d: Path) -> list[str]:
+    """What the files written into ``d`` hold that every reader must refuse
+    (``fuzz.hostile``): counted, so that 0 accepted means something."""
+    found: set[str] = set()
+    for path in d.glob("*.json"):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            found.update(fuzz.hostile(path.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
 def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[list[Any]]:
     """Write one mutated file of ``kind`` into ``d``; the command lines that read it."""
     if kind in ("instance", "batch", "shape"):
@@ -125,9 +152,7 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
         doc = fuzz.mutate_doc(
             doc, rng, rng.choice([0, 1, 1] if kind == "shape" else [1, 1, 1, 2, 3])
         )
-        text = fuzz.dumps(doc, rng)
-        if rng.random() < 0.1:
-            text = fuzz.mutate_text(text, rng)
+        text = _text_mutant(doc, rng)
         inst, sched = d / f"{b.name}.json", d / "schedule.json"
         fuzz.write_text(inst, text)
         fuzz.write_text(sched, json.dumps(b.schedule))
@@ -142,9 +167,7 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
     if kind == "schedule":
         b = rng.choice(inputs.bases)
         doc = fuzz.mutate_doc(b.schedule, rng, rng.choice([1, 1, 2]))
-        text = fuzz.dumps(doc, rng)
-        if rng.random() < 0.1:
-            text = fuzz.mutate_text(text, rng)
+        text = _text_mutant(doc, rng)
         inst, sched = d / f"{b.name}.json", d / "schedule.json"
         fuzz.write_text(inst, json.dumps(b.instance))
         fuzz.write_text(sched, text)
@@ -332,6 +355,7 @@ def run(
         "runs": Counter(),
         "exit": Counter(),
         "problems": Counter(),
+        "hostile": Counter(),
         "examples": [],
         "seconds": [],
         "slowest": [],
@@ -349,6 +373,9 @@ def run(
         d.mkdir(parents=True)
         try:
             cases = make_case(kind, random.Random(s), inputs, d)
+            found_in = _hostile_inputs(d)
+            with lock:
+                stats["hostile"].update(found_in)
             for argv in cases:
                 code, secs, found, err = pool.run(w, [str(a) for a in argv])
                 with lock:
@@ -413,6 +440,11 @@ def report(stats: dict[str, Any], args: argparse.Namespace) -> None:
         f"> {WALL_FACTOR * args.timeout:g} s)"
     )
     print(f"slow (wall): {sum(1 for t in secs if t > args.timeout)} ended past {args.timeout:g} s")
+    hostile = stats["hostile"]
+    print(
+        f"files to refuse: {hostile['duplicate key']} with a repeated key, "
+        f"{hostile['control character']} with a control or format character or blank text"
+    )
     for p in PROBLEMS:
         print(f"{p}: {stats['problems'][p]}")
     for secs_, argv in stats["slowest"]:

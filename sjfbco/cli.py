@@ -22,18 +22,20 @@ more than the objects printed before the error.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import errno
 import importlib
 import logging
 import os
+import re
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from sjfbco.commands import COMMANDS
 from sjfbco.commands.common import warn
-from sjfbco.errors import InputError, one_line
+from sjfbco.errors import InputError, one_line, shorten_numbers, unknown_name
 from sjfbco.stdio import STDOUT_NAME, NamedStdout, drop_stdout, named_stdout
 from sjfbco.version import __version__
 
@@ -68,6 +70,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
+        message = suggest_choice(message)
         self.exit(2, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
 
     def _print_message(self, message: str, file: Any = None) -> None:
@@ -76,6 +79,33 @@ class Parser(argparse.ArgumentParser):
             file.write(message)
         else:
             super()._print_message(message, file)
+
+
+#: argparse's message for a value outside an option's (or the command's) choices.
+_INVALID_CHOICE = re.compile(
+    r"^(?P<head>.*)invalid choice: (?P<value>'.*?') \(choose from (?P<choices>.*)\)$"
+)
+
+
+def suggest_choice(message: str) -> str:
+    """argparse's ``invalid choice: 'solv' (choose from 'solve', ...)`` in the words of every
+    other misspelt name (:func:`sjfbco.errors.unknown_name`): ``invalid choice 'solv'; did
+    you mean 'solve'? known: solve, ...``. Other messages are returned unchanged. (Newer
+    Pythons list the choices without quotes: both forms are read.)"""
+    m = _INVALID_CHOICE.match(message)
+    if m is None:
+        return message
+    try:
+        value = str(ast.literal_eval(m["value"]))
+    except (ValueError, SyntaxError):
+        return message
+    try:
+        choices = [str(c) for c in ast.literal_eval(f"[{m['choices']}]")]
+    except (ValueError, SyntaxError):
+        choices = [c.strip().strip("'\"") for c in m["choices"].split(",")]
+    return m["head"] + unknown_name("choice", value, choices, sort=False).replace(
+        "unknown choice", "invalid choice", 1
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -141,10 +171,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             with named_stdout():
                 return int(args.run(args) or 0)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:  # a command may say how to go on
             if debug:
                 raise
-            return _fail("interrupted", code=130)
+            return _fail(f"interrupted{'; ' + str(stop) if str(stop) else ''}", code=130)
         except InputError as err:  # bad input, options or a size limit: the user can fix it
             if debug:
                 raise
@@ -185,7 +215,7 @@ def _stdout_failed(err: OSError) -> int:
 
 
 def _fail(message: str, code: int = 2) -> int:
-    print(f"sjfbco: error: {one_line(message)}", file=sys.stderr, flush=True)
+    print(f"sjfbco: error: {shorten_numbers(one_line(message))}", file=sys.stderr, flush=True)
     return code
 
 

@@ -21,7 +21,7 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
-from sjfbco.errors import InputError
+from sjfbco.errors import InputError, did_you_mean
 
 #: The bundled folders, in the order a name is looked up.
 FOLDERS: tuple[str, ...] = ("paper", "small", "philly", "bench")
@@ -61,6 +61,16 @@ def path(name: str) -> Path:
         f"no bundled instance {name!r}; sjfbco.datasets.names() lists them "
         f"(e.g. {', '.join(n.split('/')[1] for n in names('paper')[:2])})"
     )
+
+
+def suggestion(given: str | os.PathLike[str]) -> str:
+    """For a missing file given as a bare name: ``"; did you mean 'paper-s10-seed0'?"`` when
+    a bundled instance's name is close (:func:`sjfbco.errors.close_names`), else ``""``."""
+    text = str(given).removesuffix(".json")
+    if os.sep in text.strip("/") and not text.startswith(FOLDERS):
+        return ""
+    every = names()
+    return did_you_mean(text, every if "/" in text else [n.split("/", 1)[1] for n in every])
 
 
 def resolve(given: str | os.PathLike[str]) -> str | os.PathLike[str]:

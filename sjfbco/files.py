@@ -107,6 +107,27 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a valid JSON number")
 
 
+class RepeatedKeyError(ValueError):
+    """A JSON object that names one key twice (``json`` would keep the last value)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` of :func:`load_json`: the object as a dict, refusing a key that
+    appears twice in it (plain ``json`` keeps the last one silently, so a file that says
+    ``"gpus": 8, ..., "gpus": 2`` would mean 2 without a word)."""
+    doc = dict(pairs)
+    if len(doc) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise RepeatedKeyError(
+                    f"key {short(key)} appears twice in one object (beside "
+                    f"{', '.join(short(k) for k in list(doc)[:4])}); give each key once"
+                )
+            seen.add(key)
+    return doc
+
+
 #: A key named ``iterations``; only job objects have one in an instance file.
 _ITERATIONS_KEY = re.compile(rb'"iterations"\s*:')
 #: The same bytes inside a string (an escaped quote before them): not a key.
@@ -148,7 +169,9 @@ def load_json(path: str | os.PathLike[str], *, instance: bool = False) -> Any:
         limits.JOBS.check(iterations_keys(raw), source=src, where="jobs")
     text = _decode(raw, src)
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=unique_keys)
+    except RepeatedKeyError as err:
+        raise InputError(str(err), source=src) from None
     except json.JSONDecodeError as err:
         raise InputError(
             f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}{_trace_hint(src)}",
@@ -177,7 +200,18 @@ def read_instance(path: str | os.PathLike[str]) -> ProblemData:
     field at fault (:class:`WrongKindError` for a schedule file).
     """
     path = datasets.resolve(path)  # a bundled instance's name where no such file exists
-    return _instance_from(load_json(path, instance=True), path)
+    return _instance_from(_load_instance_json(path), path)
+
+
+def _load_instance_json(path: str | os.PathLike[str]) -> Any:
+    """:func:`load_json` of an instance; a missing file given as a name close to a bundled
+    instance's says which (``paper-s10-seed: no such file; did you mean 'paper-s10-seed0'?``)."""
+    try:
+        return load_json(path, instance=True)
+    except InputError as err:
+        if err.problem != "no such file":
+            raise
+        raise InputError(err.problem + datasets.suggestion(path), source=err.source) from None
 
 
 def read_schedule(path: str | os.PathLike[str], data: ProblemData) -> Schedule:
@@ -423,8 +457,8 @@ TABLE_SUFFIXES: dict[str, str] = {".csv": "csv", ".parquet": "parquet"}
 TABLE_NEEDS: tuple[str, ...] = ("job", "server", "gpu")
 #: The one line that says how to get Parquet support.
 PARQUET_EXTRA = (
-    "Parquet needs the optional pyarrow (the extra 'parquet'): pip install pyarrow, or "
-    "pip install -e '.[parquet]' in the sjfbco checkout"
+    "Parquet needs the optional pyarrow (the extra 'parquet'): pip install 'sjfbco[parquet]' "
+    "(or pip install -e '.[parquet]' in the sjfbco checkout)"
 )
 
 

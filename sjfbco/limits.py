@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from sjfbco.errors import InputError, LimitError
+from sjfbco.errors import InputError, LimitError, number
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class Limit:
         limit = self.value
         if n > limit:
             raise LimitError(
-                f"{n:,} {self.what}; the limit is {limit:,} (raise it with the "
+                f"{number(n)} {self.what}; the limit is {limit:,} (raise it with the "
                 f"environment variable {self.env}=N)",
                 source=source,
                 where=where,

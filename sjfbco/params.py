@@ -28,8 +28,8 @@ import typing
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, get_args
 
-from sjfbco.errors import InputError, one_line
-from sjfbco.files import read_text
+from sjfbco.errors import InputError, did_you_mean, one_line, short
+from sjfbco.files import RepeatedKeyError, read_text, unique_keys
 from sjfbco.solvers.contract import SOLVERS, spec_of
 
 if typing.TYPE_CHECKING:
@@ -148,20 +148,23 @@ def check_choice(name: str, value: object, literal: Any) -> None:
     """``value`` is one of the ``Literal`` type's options."""
     options = get_args(literal)
     if value not in options:
-        raise InputError(f"parameter {name}: must be one of {', '.join(options)}, got {value!r}")
+        hint = did_you_mean(value, options) if isinstance(value, str) else ""
+        raise InputError(
+            f"parameter {name}: must be one of {', '.join(options)}, got {short(value)}{hint}"
+        )
 
 
 def check_count(name: str, value: object) -> None:
     """``value`` is ``None`` or an integer ``>= 1``."""
     if value is not None and not (isinstance(value, int) and value >= 1):
-        raise InputError(f"parameter {name}: must be an integer >= 1, got {value!r}")
+        raise InputError(f"parameter {name}: must be an integer >= 1, got {short(value)}")
 
 
 def check_number(name: str, value: object, rule: str, ok: Callable[[float], bool]) -> None:
     """``value`` is a number (not a bool) for which ``ok`` holds; ``rule`` says it in
     words (``"> 0"``, ``"in (0, 1)"``)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
-        raise InputError(f"parameter {name}: must be {rule}, got {value!r}")
+        raise InputError(f"parameter {name}: must be {rule}, got {short(value)}")
 
 
 def field_names(cls: type) -> set[str]:
@@ -210,7 +213,9 @@ def _convert(name: str, text: str, tp: Any) -> Any:
         return text
     if origin in (dict, Mapping) or tp in (dict, Mapping):
         try:
-            value = json.loads(text)
+            value = json.loads(text, object_pairs_hook=unique_keys)
+        except RepeatedKeyError as err:
+            raise InputError(f"parameter {name}: {err}") from None
         except json.JSONDecodeError:
             raise InputError(f"parameter {name}: must be a JSON object, got {text!r}") from None
         if not isinstance(value, dict):
@@ -230,8 +235,10 @@ def make_params(cls: type[P], values: Mapping[str, Any] | None = None) -> P:
     kwargs: dict[str, Any] = {}
     for key, value in values.items():
         if key not in known:
+            hint = did_you_mean(key, known) or ";"
             raise InputError(
-                f"unknown parameter {key!r} for {cls.__name__}; known: {', '.join(sorted(known))}"
+                f"unknown parameter {key!r} for {cls.__name__}{hint} known: "
+                + ", ".join(sorted(known))
             )
         kwargs[key] = _convert(key, value, hints[key]) if isinstance(value, str) else value
     return cls(**kwargs)

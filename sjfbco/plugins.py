@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 
+#: How the module of a plugin given as a ``.py`` file is named in ``sys.modules``.
+PLUGIN_FILE_PREFIX = "sjfbco_plugin_"
+
+
 def import_plugin(spec: str) -> ModuleType:
     """Import the plugin ``spec`` (a module name or a ``.py`` path) once; errors name it.
 
@@ -42,6 +46,10 @@ def import_plugin(spec: str) -> ModuleType:
         raise InputError(
             f"importing it failed: {type(err).__name__}: {err}", where=f"--plugin {spec}"
         ) from err
+    except SystemExit as stop:  # one line naming the plugin, not a silent exit with its code
+        raise InputError(
+            f"importing it called sys.exit({stop.code!r})", where=f"--plugin {spec}"
+        ) from None
 
 
 def _from_name(name: str) -> ModuleType:
@@ -67,7 +75,7 @@ def _from_file(spec: str) -> ModuleType:
     if not path.is_file():
         raise InputError("no such file", where=f"--plugin {spec}")
     digest = hashlib.sha1(str(path).encode()).hexdigest()[:8]
-    name = f"sjfbco_plugin_{path.stem}_{digest}"
+    name = f"{PLUGIN_FILE_PREFIX}{path.stem}_{digest}"
     if name in sys.modules:
         return sys.modules[name]
     loader_spec = importlib.util.spec_from_file_location(name, path)

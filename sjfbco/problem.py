@@ -68,7 +68,9 @@ def _number(
     if not finite:
         raise InputError(f"must be a finite number in {_range(lo, hi, lo_open)}", where=what)
     if value < lo or (lo_open and value == lo) or value > hi:
-        raise InputError(f"must be in {_range(lo, hi, lo_open)}{unit}, got {value!r}", where=what)
+        raise InputError(
+            f"must be in {_range(lo, hi, lo_open)}{unit}, got {short(value)}", where=what
+        )
 
 
 def _range(lo: float, hi: float, lo_open: bool) -> str:
@@ -79,7 +81,7 @@ def _integer(value: int, what: str, lo: int, hi: int) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"must be an integer, got {type(value).__name__}", where=what)
     if not lo <= value <= hi:
-        raise InputError(f"must be in [{lo}, {hi:,}], got {value}", where=what)
+        raise InputError(f"must be in [{lo}, {hi:,}], got {short(value)}", where=what)
 
 
 @dataclass(frozen=True)

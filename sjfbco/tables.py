@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.errors import InputError
+from sjfbco.errors import InputError, unknown_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -60,7 +60,7 @@ TIME_UNITS: dict[str, float | None] = {"slots": None, "s": 1.0, "min": 60.0, "h"
 def slots_in(unit: str, slot_seconds: float) -> float:
     """How many ``unit`` one slot of ``slot_seconds`` seconds is (1 for ``slots``)."""
     if unit not in TIME_UNITS:
-        raise InputError(f"unknown time unit {unit!r}; known: {', '.join(TIME_UNITS)}")
+        raise InputError(unknown_name("time unit", unit, TIME_UNITS, sort=False))
     per = TIME_UNITS[unit]
     return 1.0 if per is None else slot_seconds / per
 

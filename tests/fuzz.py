@@ -16,7 +16,11 @@ process with stdout and stderr captured; :func:`problems` lists what it broke:
 - ``stray stderr``: a successful ``--json`` run printed a line on stderr that
   is not an ``sjfbco: warning:`` line (a solver library's banner, issue 33);
 - ``symlink followed``: a run wrote to the target of a symlink planted at its
-  lock or journal (:func:`plant_symlink`, issue 33).
+  lock or journal (:func:`plant_symlink`, issue 33);
+- ``accepted duplicate key`` / ``accepted control character``: a run exited 0
+  although an instance or schedule it read names a key twice in one object, or
+  holds a string with a control, format or bidirectional character or of blank
+  space only (:func:`hostile`, issue 42).
 
 Besides mutations, :data:`SHAPES` turns a valid instance into one of the
 hostile shapes issue 33 found (no jobs, a horizon of 10^12 slots, one job on
@@ -34,9 +38,11 @@ import contextlib
 import copy
 import io
 import json
+import re
 import signal
 import sys
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +87,10 @@ INTERESTING: tuple[Any, ...] = (
     "$\\frac{a$",
     "a\nb",
     "\x00",
+    "\u202e",  # right-to-left override: shows another id than the one stored (issue 42)
+    "ab\ufeff",  # a byte-order mark inside a string
+    "a\u2028b",  # a line separator
+    " ",  # blank
     "é" * 3,
     "y" * 5000,
     "power",
@@ -166,12 +176,29 @@ def mutate_doc(doc: Any, rng: random.Random, count: int = 1) -> Any:
     return doc
 
 
+#: A key and its colon in JSON text (for :func:`repeat_key`).
+_KEY = re.compile(r'"([A-Za-z_]+)"\s*:\s*')
+
+
+def repeat_key(text: str, rng: random.Random) -> str:
+    """``text`` with one key given twice in its object (``"gpus": 0, "gpus": 4``), the first
+    time with an interesting value; ``text`` itself when it has no key."""
+    keys = list(_KEY.finditer(text))
+    if not keys:
+        return text
+    m = rng.choice(keys)
+    value = json.dumps(rng.choice([0, 1, 7, "x", None, [], 10**12]))
+    return text[: m.start()] + f'"{m.group(1)}": {value}, ' + text[m.start() :]
+
+
 def mutate_text(text: str, rng: random.Random) -> str:
-    """``text`` cut short, with a character changed, or with a token inserted."""
+    """``text`` cut short, with a character changed, with a token inserted or a key repeated."""
     if not text:
         return rng.choice(TEXT_TOKENS)
     at = rng.randrange(len(text))
-    op = rng.randrange(4)
+    op = rng.randrange(5)
+    if op == 4:
+        return repeat_key(text, rng)
     if op == 0:
         return text[:at]
     if op == 1:
@@ -365,6 +392,58 @@ def problems(o: Outcome) -> list[str]:
     return found
 
 
+def hostile(text: str) -> list[str]:
+    """What an instance or schedule text holds that every reader must refuse (issue 42):
+    ``duplicate key`` (a key twice in one object) and ``control character`` (a string,
+    key or value, with a character of ``sjfbco.errors.UNPRINTABLE_CATEGORIES`` or of
+    blank space only). Empty for text that is not JSON or not one of these two formats."""
+    from sjfbco.errors import UNPRINTABLE_CATEGORIES
+
+    found: set[str] = set()
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        if len({k for k, _ in items}) != len(items):
+            found.add("duplicate key")
+        return dict(items)
+
+    try:
+        doc = json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return []
+    if not (isinstance(doc, dict) and str(doc.get("format", "")).startswith("sjfbco-")):
+        return []
+
+    def bad(s: str) -> bool:
+        blank = bool(s) and not s.strip()
+        return blank or any(unicodedata.category(c) in UNPRINTABLE_CATEGORIES for c in s)
+
+    stack: list[Any] = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if any(bad(k) for k in item):
+                found.add("control character")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and bad(item):
+            found.add("control character")
+    return sorted(found)
+
+
+def accepted_hostile(o: Outcome) -> list[str]:
+    """``accepted duplicate key`` / ``accepted control character`` when ``o`` succeeded on a
+    ``.json`` argument that holds one (:func:`hostile`)."""
+    if o.code != 0:
+        return []
+    found: set[str] = set()
+    for arg in o.argv:
+        if arg.endswith(".json") and Path(arg).is_file():
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                found.update(hostile(Path(arg).read_text(encoding="utf-8")))
+    return [f"accepted {f}" for f in sorted(found)]
+
+
 def batch_row_problems(csv_path: Any) -> list[str]:
     """``traceback`` if a batch output has a row whose solver failed with a Python exception."""
     import csv
@@ -488,7 +567,7 @@ def schedule_runs(inst: Any, sched: Any, tmp: Any, rng: random.Random) -> list[l
 def run_case(argv: list[Any], timeout: float = 20.0) -> tuple[Outcome, list[str]]:
     """One run and its problems (a batch's error rows included)."""
     o = run_cli(argv, timeout)
-    found = problems(o)
+    found = problems(o) + accepted_hostile(o)
     if argv and argv[0] == "batch" and "-o" in argv:
         out = argv[argv.index("-o") + 1]
         found += batch_row_problems(out)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sjfbco.cli import main
+from sjfbco.cli import main, suggest_choice
+from sjfbco.errors import close_names, shorten_numbers
 from sjfbco.files import json_line
 from tests.conftest import INSTANCES
 
@@ -278,3 +279,105 @@ def test_best_on_the_command_line(capsys: pytest.CaptureFixture[str], tmp_path: 
         assert code == 0
         outs.append((json.loads(out)["makespan"], path.read_text()))
     assert outs[0] == outs[1]
+
+
+def test_a_plugin_calling_sys_exit_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # before: solve ended with the plugin's status 3 and said nothing
+    plugin = tmp_path / "quitter.py"
+    plugin.write_text(
+        "import sys\n"
+        "from sjfbco.solvers import NoParams, SOLVERS, register\n"
+        "def quit3(data, params, *, time_limit, seed):\n"
+        "    sys.exit(3)\n"
+        "if 'quit3' not in SOLVERS:\n"
+        "    register('quit3', NoParams, heuristic=False)(quit3)\n"
+    )
+    try:
+        code, out, err = _run(capsys, "solve", EXAMPLE, "--solver", "quit3", "--plugin", plugin)
+    finally:
+        from sjfbco.solvers import SOLVERS
+
+        SOLVERS.pop("quit3", None)
+    assert code == 2  # the table's row says "error"; stderr has the line
+    assert _one_line_error(err) == (
+        f"sjfbco: error: {EXAMPLE}: solver 'quit3': plugin {plugin}: called sys.exit(3) "
+        "while solving; a solver must return a SolverOutput or raise (docs/solvers.md)"
+    )
+    # sys.exit while importing the plugin: the plugin named, exit 2
+    leaving = tmp_path / "leaving.py"
+    leaving.write_text("import sys\nsys.exit(5)\n")
+    code, out, err = _run(capsys, "solve", EXAMPLE, "--plugin", leaving)
+    assert code == 2 and out == ""
+    assert _one_line_error(err) == (
+        f"sjfbco: error: --plugin {leaving}: importing it called sys.exit(5)"
+    )
+
+
+def test_long_numbers_in_errors_are_cut(capsys: pytest.CaptureFixture[str]) -> None:
+    # a 4,200-digit value was echoed whole; now head, tail and the count of digits
+    code, out, err = _run(
+        capsys, "solve", EXAMPLE, "--solver", "lwf", "--param", "kappa=-" + "8" * 4200
+    )
+    assert code == 2 and out == ""
+    assert _one_line_error(err) == (
+        "sjfbco: error: solver 'lwf': parameter kappa: must be an integer >= 1, got "
+        "-88888888888888888...888888 (4,200 digits)"
+    )
+    assert shorten_numbers("got " + "1" * 31) == "got 111111111111111111...111111 (31 digits)"
+    assert shorten_numbers("limit 1,000,000,000,000,000 ok") == "limit 1,000,000,000,000,000 ok"
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        # issue 42: four misspellings, four kinds of answer before (one, or none)
+        (
+            ["solve", EXAMPLE, "--solver", "SJF-BCO"],
+            "unknown solver 'SJF-BCO'; did you mean 'sjf-bco'? known: ",
+        ),
+        (
+            ["online", EXAMPLE, "--policy", "fifo"],
+            "unknown online policy 'fifo'; did you mean 'fcfs-gang'? known: ",
+        ),
+        (
+            ["solve", "paper-s10-seed"],
+            "paper-s10-seed: no such file; did you mean 'paper-s10-seed0' or "
+            "'paper-s10-seed1' or 'paper-s10-seed2'?",
+        ),
+        (["solv"], "argument COMMAND: invalid choice 'solv'; did you mean 'solve'? known: solve, "),
+        (
+            ["formulate", EXAMPLE, "--kind", "ILP"],
+            "argument --kind: invalid choice 'ILP'; did you mean 'ilp'? known: ",
+        ),
+        (["solve", "exampl"], "exampl: no such file; did you mean 'example'?"),
+        (["solve", EXAMPLE, "--solver", "zzzz"], "unknown solver 'zzzz'; known: best, "),
+    ],
+)
+def test_one_did_you_mean_everywhere(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[Any], expected: str
+) -> None:
+    code, _, err = _run(capsys, *argv)
+    assert code == 2
+    assert expected in _one_line_error(err)
+
+
+def test_close_names_rules() -> None:
+    known = ["sjf-bco", "fifo-gang", "ff", "fcfs-gang", "list", "ls"]
+    assert close_names("SJF-BCO", known)[0] == "sjf-bco"  # case
+    assert close_names("fifo", ["fcfs-gang", "easy-backfill"]) == ["fcfs-gang"]  # synonym
+    assert close_names("fifo", known)[0] == "fifo-gang"  # a prefix before difflib's 'ff'
+    # difflib ratios 2 x 3 / 7 = 0.857 ('list') and 2 x 2 / 5 = 0.8 ('ls'): closest first
+    assert close_names("lst", known) == ["list", "ls"]
+    assert close_names("qqqq", known) == [] and close_names("", known) == []
+    assert close_names("3", ["1", "2", "3"]) == ["3"]  # choices of numbers work too
+    # argparse's message, with the choices quoted (3.11) or not (newer Pythons)
+    for listed in ("'nonconvex', 'ilp'", "nonconvex, ilp"):
+        message = f"argument --kind: invalid choice: 'ILP' (choose from {listed})"
+        assert suggest_choice(message) == (
+            "argument --kind: invalid choice 'ILP'; did you mean 'ilp'? known: nonconvex, ilp"
+        )
+    assert suggest_choice("argument --x: expected one argument") == (
+        "argument --x: expected one argument"
+    )

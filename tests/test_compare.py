@@ -15,6 +15,7 @@ from sjfbco.commands.compare import read_input
 from sjfbco.compare import compare, in_unit, recommend, rows_of
 from sjfbco.online import run_online
 from sjfbco.solvers.api import solve_in_better_mode
+from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
 from tests.conftest import INSTANCES
 from tests.usercommands import run_line, run_shell
 
@@ -83,7 +84,7 @@ def test_compare_cli_writes_table_and_plot(
     table, plot = tmp_path / "t.csv", tmp_path / "c.png"
     assert main([*args, "-o", str(table), "--plot", str(plot), "-q"]) == 0
     out = capsys.readouterr().out
-    assert "makespan_h" in out.splitlines()[0]
+    assert "makespan_h" not in out.splitlines()[0]  # slots by default, as every command
     assert "recommended by makespan: offline sjf-bco (offline), makespan 644 slots" in out
     assert "run: sjfbco solve " + str(PAPER10) + " --solver sjf-bco --param mode=offline" in out
     df = pd.read_csv(table)
@@ -187,7 +188,10 @@ def test_the_run_command_carries_params_seed_and_plugins(
     plugin = str(Path(__file__).parent / "batch_plugin.py")
     args = [str(PAPER10), "--solvers", "toy-greedy", "--policies", "none", "--seed", "5"]
     rows, command = _compare_then_run(tmp_path, [*args, "--plugin", plugin], capsys)
-    expected = f"--solver toy-greedy --time-limit 5 --seed 5 --plugin {plugin} -o schedule.csv"
+    limit = f"{DEFAULT_TIME_LIMIT:g}"  # compare's anytime runs: best's default limit
+    expected = (
+        f"--solver toy-greedy --time-limit {limit} --seed 5 --plugin {plugin} -o schedule.csv"
+    )
     assert expected in command
     assert (
         evaluate(data, read_schedule(tmp_path / "schedule.csv", data)).makespan

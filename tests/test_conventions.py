@@ -55,6 +55,38 @@ def test_every_option_with_a_default_says_it_in_its_help() -> None:
     assert "(default: fcfs-gang)" in help_text and "(default: gang)" in help_text
 
 
+def _action(command: str, flag: str) -> argparse.Action:
+    parser = _subparsers()[command]
+    return next(a for a in parser._actions if flag in a.option_strings)
+
+
+def test_one_spelling_per_option_and_one_default() -> None:
+    """Issue 42: --solver/--solvers and --policy/--policies differed between commands (solve
+    refused --solvers, compare --policy); --time-unit's default was h in compare and slots
+    elsewhere; best's limit 5 s in compare and 10 s in solve."""
+    for command in ("solve", "compare", "batch"):
+        assert {"--solver", "--solvers"} <= set(_action(command, "--solver").option_strings)
+    for command in ("online", "compare"):
+        assert {"--policy", "--policies"} <= set(_action(command, "--policy").option_strings)
+    units = {c: _action(c, "--time-unit").default for c in ("evaluate", "plot", "compare")}
+    assert set(units.values()) == {"slots"}, units
+    from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
+
+    assert _action("compare", "--time-limit").default == DEFAULT_TIME_LIMIT == 10.0
+
+
+def test_a_time_limit_no_solver_uses_is_said(capsys: pytest.CaptureFixture[str]) -> None:
+    # solve --solver ls --time-limit 5 said nothing: ls is a heuristic and runs to the end
+    assert main(["solve", EXAMPLE, "--solvers", "ls,ff", "--time-limit", "5", "--json"]) == 0
+    assert capsys.readouterr().err == (
+        "sjfbco: warning: --time-limit 5 is not used: ls, ff are heuristics and run to the "
+        "end; it applies to anytime solvers (best, exact)\n"
+    )
+    args = ["solve", EXAMPLE, "--solver", "ls,best", "--time-limit", "0.5", "--json", "-q"]
+    assert main(args) == 0
+    assert capsys.readouterr().err == ""  # best takes it
+
+
 def test_one_output_flag_convention() -> None:
     """Files: -o/--output; folders: -o/--output-dir; the old spellings are no options."""
     seen = {}
@@ -165,14 +197,14 @@ def test_batch_over_a_folder_skips_a_schedule_with_a_note(
 # ----------------------------------------------------------------------------- exit statuses
 
 
-def test_batch_exits_1_with_a_summary_when_every_task_failed(
+def test_batch_exits_2_with_a_summary_when_every_task_failed_on_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "r.csv"
     missing = str(tmp_path / "missing.json")
     code = main(["batch", missing, "--solvers", "ls,ff", "-o", str(out), "--quiet"])
     captured = capsys.readouterr()
-    assert code == 1
+    assert code == 2  # a missing file is bad input, as for solve (issue 42: it was 1)
     assert captured.err == (
         f"sjfbco: 2 of 2 tasks failed; their rows in {out} have status 'error' and say why\n"
     )

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve
+from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
 from sjfbco.bounds import lower_bound
+from sjfbco.errors import InputError
 from sjfbco.patterns import model_bound
 from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
 from sjfbco.relaxations.pooled_intervals import PooledIntervals
@@ -24,13 +25,16 @@ from sjfbco.solvers.exact import (
     ExactParams,
     ModelError,
     Parts,
+    PatternFree,
     Shares,
     best_warm_start,
+    pattern_refusal,
     run_exact,
     warm_solvers,
 )
 from sjfbco.solvers.exact.phases import bound_phases
 from tests.bruteforce import brute_force
+from tests.conftest import INSTANCES
 from tests.tiny import tiny_instances, trap_instances
 
 if TYPE_CHECKING:
@@ -1055,3 +1059,38 @@ def test_a_phase_result_is_folded_in_by_the_one_rule() -> None:
     assert res.stats["low"] == {"status": "stub"} and "never" not in res.stats
     assert res.stats["bound_from"] == "proof bound" and "model_size" not in res.stats
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
+
+
+def test_past_the_pattern_limit_exact_returns_its_incumbent_and_bound() -> None:
+    # paper-s10-seed0: job j017 has more than MAX_PATTERNS placement patterns on its 10
+    # servers. exact used to raise an InputError (CLI exit 2, as for bad input) after
+    # its warm start and a bound phase, dropping the warm start's schedule.
+    data = read_instance(INSTANCES / "bench" / "paper-s10-seed0.json")
+    refusal = pattern_refusal(data)
+    assert refusal is not None and "'j017' has more than 5000 placement patterns" in refusal
+    warm = solve(data, "ls")
+    res = solve(data, "exact", time_limit=2.0, warm_start=True)
+    assert res.status == Status.FEASIBLE and res.schedule is not None
+    assert res.makespan == evaluate(data, res.schedule).makespan
+    assert res.makespan <= warm.makespan  # the warm start's incumbent (ls is among it)
+    assert lower_bound(data) <= res.lower_bound <= res.makespan
+    assert res.stats["note"] == (
+        f"model not built: {refusal}; the incumbent and bound of the other phases"
+    )
+    assert "model" in res.stats["skipped"] and "configuration" in res.stats["skipped"]
+    assert pattern_refusal(instance_a()) is None  # a small instance: nothing refused
+
+
+def test_a_phase_past_the_pattern_limit_keeps_other_errors() -> None:
+    class Raises:
+        key = "boom"
+        share = 0.0
+
+        def wanted(self, run: Any) -> bool:
+            return True
+
+        def run(self, run: Any, budget: Any) -> None:
+            raise InputError("another problem")
+
+    with pytest.raises(InputError, match="another problem"):
+        PatternFree(Raises(), "job 'x' has more than 5000 placement patterns").run(None, None)  # type: ignore[arg-type]

@@ -93,6 +93,25 @@ def test_malformed_files(tmp_path: Path, text: str, message: str) -> None:
         read_instance(_write(tmp_path, text))
 
 
+def test_a_repeated_key_is_refused_naming_it(tmp_path: Path) -> None:
+    # json keeps the last value: the job below meant 8 GPUs and silently got 2
+    text = EXAMPLE.read_text().replace('"gpus": 4,', '"gpus": 8, "gpus": 4,', 1)
+    assert text != EXAMPLE.read_text()
+    path = _write(tmp_path, text)
+    with pytest.raises(InputError) as err:
+        read_instance(path)
+    assert str(err.value).startswith(f"{path}: key 'gpus' appears twice in one object (beside ")
+    assert str(err.value).endswith("); give each key once")
+    # at the top level too, and in a schedule
+    top = _write(tmp_path, '{"format": "sjfbco-instance/1", "format": "x"}')
+    with pytest.raises(InputError, match="key 'format' appears twice in one object"):
+        read_instance(top)
+    doc = EXAMPLE_SCHEDULE.read_text().replace('"format":', '"order": [], "order":', 1)
+    assert '"order": [], "order"' in doc
+    with pytest.raises(InputError, match=r": key 'order' appears twice"):
+        read_schedule(_write(tmp_path, doc), read_instance(EXAMPLE))
+
+
 def test_missing_file_and_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such file"):
         read_instance(tmp_path / "nope.json")

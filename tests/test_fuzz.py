@@ -264,3 +264,29 @@ def test_issue_33_shapes_through_every_instance_reader(
     for argv in runs:
         o, found = fuzz.run_case(argv, LIMIT)
         assert found == [], (argv, o.code, o.err)
+
+
+def test_the_checker_flags_accepted_repeated_keys_and_control_characters(
+    tmp_path: Path,
+) -> None:
+    """``fuzz.hostile`` finds what every reader must refuse (issue 42), and a run that exits
+    0 on such a file is a problem of its own."""
+    import random
+
+    assert fuzz.hostile(EXAMPLE.read_text()) == []
+    assert fuzz.hostile((CORPUS / "repeated-key.json").read_text()) == ["duplicate key"]
+    for name in ("bidi-id", "bom-id", "blank-id"):
+        assert fuzz.hostile((CORPUS / f"{name}.json").read_text()) == ["control character"]
+    assert fuzz.hostile('{"a": 1, "a": 2}') == []  # not an sjfbco file: not judged
+    rng = random.Random(3)
+    for _ in range(20):  # a repeated key is always one
+        assert fuzz.hostile(fuzz.repeat_key(SCHEDULE.read_text(), rng)) == ["duplicate key"]
+    ok = fuzz.Outcome(["solve", str(CORPUS / "repeated-key.json")], 0, "", "", 0.1)
+    assert fuzz.accepted_hostile(ok) == ["accepted duplicate key"]
+    refused = fuzz.Outcome(ok.argv, 2, "", "sjfbco: error: ...", 0.1)
+    assert fuzz.accepted_hostile(refused) == []
+    for name in ("repeated-key", "bidi-id", "bom-id", "blank-id", "repeated-key-schedule"):
+        path = CORPUS / f"{name}.json"
+        argv = ["evaluate", EXAMPLE, path] if "schedule" in name else ["solve", path]
+        o, found = fuzz.run_case(argv, LIMIT)
+        assert o.code == 2 and found == [], (name, o.err)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sjfbco.params import load_config, parse_kv, solver_params
+from sjfbco.params import _convert, load_config, parse_kv, solver_params
 from sjfbco.problem import InputError
 
 if TYPE_CHECKING:
@@ -63,3 +63,10 @@ def test_config_file_tables_and_precedence(tmp_path: Path) -> None:
     (tmp_path / "typo.toml").write_text("[sjf-bcoo]\nkappa = 1\n")
     with pytest.raises(ValueError, match=r"no solver is named 'sjf-bcoo'"):
         solver_params(["sjf-bco"], [], load_config(tmp_path / "typo.toml"))
+
+
+def test_a_json_parameter_with_a_repeated_key_is_refused() -> None:
+    # a --param value read as a JSON object kept the last of two equal keys silently
+    assert _convert("shares", '{"a": 1, "b": 2}', dict[str, Any]) == {"a": 1, "b": 2}
+    with pytest.raises(InputError, match=r"parameter shares: key 'a' appears twice"):
+        _convert("shares", '{"a": 1, "a": 2}', dict[str, Any])

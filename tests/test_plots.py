@@ -13,10 +13,17 @@ from matplotlib.colors import to_rgb
 
 from sjfbco import Schedule, evaluate, read_instance, solve
 from sjfbco.cli import main
+from sjfbco.compare import compare, recommend, rows_of
+from sjfbco.experiments import plots
 from sjfbco.experiments.plots import (
+    GANTT_WIDEST_JOBS,
+    GANTT_WIDTH,
+    OFFLINE_COLOUR,
+    ONLINE_COLOUR,
     SPLIT_COLOUR,
     SPLIT_HATCH,
     _lab,
+    comparison_chart,
     gantt,
     gantt_blocks,
     gantt_colours,
@@ -231,3 +238,43 @@ def test_fig4_linear_axes_and_whiskers_that_mean_the_seed_range_in_both_panels()
         assert ax.get_ylim()[0] == 0
     assert fig._supxlabel.get_text().replace("\n", " ") == CAPTIONS["4"]
     assert "Whiskers, in both panels: lowest to highest over the seeds" in CAPTIONS["4"]
+
+
+def test_a_crowded_gantt_suggests_aggregate_servers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the chart is at its widest from 160 + (24 - 10) x 40 = 720 jobs; above, it only thins
+    assert GANTT_WIDEST_JOBS == 720
+    data = paper_instance(servers=4, jobs=GANTT_WIDEST_JOBS, seed=0)
+    assert gantt_size(data)[0] == GANTT_WIDTH[1]
+    monkeypatch.setattr(plots, "GANTT_WIDEST_JOBS", 4)  # the 5-job example is then crowded
+    out = tmp_path / "g.png"
+    assert main(["plot", str(EXAMPLE), str(EXAMPLE_SCHEDULE), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == (
+        "sjfbco: warning: 5 jobs on one Gantt chart (it is at its widest from 4): bars too "
+        "thin to tell apart; --aggregate servers draws a row per server coloured by its busy "
+        "share, --servers A:B a range of servers\n"
+    )
+    for more in (["--aggregate", "servers"], ["--servers", "0:1"]):  # chosen: no warning
+        assert main(["plot", str(EXAMPLE), str(EXAMPLE_SCHEDULE), "-o", str(out), *more]) == 0
+        assert capsys.readouterr().err == ""
+
+
+def test_comparison_chart_has_a_legend_and_its_metric_in_the_title() -> None:
+    # before: two colours without a legend, and a title without the metric of the pick
+    data = read_instance(EXAMPLE)
+    rows = rows_of(compare(data, solvers=["ls", "sjf-bco"], policies=["fcfs-gang"]), data)
+    pick, _ = recommend(rows, "mean-jct")
+    fig = comparison_chart(rows, pick=pick, metric="mean-jct")
+    assert fig.get_suptitle() == f"example: recommended by mean JCT: {pick['name']}"
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "offline solver",
+        "online policy",
+        "recommended (by mean JCT)",
+    ]
+    handles = legend.legend_handles
+    assert [to_rgb(h.get_facecolor()) for h in handles[:2]] == [
+        to_rgb(OFFLINE_COLOUR),
+        to_rgb(ONLINE_COLOUR),
+    ]

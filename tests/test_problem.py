@@ -146,7 +146,15 @@ def test_per_iteration_floor_names_the_job() -> None:
     "value, message",
     [
         ("\ud800", r"is not valid Unicode text \(lone surrogate '\\ud800' at character 0\)"),
-        ("a\nb", r"holds a control character '\\n' at character 1"),
+        ("a\nb", r"holds a control character '\\n' at character 1 \(U\+000A, category Cc\)"),
+        # bidirectional override and byte-order mark: before, accepted as ids
+        ("ab\u202ec", r"holds an unprintable character '\\u202e' at character 2 \(U\+202E, "),
+        ("\ufeffa", r"holds an unprintable character '\\ufeff' at character 0 \(U\+FEFF, "),
+        ("a\u2028b", r"holds an unprintable character '\\u2028' at character 1 .*Zl"),
+        ("a\u200db", r"holds an unprintable character '\\u200d' at character 1 .*Cf"),
+        (" ", r"is blank \(' '\); give visible text"),
+        ("\u3000\t", r"holds a control character '\\t'"),
+        ("\u3000 ", r"is blank"),
         ("", "must be a non-empty string"),
         (7, "must be a string, got int"),
     ],
@@ -154,6 +162,27 @@ def test_per_iteration_floor_names_the_job() -> None:
 def test_job_id_text(value: Any, message: str) -> None:
     with pytest.raises(InputError, match=r"jobs\[0\].id: " + message):
         ProblemData.from_dict(example_doc(**{"jobs.0.id": value}))
+
+
+@pytest.mark.parametrize("value", ["a b", "caf\u00e9", "\u4f5c\u696d-1", "x\u00a0y", "-"])
+def test_job_ids_of_printable_text_are_kept(value: str) -> None:
+    data = ProblemData.from_dict(example_doc(**{"jobs.0.id": value}))
+    assert data.jobs[0].id == value
+
+
+def test_long_integers_are_shortened_in_errors() -> None:
+    # a 4,200-digit integer was quoted whole in the "one-line" error
+    huge = int("9" * 4200)
+    with pytest.raises(InputError) as err:
+        ProblemData.from_dict(example_doc(**{"jobs.0.iterations": huge}))
+    assert str(err.value) == (
+        "jobs[0].iterations: must be in [1, 1,000,000,000,000], got "
+        "999999999999999999...999999 (4,200 digits)"
+    )
+    with pytest.raises(LimitError) as err:  # the sum of the jobs' GPUs, 10^4200 + 17
+        ProblemData.from_dict(example_doc(**{"jobs.0.gpus": 10**4200}))
+    assert str(err.value).startswith("jobs: 100000000000000000...000017 (4,201 digits) GPUs")
+    assert len(str(err.value)) < 200
 
 
 def test_size_limits_name_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -105,16 +106,22 @@ def test_benchmark_without_its_data_says_where_to_get_it(script: Path) -> None:
     assert str(missing) in lines[0] and "docs/data.md" in lines[0] and option in lines[0]
 
 
-def test_install_hints_work_from_a_checkout() -> None:
-    """sjfbco is installed from its checkout (README), not from an index: a hint such as
-    pip install 'sjfbco[dist]' fails there; pip install -e '.[dist]' works."""
-    texts = [*(ROOT / "sjfbco").rglob("*.py"), *(ROOT / "docs").glob("*.md"), ROOT / "README.md"]
+def test_install_hints_work_from_a_checkout_and_from_pip() -> None:
+    """An extra's install hint works both ways a user has sjfbco: from its checkout
+    (pip install -e '.[dist]') and from a plain pip install in any folder (pip install
+    'sjfbco[dist]'); issue 42: the missing-MPI hint gave only the checkout's form."""
+    from sjfbco import batch
+    from sjfbco.experiments.fit import OPTUNA_MISSING
+
+    texts = [*(ROOT / "sjfbco").rglob("*.py")]
     for path in texts:
         text = path.read_text()
-        assert not re.search(r"pip install ['\"]?sjfbco\[", text), path
-    from sjfbco import batch
-
-    assert "pip install -e '.[dist]'" in batch.DASK_MISSING
+        for extra in re.findall(r"pip install -e ['\"]?\.\[(\w+)\]", text):
+            assert f"pip install 'sjfbco[{extra}]'" in text, (path, extra)
+    for hint, extra in ((batch.DASK_MISSING, "dist"), (OPTUNA_MISSING, "fit")):
+        assert f"pip install 'sjfbco[{extra}]'" in hint and f"pip install -e '.[{extra}]'" in hint
+    net = (ROOT / "sjfbco" / "testbed" / "net.py").read_text()
+    assert net.count("pip install 'sjfbco[testbed]'") == 2  # mpiexec and mpi4py missing
 
 
 def test_bundled_instances_ship_in_the_package_and_resolve_by_name() -> None:
@@ -188,3 +195,47 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     assert command.endswith("python -m pytest -q -n 2")
     assert any(d.startswith("pytest-xdist") for d in PYPROJECT["optional-dependencies"]["test"])
     assert "--upgrade --upgrade-strategy eager" in command
+
+
+def test_no_page_has_two_sections_of_one_title() -> None:
+    # issue 42: docs/formats.md had two "Launch plan: `sjfbco-launch/1`" sections
+    for page in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+        text = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)  # not code blocks
+        titles = re.findall(r"^#{1,4} (.+)$", text, flags=re.M)
+        repeated = sorted({t for t in titles if titles.count(t) > 1})
+        assert not repeated, (page.name, repeated)
+
+
+def test_hostfiles_are_named_as_formats_md_says(tmp_path: Path) -> None:
+    """docs/formats.md: hosts/<k>-<id>.txt, k from 0 in launch order, at least three digits
+    (as many as the job count needs), the id's other characters as '_', cut at 64. It said
+    NNN-<id>.txt: wrong for 1,000 jobs and more, and for ids such as 'a/b'."""
+    from sjfbco import solve
+    from sjfbco.launch import launch_plan, write_launch
+    from sjfbco.workloads.paper import paper_instance
+
+    doc = (ROOT / "docs" / "formats.md").read_text()
+    assert "`DIR/hosts/<k>-<id>.txt`" in doc and "NNN-" not in doc
+    data = paper_instance(servers=2, jobs=1000, seed=0)
+    odd = "a/b c" + "x" * 70
+    jobs = (replace(data.jobs[0], id=odd), *data.jobs[1:])
+    data = replace(data, jobs=jobs)
+    plan = launch_plan(data, solve(data, "ls").schedule)
+    write_launch(plan, tmp_path)
+    names = sorted(p.name for p in (tmp_path / "hosts").iterdir())
+    expected = [f"{k:04d}-{re.sub(r'[^A-Za-z0-9_.-]', '_', j.id)[:64]}.txt" for k, j in
+                enumerate(plan.jobs)]  # fmt: skip
+    assert names == expected  # sorted by name = launch order
+    assert f"-a_b_c{'x' * 59}.txt" in " ".join(names)  # 5 + 59 = 64 characters
+
+
+def test_the_other_clusters_files_are_not_called_unseen() -> None:
+    """Issue 42: docs/calibration.md quotes figures and step times of the Sia artifact's
+    files, yet it and the README described them as held back, read once, tuned on by
+    nothing (unseen by the project). Both now say they were read, and since."""
+    calibration = (ROOT / "docs" / "calibration.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    for phrase in ("read once", "held back to check", "tuned nothing on them"):
+        assert phrase not in calibration and phrase not in readme, phrase
+    assert "no longer unseen data" in calibration and "0.478 s" in calibration
+    assert "no longer unseen data" in readme

@@ -63,6 +63,8 @@ def commands(block: str) -> tuple[list[str], str | None]:
         return [], "runs this test suite"
     if "apt-get" in block or re.search(r"\bsjfbco testbed\b", block):
         return [], "needs root (apt-get, the emulated testbed)"
+    if re.search(r"\bsjfbco slurm submit\b", block):
+        return [], "needs a Slurm cluster (tests/test_testbed_slurm.py runs one)"
     steps = []
     for line in block.splitlines():
         parts = [p.strip() for p in line.split(" && ")]
@@ -90,6 +92,8 @@ def test_the_readme_blocks_are_classified() -> None:
         None,  # the main job
         "runs this test suite",
         None,  # from a trace to a schedule to launch
+        "needs root (apt-get, the emulated testbed)",
+        "needs a Slurm cluster (tests/test_testbed_slurm.py runs one)",
         "needs root (apt-get, the emulated testbed)",
     ]
     assert commands(SHELL[0])[0] == [

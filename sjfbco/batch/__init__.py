@@ -15,8 +15,9 @@ for all of them:
 - ``local``: a :class:`concurrent.futures.ProcessPoolExecutor` on this machine;
 - ``dask``: a Dask distributed cluster (``address``), or a ``LocalCluster``
   started and closed for the run. Needs the optional extra ``dist``
-  (``pip install -e '.[dist]'`` in a checkout). Workers read the instance files themselves,
-  so remote workers must see the same paths (a shared file system).
+  (``pip install 'sjfbco[dist]'``; ``pip install -e '.[dist]'`` in a checkout).
+  Workers read the instance files themselves, so remote workers must see the same
+  paths (a shared file system).
 
 Crash safety (:func:`run_batch`): every finished row is appended to a JSON-lines
 journal beside the output (``<out>.journal.jsonl``), flushed and fsync'ed
@@ -37,11 +38,14 @@ in flight in a broken pool one at a time, so that the culprit is found and
 the others get their real rows; on Dask the scheduler reports the task's
 ``KilledWorker`` after one retry.
 
+The local pool's fork server and workers die with the run, even a run killed
+with SIGKILL (Linux: a parent-death signal, :mod:`~sjfbco.batch.lifeline`).
+
 The rooms: :mod:`~sjfbco.batch.tasks` (tasks, solving one into a row),
-:mod:`~sjfbco.batch.engines` (process pool, Dask), :mod:`~sjfbco.batch.journal`
-(journal and lock), :mod:`~sjfbco.batch.results` (row checks, result files,
-summaries) and :mod:`~sjfbco.batch.run` (:func:`run_batch`). Everything public is
-re-exported here: ``sjfbco.batch.run_batch`` and friends.
+:mod:`~sjfbco.batch.engines` (process pool, Dask; :mod:`~sjfbco.batch.lifeline`),
+:mod:`~sjfbco.batch.journal` (journal and lock), :mod:`~sjfbco.batch.results` (row
+checks, result files, summaries) and :mod:`~sjfbco.batch.run` (:func:`run_batch`).
+Everything public is re-exported here: ``sjfbco.batch.run_batch`` and friends.
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ from sjfbco.batch.tasks import (
     Key,
     Row,
     Task,
+    bad_input,
     check_solvers,
     error_row,
     expand_inputs,
@@ -113,6 +118,7 @@ __all__ = [
     "Key",
     "Row",
     "Task",
+    "bad_input",
     "check_output",
     "check_solvers",
     "clean_row",

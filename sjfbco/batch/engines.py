@@ -13,6 +13,7 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.batch.lifeline import for_worker, mark_owner
 from sjfbco.batch.tasks import BatchError, Row, Task, error_row, run_task
 
 if TYPE_CHECKING:
@@ -23,8 +24,8 @@ ENGINES: tuple[str, ...] = ("local", "dask")
 
 
 DASK_MISSING = (
-    "the dask engine needs dask.distributed: run pip install -e '.[dist]' in the sjfbco "
-    "checkout (or pip install 'dask[distributed]')"
+    "the dask engine needs dask.distributed: pip install 'sjfbco[dist]' (in a checkout: "
+    "pip install -e '.[dist]'; or pip install 'dask[distributed]')"
 )
 
 
@@ -45,7 +46,7 @@ def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Ro
     their real rows, and the remaining tasks go on in a new pool.
     """
     from collections import deque
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, Future, wait
     from concurrent.futures.process import BrokenProcessPool
 
     n = workers or os.cpu_count() or 1
@@ -55,7 +56,7 @@ def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Ro
         if suspects:
             yield _run_alone(suspects.pop(0))
             continue
-        pool = ProcessPoolExecutor(max_workers=n, mp_context=_pool_context())
+        pool = _pool(n)
         running: dict[Future[Row], Task] = {}
         try:
             while todo or running:
@@ -87,6 +88,19 @@ def map_local(tasks: Sequence[Task], workers: int | None = None) -> Generator[Ro
             pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _pool(workers: int) -> Any:
+    """A process pool of ``workers`` whose processes end with this one, even when it is
+    killed with SIGKILL (:mod:`sjfbco.batch.lifeline`)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=_pool_context(),
+        initializer=for_worker,
+        initargs=(mark_owner(),),
+    )
+
+
 def _pool_context() -> Any:
     """Worker processes started by a fork server that has imported the solvers.
 
@@ -95,20 +109,22 @@ def _pool_context() -> Any:
     lock held by another thread at the fork stays held in the child, which
     then hangs. The fork server is a clean single-threaded process, and since
     it has imported sjfbco's solvers a new worker costs a fork, not an import.
+    Its first import asks for its death with this process's.
     """
     import multiprocessing as mp
 
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["sjfbco.batch", "sjfbco.solvers"])
+    ctx.set_forkserver_preload(
+        ["sjfbco.batch.forkserver_preload", "sjfbco.batch", "sjfbco.solvers"]
+    )
     return ctx
 
 
 def _run_alone(task: Task) -> Row:
     """``task`` in a fresh one-worker pool; an error row if it kills the worker."""
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    with ProcessPoolExecutor(max_workers=1, mp_context=_pool_context()) as pool:
+    with _pool(1) as pool:
         fut = pool.submit(run_task, task)
         try:
             return fut.result()

@@ -283,6 +283,19 @@ def check_solvers(solvers: Sequence[str], plugins: Sequence[str] = ()) -> None:
         raise BatchError(unknown_name("solver", unknown[0], SOLVERS))
 
 
+def bad_input(row: Row) -> bool:
+    """Whether an error row failed on bad input (its instance file, its parameters, a
+    plugin), which the user can fix, rather than on a solver that raised or a worker that
+    died. Read from the row's ``error`` text, so rows of earlier runs (resumed) count too:
+    only the two failures that are not bad input start ``INSTANCE: solver 'NAME': `` or
+    ``INSTANCE: solver 'NAME' failed: `` (:func:`run_task`, :func:`error_row`)."""
+    if row.get("status") != ERROR:
+        return False
+    head = f"{row.get('instance')}: solver {row.get('solver')!r}"
+    text = str(row.get("error") or "")
+    return not (text.startswith(head + ": ") or text.startswith(head + " failed: "))
+
+
 def error_row(task: Task, message: str) -> Row:
     """The error row of ``task`` with ``message`` (for failures outside :func:`run_task`)."""
     row: Row = dict.fromkeys(ROW_COLUMNS)

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import TYPE_CHECKING, Any
 
 from sjfbco import batch, limits
 from sjfbco.batch import ERROR, BatchError
 from sjfbco.commands import options
-from sjfbco.commands.common import add_output, add_progress, progress_enabled, warn
+from sjfbco.commands.common import (
+    add_output,
+    add_progress,
+    note_unused_time_limit,
+    progress_enabled,
+    warn,
+)
 from sjfbco.errors import InputError
 from sjfbco.files import INSTANCE_FORMAT, file_format, peek_format
 from sjfbco.params import load_config, solver_params
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
 #: Old option spellings, still accepted with a warning.
 DEPRECATED = {"--out": "--output", "--no-progress": "--quiet"}
@@ -95,7 +103,8 @@ def add_parser(sub: Any) -> None:
         "Finished rows are journaled as they arrive; --resume continues a "
         "killed run without repeating or duplicating tasks. Files in INPUT folders "
         "that are not instances (e.g. schedules) are skipped with a note. The exit "
-        "status is 1 when some task failed (its row says why), 0 when none did.",
+        "status is 0 when no task failed, 2 when every failed task failed on bad input "
+        "(as for solve), 1 when a solver raised or a worker died (each row says why).",
     )
     p.add_argument(
         "inputs",
@@ -104,7 +113,11 @@ def add_parser(sub: Any) -> None:
         help="instance files, folders (their *.json files) or globs",
     )
     p.add_argument(
-        "--solvers", required=True, help="comma-separated solver names, e.g. sjf-bco,ls,ff"
+        "--solvers",
+        "--solver",  # as solve spells it
+        dest="solvers",
+        required=True,
+        help="comma-separated solver names, e.g. sjf-bco,ls,ff",
     )
     add_output(p, required=True, help="result file: .csv or .parquet (formerly --out)")
     _add_task_arguments(p)
@@ -168,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         raise batch.BatchError("--solvers lists no solver")
     check_engine_arguments(args)
     batch.check_solvers(solvers, args.plugin)
+    note_unused_time_limit(solvers, args.time_limit)
     instances = _instances_only(batch.expand_inputs(args.inputs))
 
     config = load_config(args.config) if args.config else None
@@ -185,17 +199,18 @@ def run(args: argparse.Namespace) -> int:
     )
     progress = BatchProgress(progress_enabled(args))
     try:
-        report = batch.run_batch(
-            tasks,
-            args.output,
-            engine=args.engine,
-            workers=args.workers,
-            address=args.address,
-            resume=args.resume,
-            retry_errors=args.retry_errors,
-            on_row=progress.on_row,
-            on_start=progress.on_start,
-        )
+        with ctrl_c_says_resume():
+            report = batch.run_batch(
+                tasks,
+                args.output,
+                engine=args.engine,
+                workers=args.workers,
+                address=args.address,
+                resume=args.resume,
+                retry_errors=args.retry_errors,
+                on_row=progress.on_row,
+                on_start=progress.on_start,
+            )
     finally:
         progress.close()
     print(batch.format_summary(report.rows, solvers))
@@ -213,8 +228,29 @@ def run(args: argparse.Namespace) -> int:
             "have status 'error' and say why",
             file=sys.stderr,
         )
-        return 1
-    return 0
+    return exit_status(report.rows)
+
+
+def exit_status(rows: list[dict[str, Any]]) -> int:
+    """0 without failed rows; 2 (bad input, as every command) when each failed row failed
+    on bad input (:func:`sjfbco.batch.bad_input`); 1 when a solver raised or a worker died."""
+    failed = [r for r in rows if r["status"] == batch.ERROR]
+    if not failed:
+        return 0
+    return 2 if all(map(batch.bad_input, failed)) else 1
+
+
+@contextlib.contextmanager
+def ctrl_c_says_resume() -> Iterator[None]:
+    """Ctrl-C inside the block ends the command with a line saying how to go on (the
+    journal keeps the finished rows: ``--resume``); ``batch`` and ``reproduce``."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt(
+            "finished rows are kept in the journal; rerun the same command with --resume "
+            "to run only the rest"
+        ) from None
 
 
 def _instances_only(paths: list[str]) -> list[str]:

@@ -30,6 +30,7 @@ from sjfbco.cost import ConfigurationError
 from sjfbco.files import read_instance_and_schedule as read_pair
 from sjfbco.plugins import import_plugin
 from sjfbco.progress import listen
+from sjfbco.solvers.contract import SOLVERS
 
 if TYPE_CHECKING:
     import argparse
@@ -291,6 +292,21 @@ class ProgressBar:
             self.bar = None
             self.task = None
         self._clock = None
+
+
+def note_unused_time_limit(solvers: list[str], time_limit: float | None) -> None:
+    """One warning when ``--time-limit`` is given but none of ``solvers`` takes it: the
+    heuristics (``ls``, ``sjf-bco``, ...) run to the end, in well under a second on the
+    paper's instances; only anytime solvers (``best``, ``exact``) stop by the clock."""
+    if time_limit is None or not solvers or any(not SOLVERS[s].heuristic for s in solvers):
+        return
+    which = ", ".join(solvers)
+    warn(
+        f"--time-limit {time_limit:g} is not used: {which} "
+        f"{'is a heuristic' if len(solvers) == 1 else 'are heuristics'} and "
+        f"{'runs' if len(solvers) == 1 else 'run'} to the end; it applies to anytime "
+        "solvers (best, exact)"
+    )
 
 
 def add_param(p: Any) -> None:

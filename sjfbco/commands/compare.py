@@ -26,6 +26,7 @@ from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text, json_line, read_instance, write_json
 from sjfbco.params import solver_params
 from sjfbco.solvers import SOLVERS
+from sjfbco.solvers.best import DEFAULT_TIME_LIMIT
 from sjfbco.tables import add_time_unit_option, format_table
 from sjfbco.workloads.philly import HEADER as PHILLY_HEADER
 from sjfbco.workloads.philly import read_philly
@@ -69,12 +70,16 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--solvers",
+        "--solver",  # as solve spells it
+        dest="solvers",
         default=None,
         metavar="A,B",
         help="offline solvers, comma-separated, or 'none' (default: every heuristic and best)",
     )
     p.add_argument(
         "--policies",
+        "--policy",  # as online spells it
+        dest="policies",
         default=None,
         metavar="A,B",
         help="online policies, comma-separated, or 'none' (default: every policy)",
@@ -82,13 +87,14 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--time-limit",
         type=options.seconds,
-        default=5.0,
+        default=DEFAULT_TIME_LIMIT,
         metavar="S",
-        help="seconds for each anytime solver run (best, exact); heuristics run to the end",
+        help="seconds for each anytime solver run (best, exact); heuristics run to the end "
+        f"(default {DEFAULT_TIME_LIMIT:g}, best's own, as in solve)",
     )
     p.add_argument("--seed", type=options.seed, default=0, help="seed for random choices")
     add_param(p)
-    add_time_unit_option(p, default="h")
+    add_time_unit_option(p)
     add_output(p, help="write the table: .csv or .json (a list of rows) by suffix")
     p.add_argument("--plot", metavar="FILE", default=None, help="bar chart: .png, .pdf or .svg")
     p.add_argument("--json", action="store_true", help="print one JSON object per run (JSON Lines)")
@@ -128,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot:
         from sjfbco.experiments.plots import comparison_chart, save
 
-        save(comparison_chart(rows, pick=pick, unit=args.time_unit), args.plot)
+        save(comparison_chart(rows, pick=pick, unit=args.time_unit, metric=args.metric), args.plot)
     return 0
 
 

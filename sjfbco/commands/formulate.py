@@ -73,12 +73,12 @@ def run(args: argparse.Namespace) -> int:
             name, _, ev = exact.best_warm_start(data)
             horizon = int(ev.makespan)
             info["horizon_from"] = name
-        from sjfbco.formulations.size import estimate
+        from sjfbco.formulations.size import WRITE_S_PER_VARIABLE, estimate
 
         # the model's cells limit first (the memory it would need), then its build time
         patterns = model_patterns(data, horizon, None)
         est = estimate(data, "cpsat" if args.kind == "nonconvex" else "highs", horizon, patterns)
-        build_s = exact.BUILD_S_PER_VARIABLE[est.backend] * est.variables  # measured, rounded up
+        build_s = WRITE_S_PER_VARIABLE[est.backend] * est.variables  # measured, rounded up
         info["estimate"] = {**est.as_dict(), "build_seconds": round(build_s, 1)}
         if not args.json:  # before building: a big model takes a while
             print(

@@ -33,6 +33,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
     p.add_argument(
         "--policy",
+        "--policies",  # as compare spells it
+        dest="policy",
         default="fcfs-gang",
         metavar="NAME",
         help=f"one of {', '.join(POLICIES)}, or a policy a --plugin registers; several "

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from sjfbco import limits
-from sjfbco.commands.common import add_output, naming, read_instance_and_schedule
+from sjfbco.commands.common import add_output, naming, read_instance_and_schedule, warn
 from sjfbco.errors import InputError, check_text
 from sjfbco.tables import add_time_unit_option
 
@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}")
         return 0
     limits.PLOT_BARS.check(sum(job.num_gpus for job in data.jobs), source=args.instance)
+    _suggest_aggregate(data.num_jobs, servers)
     with naming(args.schedule):
         ax = gantt(
             data, schedule, labels=not args.no_labels, title=args.title, waits=args.waits,
@@ -89,6 +90,19 @@ def run(args: argparse.Namespace) -> int:
     save(figure, args.output)  # type: ignore[arg-type]
     print(f"wrote {args.output}")
     return 0
+
+
+def _suggest_aggregate(jobs: int, servers: tuple[int, int] | None) -> None:
+    """A warning for a Gantt chart of every server with more jobs than it can show apart
+    (``experiments.plots.GANTT_WIDEST_JOBS``): ``--aggregate servers`` reads better."""
+    from sjfbco.experiments.plots import GANTT_WIDEST_JOBS
+
+    if servers is None and jobs > GANTT_WIDEST_JOBS:
+        warn(
+            f"{jobs:,} jobs on one Gantt chart (it is at its widest from "
+            f"{GANTT_WIDEST_JOBS:,}): bars too thin to tell apart; --aggregate servers draws "
+            "a row per server coloured by its busy share, --servers A:B a range of servers"
+        )
 
 
 def _pair(text: str, sep: str, option: str, kind: Any) -> tuple[Any, Any]:

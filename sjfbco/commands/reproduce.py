@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
 from sjfbco.commands import options
-from sjfbco.commands.batch import BatchProgress, add_engine_arguments, check_engine_arguments
+from sjfbco.commands.batch import (
+    BatchProgress,
+    add_engine_arguments,
+    check_engine_arguments,
+    ctrl_c_says_resume,
+)
 from sjfbco.commands.common import add_output, add_progress, progress_enabled
 from sjfbco.errors import InputError
 from sjfbco.params import field_names, parse_kv
@@ -209,15 +214,16 @@ def run(args: argparse.Namespace) -> int:
         return 1 if gaps else 0
     progress = BatchProgress(progress_enabled(args), desc="reproduce")
     try:
-        results = reproduce(
-            figures,
-            settings,
-            out=args.output,
-            engine=BatchEngine(args.engine, args.workers, args.address, args.resume),
-            on_start=progress.on_start,
-            on_row=progress.on_row,
-            on_figure=show,
-        )
+        with ctrl_c_says_resume():
+            results = reproduce(
+                figures,
+                settings,
+                out=args.output,
+                engine=BatchEngine(args.engine, args.workers, args.address, args.resume),
+                on_start=progress.on_start,
+                on_row=progress.on_row,
+                on_figure=show,
+            )
     finally:
         progress.close()
     bad = failures([r for res in results for r in res.rows])

@@ -17,6 +17,7 @@ from sjfbco.commands.common import (
     add_plugin,
     add_progress,
     load_plugins,
+    note_unused_time_limit,
     progress_enabled,
     slot_note,
     warn,
@@ -76,6 +77,8 @@ def _add_solver_arguments(p: Any) -> None:
     ``--config``."""
     p.add_argument(
         "--solver",
+        "--solvers",  # as compare and batch spell it
+        dest="solver",
         default="sjf-bco",
         metavar="NAME[,NAME...]",
         help="a solver, several separated by commas, or 'all' (every heuristic); with several, "
@@ -128,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     solvers = solver_list(args.solver)
     config = load_config(args.config) if args.config else None
     params = solver_params(solvers, args.param, config)
+    note_unused_time_limit(solvers, args.time_limit)
     best_by_clock = "best" in solvers and (
         args.time_limit is not None or "iterations" not in params["best"]
     )

@@ -36,7 +36,7 @@ from sjfbco.elastic.policies import (
     round_by_largest_remainder,
 )
 from sjfbco.elastic.speedup import PowerLaw, Speedup, TableSpeedup, curves_for, elastic_sizes
-from sjfbco.errors import InputError
+from sjfbco.errors import InputError, unknown_name
 from sjfbco.online.metrics import MetricAttributes, job_metrics
 
 if TYPE_CHECKING:
@@ -161,7 +161,7 @@ def _setting(
         ("objective", objective, OBJECTIVES),
     ):
         if val not in ok:
-            raise InputError(f"unknown elastic {name} {val!r}; known: {', '.join(ok)}")
+            raise InputError(unknown_name(f"elastic {name}", val, ok, sort=False))
     x = np.asarray(sizes, dtype=float).reshape(-1)
     arr = np.zeros(m) if arrivals is None else np.asarray(arrivals, dtype=float).reshape(-1)
     if n < 1 or len(curves) != m or len(arr) != m or not np.all(x > 0) or not np.all(x < np.inf):

@@ -357,9 +357,14 @@ def plot_figure(
 # ----------------------------------------------------------------------------- Gantt
 
 #: Figure width (inches): ``GANTT_WIDTH[0]``, plus one inch per ``GANTT_JOBS_PER_INCH``
-#: jobs beyond the first 160, up to ``GANTT_WIDTH[1]``.
+#: jobs beyond the first ``GANTT_BASE_JOBS`` (the paper's 160), up to ``GANTT_WIDTH[1]``.
 GANTT_WIDTH = (10.0, 24.0)
 GANTT_JOBS_PER_INCH = 40
+GANTT_BASE_JOBS = 160
+#: Jobs at which a Gantt chart reaches its widest (720): beyond them more jobs only make
+#: thinner bars, and ``plot`` suggests ``--aggregate servers`` (a chart of 2,000 jobs on
+#: 408 GPUs was a smear of bars too thin for a label or a colour to tell them apart).
+GANTT_WIDEST_JOBS = GANTT_BASE_JOBS + int((GANTT_WIDTH[1] - GANTT_WIDTH[0]) * GANTT_JOBS_PER_INCH)
 #: Height of one GPU row (points): tall enough for the smallest server's label, within bounds.
 GANTT_ROW_PT = (2.0, 14.0)
 #: Tallest Gantt axes (inches); beyond it rows get thinner and server labels thin out.
@@ -509,7 +514,7 @@ def gantt_size(data: ProblemData, rows: int | None = None) -> tuple[float, float
     row = max(want, 3.0 * 72 / n)
     row = min(max(row, GANTT_ROW_PT[0]), GANTT_ROW_PT[1], GANTT_MAX_AXES_IN * 72 / n)
     lo, hi = GANTT_WIDTH
-    width = min(hi, lo + max(0, data.num_jobs - 160) / GANTT_JOBS_PER_INCH)
+    width = min(hi, lo + max(0, data.num_jobs - GANTT_BASE_JOBS) / GANTT_JOBS_PER_INCH)
     return width, row * n / 72 + _MARGIN_IN[2] + _MARGIN_IN[3], row
 
 
@@ -787,16 +792,22 @@ def _label_bars(ax: Axes, data: ProblemData, drawn: Sequence[tuple[Rectangle, Bl
         )
 
 
+#: The colours of a comparison chart's bars: offline solvers, online policies.
+OFFLINE_COLOUR, ONLINE_COLOUR = "#0072B2", "#E69F00"
+
+
 def comparison_chart(
     rows: Sequence[Mapping[str, Any]],
     *,
     pick: Mapping[str, Any],
     unit: str = "slots",
     title: str | None = None,
+    metric: str = "makespan",
 ) -> Figure:
     """Bars of a comparison (:mod:`sjfbco.compare`): one panel per metric (makespan, mean
     and p95 JCT), one bar per run, offline solvers blue, online policies orange, the
-    recommended run ``pick`` outlined in black.
+    recommended run ``pick`` (by ``metric``, named in the title) outlined in black; a
+    legend says the three.
 
     One instance: the figures in ``unit`` (the rows' ``<field>_<unit>`` columns, or
     slots). Several: per run, the geometric mean over the instances of its figure
@@ -808,10 +819,10 @@ def comparison_chart(
     several = len(instances) > 1
     fig = Figure(figsize=(11, 0.32 * len(names) + 1.6), layout="constrained")
     axes = fig.subplots(1, len(METRICS), sharey=True)
-    for ax, (metric, field_name) in zip(axes, METRICS.items(), strict=True):
+    for ax, (panel, field_name) in zip(axes, METRICS.items(), strict=True):
         values = [_bar_value(rows, k, field_name, unit, several) for k in names]
         y = np.arange(len(names))
-        colours = ["#0072B2" if k[0] == "offline" else "#E69F00" for k in names]
+        colours = [OFFLINE_COLOUR if k[0] == "offline" else ONLINE_COLOUR for k in names]
         edges = ["black" if k == (pick["kind"], pick["name"]) else "none" for k in names]
         ax.barh(y, [v if v is not None else 0 for v in values], color=colours, edgecolor=edges)
         for yi, v in zip(y, values, strict=True):
@@ -820,14 +831,28 @@ def comparison_chart(
                     fmt_number(v), (v, yi), xytext=(3, 0), textcoords="offset points",
                     va="center", fontsize=7,
                 )  # fmt: skip
-        what = metric.replace("-", " ").replace("jct", "JCT")
+        what = panel.replace("-", " ").replace("jct", "JCT")
         ax.set_xlabel(f"{what} / best (geometric mean)" if several else f"{what} ({unit})")
         ax.margins(x=0.18)
     modes = {(r["kind"], r["name"]): r["mode"] for r in rows}
     ticks = [f"{n} ({'online' if k == 'online' else modes[k, n] or 'offline'})" for k, n in names]
     axes[0].set_yticks(np.arange(len(names)), ticks, fontsize=8)
     axes[0].invert_yaxis()
-    fig.suptitle(title or f"{', '.join(instances)}: recommended {pick['name']}", fontsize=10)
+    by = metric.replace("-", " ").replace("jct", "JCT")
+    fig.suptitle(
+        title or f"{', '.join(instances)}: recommended by {by}: {pick['name']}", fontsize=10
+    )
+    fig.legend(
+        handles=[
+            Patch(facecolor=OFFLINE_COLOUR, label="offline solver"),
+            Patch(facecolor=ONLINE_COLOUR, label="online policy"),
+            Patch(facecolor="white", edgecolor="black", label=f"recommended (by {by})"),
+        ],
+        loc="outside lower center",
+        ncols=3,
+        fontsize=8,
+        frameon=False,
+    )
     return fig
 
 

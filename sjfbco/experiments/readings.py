@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from sjfbco.errors import InputError
+from sjfbco.errors import InputError, unknown_name
 from sjfbco.experiments.paper import PAPER_HORIZON, THETA_POLICIES
 from sjfbco.workloads.paper import PRESETS, Preset, min_safe_slot
 
@@ -179,4 +179,4 @@ def get_reading(name: str) -> Reading:
     try:
         return READINGS[name]
     except KeyError:
-        raise InputError(f"unknown reading {name!r}; known: {', '.join(READINGS)}") from None
+        raise InputError(unknown_name("reading", name, READINGS, sort=False)) from None

@@ -28,6 +28,16 @@ if TYPE_CHECKING:
 BYTES_PER_VARIABLE = {"highs": 3000, "cbc": 3000, "cpsat": 16000}
 BASE_BYTES = 200 * 1024**2
 
+#: Seconds per estimated variable to build a model and write it to a file, without a
+#: solver (``sjfbco formulate``), by backend: measured on the four 14-job, 4-server
+#: instances of ``benchmarks/bench_exact.py`` (seeds 0 to 3; 51,049 to 78,567
+#: variables): the time-indexed ILP 58 to 65 us of CPU and 96 to 123 us of wall time
+#: per variable at load 5, the non-convex model 20 to 130 us; rounded up to twice the
+#: wall time. (The exact solver's ``BUILD_S_PER_VARIABLE``, 1.2 ms for the ILP, counts
+#: the hand-over to the solver too: with it ``formulate`` refused these instances as
+#: 61 to 95 s of build, against a 60 s limit, where they take 5.5 to 8.8 s.)
+WRITE_S_PER_VARIABLE = {"highs": 2.5e-4, "cbc": 2.5e-4, "cpsat": 2.5e-4}
+
 
 @dataclass(frozen=True)
 class ModelSize:

@@ -185,7 +185,7 @@ def run_online(
 def _admitting(pol: Policy, admission: str) -> Policy:
     """``pol`` once ``admission`` is known and suits it (partial needs a priority order)."""
     if admission not in ADMISSIONS:
-        raise InputError(f"unknown admission {admission!r}; known: {', '.join(ADMISSIONS)}")
+        raise InputError(unknown_name("admission", admission, ADMISSIONS, sort=False))
     if admission == "partial" and not pol.partial_ok:
         raise InputError(
             f"partial admission needs a priority-order policy; {pol.name!r} "

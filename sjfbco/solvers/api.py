@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+import sys
 import time
 from dataclasses import fields, replace
 from typing import TYPE_CHECKING, Any, cast, get_args
@@ -13,6 +15,7 @@ from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.files import read_instance
 from sjfbco.params import make_params
+from sjfbco.plugins import PLUGIN_FILE_PREFIX
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.common import ListParams
@@ -21,7 +24,7 @@ from sjfbco.solvers.placement import AssignmentMode
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
 #: Tolerance (slots) when comparing an evaluated makespan with a bound.
 BOUND_EPS = 1e-9
@@ -68,7 +71,7 @@ def solve(
     check_time_limit(time_limit)
     t0 = time.perf_counter()
     catch = not spec.heuristic and not interrupt.active()  # the outermost anytime run
-    with interrupt.catching(enabled=catch):
+    with interrupt.catching(enabled=catch), _no_exit(spec.fn):
         out = spec.fn(data, typed, time_limit=time_limit, seed=seed)
         stopped = catch and interrupt.requested()
     runtime = time.perf_counter() - t0
@@ -185,6 +188,24 @@ def check_time_limit(time_limit: float | None) -> None:
         raise InputError(f"time limit: must be a number of seconds, got {time_limit!r}")
     if not (time_limit > 0 and time_limit < float("inf")):
         raise InputError(f"time limit: must be a finite number of seconds > 0, got {time_limit!r}")
+
+
+@contextlib.contextmanager
+def _no_exit(fn: Callable[..., Any]) -> Iterator[None]:
+    """A solver (a plugin's) calling ``sys.exit()`` raises an :class:`InputError` naming its
+    plugin (the module, or the file of a ``--plugin FILE.py``): the caller goes on or fails
+    with one line, instead of ending with the plugin's status and no message."""
+    try:
+        yield
+    except SystemExit as stop:
+        module = getattr(fn, "__module__", None) or "?"
+        where = getattr(sys.modules.get(module), "__file__", None)
+        plugin = where if where and module.startswith(PLUGIN_FILE_PREFIX) else module
+        raise InputError(
+            f"called sys.exit({stop.code!r}) while solving; a solver must return a "
+            "SolverOutput or raise (docs/solvers.md)",
+            where=f"plugin {plugin}",
+        ) from None
 
 
 def _as_output(solver: str, out: Any) -> SolverOutput:

@@ -90,13 +90,15 @@ def check_environment(network: bool = True, launcher: bool = True) -> None:
         if mpiexec_path() is None:
             raise TestbedError(
                 "the MPI launcher 'mpiexec' was not found; install the testbed extra: "
-                "pip install -e '.[testbed]' in the sjfbco checkout (mpi4py and MPICH from PyPI)"
+                "pip install 'sjfbco[testbed]' (in a checkout: pip install -e '.[testbed]'; "
+                "mpi4py and MPICH come from PyPI)"
             )
         try:
             import mpi4py  # noqa: F401
         except ImportError:
             raise TestbedError(
-                "mpi4py is not installed; install the testbed extra: pip install -e '.[testbed]'"
+                "mpi4py is not installed; install the testbed extra: "
+                "pip install 'sjfbco[testbed]' (in a checkout: pip install -e '.[testbed]')"
             ) from None
 
 

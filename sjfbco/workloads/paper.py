@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import limits
 from sjfbco.cost import iteration_time
+from sjfbco.errors import unknown_name
 from sjfbco.files import load_json, write_json
 from sjfbco.problem import (
     INSTANCE_FORMAT,
@@ -355,8 +356,13 @@ def get_preset(name: str) -> Preset:
     if name.endswith(".json"):
         return read_preset(name)
     raise InputError(
-        f"unknown preset {name!r}; known: {', '.join(preset_names())}, or a preset file "
-        "(.json, from 'sjfbco calibrate -o')"
+        unknown_name(
+            "preset",
+            name,
+            preset_names(),
+            sort=False,
+            more=", or a preset file (.json, from 'sjfbco calibrate -o')",
+        )
     )
 
 

@@ -34,7 +34,12 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    (:func:`~sjfbco.formulations.size.estimate`): above the memory cap the model is
    not built and the run returns its incumbent and bound, saying so in
    ``stats["note"]`` (:class:`~sjfbco.errors.LimitError` only with
-   ``relaxation=False``, where the model is all the run has); a model that does not
+   ``relaxation=False``, where the model is all the run has). So does an instance
+   past the pattern limit (a job with more than ``patterns.MAX_PATTERNS`` placement
+   patterns, or more than ``patterns.MAX_SERVERS`` servers): the phases that
+   enumerate patterns are skipped (``stats["skipped"]``), the others and the
+   whole-instance model run, and the answer is the incumbent and the best bound
+   with a note, status ``feasible`` (more time would not build the model); a model that does not
    fit the memory cap or the time left hands that time to the whole-instance model
    (``stats["whole_remainder"]``);
 5. the model: the time-indexed ILP (:class:`~sjfbco.formulations.ilp.TimeIndexedILP`)
@@ -62,7 +67,8 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
-from sjfbco.patterns import require_slotted
+from sjfbco.errors import InputError
+from sjfbco.patterns import Patterns, require_slotted
 from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
 from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
 from sjfbco.solvers.exact.params import (
@@ -103,11 +109,14 @@ __all__ = [
     "ExactParams",
     "ModelError",
     "Parts",
+    "PatternFree",
     "Phase",
     "PhaseResult",
     "Shares",
     "best_warm_start",
     "candidate_schedules",
+    "past_pattern_limit",
+    "pattern_refusal",
     "run_exact",
     "solve_exact",
     "warm_candidates",
@@ -217,8 +226,69 @@ def _solve(
     )
     spare = spares[0] if spares else None
     run = Run(data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare, spares)
-    run_phases(run, budget, parts.phases(p, parts.shares))
+    refusal = pattern_refusal(data)
+    phases = parts.phases(p, parts.shares)
+    if refusal is not None:
+        phases = [PatternFree(phase, refusal) for phase in phases]
+    run_phases(run, budget, phases)
     if interrupted(run):
         return run.output(Status.TIME_LIMIT)
     remainder = parts.remainder(p, parts.shares)
+    if refusal is not None and not run.proven:
+        return past_pattern_limit(run, budget, remainder, refusal)
     return finish(run, p, budget, parts.shares, time_limit, parts.model, remainder)
+
+
+def pattern_refusal(data: ProblemData) -> str | None:
+    """Why the exact models cannot enumerate ``data``'s placement patterns (a job with
+    more than ``MAX_PATTERNS`` of them, more than ``MAX_SERVERS`` servers), or ``None``
+    when they can. The text is the :class:`~sjfbco.errors.InputError` a phase would raise."""
+    try:
+        Patterns(data)
+    except InputError as err:
+        return str(err)
+    return None
+
+
+@dataclass
+class PatternFree:
+    """A phase of a run past the pattern limit: a phase that needs the patterns (it raises
+    the :func:`pattern_refusal` error) is skipped and listed in ``stats["skipped"]``; the
+    run goes on with the others."""
+
+    phase: Phase
+    refusal: str
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = self.phase.key
+
+    @property
+    def share(self) -> float:
+        return self.phase.share
+
+    def wanted(self, run: Run) -> bool:
+        return self.phase.wanted(run)
+
+    def run(self, run: Run, budget: Budget) -> PhaseResult | None:
+        try:
+            return self.phase.run(run, budget)
+        except InputError as err:
+            if str(err) != self.refusal:
+                raise
+            run.stats.skipped.append(self.phase.key)
+            return None
+
+
+def past_pattern_limit(
+    run: Run, budget: Budget, remainder: Sequence[Phase], refusal: str
+) -> SolverOutput:
+    """The answer of a run whose model cannot be built (:func:`pattern_refusal`): the time
+    left goes to the ``remainder`` phases that need no patterns, then the incumbent and
+    the best bound are returned with a note, as past the memory cap."""
+    run_phases(run, budget, [PatternFree(phase, refusal) for phase in remainder])
+    run.stats.note = f"model not built: {refusal}; the incumbent and bound of the other phases"
+    run.stats.skipped.append("model")
+    if interrupted(run):
+        return run.output(Status.TIME_LIMIT)
+    return run.output(Status.FEASIBLE)  # more time would not build it
