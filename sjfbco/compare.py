@@ -30,6 +30,7 @@ from sjfbco.errors import InputError
 from sjfbco.online import make_policy, run_online
 from sjfbco.online.metrics import percentile
 from sjfbco.online.simulator import policy_names
+from sjfbco.progress import report
 from sjfbco.schedule import Schedule
 from sjfbco.solvers import SOLVERS, heuristics
 from sjfbco.solvers.api import mode_of, solve_in_better_mode
@@ -144,14 +145,18 @@ def compare(
     """
     key = metric_key(metric)
     runs = []
-    for name in default_solvers() if solvers is None else solvers:
+    names = default_solvers() if solvers is None else list(solvers)
+    online = policy_names() if policies is None else list(policies)
+    for k, name in enumerate(names):
+        report(f"run: {name}", k, len(names) + len(online), "run")
         given = dict((params or {}).get(name, {}))
         limit = None if SOLVERS[name].heuristic else time_limit  # heuristics run to the end
         result = solve_in_better_mode(
             data, name, time_limit=limit, seed=seed, params=given, key=key
         )
         runs.append(offline_run(result))
-    for policy in policy_names() if policies is None else policies:
+    for k, policy in enumerate(online, start=len(names)):
+        report(f"run: {policy}", k, len(names) + len(online), "run")
         t0 = time.perf_counter()
         pol = make_policy(policy)
         on = run_online(data, pol)

@@ -181,7 +181,10 @@ def read_instance(path: str | os.PathLike[str]) -> ProblemData:
 
 
 def read_schedule(path: str | os.PathLike[str], data: ProblemData) -> Schedule:
-    """Read an ``sjfbco-schedule/1`` file for the instance ``data``."""
+    """Read an ``sjfbco-schedule/1`` file for the instance ``data`` (a ``.csv`` or
+    ``.parquet`` schedule table by its suffix: :func:`read_schedule_table`)."""
+    if table_kind(path) is not None:
+        return read_schedule_table(path, data)
     return _schedule_from(load_json(path), path, data)
 
 
@@ -358,6 +361,8 @@ def read_instance_and_schedule(
     caller warns. Any other mix-up is a :class:`WrongKindError`.
     """
     instance = datasets.resolve(instance)
+    if table_kind(schedule) is not None or table_kind(instance) is not None:
+        return _pair_with_table(instance, schedule)
     first, second = load_json(instance, instance=True), load_json(schedule, instance=True)
     swapped = format_tag(first) == SCHEDULE_FORMAT and format_tag(second) == INSTANCE_FORMAT
     if swapped:
@@ -365,6 +370,22 @@ def read_instance_and_schedule(
         instance, schedule = schedule, instance
     data = _instance_from(first, instance)
     return data, _schedule_from(second, schedule, data), swapped
+
+
+def _pair_with_table(
+    instance: str | os.PathLike[str], schedule: str | os.PathLike[str]
+) -> tuple[ProblemData, Schedule, bool]:
+    """:func:`read_instance_and_schedule` when one of the two is a schedule table:
+    swapped when the table comes first and the other file is an instance."""
+    swapped = (
+        table_kind(instance) is not None
+        and table_kind(schedule) is None
+        and peek_format(datasets.resolve(schedule)) == INSTANCE_FORMAT
+    )
+    if swapped:
+        instance, schedule = datasets.resolve(schedule), instance
+    data = read_instance(instance)
+    return data, read_schedule(schedule, data), swapped
 
 
 _TAG = re.compile(rb'"format"\s*:\s*"([^"\\]{1,64})"')
@@ -392,3 +413,175 @@ def peek_format(path: str | os.PathLike[str]) -> str | None:
         return file_format(path)
     except InputError:
         return None
+
+
+# -- a schedule as a table (CSV or Parquet, ``solve -o FILE.csv``) read back ------------------
+
+#: Schedule tables by suffix (``docs/formats.md``, "A schedule as a table").
+TABLE_SUFFIXES: dict[str, str] = {".csv": "csv", ".parquet": "parquet"}
+#: The columns a schedule table must have to be read back.
+TABLE_NEEDS: tuple[str, ...] = ("job", "server", "gpu")
+#: The one line that says how to get Parquet support.
+PARQUET_EXTRA = (
+    "Parquet needs the optional pyarrow (the extra 'parquet'): pip install pyarrow, or "
+    "pip install -e '.[parquet]' in the sjfbco checkout"
+)
+
+
+def table_kind(path: str | os.PathLike[str]) -> str | None:
+    """``csv`` or ``parquet`` when ``path``'s suffix names a schedule table, else ``None``."""
+    return TABLE_SUFFIXES.get(Path(path).suffix.lower())
+
+
+def need_pyarrow(path: str | os.PathLike[str]) -> None:
+    """An :class:`InputError` naming ``path`` and the ``parquet`` extra when pyarrow is
+    missing (checked before any work: a run must not solve, then fail to write)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("pyarrow") is not None
+    except ValueError:  # a module entry set to None (import blocked)
+        found = False
+    if not found:
+        raise InputError(PARQUET_EXTRA, source=str(path))
+
+
+def read_schedule_table(path: str | os.PathLike[str], data: ProblemData) -> Schedule:
+    """Read a schedule written as a table (``solve -o FILE.csv`` or ``.parquet``).
+
+    One row per (job, server, GPU): the columns ``job``, ``server``, ``gpu``
+    give each job's GPUs (in row order), ``planned_start`` its planned start
+    slot and ``order`` its tie-break rank (empty when the schedule had none).
+    A table without ``planned_start`` (written before it was added) is read with
+    each job's predicted ``start`` (rounded down) as its planned start and its
+    ``launch`` position as its rank: the evaluator then runs it as it predicted.
+    Every failure is an :class:`InputError` naming the file and the line (CSV) or
+    row (Parquet).
+    """
+    src = str(path)
+    kind = table_kind(path)
+    columns, rows = _parquet_rows(path) if kind == "parquet" else _csv_rows(path)
+    where = "line" if kind == "csv" else "row"
+    legacy = "planned_start" not in columns
+    needs = (*TABLE_NEEDS, *(("start", "launch") if legacy else ("planned_start",)))
+    missing = [c for c in needs if c not in columns]
+    if missing:
+        raise InputError(
+            f"a schedule table needs the columns {', '.join(needs)}; missing "
+            f"{', '.join(missing)} (is it a schedule written by sjfbco solve -o?)",
+            source=src,
+        )
+    entries: dict[str, dict[str, Any]] = {}
+    lines: dict[str, int] = {}
+    for number, row in rows:
+        at = f"{where} {number}"
+        jid = _cell_text(row.get("job"), src, at, "job")
+        if legacy:
+            start = _cell_int(row.get("start"), src, at, "start", floor=True)
+            rank = _cell_int(row.get("launch"), src, at, "launch")
+        else:
+            start = _cell_int(row.get("planned_start"), src, at, "planned_start")
+            rank = _cell_int(row.get("order"), src, at, "order", empty=True)
+        gpu = [_cell_int(row.get(c), src, at, c) for c in ("server", "gpu")]
+        entry = entries.get(jid)
+        if entry is None:
+            entries[jid] = entry = {"id": jid, "start": start, "gpus": []}
+            if rank is not None:
+                entry["order"] = rank
+            lines[jid] = number
+        elif entry["start"] != start or entry.get("order") != rank:
+            raise InputError(
+                f"job {short(jid)}: its rows disagree on its planned start or order",
+                source=src,
+                where=at,
+            )
+        entry["gpus"].append(gpu)
+    ranked = [e for e in entries.values() if "order" in e]
+    if ranked and len(ranked) != len(entries):
+        raise InputError("the order column is empty for some jobs only", source=src)
+    doc = {"format": SCHEDULE_FORMAT, "jobs": list(entries.values())}
+    try:
+        return Schedule.from_dict(doc, data)
+    except InputError as err:
+        # the entry index of the document -> the line of the job's first row
+        found = re.match(r"jobs\[(\d+)\]", err.where or "")
+        line = lines[list(entries)[int(found.group(1))]] if found else None
+        at_line = err.where if line is None else f"{where} {line}"
+        raise type(err)(err.problem, source=src, where=at_line) from None
+
+
+def _csv_rows(path: str | os.PathLike[str]) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """The header and the rows of a CSV table, each row with its line number (a BOM is
+    dropped)."""
+    src = str(path)
+    text = _decode(read_bytes(path), src, encoding="utf-8-sig")
+    reader = csv.DictReader(text.splitlines())
+    out = []
+    for row in csv_checked(reader, src):
+        if None in row:  # more fields than the header names
+            raise InputError(
+                "more fields than the header names", source=src, where=f"line {reader.line_num}"
+            )
+        out.append((reader.line_num, row))
+    return list(reader.fieldnames or ()), out
+
+
+def _parquet_rows(
+    path: str | os.PathLike[str],
+) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+    """The column names and the rows of a Parquet table (rows numbered from 1)."""
+    import io
+
+    need_pyarrow(path)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    raw = read_bytes(path)
+    try:
+        table = pq.read_table(io.BytesIO(raw))
+        rows = table.to_pylist()
+    except (pa.ArrowException, OSError, ValueError) as err:
+        raise InputError(
+            f"not a readable Parquet file ({one_line(str(err))})", source=str(path)
+        ) from None
+    return list(table.column_names), [(k + 1, row) for k, row in enumerate(rows)]
+
+
+def _cell_text(value: Any, src: str, at: str, column: str) -> str:
+    """A non-empty text cell."""
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{column}: missing or empty", source=src, where=at)
+    return value
+
+
+def _cell_int(
+    value: Any, src: str, at: str, column: str, *, floor: bool = False, empty: bool = False
+) -> Any:
+    """An integer cell (``3``, ``3.0`` in a CSV; ``None`` for an empty one if ``empty``);
+    with ``floor`` any finite number, rounded down."""
+    if value is None or (isinstance(value, str) and not value.strip()) or _is_nan(value):
+        if empty:
+            return None
+        raise InputError(f"{column}: missing or empty", source=src, where=at)
+    if isinstance(value, bool):
+        raise InputError(f"{column}: not an integer: {short(value)}", source=src, where=at)
+    try:
+        if isinstance(value, str):
+            try:
+                return int(value.strip())  # exact, however large
+            except ValueError:
+                value = float(value)  # e.g. "12.0" or a predicted start "12.5"
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError
+        whole = math.floor(value) if floor else int(value)
+        if whole != value and not floor:
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(
+            f"{column}: not an integer: {short(value)}", source=src, where=at
+        ) from None
+    return int(whole)
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError
 from sjfbco.evaluate import alone_slots, evaluate
-from sjfbco.files import atomic_write_bytes, atomic_write_text, write_schedule
+from sjfbco.files import atomic_write_bytes, atomic_write_text, need_pyarrow, write_schedule
 from sjfbco.launch import plan_rows
 from sjfbco.solvers.contract import SUMMARY_KEYS
 
@@ -138,6 +138,8 @@ GPU_COLUMNS: tuple[str, ...] = (
     "end",
     "start_s",
     "end_s",
+    "planned_start",
+    "order",
 )
 
 
@@ -146,7 +148,9 @@ def gpus_frame(data: ProblemData, schedule: Schedule) -> pd.DataFrame:
 
     ``start`` and ``end`` are the evaluator's (slots), ``start_s`` and ``end_s`` the same
     in seconds (``cost.slot_seconds``); ``host`` is the server's name in launch files
-    (``s0``, ``s1``, ...; :func:`sjfbco.launch.server_name`).
+    (``s0``, ``s1``, ...; :func:`sjfbco.launch.server_name`); ``planned_start`` and
+    ``order`` are the schedule's own (``order`` empty when it has none), so that
+    :func:`sjfbco.files.read_schedule_table` reads the same schedule back.
     """
     import pandas as pd
 
@@ -163,9 +167,11 @@ def schedule_format(path: str | os.PathLike[str]) -> str:
     if suffix not in SCHEDULE_SUFFIXES:
         raise InputError(
             f"{path}: cannot tell the schedule format from the suffix {suffix!r}; use .json "
-            "(sjfbco-schedule/1, read back by evaluate and plot), .csv or .parquet (one row "
-            "per job, server and GPU)"
+            "(sjfbco-schedule/1), .csv or .parquet (one row per job, server and GPU); "
+            "evaluate, plot and the other readers take all three"
         )
+    if suffix == ".parquet":
+        need_pyarrow(path)  # before any work: a run must not solve, then fail to write
     return SCHEDULE_SUFFIXES[suffix]
 
 

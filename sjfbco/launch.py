@@ -24,15 +24,19 @@ order). Servers are named ``s0``, ``s1``, ... (:func:`server_name`).
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError, short
 from sjfbco.evaluate import evaluate, queue_links
-from sjfbco.files import atomic_write_text, check_format, json_text
+from sjfbco.files import check_format, json_text
 from sjfbco.schedule import Gpu, Schedule, check_schedule
 
 if TYPE_CHECKING:
@@ -180,7 +184,10 @@ def launch_plan(data: ProblemData, schedule: Schedule) -> LaunchPlan:
 
 
 def plan_rows(data: ProblemData, schedule: Schedule) -> list[dict[str, Any]]:
-    """One row per (job, server, GPU) in launch order: predicted start and end in slots and s."""
+    """One row per (job, server, GPU) in launch order: predicted start and end in slots and
+    s, and what reads the schedule back (``sjfbco.files.read_schedule_table``): each
+    job's GPUs in the schedule's own order, its ``planned_start`` slot and ``order``
+    (its tie-break rank, ``None`` when the schedule has none)."""
     plan = launch_plan(data, schedule)
     sec = plan.slot_seconds
     return [
@@ -194,9 +201,11 @@ def plan_rows(data: ProblemData, schedule: Schedule) -> list[dict[str, Any]]:
             "end": j.end,
             "start_s": j.start * sec,
             "end_s": j.end * sec,
+            "planned_start": schedule.start[j.index],
+            "order": None if schedule.order is None else schedule.order[j.index],
         }
         for k, j in enumerate(plan.jobs)
-        for s, i in j.gpus
+        for s, i in schedule.gpus[j.index]
     ]
 
 
@@ -215,16 +224,125 @@ def file_stems(plan: LaunchPlan) -> list[str]:
 def write_launch(plan: LaunchPlan, folder: str | Path) -> Path:
     """Write ``launch.json`` and ``hosts/NNN-<id>.txt`` (one hostfile per job) into ``folder``.
 
-    Files are written atomically; returns the path of ``launch.json``.
+    A launch folder holds exactly one plan: ``folder`` must be new, empty, or a
+    previous launch folder (:func:`check_launch_folder`; anything else is an
+    :class:`InputError`, before any file is written). The plan is written into a
+    fresh folder beside it, which then takes ``folder``'s place by rename; a
+    previous plan is removed only after that, so a reader (or a crash) sees
+    the old plan or the new one, never a mix of their hostfiles. The working
+    folder (or one above it) is not renamed but has its entries swapped, so that a
+    shell standing in it stays in place. Returns the path of ``launch.json``.
+    """
+    root = Path(os.path.realpath(folder))  # a link to a folder: replace what it points to
+    previous = check_launch_folder(root)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        here: Path | None = Path.cwd()
+    except OSError:  # the working folder was removed
+        here = None
+    stays = here is not None and (root == here or root in here.parents)  # see _swap_in
+    try:
+        fresh = Path(
+            tempfile.mkdtemp(prefix=f".{root.name}.new-", dir=root if stays else root.parent)
+        )
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", source=str(folder)) from None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(fresh, 0o777 & ~umask)  # mkdtemp makes 0700; give the usual folder mode
+        hosts = fresh / "hosts"
+        hosts.mkdir()
+        for stem, job in zip(file_stems(plan), plan.jobs, strict=True):
+            (hosts / f"{stem}.txt").write_text(job.hostfile())
+        (fresh / "launch.json").write_text(json_text(plan.to_dict()))
+        _swap_in(fresh, root, previous, stays)
+    except OSError as err:
+        raise InputError(f"cannot write: {err.strerror or err}", source=str(folder)) from None
+    finally:
+        shutil.rmtree(fresh, ignore_errors=True)  # gone already when the swap succeeded
+    return root / "launch.json"
+
+
+def _swap_in(fresh: Path, root: Path, previous: bool, stays: bool) -> None:
+    """Put the folder ``fresh`` in ``root``'s place: a rename onto a missing or empty
+    folder; a previous launch folder is first moved aside, then removed. A folder that
+    ``stays`` (the working folder or one above it, where a shell may stand) keeps its
+    identity: its two entries are swapped instead, launch.json last in and first out."""
+    if stays:
+        _swap_entries(fresh, root, previous)
+        return
+    if not previous:
+        os.rename(fresh, root)  # onto a missing or empty folder: one atomic step
+        return
+    old = Path(tempfile.mkdtemp(prefix=f".{root.name}.old-", dir=root.parent))
+    os.rename(root, old / "plan")
+    try:
+        os.rename(fresh, root)
+    except OSError:
+        os.rename(old / "plan", root)  # put the previous plan back
+        os.rmdir(old)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _swap_entries(fresh: Path, root: Path, previous: bool) -> None:
+    """:func:`_swap_in` entry by entry, for a folder that must stay where it is."""
+    old = Path(tempfile.mkdtemp(prefix=".launch.old-", dir=root))
+    if previous:
+        for name in ("launch.json", "hosts"):  # the plan's entry point first
+            if (root / name).exists():
+                os.rename(root / name, old / name)
+    for name in ("hosts", "launch.json"):  # the entry point last
+        os.rename(fresh / name, root / name)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def check_launch_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` holds a previous launch plan that :func:`write_launch` may replace.
+
+    ``False`` for a missing or empty folder; ``True`` for a launch folder (a
+    ``launch.json`` of format ``sjfbco-launch/1`` and a ``hosts`` folder of
+    ``NNN-<id>.txt`` hostfiles, nothing else); anything else (a file, a folder
+    with other files) is an :class:`InputError`: its files are not ours to remove.
     """
     root = Path(folder)
+    if not root.exists():
+        return False
+    if not root.is_dir():
+        raise InputError("exists and is not a folder; --launch takes a folder", source=str(root))
+    entries = {p.name for p in root.iterdir()}
+    if not entries:
+        return False
     hosts = root / "hosts"
-    hosts.mkdir(parents=True, exist_ok=True)
-    for stem, job in zip(file_stems(plan), plan.jobs, strict=True):
-        atomic_write_text(hosts / f"{stem}.txt", job.hostfile())
-    target = root / "launch.json"
-    atomic_write_text(target, json_text(plan.to_dict()))
-    return target
+    ok = (
+        entries <= {"launch.json", "hosts"}
+        and "launch.json" in entries
+        and _format_of(root / "launch.json") == LAUNCH_FORMAT
+        and (not hosts.exists() or (hosts.is_dir() and not hosts.is_symlink()))
+        and all(_HOSTFILE.fullmatch(p.name) for p in (hosts.iterdir() if hosts.exists() else ()))
+    )
+    if not ok:
+        raise InputError(
+            "is not empty and is not a launch folder (launch.json and hosts/ only); a launch "
+            "folder holds one plan: give a new or empty folder, or remove its files",
+            source=str(root),
+        )
+    return True
+
+
+#: The name of a hostfile that :func:`write_launch` writes.
+_HOSTFILE = re.compile(r"\d{3,}-[A-Za-z0-9_.-]{1,64}\.txt")
+
+
+def _format_of(path: Path) -> str | None:
+    """The ``format`` tag of a JSON file, or ``None`` if it has none or cannot be read."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    tag = doc.get("format") if isinstance(doc, dict) else None
+    return tag if isinstance(tag, str) else None
 
 
 def schedule_of(plan: LaunchPlan, data: ProblemData) -> Schedule:

@@ -10,7 +10,11 @@ progress installs a listener for a block of code::
         sjfbco.solve("big.json", "sjf-bco")
 
 ``sjfbco``'s command line draws the reports as a tqdm bar on stderr (see
-``docs/cli.md``). Every report is also logged at DEBUG level on the logger
+``docs/cli.md``). An anytime solver reports each new incumbent as the task
+``"NAME: makespan M (source)"`` with ``done`` the seconds elapsed, ``total`` its
+time limit and ``unit`` ``"s"`` (``best`` does); the command line draws its run
+as a clock with that incumbent, and a report without a unit as the phase it is in.
+Every report is also logged at DEBUG level on the logger
 ``sjfbco.progress``. A leaf module: it imports nothing from sjfbco.
 """
 

@@ -30,6 +30,7 @@ def test_gpus_frame_is_one_row_per_job_server_gpu() -> None:
     assert len(df) == sum(j.num_gpus for j in data.jobs)
     assert list(df.columns) == [
         "launch", "job", "server", "host", "gpu", "start", "end", "start_s", "end_s",
+        "planned_start", "order",
     ]  # fmt: skip
     for j, job in enumerate(data.jobs):
         mine = df[df["job"] == job.id]

@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
+import pytest
 from hypothesis import given, settings
 
 from sjfbco import Cluster, CostParams, Job, ProblemData
+from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
-from sjfbco.launch import LaunchPlan, launch_plan, plan_rows, write_launch
+from sjfbco.launch import (
+    LaunchJob,
+    LaunchPlan,
+    check_launch_folder,
+    launch_plan,
+    plan_rows,
+    write_launch,
+)
 from sjfbco.schedule import Schedule
+from tests.conftest import INSTANCES
 from tests.tiny import tiny_instances
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def _three_jobs() -> tuple[ProblemData, Schedule]:
@@ -47,6 +62,7 @@ def test_hand_computed_plan() -> None:
     assert rows[-1] == {
         "launch": 2, "job": "c", "server": 1, "host": "s1", "gpu": 0,
         "start": 3.0, "end": 4.0, "start_s": 3.0, "end_s": 4.0,
+        "planned_start": 0, "order": None,  # the schedule's own (no ranks)
     }  # fmt: skip
 
 
@@ -89,3 +105,135 @@ def test_plan_replays_to_the_evaluators_starts_when_alone(data: ProblemData) -> 
     starts = _replay(plan)
     for j, job in enumerate(data.jobs):
         assert starts[job.id] == ev.start[j]
+
+
+def _plan(n: int, name: str = "p") -> LaunchPlan:
+    """A plan of ``n`` one-GPU jobs (hostfile names zero-padded to max(3, digits of n))."""
+    jobs = tuple(
+        LaunchJob(
+            id=f"{name}{k}",
+            index=k,
+            gpus=((0, 0),),
+            hosts=((0, 1),),
+            after=(),
+            not_before=0,
+            start=float(k),
+            end=float(k + 1),
+        )
+        for k in range(n)
+    )
+    return LaunchPlan(instance=name, slot_seconds=1.0, jobs=jobs)
+
+
+def _hostfiles(folder: Path) -> list[str]:
+    return sorted(p.name for p in (folder / "hosts").iterdir())
+
+
+def test_a_launch_folder_holds_exactly_one_plan(tmp_path: Path) -> None:
+    out = tmp_path / "launch"
+    write_launch(_plan(2000, "old"), out)  # widths: 4 digits for 2,000 jobs ...
+    assert len(_hostfiles(out)) == 2000 and _hostfiles(out)[0] == "0000-old0.txt"
+    write_launch(_plan(160, "new"), out)  # ... 3 for 160: none of the old may stay
+    assert _hostfiles(out) == sorted(f"{k:03d}-new{k}.txt" for k in range(160))
+    assert json.loads((out / "launch.json").read_text())["instance"] == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["launch"]  # no temporary folders
+    # an empty folder is used; a link to a launch folder keeps pointing at the new plan
+    (tmp_path / "empty").mkdir()
+    write_launch(_plan(3), tmp_path / "empty")
+    assert _hostfiles(tmp_path / "empty") == ["000-p0.txt", "001-p1.txt", "002-p2.txt"]
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    write_launch(_plan(1, "via"), link)
+    assert link.is_symlink() and _hostfiles(link) == ["000-via0.txt"] == _hostfiles(out)
+
+
+def test_a_folder_of_other_files_is_refused_and_left_alone(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(InputError, match="is not empty and is not a launch folder"):
+        write_launch(_plan(2), mine)
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+    # a launch folder with one file of the user's added is not ours to replace either
+    out = tmp_path / "launch"
+    write_launch(_plan(2), out)
+    (out / "hosts" / "README").write_text("mine")
+    with pytest.raises(InputError, match="not a launch folder"):
+        write_launch(_plan(3), out)
+    assert len(_hostfiles(out)) == 3  # two hostfiles and the README, untouched
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(InputError, match="not a folder"):
+        write_launch(_plan(1), tmp_path / "file")
+    other = tmp_path / "json"
+    other.mkdir()
+    (other / "launch.json").write_text('{"format": "sjfbco-schedule/1"}')
+    with pytest.raises(InputError, match="not a launch folder"):
+        check_launch_folder(other)
+
+
+def test_a_failed_swap_keeps_the_previous_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "launch"
+    write_launch(_plan(5, "old"), out)
+    real = os.rename
+
+    def failing(src: Any, dst: Any) -> None:
+        if ".new-" in str(src):
+            raise OSError(28, "No space left on device")
+        real(src, dst)
+
+    monkeypatch.setattr("sjfbco.launch.os.rename", failing)
+    with pytest.raises(InputError, match="launch: cannot write: No space left on device"):
+        write_launch(_plan(7, "new"), out)
+    assert _hostfiles(out) == [f"{k:03d}-old{k}.txt" for k in range(5)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["launch"]
+
+
+def test_solve_refuses_a_foreign_launch_folder_before_solving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sjfbco.cli import main
+
+    example = str(INSTANCES / "small" / "example.json")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "x.csv").write_text("1\n")
+    calls: list[int] = []
+    monkeypatch.setattr("sjfbco.commands.solve.solve", lambda *a, **k: calls.append(1))
+    assert main(["solve", example, "-q", "--launch", str(tmp_path / "data")]) == 2
+    assert calls == [] and "not a launch folder" in capsys.readouterr().err
+    monkeypatch.undo()
+    assert main(["solve", example, "-q", "--launch", str(tmp_path / "l")]) == 0
+    assert main(["solve", "paper-s10-seed0", "-q", "--launch", str(tmp_path / "l")]) == 0
+    plan = json.loads((tmp_path / "l" / "launch.json").read_text())
+    assert plan["instance"] == "paper-s10-seed0"
+    assert len(_hostfiles(tmp_path / "l")) == len(plan["jobs"])  # the example's are gone
+
+
+def test_online_refuses_a_foreign_launch_folder_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sjfbco.cli import main
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "notes.txt").write_text("mine")
+    args = ["online", "paper-s10-seed0", "--policy", "fcfs-gang", "--launch"]
+    assert main([*args, str(tmp_path / "data")]) == 2
+    assert "not a launch folder" in capsys.readouterr().err
+    assert main([*args, str(tmp_path / "l")]) == 0 and (tmp_path / "l" / "launch.json").is_file()
+
+
+def test_the_working_folder_as_launch_folder_stays_the_same_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --launch . : a rename would leave the user's shell in a deleted folder
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    inode = here.stat().st_ino
+    write_launch(_plan(12, "old"), ".")
+    write_launch(_plan(3, "new"), ".")
+    assert here.stat().st_ino == inode and os.getcwd() == str(here)
+    assert _hostfiles(here) == ["000-new0.txt", "001-new1.txt", "002-new2.txt"]
+    assert sorted(p.name for p in here.iterdir()) == ["hosts", "launch.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["here"]

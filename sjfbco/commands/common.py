@@ -18,7 +18,9 @@ Imports here stay light: ``sjfbco --help`` loads this module.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
+import re
 import sys
 import threading
 import time
@@ -85,6 +87,13 @@ def progress_enabled(args: argparse.Namespace) -> bool:
         return False
 
 
+#: An anytime solver's report of a new incumbent (``sjfbco.progress``'s convention, e.g.
+#: best's ``"best: makespan 380 (list)"``, seconds against its time limit).
+INCUMBENT = re.compile(
+    r"^(?P<solver>[^:]+): makespan (?P<makespan>[0-9.eE+-]+)(?: \((?P<source>.*)\))?$"
+)
+
+
 class ProgressBar:
     """Draws :mod:`sjfbco.progress` reports as one tqdm bar on stderr, while in a ``with`` block.
 
@@ -95,12 +104,26 @@ class ProgressBar:
     drawn and no listener is installed. ``budget_s``: the whole command's expected
     seconds (e.g. the time limits of its anytime runs); the bar then also shows
     ``overall E s of ~B s`` across its phases and runs.
+
+    An anytime run (:meth:`clock`) is drawn as a clock instead: elapsed over its
+    time limit in whole seconds, moving every :data:`REFRESH_S`, and after it the
+    incumbent (from the solver's ``"NAME: makespan M (source)"`` reports,
+    :data:`INCUMBENT`), the lower bound given and the gap between them, and the
+    phase the solver names (reports without a unit); the step bars of its inner
+    work (placement passes, the evaluator) are not drawn, so nothing flickers.
     """
 
     #: Seconds of work before a bar first shows (quick runs stay silent).
     DELAY_S = 0.5
     #: Seconds between redraws of a bar that gets no reports.
     REFRESH_S = 1.0
+    #: The clock's layout: whole seconds, no rate (a clock's rate is 1 s/s); the figures
+    #: (:meth:`clock_text`) go in the unit's place.
+    CLOCK_FORMAT = "{desc}{n_fmt}/{total_fmt} s |{bar}| {unit}"
+    #: A task counting seconds against a limit outside a clock run.
+    SECONDS_FORMAT = "{desc}: {n_fmt}/{total_fmt} s |{bar}|{postfix}"
+    #: The clock without a time limit (a run bounded by iterations).
+    OPEN_CLOCK_FORMAT = "{desc}{n_fmt} s, {unit}"
 
     def __init__(self, enabled: bool, prefix: str = "", budget_s: float | None = None):
         self.enabled = enabled
@@ -111,19 +134,120 @@ class ProgressBar:
         self.task: str | None = None
         self._ctx: Any = None
         self._stop: threading.Event | None = None
+        self._clock: dict[str, Any] | None = None
+        #: The lower bound (slots) an anytime run found inside a library call is shown
+        #: against (``compare`` sets it per instance).
+        self.bound: float | None = None
 
-    def __call__(self, p: Progress) -> None:
+    def clock(
+        self, prefix: str, limit_s: float | None, bound: float | None, auto: bool = False
+    ) -> None:
+        """Draw the next run as a clock of ``limit_s`` seconds (``None``: no limit) with
+        the lower bound ``bound`` (slots; ``None``: unknown), until :meth:`plain` (with
+        ``auto``: also until a report of another run, or other work after the limit)."""
+        self.prefix = prefix
+        if not self.enabled:
+            return
+        self._clock = {"t0": time.monotonic(), "limit": limit_s, "bound": bound,
+                       "incumbent": None, "phase": None, "auto": auto}  # fmt: skip
+        self.task = None
+        bar = self._bar()
+        bar.bar_format = self.CLOCK_FORMAT if limit_s else self.OPEN_CLOCK_FORMAT
+        bar.unit = ""
+        bar.set_description_str(prefix, refresh=False)
+        bar.reset(total=None if limit_s is None else max(1, math.ceil(limit_s)))
+        self._tick()
+
+    def plain(self, prefix: str = "") -> None:
+        """Back to one bar per task (the next run is not an anytime one)."""
+        self.prefix = prefix
+        if self._clock is not None and self.bar is not None:
+            self.bar.bar_format = None
+            self.task = None
+        self._clock = None
+
+    def _bar(self) -> Any:
         if self.bar is None:
             from tqdm import tqdm
 
             self.bar = tqdm(file=sys.stderr, dynamic_ncols=True, leave=False, delay=self.DELAY_S)
+        return self.bar
+
+    def __call__(self, p: Progress) -> None:
+        if self._clock is not None and self._clock_report(p):
+            return
+        found = INCUMBENT.match(p.task) if p.unit == "s" and p.total else None
+        if found:
+            # an anytime run inside a library call (compare): its clock, from its reports
+            base = self.prefix
+            self.clock(f"{base}{found.group('solver')}: ", p.total, self.bound, auto=True)
+            assert self._clock is not None
+            self._clock["t0"] = time.monotonic() - p.done
+            self._clock["base"] = base
+            self._clock_report(p)
+            return
+        bar = self._bar()
         if p.task != self.task:
             self.task = p.task
-            self.bar.set_description_str(f"{self.prefix}{p.task}", refresh=False)
-            self.bar.unit = p.unit or "it"
-            self.bar.reset(total=p.total)
-        self.bar.update(p.done - self.bar.n)
+            bar.set_description_str(f"{self.prefix}{p.task}", refresh=False)
+            bar.unit = p.unit or "it"
+            # seconds against a limit: whole seconds, no rate ("s/s")
+            bar.bar_format = self.SECONDS_FORMAT if p.unit == "s" and p.total else None
+            bar.reset(total=p.total if p.unit != "s" or not p.total else math.ceil(p.total))
+        bar.update((int(p.done) if p.unit == "s" else p.done) - bar.n)
         self._overall()
+
+    def _clock_report(self, p: Progress) -> bool:
+        """A report during a clock run: a new incumbent, a named phase, or inner steps
+        (not drawn). ``False`` when it ends a clock that started by itself
+        (``auto``): a new run (unit ``run``), or other work after the time limit."""
+        c = self._clock
+        assert c is not None
+        found = INCUMBENT.match(p.task)
+        if (
+            c["auto"]
+            and not found
+            and (p.unit == "run" or time.monotonic() - c["t0"] >= (c["limit"] or 0))
+        ):
+            self.plain(c.get("base", self.prefix))
+            return False
+        if found:
+            c["incumbent"] = float(found.group("makespan"))
+        elif not p.unit:
+            c["phase"] = p.task
+        else:
+            return True  # the steps of inner work: not drawn
+        self._tick()
+        return True
+
+    def clock_text(self) -> str:
+        """The clock's figures: ``incumbent M, bound B, gap G`` (as known), the phase."""
+        c = self._clock
+        if c is None:
+            return ""
+        parts = []
+        if c["incumbent"] is not None:
+            parts.append(f"incumbent {c['incumbent']:g}")
+        if c["bound"]:
+            parts.append(f"bound {c['bound']:g}")
+            if c["incumbent"] is not None:
+                parts.append(f"gap {c['incumbent'] / c['bound']:.3f}")
+        if c["phase"]:
+            parts.append(c["phase"])
+        overall = self.overall()
+        return ", ".join([*parts, *([overall] if overall else [])])
+
+    def _tick(self) -> None:
+        """Move the clock to the seconds elapsed (whole, at most the limit) and redraw
+        its figures."""
+        c, bar = self._clock, self.bar
+        if c is None or bar is None:
+            return
+        elapsed = int(time.monotonic() - c["t0"])
+        if c["limit"]:
+            elapsed = min(elapsed, bar.total)
+        bar.update(elapsed - bar.n)
+        bar.unit = self.clock_text()
 
     def overall(self) -> str | None:
         """``"overall E s of ~B s"``: seconds since the start against ``budget_s`` (if any;
@@ -141,7 +265,10 @@ class ProgressBar:
         while not stop.wait(self.REFRESH_S):
             bar = self.bar
             if bar is not None:
-                self._overall()
+                if self._clock is not None:
+                    self._tick()
+                else:
+                    self._overall()
                 bar.refresh()
 
     def __enter__(self) -> ProgressBar:
@@ -163,6 +290,7 @@ class ProgressBar:
             self.bar.close()
             self.bar = None
             self.task = None
+        self._clock = None
 
 
 def add_param(p: Any) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.bounds import lower_bound
 from sjfbco.commands import options
 from sjfbco.commands.common import (
     ProgressBar,
@@ -22,6 +25,7 @@ from sjfbco.compare import compare, default_solvers, in_unit, recommend, rows_of
 from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text, json_line, read_instance, write_json
 from sjfbco.params import solver_params
+from sjfbco.solvers import SOLVERS
 from sjfbco.tables import add_time_unit_option, format_table
 from sjfbco.workloads.philly import HEADER as PHILLY_HEADER
 from sjfbco.workloads.philly import read_philly
@@ -118,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
             print(json_line(r), flush=True)
     else:
         _print_table(rows, slots, args.time_unit)
-        print(recommendation(pick, score, args, instances))
+        print(recommendation(pick, score, args, instances, params))
     if args.output:
         write_comparison(rows, args.output)
     if args.plot:
@@ -140,7 +144,8 @@ def _compare_all(
     rows: list[dict[str, Any]] = []
     with ProgressBar(progress_enabled(args)) as bar:
         for data in instances:
-            bar.prefix = f"{data.name}: "
+            bar.plain(f"{data.name}: ")
+            bar.bound = lower_bound(data) if bar.enabled else None  # for best's clock
             runs = compare(
                 data,
                 solvers=solvers,
@@ -188,25 +193,86 @@ def _names(spec: str | None, default: list[str] | None, parse: Any) -> list[str]
 
 
 def recommendation(
-    pick: dict[str, Any], score: float, args: argparse.Namespace, instances: list[ProblemData]
+    pick: dict[str, Any],
+    score: float,
+    args: argparse.Namespace,
+    instances: list[ProblemData],
+    params: dict[str, dict[str, Any]] | None = None,
 ) -> str:
-    """The pick, why, and the command that reproduces its schedule."""
+    """The pick, why, and the command that exports its schedule (:func:`rerun_command`)."""
     metric = args.metric
     field_name = metric.replace("-", "_")
-    where = args.inputs[0] if len(args.inputs) == 1 else "INSTANCE"
-    if pick["kind"] == "offline":
-        mode = f" --param mode={pick['mode']}" if pick["mode"] else ""
-        limit = f" --time-limit {args.time_limit:g}" if pick["name"] in ("best", "exact") else ""
-        again = f"sjfbco solve {where} --solver {pick['name']}{mode}{limit} -o schedule.csv"
-    else:
-        again = f"sjfbco online {where} --policy {pick['name']} -o schedule.csv"
     how = (
         f"{field_name} {pick[field_name]:g} slots on {pick['instance']}"
         if len(instances) == 1
         else f"{field_name} {score:.3f} x the best, geometric mean over {len(instances)} instances"
     )
     mode = f" ({pick['mode']})" if pick["mode"] else ""
+    again = rerun_command(pick, args, params or {})
     return f"recommended by {metric}: {pick['kind']} {pick['name']}{mode}, {how}; run: {again}"
+
+
+#: The folder the printed command converts a trace into (``sjfbco convert -o``).
+CONVERTED = "converted"
+
+
+def rerun_command(
+    pick: dict[str, Any], args: argparse.Namespace, params: dict[str, dict[str, Any]]
+) -> str:
+    """The shell command that exports the pick's schedule for the very instances compared.
+
+    A trace is converted first exactly as ``compare`` converted it (the same
+    ``--cluster``, ``--n-jobs``, ``--load``, ``--max-duration-days``, ``--seed``,
+    ``--arrivals``, ``--name`` its stem; into :data:`CONVERTED`), then solved:
+    ``solve`` reads instance files, and the user needs the instance file anyway to
+    ``evaluate``, ``plot`` or ``--launch`` it. An offline pick is solved in the mode
+    its row shows, with the ``--param`` values, ``--time-limit`` (anytime solvers),
+    ``--seed`` (when not 0) and ``--plugin`` modules of the comparison; an online pick
+    runs ``online`` once per instance. ``params``: the comparison's values per
+    solver. Several instances write ``{instance}-schedule.csv``, one instance
+    ``schedule.csv``.
+    """
+    steps, paths = [], []
+    for path in args.inputs:
+        kind = trace_kind(path, PHILLY_HEADER)
+        if kind is None:
+            paths.append(path)
+            continue
+        stem = Path(path).stem
+        steps.append(_convert_command(kind, path, stem, args))
+        paths.append(f"{CONVERTED}/{stem}.json")
+    plugins = [f"--plugin {shlex.quote(p)}" for p in args.plugin]
+    name = pick["name"]
+    if pick["kind"] == "offline":
+        given = {k: v for k, v in params.get(name, {}).items() if k != "mode"}
+        if pick["mode"]:
+            given["mode"] = pick["mode"]
+        out = "schedule.csv" if len(paths) == 1 else "{instance}-schedule.csv"
+        words = ["sjfbco solve", *map(shlex.quote, paths), f"--solver {shlex.quote(name)}"]
+        words += [f"--param {shlex.quote(f'{k}={v}')}" for k, v in given.items()]
+        if not SOLVERS[name].heuristic:
+            words.append(f"--time-limit {args.time_limit:g}")
+        if args.seed:
+            words.append(f"--seed {args.seed}")
+        steps.append(" ".join([*words, *plugins, f"-o {shlex.quote(out)}"]))
+    else:
+        for path in paths:
+            out = "schedule.csv" if len(paths) == 1 else f"{Path(path).stem}-schedule.csv"
+            words = ["sjfbco online", shlex.quote(path), f"--policy {shlex.quote(name)}"]
+            steps.append(" ".join([*words, *plugins, f"-o {shlex.quote(out)}"]))
+    return " && ".join(steps)
+
+
+def _convert_command(kind: str, path: str, stem: str, args: argparse.Namespace) -> str:
+    """The ``sjfbco convert`` command that writes the instance :func:`read_input` built."""
+    words = [
+        f"sjfbco convert {kind} {shlex.quote(path)} --cluster {shlex.quote(args.cluster)}",
+        *([f"--n-jobs {args.n_jobs}"] if args.n_jobs is not None else []),
+        *([f"--load {args.load:g}"] if args.load is not None else []),
+        f"--max-duration-days {args.max_duration_days:g} --seed {args.seed} --arrivals",
+        f"--name {shlex.quote(stem)} -o {CONVERTED}",
+    ]
+    return " ".join(words)
 
 
 def table_format(path: str) -> str:
@@ -229,8 +295,6 @@ def write_comparison(rows: list[dict[str, Any]], path: str) -> None:
 
 def read_input(path: str, args: argparse.Namespace) -> ProblemData:
     """An instance file, or a Philly CSV / SWF trace converted with the trace options."""
-    from pathlib import Path
-
     kind = trace_kind(path, PHILLY_HEADER)
     if kind is None:
         return read_instance(path)

@@ -22,7 +22,11 @@ def add_parser(sub: Any) -> None:
         "The swapped order SCHEDULE INSTANCE works with a warning.",
     )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    p.add_argument("schedule", help="schedule file (sjfbco-schedule/1)")
+    p.add_argument(
+        "schedule",
+        help="schedule file: .json (sjfbco-schedule/1), or the .csv or .parquet table "
+        "that solve -o writes",
+    )
     p.add_argument(
         "--strict",
         action="store_true",

@@ -8,7 +8,7 @@ from sjfbco.commands.common import add_plugin, load_plugins, naming
 from sjfbco.errors import InputError
 from sjfbco.files import json_line, read_instance
 from sjfbco.frames import export_schedule, schedule_format
-from sjfbco.launch import launch_plan, write_launch
+from sjfbco.launch import check_launch_folder, launch_plan, write_launch
 from sjfbco.online import make_policy, run_online
 from sjfbco.online.replan import SjfBcoOnline
 from sjfbco.online.simulator import ADMISSIONS, METRIC_NAMES, POLICIES, policy_names
@@ -85,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--jobs, -o and --launch take one policy; give one --policy")
     if args.output:
         schedule_format(args.output)  # a suffix we cannot write fails before the run
+    if args.launch:
+        check_launch_folder(args.launch)  # a folder of other files fails before the run
     policies = [make(name, args.replan) for name in names]  # unknown names fail first
     if args.admission == "partial" and "all" in args.policy.split(","):
         policies = [p for p in policies if p.partial_ok]  # 'all' that can admit partially

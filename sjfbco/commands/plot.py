@@ -23,7 +23,11 @@ def add_parser(sub: Any) -> None:
         "SCHEDULE INSTANCE still works (deprecated).",
     )
     p.add_argument("instance", help="instance file (sjfbco-instance/1)")
-    p.add_argument("schedule", help="schedule file (sjfbco-schedule/1)")
+    p.add_argument(
+        "schedule",
+        help="schedule file: .json (sjfbco-schedule/1), or the .csv or .parquet table "
+        "that solve -o writes",
+    )
     add_output(p, required=True, metavar="FILE", help="image file: .png, .pdf or .svg")
     p.add_argument("--title", default=None, help="chart title (default: instance and makespan)")
     p.add_argument("--no-labels", action="store_true", help="do not write job ids on bars")

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.bounds import lower_bound
 from sjfbco.commands import options
 from sjfbco.commands.common import (
     ProgressBar,
@@ -23,7 +24,7 @@ from sjfbco.commands.common import (
 from sjfbco.errors import InputError, one_line
 from sjfbco.files import json_line, read_instance
 from sjfbco.frames import export_schedule, schedule_format
-from sjfbco.launch import launch_plan, write_launch
+from sjfbco.launch import check_launch_folder, launch_plan, write_launch
 from sjfbco.params import load_config, solver_params
 from sjfbco.progress import report
 from sjfbco.solvers import SOLVERS, heuristics, solve, spec_of
@@ -117,7 +118,8 @@ def _add_output_arguments(p: Any) -> None:
         default=None,
         help="write the launch plan into DIR: launch.json (sjfbco-launch/1, jobs in launch "
         "order with what each waits for) and hosts/NNN-<job>.txt, one hostfile per job "
-        "(docs/formats.md); {instance} and {solver} as for -o",
+        "(docs/formats.md); DIR must be new, empty or an earlier launch folder, whose plan "
+        "is replaced whole; {instance} and {solver} as for -o",
     )
 
 
@@ -136,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs(args, solvers, n_runs)
     rows: list[dict[str, Any]] = []
     codes: list[int] = []
-    with ProgressBar(progress_enabled(args), budget_s=budget(solvers, args, n_runs)) as bar:
+    overall = budget(solvers, args, n_runs, params) if n_runs > 1 else None  # one: its clock
+    with ProgressBar(progress_enabled(args), budget_s=overall) as bar:
         data_all = []
         for k, path in enumerate(args.instances):  # read them all: fail before solving
             report(f"reading {path}", k, len(args.instances), "file")
@@ -145,13 +148,37 @@ def run(args: argparse.Namespace) -> int:
             for name in solvers:
                 if INTERRUPTED in codes:
                     break  # Ctrl-C stopped a run: start no other
-                bar.prefix = f"{data.name} {name}: " if n_runs > 1 else ""
+                _show_run(bar, args, data, name, params[name], several=len(solvers) > 1)
                 row, code = _run_one(args, path, data, name, params[name], export_schedule)
                 rows.append(row)
                 codes.append(code)
     if not args.json:
         _print_table(rows, data_all, several=len(solvers) > 1)
     return max(codes, default=0)
+
+
+def _show_run(
+    bar: ProgressBar,
+    args: argparse.Namespace,
+    data: ProblemData,
+    name: str,
+    values: dict[str, Any],
+    several: bool,
+) -> None:
+    """Set the progress bar up for one run: an anytime solver (``best``, ``exact``) as a
+    clock of its time limit with the instance's lower bound (``sjfbco.bounds.lower_bound``,
+    computed only when the bar shows; the solver may prove a better one, shown in the
+    table), any other as one bar per task."""
+    prefix = f"{data.name} {name}: " if len(args.instances) > 1 or several else f"{name}: "
+    if SOLVERS[name].heuristic:
+        bar.plain(prefix if len(args.instances) > 1 or several else "")
+        return
+    limit = args.time_limit
+    if limit is None and name == "best" and "iterations" not in values:
+        limit = DEFAULT_TIME_LIMIT
+    if limit is not None and several and has_mode(name):
+        limit *= 2  # it runs in both assignment modes
+    bar.clock(prefix, limit, lower_bound(data) if bar.enabled else None)
 
 
 def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) -> None:
@@ -169,6 +196,10 @@ def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) ->
                 )
     if args.output:
         schedule_format(args.output)  # a suffix we cannot write fails before solving
+    if args.launch:  # a folder holding other files fails before solving
+        for path in args.instances:
+            for name in solvers:
+                check_launch_folder(args.launch.format(instance=Path(path).stem, solver=name))
 
 
 def _print_table(rows: list[dict[str, Any]], data_all: list[ProblemData], several: bool) -> None:
@@ -183,6 +214,48 @@ def _print_table(rows: list[dict[str, Any]], data_all: list[ProblemData], severa
     )
     if several and any(r.get("mode") for r in rows):
         print(MODE_NOTE)
+    for line in best_rows(rows):
+        print(line)
+
+
+def best_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per instance with several runs, naming its best row and how it is judged.
+
+    Best is the smallest makespan (what every solver minimises), ties by the
+    smaller mean JCT, then the table's order; the line says whether a lower
+    bound proves it optimal, else its gap to the best lower bound of all the
+    instance's runs (which holds for every schedule of the instance).
+    """
+    lines = []
+    for instance in dict.fromkeys(r["instance"] for r in rows):
+        runs = [r for r in rows if r["instance"] == instance and r.get("makespan") is not None]
+        if len(runs) < 2:
+            continue
+        top = min(runs, key=lambda r: (r["makespan"], r["mean_jct"]))
+        bound = max(r["lower_bound"] for r in runs)
+        mode = f" ({top['mode']})" if top.get("mode") else ""
+        gap = top["makespan"] / bound if bound > 0 else None
+        proof = (
+            "proven optimal (the lower bound meets it)"
+            if top["status"] == "optimal" or top["makespan"] <= bound
+            else f"gap {gap:.3g} to the best lower bound {bound:g}"
+            if gap is not None
+            else "no lower bound"
+        )
+        lines.append(
+            f"best on {instance}: {top['solver']}{mode}, makespan {top['makespan']:g} slots, "
+            f"{proof}"
+        )
+    if lines:
+        lines.append(BEST_NOTE)
+    return lines
+
+
+#: How :func:`best_rows` judges "best", said under its lines.
+BEST_NOTE = (
+    "best: the smallest makespan, the objective every solver here minimises (ties: the "
+    "smaller mean JCT)"
+)
 
 
 #: Said when ``--seed`` is given to ``best`` without ``iterations`` (docs/solvers.md).
@@ -193,15 +266,22 @@ SEED_WARNING = (
 )
 
 
-def budget(solvers: list[str], args: argparse.Namespace, n_runs: int) -> float | None:
+def budget(
+    solvers: list[str],
+    args: argparse.Namespace,
+    n_runs: int,
+    params: dict[str, dict[str, Any]] | None = None,
+) -> float | None:
     """Expected seconds of the whole command: the time limit of each anytime run (``best``
-    without one: its default), heuristics counted as 0; ``None`` if a run has no limit."""
+    without one: its default, unless ``params`` give it ``iterations``), heuristics counted
+    as 0; ``None`` if a run has no limit."""
 
     per_instance = 0.0
     for name in solvers:
         if SOLVERS[name].heuristic:
             continue
-        limit = args.time_limit or (DEFAULT_TIME_LIMIT if name == "best" else None)
+        by_clock = name == "best" and "iterations" not in (params or {}).get(name, {})
+        limit = args.time_limit or (DEFAULT_TIME_LIMIT if by_clock else None)
         if limit is None:
             return None
         per_instance += limit * (2 if len(solvers) > 1 and has_mode(name) else 1)

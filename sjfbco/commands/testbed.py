@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.errors import InputError
-from sjfbco.files import json_line, load_json, read_instance, read_schedule
+from sjfbco.files import json_line, load_json, read_instance, read_schedule, table_kind
 from sjfbco.launch import LAUNCH_FORMAT, LaunchPlan, schedule_of
 from sjfbco.tables import format_table
 from sjfbco.workloads.paper import read_preset
@@ -157,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _read_plan_or_schedule(path: str, data: ProblemData) -> Schedule:
+    if table_kind(path) is not None:  # a schedule table (solve -o s.csv / s.parquet)
+        return read_schedule(path, data)
     doc = load_json(path)
     if isinstance(doc, dict) and doc.get("format") == LAUNCH_FORMAT:
         try:
