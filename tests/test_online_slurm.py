@@ -15,11 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjfbco import Cluster, CostParams, ProblemData
+from sjfbco import Cluster, CostParams, Job, ProblemData
 from sjfbco.cli import main
 from sjfbco.compare import compare, rows_of
 from sjfbco.online import POLICIES, FreePool, make_policy, run_online
 from sjfbco.testbed.viaslurm import SlurmOverhead, inflated, no_plan_order, simulated_policies
+from tests.conftest import ROOT
 from tests.test_online import COST, _job, hol_instance
 
 # No communication (gradient 0) and no overhead (xi2 = 0): a job of 4 x S iterations of
@@ -207,3 +208,76 @@ def test_simulated_policies_include_slurm() -> None:
     assert simulated_policies(data, "instance", over)["slurm"] == pytest.approx(want)
     # every job 1.5 s longer: c and d end at 21.5, b runs 6 + 1.5: 29 s
     assert want == pytest.approx(29.0)
+
+
+# -- the probes of a real Slurm, replayed --------------------------------------------------
+
+PROBES = ROOT / "tests" / "data" / "slurm" / "policy-probes.json"
+
+
+def _probe_instance(probe: dict) -> ProblemData:
+    """A probe's jobs as run: 2 x seconds iterations of 0.5 s and a 0.5 MB all-reduce."""
+    cl = Cluster(tuple(probe["gpus"]), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
+    cost = CostParams(xi2=0.0, alpha=0.0, slot_seconds=1.0, time_model="continuous")
+    jobs = tuple(
+        Job(id=j["id"], num_gpus=j["gpus"], iterations=2 * j["seconds"], gradient_mb=0.5,
+            compute_seconds=0.5)
+        for j in probe["jobs"]
+    )  # fmt: skip
+    return ProblemData(cl, jobs, cost, name=probe["name"])
+
+
+def _misses(probe: dict, policy: str) -> list[str]:
+    """Where ``policy`` differs from what Slurm did in ``probe``: a job on other GPU counts
+    per server, or two jobs started in the other order (Slurm's starts more than the 1 s
+    backfill cycle apart; closer ones count as one scheduling event).
+
+    A placement is checked unless two jobs ended in the second before the job started:
+    Slurm frees a job's GPUs up to about half a second after its end (E1: d started
+    0.47 s after b ended), so two such ends are one event to Slurm and two to the model
+    (E4: c and b ended 0.37 s apart and Slurm placed d on both's GPUs at once)."""
+    data = _probe_instance(probe)
+    spy = _spy(policy)
+    r = run_online(data, spy)
+    ex = probe["executed"]
+    out = []
+    for j, e in enumerate(ex):
+        placed: dict[str, int] = {}
+        for g in spy.seen[j]:
+            name = f"s{data.cluster.server_of_gpu[g]}"
+            placed[name] = placed.get(name, 0) + 1
+        ends = [x for x in ex if e["start_s"] - 1.0 <= x["end_s"] <= e["start_s"]]
+        if placed != e["placement"] and len(ends) < 2:
+            out.append(f"{e['id']} on {placed}, Slurm {e['placement']}")
+    for i, a in enumerate(ex):
+        for k, b in enumerate(ex):
+            if a["start_s"] + 1.5 < b["start_s"] and not r.start[i] < r.start[k]:  # type: ignore[operator]
+                out.append(f"{b['id']} not after {a['id']}")
+    return out
+
+
+def _spy(policy: str):  # type: ignore[no-untyped-def]
+    """``policy`` recording the GPUs of every job it starts (``.seen``)."""
+
+    class Spy(type(make_policy(policy))):  # type: ignore[misc]
+        seen: dict[int, list[int]]
+
+        def select(self, view, pool):  # type: ignore[no-untyped-def]
+            out = super().select(view, pool)
+            self.seen.update(dict(out))
+            return out
+
+    spy = Spy()
+    spy.seen = {}
+    return spy
+
+
+def test_the_policy_does_what_slurm_did_in_every_probe() -> None:
+    probes = json.loads(PROBES.read_text())["probes"]
+    assert [p["name"] for p in probes] == ["E1", "E2", "E3", "E4"]
+    for probe in probes:
+        assert _misses(probe, "slurm") == [], probe["name"]
+    # easy-backfill does not: it starts b before d in E2 (its reservation), E4's a on s1
+    by_name = {p["name"]: p for p in probes}
+    assert _misses(by_name["E2"], "easy-backfill") == ["b not after d"]
+    assert _misses(by_name["E4"], "easy-backfill")[0] == "a on {'s1': 1}, Slurm {'s0': 1}"
