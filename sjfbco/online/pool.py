@@ -14,8 +14,8 @@ Rule for a job started whole (gang admission), ``fewest servers, best fit``:
 Rule of Slurm's ``select/cons_tres`` (the ``slurm`` policy, :meth:`FreePool.take_cons_tres`),
 as observed on Slurm 22.05 (docs/slurm.md, "Slurm's behaviour in the simulated world"):
 the gang rule above for a job of two GPUs or more; a one-GPU job takes the lowest-indexed
-server with a free GPU (first fit: a one-task job counts one usable CPU on every node, so
-every node fits it equally and Slurm keeps the first).
+server with a free GPU (first fit; consistent with ``cons_tres``'s code, where a one-task
+job may use one CPU on every node, so every node fits it exactly and the first is kept).
 
 Rule for one worker of a partially admitted job (``partial`` admission): a free
 GPU on the server where the job already holds the most GPUs; if none, on the
