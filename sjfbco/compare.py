@@ -7,7 +7,8 @@ evaluator's own simulator), so the figures are comparable:
   with an assignment mode runs in both and keeps the better by the chosen
   metric (:func:`sjfbco.solvers.api.solve_in_better_mode`);
 - an online policy (:func:`sjfbco.online.run_online`, gang admission) sees each
-  job at its arrival.
+  job at its arrival; its row carries the policy's ``label`` (``slurm``: "what Slurm
+  would do", docs/slurm.md).
 
 Times are in slots; :data:`TIME_UNITS` converts them with the instance's
 ``cost.slot_seconds``. ``gap`` is the makespan over the best lower bound any run
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds import lower_bound
 from sjfbco.errors import InputError
-from sjfbco.online import run_online
+from sjfbco.online import make_policy, run_online
 from sjfbco.online.metrics import percentile
 from sjfbco.online.simulator import policy_names
 from sjfbco.progress import report
@@ -68,6 +69,8 @@ class CompareRun:
     lower_bound: float
     runtime_s: float
     schedule: Schedule | None = field(default=None, repr=False, compare=False)
+    #: What the run stands for (an online policy's ``label``), or empty.
+    label: str = ""
 
     def row(self, bound: float) -> dict[str, Any]:
         """Flat figures with ``gap`` = makespan / ``bound`` (the instance's best bound)."""
@@ -84,6 +87,7 @@ class CompareRun:
             "utilisation": self.utilisation,
             "gap": gap,
             "runtime_s": self.runtime_s,
+            "label": self.label,
         }
 
 
@@ -154,7 +158,8 @@ def compare(
     for k, policy in enumerate(online, start=len(names)):
         report(f"run: {policy}", k, len(names) + len(online), "run")
         t0 = time.perf_counter()
-        on = run_online(data, policy)
+        pol = make_policy(policy)
+        on = run_online(data, pol)
         runtime = time.perf_counter() - t0
         runs.append(
             CompareRun(
@@ -169,6 +174,7 @@ def compare(
                 utilisation=on.utilisation,
                 lower_bound=0.0,
                 runtime_s=runtime,
+                label=pol.label,
             )
         )
     return runs

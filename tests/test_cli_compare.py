@@ -107,6 +107,7 @@ def test_online_several_policies(capsys: pytest.CaptureFixture[str]) -> None:
         "fcfs-gang",
         "smallest-need-first",
         "easy-backfill",
+        "slurm",
         "sjf-bco-online",
     ]
     assert main(["online", deadlock, "--policy", "all", "--admission", "partial", "--json"]) == 0

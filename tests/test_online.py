@@ -153,7 +153,7 @@ def test_percentile_nearest_rank() -> None:
 @settings(max_examples=40)
 @given(
     instances(time_model="slotted"),
-    st.sampled_from(["fcfs-gang", "smallest-need-first", "easy-backfill"]),
+    st.sampled_from(["fcfs-gang", "smallest-need-first", "easy-backfill", "slurm"]),
 )
 def test_online_run_replays_under_the_evaluator(data: ProblemData, policy: str) -> None:
     """Oracle: the online starts and GPUs, replayed as a strict schedule, give the same ends."""
@@ -235,7 +235,13 @@ def test_cli_online_bad_admission_for_policy(capsys: pytest.CaptureFixture[str])
 
 
 def test_policy_names() -> None:
-    assert POLICIES == ("fcfs-gang", "smallest-need-first", "easy-backfill", "sjf-bco-online")
+    assert POLICIES == (
+        "fcfs-gang",
+        "smallest-need-first",
+        "easy-backfill",
+        "slurm",
+        "sjf-bco-online",
+    )
 
 
 def test_sjf_bco_online_replan_option() -> None:

@@ -176,13 +176,15 @@ def _compare_all(
 def _print_table(rows: list[dict[str, Any]], slots: dict[str, float], unit: str) -> None:
     """The comparison as a table, with its units (and columns in ``unit`` unless slots)."""
     unit_cols = [] if unit == "slots" else [f"{f}_{unit}" for f in TABLE_COLUMNS[5:]]
-    print(format_table(rows, [*TABLE_COLUMNS, *unit_cols, *TAIL]))
+    label = ["label"] if any(r.get("label") for r in rows) else []
+    print(format_table(rows, [*TABLE_COLUMNS, *unit_cols, *TAIL, *label]))
     print(
         "makespan, mean_jct, p95_jct in slots ("
         + ", ".join(f"one slot is {s:g} s in {n}" for n, s in slots.items())
         + f"){'; _' + unit + ' columns in ' + unit if unit_cols else ''}; "
         "gap = makespan / the best lower bound of the instance; runtime_s in seconds; "
         "mode: the assignment mode of the run shown (online: gang admission)"
+        + ("; label: what the run stands for" if label else "")
     )
 
 

@@ -23,6 +23,18 @@ multi-server FCFS baselines):
   estimate) by the shadow time or uses only the *extra* GPUs the head will not
   need then. Reservations count GPUs, not servers. A running job past its
   estimate is taken to end now (it is not killed).
+- ``slurm``: what Slurm would do with the jobs submitted as an operator does (each with
+  its GPU count only, no time limit): priority = submission order (arrival, then
+  position); at every event each waiting job that fits starts, in priority order, and a
+  job that does not fit blocks nobody; GPUs by ``select/cons_tres``'s choice
+  (:meth:`~sjfbco.online.pool.FreePool.take_cons_tres`). Slurm's main scheduler stops at
+  the first job that does not fit, but its backfill scheduler (every ``bf_interval``)
+  starts the jobs behind it: it would hold resources for the blocked job only at the
+  start time the running jobs' time limits give, and with no time limit (365 days) that
+  start lies beyond the backfill window (``bf_window``, one day), so no reservation is
+  made ("StartTime set to time after current backfill window. No reservation created",
+  ``src/plugins/sched/backfill/backfill.c``). Measured against a real Slurm 22.05:
+  docs/slurm.md, "Slurm's behaviour in the simulated world".
 - ``sjf-bco-online``: see :mod:`sjfbco.online.replan`.
 
 Runtime estimates, slots: ``job.rho_hat`` if the instance gives it, else
@@ -75,6 +87,8 @@ class Policy(ABC):
     """An online policy. One instance serves one simulation (it may keep state)."""
 
     name: ClassVar[str]
+    #: What the policy stands for, shown beside its name (``sjfbco compare``); may be empty.
+    label: ClassVar[str] = ""
     #: Whether the policy defines a priority order usable by ``partial`` admission.
     partial_ok: ClassVar[bool] = True
 
@@ -164,8 +178,25 @@ class EasyBackfill(Policy):
         return out
 
 
+class Slurm(Policy):
+    """Slurm's ``sched/backfill`` with ``select/cons_tres`` on jobs without a time limit
+    (module docstring): every job that fits starts, in priority order."""
+
+    name = "slurm"
+    label = "what Slurm would do"
+    partial_ok = False  # Slurm allocates a job whole: no per-worker admission
+
+    def select(self, view: View, pool: FreePool) -> list[Start]:
+        out: list[Start] = []
+        for j in view.waiting:
+            gpu_ids = pool.take_cons_tres(view.data.jobs[j].num_gpus)
+            if gpu_ids is not None:
+                out.append((j, gpu_ids))
+        return out
+
+
 POLICY_CLASSES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (FcfsGang, SmallestNeedFirst, EasyBackfill)
+    cls.name: cls for cls in (FcfsGang, SmallestNeedFirst, EasyBackfill, Slurm)
 }
 
 

@@ -11,6 +11,12 @@ Rule for a job started whole (gang admission), ``fewest servers, best fit``:
    one of the servers left, then place the remainder by rule 1 among the
    servers left.
 
+Rule of Slurm's ``select/cons_tres`` (the ``slurm`` policy, :meth:`FreePool.take_cons_tres`),
+as observed on Slurm 22.05 (docs/slurm.md, "Slurm's behaviour in the simulated world"):
+the gang rule above for a job of two GPUs or more; a one-GPU job takes the lowest-indexed
+server with a free GPU (first fit; consistent with ``cons_tres``'s code, where a one-task
+job may use one CPU on every node, so every node fits it exactly and the first is kept).
+
 Rule for one worker of a partially admitted job (``partial`` admission): a free
 GPU on the server where the job already holds the most GPUs; if none, on the
 server with the most free GPUs (ties: lowest server index); lowest GPU index.
@@ -74,6 +80,14 @@ class FreePool:
             need -= len(self._free[s])
             out += self._pop(s, len(self._free[s]))
         return out
+
+    def take_cons_tres(self, g: int) -> list[int] | None:
+        """Take ``g`` GPUs as Slurm's ``select/cons_tres`` does (module docstring); ``None``
+        if too few are free."""
+        if g != 1:
+            return self.take(g)
+        first = next((s for s, free in enumerate(self._free) if free), None)
+        return None if first is None else self._pop(first, 1)
 
     def take_one(self, held_per_server: Mapping[int, int]) -> int | None:
         """Take one GPU for a worker by the partial rule; ``None`` if none is free."""

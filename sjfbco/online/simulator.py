@@ -188,8 +188,8 @@ def _admitting(pol: Policy, admission: str) -> Policy:
         raise InputError(unknown_name("admission", admission, ADMISSIONS, sort=False))
     if admission == "partial" and not pol.partial_ok:
         raise InputError(
-            f"partial admission needs a priority-order policy; {pol.name!r} "
-            "has none (use fcfs-gang or smallest-need-first)"
+            f"partial admission needs a priority-order policy that admits workers one by "
+            f"one; {pol.name!r} does not (use fcfs-gang or smallest-need-first)"
         )
     return pol
 

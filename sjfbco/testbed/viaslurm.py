@@ -516,7 +516,7 @@ def simulated_policies(
     data: ProblemData,
     order: str,
     overhead: SlurmOverhead | None = None,
-    policies: Sequence[str] = ("fcfs-gang", "easy-backfill"),
+    policies: Sequence[str] = ("fcfs-gang", "easy-backfill", "slurm"),
 ) -> dict[str, float]:
     """The simulated makespan, s, of each online policy (``sjfbco.online``) on the jobs
     submitted in ``order`` at once: which of them predicts what Slurm does. With
