@@ -16,8 +16,8 @@ emulated cluster with one Slurm:
 Figures: executed makespan and mean JCT per run (controller's clock, from the first
 submission); executed against expected (the evaluator's prediction plus Slurm's measured
 overhead) per job and per makespan; by how much ``best``'s plan is shorter than Slurm's own
-scheduling; how well the simulated online policies (``fcfs-gang``, ``easy-backfill``, ``slurm``, with
-the same overhead) predict Slurm's executed makespan.
+scheduling; how well the simulated online policies (``fcfs-gang``, ``easy-backfill``,
+``slurm``, with the same overhead) predict Slurm's executed makespan.
 
 Usage: ``python benchmarks/bench_slurm.py [--out benchmarks/results/slurm.json] [--quick]``
 (``--quick``: the first instance only, no shortest-first run). Prints the load average

@@ -572,10 +572,11 @@ def measure_overhead(cluster: SlurmCluster, folder: Path) -> SlurmOverhead:
         raise TestbedError("the Slurm probe's jobs left no result")
     x = [p[0] for p in pts]
     y = [p[1] for p in pts]
+    slope, intercept = 0.0, statistics.fmean(y)
     if len(set(x)) > 1:
-        slope, intercept = statistics.linear_regression(x, y)
-    else:
-        slope, intercept = 0.0, statistics.fmean(y)
+        fit = statistics.linear_regression(x, y)
+        if fit.slope >= 0:  # a rank never costs less than none: a negative fit is noise
+            slope, intercept = fit.slope, fit.intercept
     return SlurmOverhead(statistics.median(waits), intercept, slope, len(pts))
 
 
