@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import sjfbco
-from sjfbco.testbed import runs
 from sjfbco.testbed.net import check_environment
+from sjfbco.testbed.runs import runs as testbed_runs
 from sjfbco.testbed.workload import emulated_instance
 from sjfbco.workloads.paper import get_preset
 
@@ -76,12 +76,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for k in range(2)
         ]
         outs = [p.communicate()[0] for p in suites]
+        for k, o in enumerate(outs):
+            print(f"suite {k}: exit {suites[k].returncode}: {o.strip().splitlines()[-1:]}")
         walls = [time.monotonic() - t0]
         m_out = measure.communicate()[0]
         walls.append(time.monotonic() - t0)
         steps = folder / "steps.csv"
         rows = steps.read_text().count("\n") - 1 if steps.exists() else 0
-        left = [r for r in runs.runs() if not r.live]  # another's live run is not left
+        left = [r for r in testbed_runs() if not r.live]  # another's live run is not left
     doc = {
         "quick": a.quick,
         "load_before": before,
