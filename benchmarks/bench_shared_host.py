@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         outs = [p.communicate()[0] for p in suites]
         for k, o in enumerate(outs):
             print(f"suite {k}: exit {suites[k].returncode}: {o.strip().splitlines()[-1:]}")
+            for line in o.splitlines():
+                if line.startswith(("FAILED", "ERROR")) or line.startswith("E   "):
+                    print(f"  suite {k}: {line[:300]}")
         walls = [time.monotonic() - t0]
         m_out = measure.communicate()[0]
         walls.append(time.monotonic() - t0)
