@@ -38,7 +38,8 @@ def add_parser(sub: Any) -> None:
         default="fcfs-gang",
         metavar="NAME",
         help=f"one of {', '.join(POLICIES)}, or a policy a --plugin registers; several "
-        "separated by commas, or 'all', print one table (JSON Lines with --json)",
+        "separated by commas, or 'all', print one table (JSON Lines with --json) "
+        "(default: fcfs-gang)",
     )
     p.add_argument(
         "--admission",
