@@ -57,6 +57,7 @@ from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound as closed
 from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.bounds.packing import packing_bounds
+from sjfbco.clock import Deadline
 from sjfbco.cost import ConfigurationError
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
@@ -74,7 +75,7 @@ from sjfbco.solvers.exact.phases import (
     RelaxationPhase,
     run_phases,
 )
-from sjfbco.solvers.exact.state import LeftBudget, Run
+from sjfbco.solvers.exact.state import Run
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Trajectory, WalkBudget
 from sjfbco.solvers.servers import ServerSearch, server_search
@@ -285,11 +286,18 @@ def lower_bounds(
     return best, out
 
 
-#: ``best``'s shares of the seconds its bound chain gets (:class:`LeftBudget`: shares of
+#: ``best``'s shares of the seconds its bound chain gets (``of_what_is_left``: shares of
 #: what is left): the configuration bound and the pooled form up to half each, the
 #: relaxation with its cuts all the rest (the grouped configuration bound, an LP, first,
 #: up to a quarter); no model after them, so no reserve.
-BEST_SHARES = Shares(grouped=0.25, configuration=0.5, pooled=0.5, relaxation=1.0, model_reserve=0.0)
+BEST_SHARES = Shares(
+    grouped=0.25,
+    configuration=0.5,
+    pooled=0.5,
+    relaxation=1.0,
+    model_reserve=0.0,
+    of_what_is_left=True,
+)
 #: What the bound chain calls each phase in its ``stats["relaxation"]`` line.
 _CHAIN_NAMES = {
     "grouped": "grouped configuration bound",
@@ -353,7 +361,7 @@ def relaxation_bound(
         phases = [GroupedPhase(BEST_SHARES)]
     run = Run(data, None, incumbent, 0, threads=1, seed=seed, patterns=patterns)
     run.take_plans, run.label = False, ""  # best keeps its own incumbent, reports its own
-    done = run_phases(run, LeftBudget(seconds), bound_chain() if phases is None else phases)
+    done = run_phases(run, Deadline.start(seconds), bound_chain() if phases is None else phases)
     found = float(run.bound) if run.bound > 0 else None
     if not done:  # pragma: no cover - the first phase always runs
         return found, "no time left"

@@ -49,7 +49,7 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    start order) is scored by the evaluator like every other.
 
 The rooms: ``params.py`` (:class:`ExactParams`, and :class:`Shares`, the time shares,
-validated), ``state.py`` (the budget, the run's state, typed statistics), ``phases.py``
+validated), ``state.py`` (the run's state, typed statistics), ``phases.py``
 (the bound phases as data and the one rule that runs them), ``warm.py`` (the warm start),
 ``model.py`` (the model and the answer). A run is made of :class:`Parts`, values a test
 may replace.
@@ -61,7 +61,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
+from sjfbco.clock import Deadline
 from sjfbco.patterns import require_slotted
 from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
 from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
@@ -81,7 +83,7 @@ from sjfbco.solvers.exact.phases import (
     run_phases,
     start_spare,
 )
-from sjfbco.solvers.exact.state import Budget, ModelError, Run, Stats
+from sjfbco.solvers.exact.state import ModelError, Run, Stats
 from sjfbco.solvers.exact.warm import (
     WARM_SOLVERS,
     best_warm_start,
@@ -99,7 +101,6 @@ __all__ = [
     "EXACT_BACKENDS",
     "WARM_SOLVERS",
     "Backend",
-    "Budget",
     "ExactParams",
     "ModelError",
     "Parts",
@@ -166,26 +167,26 @@ def run_exact(
     parts = parts or Parts()
     p = params
     require_slotted(data, "solver 'exact'")
-    budget = Budget(time_limit)
+    deadline = Deadline.start(time_limit, stop=interrupt.requested)
     closed = int(lower_bound(data))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
-    if spare_wanted(p, budget):
-        first = start_spare(data, closed, budget, parts.shares, parts.spare)
+    if spare_wanted(p, deadline):
+        first = start_spare(data, closed, deadline, parts.shares, parts.spare)
         spares += [first] if first is not None else []
     try:
-        return _solve(data, p, budget, closed, spares, time_limit, seed, parts)
+        return _solve(data, p, deadline, closed, spares, time_limit, seed, parts)
     finally:
         for spare in spares:
             spare.stop()
 
 
-def spare_wanted(p: ExactParams, budget: Budget) -> bool:
+def spare_wanted(p: ExactParams, deadline: Deadline) -> bool:
     """The spare core runs under a time limit only (without one the run stays
     deterministic: which phase sees its result would depend on the machine), with CP-SAT
     as the model (the model whose search a proof of the spare can stop), at least two
     threads (one of them is the spare's), and no horizon given by the user."""
     return (
-        budget.limit is not None
+        not deadline.unlimited
         and p.backend == "cpsat"
         and p.threads >= 2
         and p.relaxation
@@ -197,7 +198,7 @@ def spare_wanted(p: ExactParams, budget: Budget) -> bool:
 def _solve(
     data: ProblemData,
     p: ExactParams,
-    budget: Budget,
+    deadline: Deadline,
     closed: int,
     spares: list[Spare],
     time_limit: float | None,
@@ -205,8 +206,12 @@ def _solve(
     parts: Parts,
 ) -> SolverOutput:
     """:func:`run_exact` once the spare core (if any) is started; see the module doc."""
+    shares = parts.shares
     name, warm, warm_ev = best_warm_start(
-        data, seed=seed, time_limit=budget.share(parts.shares.best + 0.05), solvers=parts.warm
+        data,
+        seed=seed,
+        deadline=deadline.share_of_limit(shares.best + shares.warm_others),
+        solvers=parts.warm,
     )
     stats = Stats(
         backend=p.backend,
@@ -217,8 +222,8 @@ def _solve(
     )
     spare = spares[0] if spares else None
     run = Run(data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare, spares)
-    run_phases(run, budget, parts.phases(p, parts.shares))
+    run_phases(run, deadline, parts.phases(p, shares))
     if interrupted(run):
         return run.output(Status.TIME_LIMIT)
-    remainder = parts.remainder(p, parts.shares)
-    return finish(run, p, budget, parts.shares, time_limit, parts.model, remainder)
+    remainder = parts.remainder(p, shares)
+    return finish(run, p, deadline, shares, time_limit, parts.model, remainder)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sjfbco import interrupt
+from sjfbco.clock import MIN_SLICE
 from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
@@ -39,9 +40,10 @@ from sjfbco.solvers.wholecp import Split, whole_pack
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.exact.params import ExactParams
-    from sjfbco.solvers.exact.state import Budget, Run
+    from sjfbco.solvers.exact.state import Run
 
 log = logging.getLogger("sjfbco.solvers.exact")
 
@@ -90,8 +92,8 @@ class Phase(Protocol):
     def wanted(self, run: Run) -> bool:
         """Whether it runs, from the run's state (the runner checks the bound first)."""
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult | None:
-        """Do the work within ``budget``; ``None``: nothing to record."""
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult | None:
+        """Do the work by ``deadline``; ``None``: nothing to record."""
 
 
 def interrupted(run: Run) -> bool:
@@ -103,7 +105,7 @@ def interrupted(run: Run) -> bool:
 
 
 def run_phases(
-    run: Run, budget: Budget, phases: Sequence[Phase]
+    run: Run, deadline: Deadline, phases: Sequence[Phase]
 ) -> list[tuple[Phase, PhaseResult]]:
     """Run ``phases`` in order under the one rule (module docstring); what each found."""
     done: list[tuple[Phase, PhaseResult]] = []
@@ -113,7 +115,7 @@ def run_phases(
             break
         if not phase.wanted(run):
             continue
-        result = phase.run(run, budget)
+        result = phase.run(run, deadline)
         if result is not None:
             apply(run, phase.key, result)
             done.append((phase, result))
@@ -152,8 +154,20 @@ def _bound_figures(res: TimeIndexedBound) -> dict[str, Any]:
     }
 
 
-def _limit(budget: Budget, shares: Shares, share: float, unlimited: float) -> float | None:
-    return budget.share(share, unlimited, keep=shares.model_reserve)
+def _part(deadline: Deadline, shares: Shares, share: float, unlimited: float) -> Deadline:
+    """The part of ``deadline`` a phase with ``share`` takes: a share of what is left
+    (``shares.of_what_is_left``; none with less than the least useful slice left), else
+    a share of the limit leaving the model its reserve, or ``unlimited`` seconds without a
+    limit."""
+    if shares.of_what_is_left:
+        return deadline.share(0.0 if deadline.too_short() else share)
+    return deadline.share_of_limit(share, keep=shares.model_reserve, unlimited=unlimited)
+
+
+def _limit(deadline: Deadline, shares: Shares, share: float, unlimited: float) -> float | None:
+    """Seconds of :func:`_part` for the relaxation models, which take seconds
+    (``None``: no limit; 0: no time)."""
+    return _part(deadline, shares, share, unlimited).left()
 
 
 @dataclass
@@ -177,8 +191,8 @@ class ConfigurationPhase:
         model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
         return model.bound(time_limit=limit, threads=1)
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
+        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report(self.name)
@@ -232,14 +246,14 @@ class PooledPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         if run.pooled_by == horizon:  # the same relaxation has a packing there
             why = "skipped: a pooled packing ends by the horizon"
             return PhaseResult({"status": why}, status=why)
         perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
         share = self.shares.perfect if perfect else self.share
-        limit = _limit(budget, self.shares, share, self.shares.unlimited_packing_s)
+        limit = _limit(deadline, self.shares, share, self.shares.unlimited_packing_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled time-indexed relaxation")
@@ -283,10 +297,10 @@ class PooledIntervalsPhase:
         decided = run.pooled_decided
         return not self.again or (decided is not None and int(run.makespan) - 1 < decided)
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         run.pooled_decided = horizon
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled relaxation (intervals)")
@@ -321,7 +335,7 @@ class AimSparePhase:
     def wanted(self, run: Run) -> bool:
         return run.spare is not None
 
-    def run(self, run: Run, budget: Budget) -> None:
+    def run(self, run: Run, deadline: Deadline) -> None:
         spare = run.spare
         assert spare is not None
         target = int(run.makespan) - 1
@@ -330,7 +344,7 @@ class AimSparePhase:
         run.drop_spare()
         if run.proven:
             return
-        run.spare = start_spare(run.data, target, budget, self.shares, self.spare)
+        run.spare = start_spare(run.data, target, deadline, self.shares, self.spare)
         if run.spare is not None:
             run.spares.append(run.spare)
 
@@ -338,21 +352,22 @@ class AimSparePhase:
 def start_spare(
     data: ProblemData,
     horizon: int,
-    budget: Budget,
+    deadline: Deadline,
     shares: Shares,
     spare: Callable[..., Spare] = Spare,
 ) -> Spare | None:
     """The spare core at ``horizon`` for what is left of the limit (at most
     ``spare_limit_s``); ``None`` when the per-server form would refuse the instance (too
     many patterns or variables) or no child process can be started."""
-    left = budget.left()
-    assert left is not None
+    assert not deadline.unlimited
     try:  # an instance the per-server form refuses gets no child (and no warning)
         if too_many_variables(data, Patterns(data), horizon):
             return None
     except InputError:
         return None
-    seconds = max(0.05, min(left - shares.finish_margin_s, shares.spare_limit_s))
+    left = deadline.reserve(shares.finish_margin_s).left()
+    assert left is not None
+    seconds = max(MIN_SLICE, min(left, shares.spare_limit_s))
     try:
         return spare(data, horizon, seconds)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
@@ -378,12 +393,12 @@ class PackingPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         run.report("contention-free packing")
         packing = self.model(run.data, horizon=horizon, pairwise=False, patterns=run.patterns)
         quick = (packing.decide if run.bound >= horizon else packing.bound)(
-            time_limit=_limit(budget, self.shares, self.share, self.shares.unlimited_packing_s),
+            time_limit=_limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s),
             workers=run.workers(),
             seed=run.seed,
         )
@@ -430,17 +445,16 @@ class RelaxationPhase:
     def wanted(self, run: Run) -> bool:
         return run.packing_open if self.quick else True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
         decide = run.bound >= horizon
-        left = budget.left()
         run.relaxed = None
-        if decide and run.packed_by == horizon and left is not None:
+        if decide and run.packed_by == horizon and not deadline.unlimited:
             # the last slot, and a contention-free packing ends by it: no time-indexed
             # form can prove anything there; deciding, the relaxation takes what is left
-            limit: float | None = max(0.0, left - self.shares.finish_margin_s)
+            limit: float | None = deadline.reserve(self.shares.finish_margin_s).left()
         else:
-            limit = _limit(budget, self.shares, self.share, self.shares.unlimited_relaxation_s)
+            limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("contention-free relaxation bound")
@@ -484,13 +498,13 @@ class TimeIndexedPhase:
     def wanted(self, run: Run) -> bool:
         return run.packing_open
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         if run.relaxed is not None and run.relaxed < run.makespan:
             why = "skipped: the relaxation with its cuts packs by the horizon"
             return PhaseResult({"status": why}, status=why)
         if run.spare is not None:
             return PhaseResult({"status": "on the spare core"}, status="on the spare core")
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("time-indexed relaxation bound")
@@ -524,8 +538,8 @@ class PlanSearchPhase:
     def wanted(self, run: Run) -> bool:
         return run.relaxed is not None and run.relaxed < run.makespan
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
+        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
         if limit == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         target = run.makespan
@@ -588,12 +602,11 @@ class WholePhase:
             return False
         return self.remainder or run.makespan - run.bound >= 2
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
-        left = budget.left()
-        if self.remainder and left is not None:
-            limit: float | None = max(0.0, left - self.shares.finish_margin_s)
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
+        if self.remainder and not deadline.unlimited:
+            limit: float | None = deadline.reserve(self.shares.finish_margin_s).left()
         else:
-            limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
+            limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
         if limit is not None and limit < 0.1:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         assert run.schedule is not None and limit is not None
