@@ -163,6 +163,17 @@ class Deadline:
         left = max(0.0, min(self.end - now - keep * self.limit, fraction * self.limit))
         return replace(self, end=now + left)
 
+    def from_start(self, fraction: float) -> Deadline:
+        """A part ending once ``fraction`` of the limit has passed since the run began (no
+        limit: none): the first step of a run, whatever ran before it was cut."""
+        if self.end is None or self.limit is None:
+            return self
+        return self._ending(self.begun + fraction * self.limit)
+
+    def earliest(self, other: Deadline) -> Deadline:
+        """This deadline, ending no later than ``other`` (a part with two ends)."""
+        return self._ending(other.end)
+
     def reserve(self, seconds: float) -> Deadline:
         """The same end less ``seconds`` kept back for the work after the part (no limit:
         none)."""

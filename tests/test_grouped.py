@@ -130,12 +130,13 @@ def test_no_time_keeps_the_start() -> None:
 def test_best_runs_it_where_the_patterns_are_too_many() -> None:
     """A paper-workload instance of 160 jobs: every other relaxation is skipped (too many
     placement patterns); the grouped bound runs and says so."""
+    from sjfbco.clock import Deadline
     from sjfbco.solvers.best import BestParams, relaxation_bound
     from sjfbco.workloads.paper import paper_instance
 
     data = paper_instance(servers=20, seed=100)
     closed = closed_bound(data)
-    found, why = relaxation_bound(data, closed + 40, 10.0, BestParams(), 0)
+    found, why = relaxation_bound(data, closed + 40, Deadline.start(10.0), BestParams(), 0)
     assert "grouped configuration bound only" in why, why
     assert found is not None and found >= closed
 

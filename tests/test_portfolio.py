@@ -7,10 +7,11 @@ import itertools
 import random
 
 from sjfbco import read_instance, solve
+from sjfbco.clock import Deadline
 from sjfbco.solvers.common import prepare
 from sjfbco.solvers.placement import search, unlimited_passes
 from sjfbco.solvers.portfolio import PORTFOLIO, run_portfolio
-from sjfbco.solvers.search import Engine, WalkBudget
+from sjfbco.solvers.search import Engine, Tally
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 from tests.conftest import INSTANCES
 
@@ -30,7 +31,7 @@ class FakeClock:
 
 
 def _engine(data):  # type: ignore[no-untyped-def]
-    return Engine(data, random.Random(0), WalkBudget(None, None), 0.0, lambda c, s: None)
+    return Engine(data, random.Random(0), Tally(Deadline.never(), None), 0.0, lambda c, s: None)
 
 
 def _portfolio(data, end, clock):  # type: ignore[no-untyped-def]
@@ -41,8 +42,7 @@ def _portfolio(data, end, clock):  # type: ignore[no-untyped-def]
         seed=0,
         serial_limit=250_000,
         portfolio_limit=5_000,
-        end=end,
-        clock=clock,
+        deadline=Deadline(end, None, 0.0, clock),
     )
     return engine, out
 

@@ -604,9 +604,10 @@ class WholePhase:
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         if self.remainder and not deadline.unlimited:
-            limit: float | None = deadline.reserve(self.shares.finish_margin_s).left()
+            part = deadline.reserve(self.shares.finish_margin_s)
         else:
-            limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+            part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        limit = part.left()
         if limit is not None and limit < 0.1:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         assert run.schedule is not None and limit is not None
@@ -618,7 +619,7 @@ class WholePhase:
             found = self.pack(
                 run.data,
                 evaluated(run.data, run.schedule),
-                deadline=t0 + limit,
+                deadline=part,
                 workers=run.threads,
                 seed=run.seed,
                 split=self.split,
