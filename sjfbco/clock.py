@@ -38,6 +38,11 @@ from dataclasses import dataclass, field, replace
 
 from sjfbco.errors import InputError
 
+#: Seconds between two checks of a stop request while a library runs (Ctrl-C, or the
+#: spare core's proof): short enough that a stop is felt at once, long enough to cost
+#: nothing measurable (untuned).
+POLL_S = 0.05
+
 #: The least useful slice of time (seconds): a model, a search or a bound phase is not
 #: begun with less left, and a library is never handed less (so never a limit of 0 or
 #: below). Source: chosen by hand with the first shared budget (issue 17, commit 5c0c04a)
@@ -92,6 +97,21 @@ class Deadline:
         if seconds is None:
             return cls(None, None, begun, now, stop)
         return cls(begun + seconds, seconds, begun, now, stop)
+
+    @classmethod
+    def since(
+        cls,
+        started: float,
+        seconds: float | None,
+        *,
+        now: Callable[[], float] = time.perf_counter,
+    ) -> Deadline:
+        """The deadline ``seconds`` after ``started`` on ``now``'s clock (``None``: none),
+        for a model whose own clock started before it was handed the time; no check (a
+        part may be empty)."""
+        if seconds is None:
+            return cls(None, None, started, now)
+        return cls(started + seconds, seconds, started, now)
 
     @classmethod
     def never(

@@ -1,13 +1,18 @@
-"""The one clock (sjfbco/clock.py): its arithmetic by hand on a fake time source."""
+"""The one clock (sjfbco/clock.py): its arithmetic by hand on a fake time source, and
+greps that keep the package on it (no literal 0.05 time slice, no other budget class)."""
 
 from __future__ import annotations
 
+import ast
 import math
+from pathlib import Path
 
 import pytest
 
 from sjfbco.clock import MIN_SLICE, Deadline
 from sjfbco.errors import InputError
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sjfbco"
 
 
 class FakeTime:
@@ -117,3 +122,80 @@ def test_frozen():
     d = Deadline.start(1.0)
     with pytest.raises(AttributeError):
         d.end = 5.0  # type: ignore[misc]
+
+
+# -- the package stays on the clock -------------------------------------------------
+
+#: Floors of the package where a literal 0.05 would be a time slice (solver, bound and
+#: model code, the interrupt and MIP plumbing); elsewhere 0.05 is a model constant.
+TIMED = (
+    "solvers",
+    "relaxations",
+    "formulations",
+    "bounds",
+    "mip.py",
+    "patterns.py",
+    "interrupt.py",
+)
+
+
+def _modules(under: tuple[str, ...]) -> list[Path]:
+    out = []
+    for name in under:
+        path = PACKAGE / name
+        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    return out
+
+
+def _fraction_fields(tree: ast.Module) -> set[int]:
+    """Lines of field defaults in a class named ``Shares``: fractions of the limit."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "Shares":
+            for stmt in node.body:
+                if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+                    lines.add(stmt.value.lineno)
+    return lines
+
+
+def test_no_literal_time_slice_outside_the_clock():
+    found = []
+    for path in _modules(TIMED):
+        tree = ast.parse(path.read_text())
+        shares = _fraction_fields(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Constant)
+                and type(node.value) is float
+                and node.value == 0.05
+                and node.lineno not in shares
+            ):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, f"0.05 written outside sjfbco/clock.py (use MIN_SLICE): {found}"
+
+
+def test_no_time_budget_class_besides_the_deadline():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "clock.py" and path.parent == PACKAGE:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and any(
+                word in node.name.lower() for word in ("budget", "deadline", "timer", "clock")
+            ):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.name}")
+    assert not found, f"time-budget classes besides sjfbco.clock.Deadline: {found}"
+
+
+def test_the_greps_find_what_they_look_for(tmp_path):
+    # the checkers themselves work: a planted slice and a planted budget class are found
+    tree = ast.parse("class Shares:\n    a: float = 0.05\nx = max(0.05, y)\nclass WalkBudget: ...")
+    shares = _fraction_fields(tree)
+    slices = [
+        n.lineno
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value == 0.05 and n.lineno not in shares
+    ]
+    assert slices == [3]
+    names = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    assert "WalkBudget" in names

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pulp
 
 from sjfbco.bounds import lower_bound
+from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.files import atomic_write_text
@@ -408,7 +409,7 @@ class TimeIndexedILP:
         return solve_mip(
             self.prob,
             backend,
-            time_limit=time_limit,
+            deadline=Deadline.never().within(time_limit),
             threads=threads,
             warm=warm,
             relax=self.relax,
@@ -562,7 +563,7 @@ class PaperILP:
         write_model(self.prob, path)
 
     def solve(self, backend: str = "highs", *, time_limit: float | None = None) -> Outcome:
-        return solve_mip(self.prob, backend, time_limit=time_limit)
+        return solve_mip(self.prob, backend, deadline=Deadline.never().within(time_limit))
 
     def chosen(self) -> int:
         """Index of the candidate the solution picks (job 0's choice; all agree by eq. 12)."""

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
+from sjfbco.clock import POLL_S
 from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text
 from sjfbco.patterns import (
@@ -424,7 +425,7 @@ class NonconvexModel:
         def watch() -> None:
             assert stop is not None
             while not finished.is_set():
-                if stop.wait(0.05):
+                if stop.wait(POLL_S):
                     solver.stop_search()
                     return
 

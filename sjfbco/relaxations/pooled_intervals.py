@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.clock import Deadline
 from sjfbco.patterns import (
     BuildTimeout,
     Patterns,
@@ -174,10 +175,9 @@ class PooledIntervals:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = seed
-        if time_limit is not None:
-            solver.parameters.max_time_in_seconds = max(
-                0.05, time_limit - (time.perf_counter() - t0)
-            )
+        seconds = Deadline.since(t0, time_limit).seconds()  # what the build left
+        if seconds is not None:
+            solver.parameters.max_time_in_seconds = seconds
         status = interrupt.solve_cp(solver, model)  # Ctrl-C stops it (and the run)
         name = solver.status_name(status)
         infeasible = status == cp_model.INFEASIBLE

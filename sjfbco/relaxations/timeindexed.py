@@ -91,6 +91,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.clock import Deadline
 from sjfbco.mip import solve_mip
 from sjfbco.patterns import (
     BuildTimeout,
@@ -265,8 +266,10 @@ def finish_bound(
     what is left of ``time_limit``, and report its bound made valid for every schedule
     (:func:`~sjfbco.patterns.model_bound`), at least ``closed``."""
 
-    left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - started))
-    out = solve_mip(prob, "highs", time_limit=left, threads=threads, gap_abs=gap_abs)
+    # the model's clock started with its build: HiGHS gets what is left (PuLP's transfer
+    # to highspy counts too)
+    by = Deadline.since(started, time_limit)
+    out = solve_mip(prob, "highs", deadline=by, threads=threads, gap_abs=gap_abs)
     bound = model_bound(out.bound, horizon, infeasible=out.infeasible)
     return TimeIndexedBound(
         bound if bound is None else max(bound, closed),
@@ -573,8 +576,9 @@ def _decide_cpsat(
         for j, k in itertools.pairwise(group):
             m.add(start_sum[j] <= start_sum[k])
     cp = cp_model.CpSolver()
-    if time_limit is not None:
-        cp.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started))
+    seconds = Deadline.since(started, time_limit).seconds()  # what the build left
+    if seconds is not None:
+        cp.parameters.max_time_in_seconds = seconds
     cp.parameters.num_search_workers = max(1, workers)
     cp.parameters.random_seed = seed
     st = interrupt.solve_cp(cp, m)

@@ -36,13 +36,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import clock
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
-#: Seconds between two looks of the watcher thread at the child.
-POLL_S = 0.05
+#: Seconds between two looks of the watcher thread at the child (the clock's).
+POLL_S = clock.POLL_S
 #: Seconds between two looks of the child at its parent (an orphan ends itself).
 ORPHAN_POLL_S = 0.5
 
