@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
 from sjfbco.bounds.closed import area_bound, closed_bound
+from sjfbco.clock import Deadline
 from sjfbco.relaxations import grouped
 from sjfbco.relaxations.grouped import (
     GroupedConfiguration,
@@ -123,7 +124,7 @@ def test_too_many_configurations_is_no_bound(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_no_time_keeps_the_start() -> None:
     """A deadline already passed: the valid start, and "time limit" said."""
-    res = GroupedConfiguration(_one_fits_inside(), 3).bound(time_limit=0.0)
+    res = GroupedConfiguration(_one_fits_inside(), 3).bound(deadline=Deadline(0.0, now=lambda: 1.0))
     assert res.bound == 2 and not res.infeasible and "time limit" in res.status
 
 

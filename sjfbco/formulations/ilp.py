@@ -151,7 +151,7 @@ class TimeIndexedILP:
         relax: bool = False,
         sparse: bool = True,
         lower: int | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ):
         require_slotted(data, "the time-indexed ILP")
         self.data = data

@@ -53,6 +53,7 @@ from sjfbco.patterns import (
 )
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 
@@ -104,7 +105,7 @@ class NonconvexModel:
         patterns: Patterns | None = None,
         exact_ends: bool = True,
         lower: int | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ):
         from ortools.sat.python import cp_model
 

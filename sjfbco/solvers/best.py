@@ -272,16 +272,17 @@ def cp_move(
 
 
 def lower_bounds(
-    data: ProblemData, kind: str, time_limit: float | None
+    data: ProblemData, kind: str, deadline: Deadline | None
 ) -> tuple[float, dict[str, float]]:
-    """The best bound of the kind asked for, and each one computed (slots)."""
+    """The best bound of the kind asked for, and each one computed (slots); the LP by
+    ``deadline`` (``None``: to completion)."""
     out = {"closed": closed(data)}
     best = out["closed"]
     if kind in ("packing", "lp"):
         out.update(packing_bounds(data, best))
         best = max(out.values())
     if kind == "lp":
-        out["cutting_stock"] = cutting_stock_bound(data, best, time_limit=time_limit)
+        out["cutting_stock"] = cutting_stock_bound(data, best, deadline)
         best = max(best, out["cutting_stock"])
     return best, out
 
@@ -393,9 +394,9 @@ def strong_bounds(
     relaxation = "not tried"
     limit = engine.budget.whole.limit
     if params.bound in ("lp", "relaxation") and not engine.done:
-        lp_seconds = None if limit is None else params.bound_share * limit
-        bound, lp = lower_bounds(data, "lp", lp_seconds)
-        bounds.update(lp)
+        lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
+        bound, lp_bounds = lower_bounds(data, "lp", lp)
+        bounds.update(lp_bounds)
         engine.target = bound
     if params.bound == "relaxation" and not engine.done and limit is not None:
         assert engine.best is not None

@@ -63,10 +63,10 @@ def solve_model(
     model: Any
     run.report(f"building the {p.backend} model (horizon {horizon} slots)")
     if p.backend == "cpsat":
-        model = NonconvexModel(data, horizon, lower=run.bound, deadline=by.end)
+        model = NonconvexModel(data, horizon, lower=run.bound, deadline=by)
         warm = False  # no hint: see NonconvexModel.solve
     else:
-        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=by.end)
+        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=by)
         warm = plan is not None and plan.makespan <= horizon and model.set_warm_start(plan)
     model_stats["build_s"] = round(time.perf_counter() - t0, 3)
     model_stats["model_size"] = model.size()

@@ -164,12 +164,6 @@ def _part(deadline: Deadline, shares: Shares, share: float, unlimited: float) ->
     return deadline.share_of_limit(share, keep=shares.model_reserve, unlimited=unlimited)
 
 
-def _limit(deadline: Deadline, shares: Shares, share: float, unlimited: float) -> float | None:
-    """Seconds of :func:`_part` for the relaxation models, which take seconds
-    (``None``: no limit; 0: no time)."""
-    return _part(deadline, shares, share, unlimited).left()
-
-
 @dataclass
 class ConfigurationPhase:
     """The configuration bound one below the incumbent (HiGHS, one thread)."""
@@ -187,16 +181,16 @@ class ConfigurationPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def solve(self, run: Run, limit: float | None) -> TimeIndexedBound:
+    def solve(self, run: Run, part: Deadline) -> TimeIndexedBound:
         model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
-        return model.bound(time_limit=limit, threads=1)
+        return model.bound(deadline=part, threads=1)
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
-        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report(self.name)
-        res = self.solve(run, limit)
+        res = self.solve(run, part)
         return PhaseResult(
             _bound_figures(res),
             res.bound,
@@ -222,9 +216,9 @@ class GroupedPhase(ConfigurationPhase):
     def share(self) -> float:
         return self.shares.grouped
 
-    def solve(self, run: Run, limit: float | None) -> TimeIndexedBound:
+    def solve(self, run: Run, part: Deadline) -> TimeIndexedBound:
         model = self.model(run.data, int(run.makespan) - 1, start=int(run.bound))
-        res: TimeIndexedBound = model.bound(time_limit=limit)
+        res: TimeIndexedBound = model.bound(deadline=part)
         return res
 
 
@@ -253,15 +247,15 @@ class PooledPhase:
             return PhaseResult({"status": why}, status=why)
         perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
         share = self.shares.perfect if perfect else self.share
-        limit = _limit(deadline, self.shares, share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled time-indexed relaxation")
         model = self.model(run.data, horizon, pooled=True, patterns=run.patterns)
         if perfect:
-            res = model.decide(time_limit=limit, workers=run.workers(), seed=run.seed)
+            res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
         else:
-            res = model.bound(time_limit=limit, threads=1)
+            res = model.bound(deadline=part, threads=1)
         figures = _bound_figures(res)
         if perfect:
             figures["solver"] = "cpsat (no GPU-slot to spare)"
@@ -300,12 +294,12 @@ class PooledIntervalsPhase:
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         run.pooled_decided = horizon
-        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled relaxation (intervals)")
         model = self.model(run.data, horizon, patterns=run.patterns)
-        res = model.decide(time_limit=limit, workers=run.workers(), seed=run.seed)
+        res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
         run.pooled_by = horizon if model.found else None
         figures = _bound_figures(res)
         figures["packed_by"] = run.pooled_by
@@ -398,7 +392,7 @@ class PackingPhase:
         run.report("contention-free packing")
         packing = self.model(run.data, horizon=horizon, pairwise=False, patterns=run.patterns)
         quick = (packing.decide if run.bound >= horizon else packing.bound)(
-            time_limit=_limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s),
+            deadline=_part(deadline, self.shares, self.share, self.shares.unlimited_packing_s),
             workers=run.workers(),
             seed=run.seed,
         )
@@ -452,15 +446,15 @@ class RelaxationPhase:
         if decide and run.packed_by == horizon and not deadline.unlimited:
             # the last slot, and a contention-free packing ends by it: no time-indexed
             # form can prove anything there; deciding, the relaxation takes what is left
-            limit: float | None = deadline.reserve(self.shares.finish_margin_s).left()
+            part = deadline.reserve(self.shares.finish_margin_s)
         else:
-            limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
-        if limit == 0.0:
+            part = _part(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("contention-free relaxation bound")
         model = self.model(run.data, horizon=horizon, patterns=run.patterns)
         rel = (model.decide if decide else model.bound)(
-            time_limit=limit, workers=run.workers(), seed=run.seed
+            deadline=part, workers=run.workers(), seed=run.seed
         )
         run.relaxed = rel.makespan
         figures = {
@@ -504,12 +498,12 @@ class TimeIndexedPhase:
             return PhaseResult({"status": why}, status=why)
         if run.spare is not None:
             return PhaseResult({"status": "on the spare core"}, status="on the spare core")
-        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("time-indexed relaxation bound")
         res = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns).bound(
-            time_limit=limit, threads=run.threads
+            deadline=part, threads=run.threads
         )
         return PhaseResult(
             _bound_figures(res),
@@ -539,8 +533,8 @@ class PlanSearchPhase:
         return run.relaxed is not None and run.relaxed < run.makespan
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
-        limit = _limit(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         target = run.makespan
         tried = 0
@@ -555,7 +549,7 @@ class PlanSearchPhase:
 
         run.report("plan search")
         model = self.model(run.data, horizon=int(target) - 1, patterns=run.patterns)
-        res = model.search(better, time_limit=limit, seed=run.seed)
+        res = model.search(better, deadline=part, seed=run.seed)
         figures = {
             "status": res.status,
             "plans": tried,
