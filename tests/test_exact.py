@@ -873,7 +873,7 @@ def test_a_stop_event_ends_cp_sat_with_a_valid_bound(monkeypatch: pytest.MonkeyP
     timer = threading.Timer(1.0, stop.set)
     timer.start()
     t0 = time.perf_counter()
-    out = model.solve(time_limit=300, stop=stop)
+    out = model.solve(deadline=Deadline.start(300), stop=stop)
     assert time.perf_counter() - t0 < 250  # the event ended it, not the limit
     assert not out.proven and not out.infeasible and (out.bound is None or out.bound <= 26)
     timer.join()

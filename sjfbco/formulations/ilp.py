@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 import pulp
 
 from sjfbco.bounds import lower_bound
-from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.files import atomic_write_text
@@ -50,6 +49,7 @@ from sjfbco.schedule import Schedule
 from sjfbco.stdio import stdout_to_stderr
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 Expr = Any  # pulp.LpAffineExpression
@@ -401,7 +401,7 @@ class TimeIndexedILP:
         self,
         backend: str = "highs",
         *,
-        time_limit: float | None = None,
+        deadline: Deadline | None = None,
         threads: int | None = None,
         warm: bool = False,
     ) -> Outcome:
@@ -409,7 +409,7 @@ class TimeIndexedILP:
         return solve_mip(
             self.prob,
             backend,
-            deadline=Deadline.never().within(time_limit),
+            deadline=deadline,
             threads=threads,
             warm=warm,
             relax=self.relax,
@@ -506,17 +506,18 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
 
 
 def lp_bound(
-    data: ProblemData, horizon: int, *, backend: str = "highs", time_limit: float | None = None
+    data: ProblemData, horizon: int, *, backend: str = "highs", deadline: Deadline | None = None
 ) -> float | None:
     """LP-relaxation lower bound on the optimal makespan, slots (a whole number).
 
     The relaxation's optimum ``L`` bounds every schedule ending by ``horizon``;
     :func:`~sjfbco.patterns.model_bound` turns it into a bound valid
     for every schedule, ``min(ceil(L), horizon + 1)`` (``horizon + 1`` when the
-    relaxation is infeasible). Returns ``None`` if the LP was not solved in time.
+    relaxation is infeasible). Returns ``None`` if the LP was not solved by ``deadline``
+    (``None``: no limit; its build counts).
     """
     model = TimeIndexedILP(data, horizon, relax=True)
-    out = model.solve(backend, time_limit=time_limit)
+    out = model.solve(backend, deadline=deadline)
     if out.infeasible:
         return float(horizon + 1)
     if not out.proven or out.objective is None:
@@ -562,8 +563,8 @@ class PaperILP:
     def write(self, path: str | os.PathLike[str]) -> None:
         write_model(self.prob, path)
 
-    def solve(self, backend: str = "highs", *, time_limit: float | None = None) -> Outcome:
-        return solve_mip(self.prob, backend, deadline=Deadline.never().within(time_limit))
+    def solve(self, backend: str = "highs", *, deadline: Deadline | None = None) -> Outcome:
+        return solve_mip(self.prob, backend, deadline=deadline)
 
     def chosen(self) -> int:
         """Index of the candidate the solution picks (job 0's choice; all agree by eq. 12)."""

@@ -407,18 +407,20 @@ class NonconvexModel:
     def solve(
         self,
         *,
-        time_limit: float | None = None,
+        deadline: Deadline | None = None,
         workers: int = 2,
         seed: int = 0,
         stop: threading.Event | None = None,
     ) -> Outcome:
-        """Solve with CP-SAT; ``stop`` (set from another thread) ends the search early,
-        as a time limit would: the outcome holds what was found and proven by then."""
+        """Solve with CP-SAT by ``deadline`` (``None``: none); ``stop`` (set from another
+        thread) ends the search early, as the deadline would: the outcome holds what was
+        found and proven by then."""
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
-        if time_limit is not None:
-            solver.parameters.max_time_in_seconds = float(time_limit)
+        seconds = None if deadline is None else deadline.seconds()
+        if seconds is not None:
+            solver.parameters.max_time_in_seconds = seconds
         solver.parameters.num_search_workers = workers
         solver.parameters.random_seed = seed
         finished = threading.Event()

@@ -70,7 +70,7 @@ def solve_model(
         warm = plan is not None and plan.makespan <= horizon and model.set_warm_start(plan)
     model_stats["build_s"] = round(time.perf_counter() - t0, 3)
     model_stats["model_size"] = model.size()
-    limit = by.seconds()
+    limit = by.seconds()  # what the solver is handed
     t1 = time.perf_counter()
     run.report(
         f"solving with {p.backend} "
@@ -79,9 +79,9 @@ def solve_model(
     res: Outcome
     if p.backend == "cpsat":
         stop = None if run.spare is None else run.spare.proved
-        res = model.solve(time_limit=limit, workers=run.workers(), seed=run.seed, stop=stop)
+        res = model.solve(deadline=by, workers=run.workers(), seed=run.seed, stop=stop)
     else:
-        res = model.solve(p.backend, time_limit=limit, threads=p.threads, warm=warm)
+        res = model.solve(p.backend, deadline=by, threads=p.threads, warm=warm)
     model_stats["solve_s"] = round(time.perf_counter() - t1, 3)
     model_stats.update(asdict(res))
     _fold(run, p.backend, horizon, model, res)
@@ -118,14 +118,15 @@ def lp_relaxation(
 ) -> None:
     """The time-indexed ILP's LP relaxation, if its build fits the time and memory left."""
     size = estimate(run.data, "highs", horizon)
-    limit = deadline.share_of_limit(shares.lp).left()
+    part = deadline.share_of_limit(shares.lp)
+    limit = part.left()
     if size.memory_gb > p.max_memory_gb or (
         limit is not None and limit < BUILD_S_PER_VARIABLE["highs"] * size.variables + 1
     ):
         run.stats.model["lp_bound"] = None
         return
     run.report("LP-relaxation bound")
-    lpb = lp_bound(run.data, horizon, time_limit=limit)
+    lpb = lp_bound(run.data, horizon, deadline=part)
     run.stats.model["lp_bound"] = lpb
     run.raise_bound(None if lpb is None else int(lpb), "LP relaxation")
 
