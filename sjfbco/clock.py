@@ -99,6 +99,15 @@ class Deadline:
         return cls(begun + seconds, seconds, begun, now, stop)
 
     @classmethod
+    def after(
+        cls, seconds: float | None, *, now: Callable[[], float] = time.perf_counter
+    ) -> Deadline:
+        """The deadline ``seconds`` from now (``None``: none), unchecked (a part handed on
+        may be empty or past): what a solver called with seconds by the registry's
+        contract runs by."""
+        return cls.since(now(), seconds, now=now)
+
+    @classmethod
     def since(
         cls,
         started: float,

@@ -93,8 +93,8 @@ class NonconvexModel:
         A known lower bound on the makespan (slots); ``C`` starts at the largest
         of it and the closed forms.
     deadline
-        ``time.perf_counter()`` value by which construction must end, else
-        :class:`~sjfbco.patterns.BuildTimeout`.
+        The :class:`~sjfbco.clock.Deadline` by which construction must end, else
+        :class:`~sjfbco.patterns.BuildTimeout` (``None``: none).
     """
 
     def __init__(

@@ -350,8 +350,8 @@ def _load_rows(
     """Each job's start variables ``(x, start, duration)`` and each capacity row's terms
     ``(GPUs or weight, x)`` by ``(row, slot)``; an empty list for a job that cannot end
     by the horizon stops the build there. Raises
-    :class:`~sjfbco.patterns.BuildTimeout` past ``deadline``
-    (``time.perf_counter()``), checked once per column."""
+    :class:`~sjfbco.patterns.BuildTimeout` past ``deadline`` (``None``: none), checked
+    once per column."""
 
     load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
     starts: list[list[tuple[Any, int, int]]] = []
