@@ -91,6 +91,21 @@ def test_reserve_window_and_parts_never_outlast_their_deadline():
     assert d.reserve(2.5).share(0.5).end == 5.25
 
 
+def test_from_start_earliest_after_and_since():
+    clock = FakeTime(0.0)
+    d = Deadline.start(10.0, now=clock)
+    clock.t = 2.0  # a quarter of the limit after the run began: 2.5, whatever ran before
+    assert d.from_start(0.25).end == 2.5
+    assert d.from_start(2.0).end == 10.0  # never past the deadline
+    assert d.reserve(1.0).earliest(d.window(3.0)).end == 5.0  # 9 and 2 + 3
+    assert d.earliest(Deadline.never()).end == 10.0
+    assert Deadline.after(4.0, now=clock).end == 6.0
+    assert Deadline.after(-1.0, now=clock).expired()  # unchecked: may be past already
+    assert Deadline.since(1.0, 0.5, now=clock).left() == 0.0
+    assert Deadline.after(None, now=clock).unlimited
+    assert Deadline.never().from_start(0.5).unlimited
+
+
 def test_least_useful_slice_and_seconds_for_libraries():
     clock = FakeTime(0.0)
     d = Deadline.start(1.0, now=clock)
