@@ -1059,3 +1059,49 @@ def test_a_phase_result_is_folded_in_by_the_one_rule() -> None:
     assert res.stats["low"] == {"status": "stub"} and "never" not in res.stats
     assert res.stats["bound_from"] == "proof bound" and "model_size" not in res.stats
     assert res.status is Status.OPTIMAL and res.makespan == res.lower_bound == 11
+
+
+# -- issue 45: the lists that drifted from the recipe -----------------------------------------
+
+
+def _full_recipe() -> list[Any]:
+    """Every phase exact's recipe can run (all on), in order."""
+    return bound_phases(ExactParams(), Shares())
+
+
+def test_the_reserve_caps_every_share_the_recipe_takes() -> None:
+    """``Shares.bound_phases()`` (the shares the model's reserve caps) is exactly the set
+    of shares the recipe's phases take (the grouped phase's was missing: its share
+    escaped the check); a grouped share above what the reserve leaves is refused."""
+    from sjfbco.errors import InputError
+
+    taken = {name for phase in _full_recipe() for name in phase.takes}
+    assert taken == set(Shares.bound_phases())
+    assert len(Shares.bound_phases()) == len(taken)  # each once
+    with pytest.raises(InputError, match=r"grouped .* above what the model's reserve"):
+        Shares(grouped=0.9)  # 0.9 > 1 - 0.2
+
+
+def test_the_docstring_lists_the_recipe_in_its_order() -> None:
+    """Each phase of the recipe is named in ``sjfbco.solvers.exact``'s step list, in the
+    recipe's order (the grouped phase that runs first was missing)."""
+    import sjfbco.solvers.exact as exact
+
+    assert exact.__doc__ is not None
+    text = " ".join(exact.__doc__.split())
+    at = 0
+    for phase in _full_recipe():
+        if not phase.step:  # aiming the spare core: step 6 of its own
+            continue
+        found = text.find(phase.step, at)
+        assert found >= 0, f"{phase.step!r} ({phase.key}) not named after position {at}"
+        at = found + len(phase.step)
+    # and the planted drift is caught: a phase moved to the end is out of order
+    steps = [p.step for p in _full_recipe() if p.step]
+    moved = steps[1:] + steps[:1]
+    at, ok = 0, True
+    for step in moved:
+        found = text.find(step, at)
+        ok = ok and found >= 0
+        at = found + len(step) if found >= 0 else at
+    assert not ok

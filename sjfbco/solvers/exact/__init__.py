@@ -7,9 +7,11 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
    schedule (every job alone on its best placement, one after another);
 2. the contention-free relaxation (:mod:`sjfbco.relaxations.contention_free`): a lower
-   bound, and its schedule as one more warm-start candidate. First the
-   configuration bound (:mod:`sjfbco.relaxations.configuration`: contention per
-   server and slot, time forgotten), then the relaxation's pooled form as
+   bound, and its schedule as one more warm-start candidate. First the grouped
+   configuration bound (:mod:`sjfbco.relaxations.grouped`: an LP of any size, identical
+   servers and jobs grouped), then the configuration bound
+   (:mod:`sjfbco.relaxations.configuration`: contention per server and slot, time
+   forgotten), then the relaxation's pooled form as
    intervals on CP-SAT (:mod:`sjfbco.relaxations.pooled_intervals`, deciding one
    below the incumbent); when the gap is still two slots or more, the
    whole-instance CP-SAT model without splits (:mod:`sjfbco.solvers.wholecp`; a

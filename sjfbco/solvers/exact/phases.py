@@ -84,9 +84,17 @@ class PhaseResult:
 
 
 class Phase(Protocol):
-    """One step of a run: ``key`` names its figures in the statistics."""
+    """One step of a run: ``key`` names its figures in the statistics, ``takes`` the
+    fields of :class:`Shares` it may take (checked against ``Shares.bound_phases()``)
+    and ``step`` how the exact solver's module docstring names it (checked against the
+    recipe's order; ``""``: not a step of its own)."""
 
     key: str
+    takes: ClassVar[tuple[str, ...]]
+
+    @property
+    def step(self) -> str:
+        """Its name in the step list of ``sjfbco.solvers.exact``."""
 
     @property
     def share(self) -> float:
@@ -174,6 +182,8 @@ class ConfigurationPhase:
     shares: Shares
     model: Callable[..., Configuration] = Configuration
     key: str = "configuration"
+    takes: ClassVar[tuple[str, ...]] = ("configuration",)
+    step: ClassVar[str] = "the configuration bound"
     #: what it is called in the progress reports and in ``bound_from``
     name: ClassVar[str] = "configuration bound"
 
@@ -213,6 +223,8 @@ class GroupedPhase(ConfigurationPhase):
 
     model: Callable[..., Any] = GroupedConfiguration
     key: str = "grouped"
+    takes: ClassVar[tuple[str, ...]] = ("grouped",)
+    step: ClassVar[str] = "grouped configuration bound"
     name: ClassVar[str] = "grouped configuration bound"
 
     @property
@@ -235,6 +247,8 @@ class PooledPhase:
     perfect: bool = True
     model: Callable[..., TimeIndexed] = TimeIndexed
     key: str = "pooled"
+    takes: ClassVar[tuple[str, ...]] = ("pooled", "perfect")
+    step: ClassVar[str] = "pooled time-indexed form"
 
     @property
     def share(self) -> float:
@@ -283,12 +297,17 @@ class PooledIntervalsPhase:
     shares: Shares
     model: Callable[..., PooledIntervals] = PooledIntervals
     key: str = "pooled_intervals"
+    takes: ClassVar[tuple[str, ...]] = ("pooled_intervals",)
     #: a second pass: only when the incumbent has improved since the first pass decided
     again: bool = False
 
     @property
     def share(self) -> float:
         return self.shares.pooled_intervals
+
+    @property
+    def step(self) -> str:
+        return "pooled interval form again" if self.again else "pooled form as intervals"
 
     def wanted(self, run: Run) -> bool:
         decided = run.pooled_decided
@@ -327,6 +346,8 @@ class AimSparePhase:
     shares: Shares
     spare: Callable[..., Spare] = Spare
     key: str = ""
+    takes: ClassVar[tuple[str, ...]] = ()
+    step: ClassVar[str] = ""
     share: float = 0.0
 
     def wanted(self, run: Run) -> bool:
@@ -382,6 +403,8 @@ class PackingPhase:
     shares: Shares
     model: Callable[..., ContentionFree] = ContentionFree
     key: str = "time_indexed"
+    takes: ClassVar[tuple[str, ...]] = ("packing",)
+    step: ClassVar[str] = "packing check"
 
     @property
     def share(self) -> float:
@@ -434,10 +457,15 @@ class RelaxationPhase:
     quick: bool = False
     model: Callable[..., ContentionFree] = ContentionFree
     key: str = "relaxation"
+    takes: ClassVar[tuple[str, ...]] = ("relaxation", "quick_relaxation")
 
     @property
     def share(self) -> float:
         return self.shares.quick_relaxation if self.quick else self.shares.relaxation
+
+    @property
+    def step(self) -> str:
+        return "short pass of the relaxation" if self.quick else "the relaxation with its cuts"
 
     def wanted(self, run: Run) -> bool:
         return run.packing_open if self.quick else True
@@ -487,6 +515,8 @@ class TimeIndexedPhase:
     shares: Shares
     model: Callable[..., TimeIndexed] = TimeIndexed
     key: str = "time_indexed"
+    takes: ClassVar[tuple[str, ...]] = ("time_indexed",)
+    step: ClassVar[str] = "the time-indexed form on HiGHS"
 
     @property
     def share(self) -> float:
@@ -527,6 +557,8 @@ class PlanSearchPhase:
     shares: Shares
     model: Callable[..., ContentionFree] = ContentionFree
     key: str = "plan_search"
+    takes: ClassVar[tuple[str, ...]] = ("plan_search",)
+    step: ClassVar[str] = "plan search"
 
     @property
     def share(self) -> float:
@@ -587,6 +619,8 @@ class WholePhase:
     remainder: bool = False
     pack: Callable[..., Candidate | None] = whole_pack
     key: str = "whole"
+    takes: ClassVar[tuple[str, ...]] = ("whole",)
+    step: ClassVar[str] = "whole-instance CP-SAT model"
     #: the split modes of a job no server holds whole (:data:`~sjfbco.solvers.wholecp.SPLITS`)
     split: Split = "filled"
 
