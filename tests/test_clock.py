@@ -214,3 +214,36 @@ def test_the_greps_find_what_they_look_for(tmp_path):
     assert slices == [3]
     names = [n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
     assert "WalkBudget" in names
+
+
+def _absolute_ends(tree: ast.Module) -> list[int]:
+    """Lines that add seconds to ``time.perf_counter()`` or ``time.monotonic()`` (an
+    absolute end made outside the clock)."""
+
+    def is_now(node: ast.expr) -> bool:
+        return (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("perf_counter", "monotonic")
+        )
+
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.BinOp)
+        and isinstance(node.op, ast.Add)
+        and (is_now(node.left) or is_now(node.right))
+    ]
+
+
+def test_no_absolute_end_outside_the_clock():
+    """Solver, bound and model code makes no ``perf_counter() + seconds`` end of its own:
+    it is handed a part of the run's Deadline."""
+    found = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in _modules(TIMED)
+        for line in _absolute_ends(ast.parse(path.read_text()))
+    ]
+    assert not found, f"absolute ends made outside sjfbco/clock.py: {found}"
+    planted = ast.parse("import time\nend = time.perf_counter() + 5\nx = 1 + time.monotonic()")
+    assert _absolute_ends(planted) == [2, 3]
