@@ -28,6 +28,8 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sjfbco import clock
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from types import FrameType
@@ -41,7 +43,7 @@ _HOOKS: list[Callable[[], None]] = []
 #: Whether a :func:`catching` block has its handler installed.
 _ACTIVE = threading.Event()
 #: Seconds between the main thread's checks while a backend runs (:func:`run_stoppable`).
-POLL_S = 0.05
+POLL_S = clock.POLL_S
 
 
 def requested() -> bool:

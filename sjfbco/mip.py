@@ -23,7 +23,6 @@ import contextlib
 import re
 import tempfile
 import threading
-import time
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,12 @@ from sjfbco.stdio import library_output
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from sjfbco.clock import Deadline
+
+
+#: Seconds CBC is given at least (untuned: the figure of the first shared budget, issue
+#: 17; CBC's time includes reading the model file back).
+CBC_LEAST_S = 0.5
 
 #: MILP solvers the time-indexed ILP can be handed to (through PuLP).
 MILP_BACKENDS: tuple[str, ...] = ("highs", "cbc")
@@ -57,7 +62,7 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
     """``pulp.HiGHS`` that passes the variables' initial values as a MIP start
     and keeps the model status and the dual bound."""
 
-    def __init__(self, warm: bool, deadline: float | None = None, **kw: Any):
+    def __init__(self, warm: bool, deadline: Deadline | None = None, **kw: Any):
         super().__init__(**kw)
         self.warm = warm
         self.deadline = deadline
@@ -68,8 +73,9 @@ class _HiGHSWarm(pulp.HiGHS):  # type: ignore[misc, name-defined, unused-ignore]
         import highspy
 
         h = lp.solverModel
-        if self.deadline is not None:  # PuLP's model transfer took part of the time
-            h.setOptionValue("time_limit", max(0.05, self.deadline - time.perf_counter()))
+        seconds = None if self.deadline is None else self.deadline.seconds()
+        if seconds is not None:  # PuLP's model transfer took part of the time
+            h.setOptionValue("time_limit", seconds)
         if self.warm:
             values = [0.0] * h.getNumCol()
             have = False
@@ -113,30 +119,32 @@ def highs_pool(h: Any) -> Iterator[None]:
             _POOL_USERS -= 1
 
 
-class _Deadline:
-    """Mixin for PuLP's CBC commands: ``timeLimit`` is what is left of a deadline when
-    the command line is built, after PuLP has written the model file (which can
-    take a good share of the time on a large model)."""
+class _TimeLimitLate:
+    """Mixin for PuLP's CBC commands: ``timeLimit`` is what is left of the run's
+    :class:`~sjfbco.clock.Deadline` when the command line is built, after PuLP has written
+    the model file (which can take a good share of the time on a large model); at least
+    :data:`CBC_LEAST_S`."""
 
-    deadline: float | None = None
+    deadline: Deadline | None = None
     _limit: float | None = None
 
     @property
     def timeLimit(self) -> float | None:
-        if self.deadline is None:
-            return self._limit
-        return round(max(0.5, self.deadline - time.perf_counter()), 2)
+        seconds = None if self.deadline is None else self.deadline.seconds(CBC_LEAST_S)
+        return self._limit if seconds is None else round(seconds, 2)
 
     @timeLimit.setter
     def timeLimit(self, value: float | None) -> None:
         self._limit = value
 
 
-class _CoinCmd(_Deadline, pulp.COIN_CMD):  # type: ignore[misc, name-defined, unused-ignore]
+class _CoinCmd(_TimeLimitLate, pulp.COIN_CMD):  # type: ignore[misc, name-defined, unused-ignore]
     pass
 
 
-def _cbc(deadline: float | None, threads: int | None, warm: bool, log: str, gap_abs: float) -> Any:
+def _cbc(
+    deadline: Deadline | None, threads: int | None, warm: bool, log: str, gap_abs: float
+) -> Any:
     """The CBC command: ``COIN_CMD`` when a ``cbc`` binary is installed, else PuLP's bundled one."""
     kw: dict[str, Any] = {
         "msg": False,
@@ -151,7 +159,7 @@ def _cbc(deadline: float | None, threads: int | None, warm: bool, log: str, gap_
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
 
-            class _PulpCbc(_Deadline, pulp.PULP_CBC_CMD):  # type: ignore[misc, name-defined, unused-ignore]
+            class _PulpCbc(_TimeLimitLate, pulp.PULP_CBC_CMD):  # type: ignore[misc, name-defined, unused-ignore]
                 pass
 
             coin = _PulpCbc(**kw)
@@ -163,7 +171,7 @@ def solve_mip(
     prob: pulp.LpProblem,
     backend: str,
     *,
-    time_limit: float | None = None,
+    deadline: Deadline | None = None,
     threads: int | None = None,
     warm: bool = False,
     relax: bool = False,
@@ -175,10 +183,11 @@ def solve_mip(
     ----------
     backend
         ``"highs"`` (highspy through ``pulp.HiGHS``) or ``"cbc"``.
-    time_limit
-        Seconds for the whole call, or ``None`` for no limit: PuLP's transfer of
-        the model (to highspy, or an MPS file for CBC) counts, and the solver
-        gets what is left of it when it starts.
+    deadline
+        When the whole call must end (``None``: no limit): PuLP's transfer of the
+        model (to highspy, or an MPS file for CBC) counts, and the solver gets what
+        is left of it when it starts (at least the least useful slice,
+        :data:`sjfbco.clock.MIN_SLICE`; CBC at least :data:`CBC_LEAST_S`).
     warm
         Pass the variables' current values (``setInitialValue``) as a MIP start.
     relax
@@ -192,7 +201,6 @@ def solve_mip(
     """
     if backend not in MILP_BACKENDS:
         raise InputError(f"unknown MILP backend {backend!r}; known: {', '.join(MILP_BACKENDS)}")
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
     with library_output():
         if backend == "highs":
             return _solve_highs(prob, deadline, threads, warm, relax, gap_abs)
@@ -201,7 +209,7 @@ def solve_mip(
 
 def _solve_highs(
     prob: pulp.LpProblem,
-    deadline: float | None,
+    deadline: Deadline | None,
     threads: int | None,
     warm: bool,
     relax: bool,
@@ -248,7 +256,7 @@ _CBC_LOWER = re.compile(r"^Lower bound:\s+(-?[0-9.eE+]+)", re.MULTILINE)
 
 def _solve_cbc(
     prob: pulp.LpProblem,
-    deadline: float | None,
+    deadline: Deadline | None,
     threads: int | None,
     warm: bool,
     relax: bool,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -29,6 +28,7 @@ from sjfbco.schedule import Evaluation, Schedule, ScheduleError
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 #: Most patterns one job may have before the exact models refuse the instance.
@@ -65,9 +65,10 @@ class BuildTimeout(Exception):
     """A model's construction passed its deadline (the caller reports a time limit)."""
 
 
-def check_deadline(deadline: float | None, what: str) -> None:
-    """Raise :class:`BuildTimeout` once ``time.perf_counter()`` is past ``deadline``."""
-    if deadline is not None and time.perf_counter() > deadline:
+def check_deadline(deadline: Deadline | None, what: str) -> None:
+    """Raise :class:`BuildTimeout` once ``deadline`` has passed (``None``: never; Ctrl-C
+    does not end a build: the solve after it is stopped instead)."""
+    if deadline is not None and deadline.room() < 0:
         raise BuildTimeout(f"building the {what} ran out of time")
 
 

@@ -120,26 +120,36 @@ def test_server_search_never_loses_its_start() -> None:
     assert evaluate(data, search.schedule().schedule(data.cluster)).makespan == search.makespan()
 
 
-def test_budget_windows_end_a_phase_not_the_run() -> None:
-    import time
+def test_tally_windows_end_a_phase_not_the_run() -> None:
+    from sjfbco.clock import Deadline
+    from sjfbco.solvers.search import Tally
+    from tests.test_clock import FakeTime
 
-    from sjfbco.solvers.search import WalkBudget
-
-    b = WalkBudget(time.perf_counter() + 60, None)
+    clock = FakeTime(0.0)
+    b = Tally(Deadline.start(60.0, now=clock), None)
     b.window(0.0)
     assert not b.spend() and b.stopped_by is None  # the phase is over, the run is not
     b.window(None)
     assert b.spend() and b.used == 1
-    late = WalkBudget(time.perf_counter() + 60, None)
+    clock.t = 10.0
+    b.window(5.0)  # a window of 5 s from t = 10: ends at 15, the run at 60
+    assert b.part().end == 15.0 and b.spend()
+    clock.t = 15.0
+    assert not b.spend() and b.stopped_by is None and b.used == 2
+    late = Tally(Deadline.start(60.0, now=clock), None)  # from t = 15: ends at 75
     late.reserve = 120.0  # the work after the last candidate would end past the deadline
     assert late.expired() and not late.spend() and late.stopped_by == "time limit"
-    assert (late.seconds_left() or 0.0) < 0
-    det = WalkBudget(None, 3)  # an iteration budget only: windows do nothing (deterministic)
+    assert late.part().room() == 75.0 - 120.0 - 15.0
+    det = Tally(Deadline.never(), 3)  # an iteration count only: windows do nothing
     det.reserve = 1e9
     assert not det.expired()
     det.window(0.0)
     assert det.spend() and det.spend() and det.spend() and not det.spend()
-    assert det.stopped_by == "iterations" and det.seconds_left() is None
+    assert det.stopped_by == "iterations" and det.part().unlimited
+    asked = [False]  # Ctrl-C ends the walk and says so
+    stopped = Tally(Deadline.start(60.0, now=clock, stop=lambda: asked[0]), None)
+    asked[0] = True
+    assert not stopped.spend() and stopped.stopped_by == "interrupted"
 
 
 def test_best_is_registered_outside_all() -> None:
@@ -241,12 +251,13 @@ def _cand(makespan: float, mean_jct: float) -> object:
 def test_ties_on_makespan_go_to_the_lower_mean_jct() -> None:
     """The incumbent changes on a lower makespan, or an equal one with a lower mean JCT,
     never on an equal or worse pair (hand-made candidates)."""
-    from sjfbco.solvers.search import Engine, WalkBudget
+    from sjfbco.clock import Deadline
+    from sjfbco.solvers.search import Engine, Tally
 
     data = read_instance(INSTANCES / "small" / "example.json")
     seen: list[tuple[float, float]] = []
     engine = Engine(
-        data, random.Random(0), WalkBudget(None, 1), 0.0, lambda c, s: seen.append(c.key)
+        data, random.Random(0), Tally(Deadline.never(), 1), 0.0, lambda c, s: seen.append(c.key)
     )
     offers = [(10, 5.0), (10, 6.0), (10, 4.0), (10, 4.0), (9, 8.0), (11, 1.0), (9, 7.5)]
     kept = [engine.offer(_cand(m, j), "test") for m, j in offers]  # type: ignore[arg-type]
@@ -304,6 +315,7 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
     relaxation follows."""
     from pathlib import Path
 
+    from sjfbco.clock import Deadline
     from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
     from sjfbco.solvers.best import BestParams, bound_chain, relaxation_bound
 
@@ -324,17 +336,17 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
 
     full = bound_chain(contention_free=Counted)
     # the grouped configuration bound, first, proves 20 alone (an LP, nothing after it)
-    assert relaxation_bound(data, 20, 120, BestParams(), 0, phases=full) == (
+    assert relaxation_bound(data, 20, Deadline.start(120), BestParams(), 0, phases=full) == (
         20.0,
         "grouped configuration bound: infeasible",
     )
     chain = [phase for phase in full if phase.key != "grouped"]
-    assert relaxation_bound(data, 20, 120, BestParams(), 0, phases=chain) == (
+    assert relaxation_bound(data, 20, Deadline.start(120), BestParams(), 0, phases=chain) == (
         20.0,
         "pooled form: infeasible",
     )
     assert calls == []
-    bound, _ = relaxation_bound(data, 21, 120, BestParams(), 0, phases=chain)
+    bound, _ = relaxation_bound(data, 21, Deadline.start(120), BestParams(), 0, phases=chain)
     assert calls == [20] and bound is not None and 18 <= bound <= 20
 
 

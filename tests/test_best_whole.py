@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING
 from hypothesis import given, settings
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, read_instance, solve
+from sjfbco.clock import Deadline
 from sjfbco.solvers.best import WHOLE_CP_PARAMETERS, no_split_floor, whole_hint
 from sjfbco.solvers.cprepack import cp_parameters, retime, solve_within
 from sjfbco.solvers.portfolio import evaluated
-from sjfbco.solvers.search import Engine, WalkBudget
+from sjfbco.solvers.search import Engine, Tally
 from sjfbco.solvers.sgs import hand_out
 from sjfbco.solvers.wholecp import instance_modes, whole_pack
 from tests.conftest import INSTANCES, instances
@@ -24,7 +25,7 @@ BENCH = INSTANCES / "bench" / "paper-s3-seed3-j20.json"
 
 
 def _engine(data: ProblemData) -> Engine:
-    engine = Engine(data, random.Random(0), WalkBudget(None, None), 0.0, lambda c, s: None)
+    engine = Engine(data, random.Random(0), Tally(Deadline.never(), None), 0.0, lambda c, s: None)
     engine.offer(evaluated(data, solve(data, "list").schedule), "list")
     return engine
 

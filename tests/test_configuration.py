@@ -130,6 +130,7 @@ def test_it_proves_what_the_time_indexed_forms_cannot(monkeypatch: pytest.Monkey
     and per-server contention-free forms have packings ending at 30; the configuration
     bound has nothing by 30 (the remainders of the split jobs cannot all be filled), so
     31, which `best` reaches: proven optimal by the configuration bound alone."""
+    from sjfbco.clock import Deadline
     from sjfbco.solvers.best import BestParams, relaxation_bound
 
     data = _bench(14, 3, 6, monkeypatch)
@@ -138,7 +139,7 @@ def test_it_proves_what_the_time_indexed_forms_cannot(monkeypatch: pytest.Monkey
     assert pooled.bound == 30 and not pooled.infeasible
     res = Configuration(data, 30).bound()
     assert (res.bound, res.infeasible) == (31, True)
-    assert relaxation_bound(data, 31, 60, BestParams(), 0) == (
+    assert relaxation_bound(data, 31, Deadline.start(60), BestParams(), 0) == (
         31.0,
         "configuration bound: infeasible",
     )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
 from sjfbco.bounds import lower_bound
+from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.patterns import model_bound
 from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
@@ -21,7 +22,6 @@ from sjfbco.solvers import SOLVERS, Status, heuristics
 from sjfbco.solvers.common import serial_schedule
 from sjfbco.solvers.contract import Result
 from sjfbco.solvers.exact import (
-    Budget,
     ExactParams,
     ModelError,
     Parts,
@@ -35,6 +35,7 @@ from sjfbco.solvers.exact import (
 from sjfbco.solvers.exact.phases import bound_phases
 from tests.bruteforce import brute_force
 from tests.conftest import INSTANCES
+from tests.test_clock import FakeTime
 from tests.tiny import tiny_instances, trap_instances
 
 if TYPE_CHECKING:
@@ -479,36 +480,37 @@ def test_size_estimate_matches_the_built_models() -> None:
 
 
 def test_build_past_its_deadline_stops() -> None:
-    import time
 
     from sjfbco.formulations.nonconvex import NonconvexModel
     from sjfbco.patterns import BuildTimeout
 
     with pytest.raises(BuildTimeout):
-        NonconvexModel(instance_b(), 13, deadline=time.perf_counter() - 1)
+        NonconvexModel(instance_b(), 13, deadline=Deadline(0.0, now=lambda: 1.0))
 
 
-def test_budget_shares_one_limit() -> None:
-    b = Budget(10.0)
-    assert b.share(0.15) == pytest.approx(1.5, abs=0.01)
-    left = b.left()
-    assert left is not None and 9.9 < left <= 10.0
-    unlimited = Budget(None)
-    assert unlimited.left() is None and unlimited.share(0.15, 60.0) == 60.0
-    assert unlimited.share(0.4, 60.0, keep=0.2) == 60.0
+def test_deadline_shares_one_limit() -> None:
+    clock = FakeTime(0.0)
+    d = Deadline.start(10.0, now=clock)
+    assert d.share_of_limit(0.15).left() == pytest.approx(1.5)
+    assert d.left() == 10.0
+    unlimited = Deadline.never(now=clock)
+    assert unlimited.left() is None
+    assert unlimited.share_of_limit(0.15, unlimited=60.0).left() == 60.0
+    assert unlimited.share_of_limit(0.4, keep=0.2, unlimited=60.0).left() == 60.0
 
 
 def test_bound_phases_leave_the_model_its_reserve() -> None:
     """Packing check, time-indexed form and relaxation take 0.1 + 0.4 + 0.4 of the limit
     after the warm start's 0.2: undecided all, they would leave the model nothing."""
     MODEL_RESERVE = Shares().model_reserve
-    b = Budget(100.0)
-    assert b.share(0.4, keep=MODEL_RESERVE) == pytest.approx(40.0, abs=0.1)
-    b.start -= 70.0  # 70 s used: 30 s left, 20 s of them kept for the model
-    assert b.share(0.4, keep=MODEL_RESERVE) == pytest.approx(10.0, abs=0.1)
-    b.start -= 15.0  # 15 s left: all of it kept
-    assert b.share(0.4, keep=MODEL_RESERVE) == 0.0
-    assert b.share(0.4) == pytest.approx(15.0, abs=0.1)  # the model's own share: what is left
+    clock = FakeTime(0.0)
+    d = Deadline.start(100.0, now=clock)
+    assert d.share_of_limit(0.4, keep=MODEL_RESERVE).left() == pytest.approx(40.0)
+    clock.t = 70.0  # 70 s used: 30 s left, 20 s of them kept for the model
+    assert d.share_of_limit(0.4, keep=MODEL_RESERVE).left() == pytest.approx(10.0)
+    clock.t = 85.0  # 15 s left: all of it kept
+    assert d.share_of_limit(0.4, keep=MODEL_RESERVE).left() == 0.0
+    assert d.share_of_limit(0.4).left() == pytest.approx(15.0)  # the model's: what is left
 
 
 @pytest.mark.parametrize("packed", [True, False])
@@ -538,21 +540,21 @@ def test_last_slot_relaxation_takes_what_is_left(packed: bool) -> None:
     phase = RelaxationPhase(shares, model=Recorder)
     data = instance_b()
     run = Run(data, serial_schedule(data), 11, 10, packed_by=10 if packed else None)
-    budget = Budget(100.0)
-    budget.start -= 60.0  # 40 s left
-    apply(run, phase.key, phase.run(run, budget))
+    clock = FakeTime(60.0)
+    deadline = Deadline(100.0, 100.0, 0.0, clock)  # 40 s left
+    apply(run, phase.key, phase.run(run, deadline))
     assert asked["decide"] is True and asked["horizon"] == 10
     if packed:
-        assert asked["time_limit"] == pytest.approx(40.0 - FINISH_MARGIN_S, abs=0.1)
+        assert asked["deadline"].left() == pytest.approx(40.0 - FINISH_MARGIN_S)
     else:
         want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
-        assert asked["time_limit"] == pytest.approx(want, abs=0.1)
+        assert asked["deadline"].left() == pytest.approx(want)
     assert run.bound == 10 and run.stats.phases["relaxation"]["status"] == "UNKNOWN"
     if packed:  # a packing by an earlier, higher horizon says nothing about this one
         run.packed_by = 11
-        apply(run, phase.key, phase.run(run, budget))
+        apply(run, phase.key, phase.run(run, deadline))
         want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
-        assert asked["time_limit"] == pytest.approx(want, abs=0.1)
+        assert asked["deadline"].left() == pytest.approx(want)
 
 
 @pytest.mark.parametrize("perfect", [True, False])
@@ -586,18 +588,18 @@ def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(perfect: bool) -> No
     data, makespan, bound = (perfect_instance(), 5, 4) if perfect else (instance_b(), 11, 10)
     run = Run(data, serial_schedule(data), makespan, bound, threads=2, seed=3)
     phase = PooledPhase(shares, model=Recorder)
-    apply(run, phase.key, phase.run(run, Budget(100.0)))
+    apply(run, phase.key, phase.run(run, Deadline.start(100.0)))
     assert asked["horizon"] == makespan - 1 and asked["pooled"] is True
     if perfect:
         assert asked["solver"] == "cpsat" and asked["threads"] == 2 and asked["seed"] == 3
-        assert asked["time_limit"] == pytest.approx(PERFECT_SHARE * 100, abs=0.1)
+        assert asked["deadline"].left() == pytest.approx(PERFECT_SHARE * 100, abs=0.1)
         assert run.stats.phases["pooled"]["solver"].startswith("cpsat")
     else:
         assert asked["solver"] == "highs" and asked["threads"] == 1
-        assert asked["time_limit"] == pytest.approx(POOLED_SHARE * 100, abs=0.1)
+        assert asked["deadline"].left() == pytest.approx(POOLED_SHARE * 100, abs=0.1)
     if perfect:
         real = PooledPhase(shares)
-        apply(run, real.key, real.run(run, Budget(100.0)))
+        apply(run, real.key, real.run(run, Deadline.start(100.0)))
         assert run.stats.phases["pooled"]["status"] == "INFEASIBLE" and run.bound == 5
 
 
@@ -875,7 +877,7 @@ def test_a_stop_event_ends_cp_sat_with_a_valid_bound(monkeypatch: pytest.MonkeyP
     timer = threading.Timer(1.0, stop.set)
     timer.start()
     t0 = time.perf_counter()
-    out = model.solve(time_limit=300, stop=stop)
+    out = model.solve(deadline=Deadline.start(300), stop=stop)
     assert time.perf_counter() - t0 < 250  # the event ended it, not the limit
     assert not out.proven and not out.infeasible and (out.bound is None or out.bound <= 26)
     timer.join()
@@ -999,8 +1001,8 @@ def test_spare_core_runs_at_most_its_limit() -> None:
             given.append(seconds)
 
     shares = Shares()
-    start_spare(_late_pair(), 2, Budget(3600.0), shares, Recorder)  # type: ignore[arg-type]
-    start_spare(_late_pair(), 2, Budget(30.0), shares, Recorder)  # type: ignore[arg-type]
+    start_spare(_late_pair(), 2, Deadline.start(3600.0), shares, Recorder)  # type: ignore[arg-type]
+    start_spare(_late_pair(), 2, Deadline.start(30.0), shares, Recorder)  # type: ignore[arg-type]
     assert given[0] == shares.spare_limit_s
     assert 28.0 < given[1] <= 30.0 - shares.finish_margin_s
 
@@ -1014,7 +1016,7 @@ def test_shares_are_validated() -> None:
     from sjfbco.errors import InputError
 
     shares = Shares()
-    assert shares.best + 0.05 + shares.model_reserve <= 1
+    assert shares.best + shares.warm_others + shares.model_reserve <= 1
     for bad, match in (
         ({"relaxation": 1.5}, r"relaxation must be in \[0, 1\]"),
         ({"packing": -0.1}, r"packing must be in \[0, 1\]"),
@@ -1024,6 +1026,8 @@ def test_shares_are_validated() -> None:
         ({"pooled": True}, "pooled must be a number"),
         ({"pooled_intervals": 0.9}, "pooled_intervals .* above what the model's reserve"),
         ({"whole": -0.5}, r"whole must be in \[0, 1\]"),
+        ({"warm_others": 0.7}, "warm start"),  # 0.15 + 0.7 + 0.2 > 1
+        ({"of_what_is_left": 1}, "of_what_is_left must be true or false"),
     ):
         with pytest.raises(InputError, match=match):
             Shares(**bad)
@@ -1048,7 +1052,7 @@ def test_a_phase_result_is_folded_in_by_the_one_rule() -> None:
         def wanted(self, run: Run) -> bool:
             return True
 
-        def run(self, run: Run, budget: Budget) -> PhaseResult:
+        def run(self, run: Run, deadline: Deadline) -> PhaseResult:
             ran.append(self.key)
             return PhaseResult({"status": "stub"}, self.bound, f"{self.key} bound")
 
@@ -1089,8 +1093,54 @@ def test_a_phase_past_the_pattern_limit_keeps_other_errors() -> None:
         def wanted(self, run: Any) -> bool:
             return True
 
-        def run(self, run: Any, budget: Any) -> None:
+        def run(self, run: Any, deadline: Any) -> None:
             raise InputError("another problem")
 
     with pytest.raises(InputError, match="another problem"):
         PatternFree(Raises(), "job 'x' has more than 5000 placement patterns").run(None, None)  # type: ignore[arg-type]
+
+
+# -- issue 45: the lists that drifted from the recipe -----------------------------------------
+
+
+def _full_recipe() -> list[Any]:
+    """Every phase exact's recipe can run (all on), in order."""
+    return bound_phases(ExactParams(), Shares())
+
+
+def test_the_reserve_caps_every_share_the_recipe_takes() -> None:
+    """``Shares.bound_phases()`` (the shares the model's reserve caps) is exactly the set
+    of shares the recipe's phases take (the grouped phase's was missing: its share
+    escaped the check); a grouped share above what the reserve leaves is refused."""
+    from sjfbco.errors import InputError
+
+    taken = {name for phase in _full_recipe() for name in phase.takes}
+    assert taken == set(Shares.bound_phases())
+    assert len(Shares.bound_phases()) == len(taken)  # each once
+    with pytest.raises(InputError, match=r"grouped .* above what the model's reserve"):
+        Shares(grouped=0.9)  # 0.9 > 1 - 0.2
+
+
+def test_the_docstring_lists_the_recipe_in_its_order() -> None:
+    """Each phase of the recipe is named in ``sjfbco.solvers.exact``'s step list, in the
+    recipe's order (the grouped phase that runs first was missing)."""
+    import sjfbco.solvers.exact as exact
+
+    assert exact.__doc__ is not None
+    text = " ".join(exact.__doc__.split())
+    at = 0
+    for phase in _full_recipe():
+        if not phase.step:  # aiming the spare core: step 6 of its own
+            continue
+        found = text.find(phase.step, at)
+        assert found >= 0, f"{phase.step!r} ({phase.key}) not named after position {at}"
+        at = found + len(phase.step)
+    # and the planted drift is caught: a phase moved to the end is out of order
+    steps = [p.step for p in _full_recipe() if p.step]
+    moved = steps[1:] + steps[:1]
+    at, ok = 0, True
+    for step in moved:
+        found = text.find(step, at)
+        ok = ok and found >= 0
+        at = found + len(step) if found >= 0 else at
+    assert not ok

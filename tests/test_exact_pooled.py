@@ -12,6 +12,7 @@ from hypothesis import given, settings
 
 from sjfbco import ProblemData, evaluate, interrupt
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.clock import Deadline
 from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.solvers import Status
@@ -24,7 +25,7 @@ from sjfbco.solvers.exact.phases import (
     WholePhase,
     remainder_phases,
 )
-from sjfbco.solvers.exact.state import Budget, Run
+from sjfbco.solvers.exact.state import Run
 from tests.test_exact import _contention_instance, _late_pair, exact_with
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
@@ -147,7 +148,7 @@ def test_whole_phase_packs_with_filled_splits() -> None:
 
     data = _contention_instance()
     run = Run(data, serial_schedule(data), 9.0, 7)
-    WholePhase(Shares(), pack=pack).run(run, Budget(None))
+    WholePhase(Shares(), pack=pack).run(run, Deadline.never())
     phase = remainder_phases(ExactParams(), Shares())[0]
     assert isinstance(phase, WholePhase) and phase.split == "filled"
     assert seen == ["filled"]
@@ -160,11 +161,11 @@ def test_pooled_intervals_again_only_after_a_better_incumbent() -> None:
     run = Run(data, serial_schedule(data), 9.0, 7)
     again = PooledIntervalsPhase(Shares(), again=True)
     assert not again.wanted(run)  # no first pass yet
-    PooledIntervalsPhase(Shares()).run(run, Budget(None))
+    PooledIntervalsPhase(Shares()).run(run, Deadline.never())
     assert run.pooled_decided == 8 and not again.wanted(run)
     run.makespan = 8.0
     assert again.wanted(run)
-    again.run(run, Budget(None))
+    again.run(run, Deadline.never())
     assert run.pooled_decided == 7 and not again.wanted(run)
 
 
@@ -179,7 +180,7 @@ class Recorder:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         self.ran += 1
         return PhaseResult({"status": "ran"})
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, Job, ProblemData, Schedule, ScheduleError, evaluate, limits
 from sjfbco.cli import main
+from sjfbco.clock import Deadline
 from sjfbco.files import write_instance
 from sjfbco.formulations.ilp import PlacementCandidate, TimeIndexedILP, paper_ilp, theta_program
 from sjfbco.formulations.nonconvex import NonconvexModel
@@ -256,7 +257,7 @@ def test_time_limit_is_not_reported_as_optimal() -> None:
     )
     ilp = TimeIndexedILP(data, 30)
     for backend in ("highs", "cbc"):
-        out = ilp.solve(backend, time_limit=0.01)
+        out = ilp.solve(backend, deadline=Deadline.start(0.01))
         assert not out.proven
         assert out.bound is None or out.bound <= 30
 
@@ -294,7 +295,7 @@ def test_nonconvex_ends_are_the_evaluators(data: ProblemData) -> None:
     """With exact ends, the model's per-job completions are the evaluator's (eq. 9)."""
     _, _, ev = best_warm_start(data)
     model = NonconvexModel(data, int(ev.makespan))
-    out = model.solve(time_limit=30)
+    out = model.solve(deadline=Deadline.start(30))
     assert out.proven
     plan = model.plan()
     got = evaluate(data, plan_to_schedule(data, plan), strict=True)

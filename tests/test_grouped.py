@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
 from sjfbco.bounds.closed import area_bound, closed_bound
+from sjfbco.clock import Deadline
 from sjfbco.relaxations import grouped
 from sjfbco.relaxations.grouped import (
     GroupedConfiguration,
@@ -123,19 +124,20 @@ def test_too_many_configurations_is_no_bound(monkeypatch: pytest.MonkeyPatch) ->
 
 def test_no_time_keeps_the_start() -> None:
     """A deadline already passed: the valid start, and "time limit" said."""
-    res = GroupedConfiguration(_one_fits_inside(), 3).bound(time_limit=0.0)
+    res = GroupedConfiguration(_one_fits_inside(), 3).bound(deadline=Deadline(0.0, now=lambda: 1.0))
     assert res.bound == 2 and not res.infeasible and "time limit" in res.status
 
 
 def test_best_runs_it_where_the_patterns_are_too_many() -> None:
     """A paper-workload instance of 160 jobs: every other relaxation is skipped (too many
     placement patterns); the grouped bound runs and says so."""
+    from sjfbco.clock import Deadline
     from sjfbco.solvers.best import BestParams, relaxation_bound
     from sjfbco.workloads.paper import paper_instance
 
     data = paper_instance(servers=20, seed=100)
     closed = closed_bound(data)
-    found, why = relaxation_bound(data, closed + 40, 10.0, BestParams(), 0)
+    found, why = relaxation_bound(data, closed + 40, Deadline.start(10.0), BestParams(), 0)
     assert "grouped configuration bound only" in why, why
     assert found is not None and found >= closed
 

@@ -207,7 +207,7 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
                 todo.append(n)
         return seen
 
-    # errors and limits are leaves too: they import nothing of sjfbco but each other
+    # errors, limits and clock are leaves too: they import nothing of sjfbco but errors
     leaf = {
         "sjfbco.problem",
         "sjfbco.schedule",
@@ -218,6 +218,7 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
     }
     assert closure("sjfbco.errors") == set()
     assert closure("sjfbco.limits") == {"sjfbco.errors"}
+    assert closure("sjfbco.clock") <= {"sjfbco.errors", "sjfbco.limits"}
     assert closure("sjfbco.solvers.contract") <= leaf
     assert closure("sjfbco.cost") <= leaf
     assert not any("sjfbco.commands" in m or m == "sjfbco.cli" for m in closure("sjfbco"))

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sjfbco.clock import Deadline
 from sjfbco.solvers import cprepack
 from sjfbco.solvers.cprepack import server_subsets, split_patterns
 from sjfbco.solvers.wholecp import filled_patterns
@@ -103,7 +104,7 @@ def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
     data = ProblemData(Cluster((4, 8)), jobs, CostParams())
     start = closed_bound(data)
     assert start > cprepack.MAX_RETIME_CELLS
-    assert cutting_stock_bound(data, start, time_limit=5) == start
+    assert cutting_stock_bound(data, start, Deadline.start(5)) == start
     out = solve(data, "sjf-bco")
     modes = instance_modes(data)
     assert modes is not None

@@ -7,14 +7,17 @@ import itertools
 import random
 
 from sjfbco import read_instance, solve
+from sjfbco.clock import Deadline
 from sjfbco.solvers.common import prepare
 from sjfbco.solvers.placement import search, unlimited_passes
 from sjfbco.solvers.portfolio import PORTFOLIO, run_portfolio
-from sjfbco.solvers.search import Engine, WalkBudget
+from sjfbco.solvers.search import Engine, Tally
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 from tests.conftest import INSTANCES
 
 PAPER = INSTANCES / "paper" / "paper-s10-seed0.json"
+#: A deadline that has passed (it ended at 0 on the real clock).
+PASSED = Deadline(0.0)
 
 
 class FakeClock:
@@ -30,7 +33,7 @@ class FakeClock:
 
 
 def _engine(data):  # type: ignore[no-untyped-def]
-    return Engine(data, random.Random(0), WalkBudget(None, None), 0.0, lambda c, s: None)
+    return Engine(data, random.Random(0), Tally(Deadline.never(), None), 0.0, lambda c, s: None)
 
 
 def _portfolio(data, end, clock):  # type: ignore[no-untyped-def]
@@ -41,8 +44,7 @@ def _portfolio(data, end, clock):  # type: ignore[no-untyped-def]
         seed=0,
         serial_limit=250_000,
         portfolio_limit=5_000,
-        end=end,
-        clock=clock,
+        deadline=Deadline(end, None, 0.0, clock),
     )
     return engine, out
 
@@ -94,12 +96,12 @@ def test_sjf_bco_stops_between_its_passes_with_the_best_so_far() -> None:
     prep = prepare(data, params, indexed=True)
     rules = [(k, sjf_bco_rule(data, k, params)) for k in kappa_candidates(data, params)]
     assert len(rules) > 1
-    passes, cut = unlimited_passes(prep.runner, prep.order, rules, deadline=0.0)
+    passes, cut = unlimited_passes(prep.runner, prep.order, rules, deadline=PASSED)
     assert cut and len(passes) == 1 and passes[0][0].feasible
-    res = search(prep.runner, prep.order, rules, prep.horizon, deadline=0.0, limit_free=True)
+    res = search(prep.runner, prep.order, rules, prep.horizon, deadline=PASSED, limit_free=True)
     assert res.timed_out and res.label == rules[0][0]
     # the theta search then stops at its first feasible trial, as without passes
-    alone = search(prep.runner, prep.order, rules[:1], prep.horizon, deadline=0.0)
+    alone = search(prep.runner, prep.order, rules[:1], prep.horizon, deadline=PASSED)
     assert res.trial == alone.trial and res.theta == alone.theta
     full = search(prep.runner, prep.order, rules, prep.horizon, limit_free=True)
     assert not full.timed_out and full.trial.makespan <= res.trial.makespan

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.clock import Deadline
 from sjfbco.patterns import Plan, plan_to_schedule
 from sjfbco.relaxations import timeindexed
 from sjfbco.relaxations.contention_free import ContentionFree
@@ -65,7 +66,7 @@ def test_relaxation_is_below_contention() -> None:
 
 
 def test_time_limit_keeps_a_valid_bound() -> None:
-    res = ContentionFree(instance_b()).bound(time_limit=0.001)
+    res = ContentionFree(instance_b()).bound(deadline=Deadline.start(0.001))
     assert res.bound <= 11
 
 
@@ -273,9 +274,9 @@ def test_pooled_form_proves_a_tight_packing(monkeypatch: pytest.MonkeyPatch) -> 
     from benchmarks.bench_exact import make_instance
 
     data = make_instance(12, 3, 0)
-    res = TimeIndexed(data, 18, pooled=True).bound(time_limit=120)
+    res = TimeIndexed(data, 18, pooled=True).bound(deadline=Deadline.start(120))
     assert res.infeasible and res.bound == 19
-    assert TimeIndexed(data, 19, pooled=True).bound(time_limit=120).bound == 19
+    assert TimeIndexed(data, 19, pooled=True).bound(deadline=Deadline.start(120)).bound == 19
 
 
 def test_highs_runs_with_any_thread_count_in_one_process() -> None:
@@ -458,7 +459,8 @@ def test_decide_on_instance_b() -> None:
 def test_time_indexed_build_stops_at_its_deadline(solver: str) -> None:
     """A time limit that has passed before the first column is built: the build stops
     there and says so (no bound, not infeasible), whatever the solver."""
-    res = _ask(TimeIndexed(_contention_instance(), 8), solver, time_limit=1e-9)
+    passed = Deadline(0.0, now=lambda: 1.0)  # ended a second ago
+    res = _ask(TimeIndexed(_contention_instance(), 8), solver, deadline=passed)
     assert res.bound is None and not res.infeasible
     assert res.status == "not built: building the time-indexed relaxation ran out of time"
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,6 +36,7 @@ from sjfbco.mip import highs_pool
 from sjfbco.stdio import library_output
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def farley_bins(
     cap: int,
     limit: float,
     lp: PatternLP,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
     max_rounds: int = 2000,
 ) -> float:
     """A valid lower bound on the bins of size ``cap`` that hold ``demand[i]`` items of size
@@ -140,7 +140,7 @@ def farley_bins(
             lp.add(col)
     best = 0.0
     for _ in range(max_rounds):
-        if interrupt.requested() or (deadline is not None and time.perf_counter() > deadline):
+        if interrupt.requested() or (deadline is not None and deadline.expired()):
             break
         got = lp.solve()
         if got is None:  # pragma: no cover - the singleton patterns keep it feasible
@@ -160,22 +160,21 @@ def farley_bins(
 
 
 def cutting_stock_bound(
-    data: ProblemData, start: float, time_limit: float | None = None, max_steps: int = 200
+    data: ProblemData, start: float, deadline: Deadline | None = None, max_steps: int = 200
 ) -> float:
     """Smallest makespan the per-GPU cutting-stock LP cannot refute, scanning up from ``start``.
 
     ``start`` must be a valid lower bound; the result is never below it. Each
     ``T`` is tested with :func:`~sjfbco.bounds.packing.bins_l2` first, then with
     column generation; ``T`` refuted means every makespan up to ``T`` is
-    impossible, so the first ``T`` not refuted is a bound, also when the time
-    limit stops the scan early. All jobs count with bins of size ``T`` (valid
+    impossible, so the first ``T`` not refuted is a bound, also when ``deadline``
+    (``None``: none) or Ctrl-C stops the scan early. All jobs count with bins of size ``T`` (valid
     with arrivals: a job that arrives later still runs inside ``[0, C_max]``).
     Returns ``start`` in the continuous time model, and when ``start`` is above
     :data:`MAX_BIN_SLOTS`.
     """
     if data.cost.time_model != "slotted" or data.num_jobs == 0 or start > MAX_BIN_SLOTS:
         return start
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
     rho = run_times(data).astype(np.int64)
     sizes_all = np.array([job.num_gpus for job in data.jobs], dtype=np.int64)
     sizes, inverse = np.unique(rho, return_inverse=True)
@@ -184,7 +183,7 @@ def cutting_stock_bound(
     t = math.ceil(start - 1e-9)
     lp = PatternLP(demand)
     for _ in range(max_steps):
-        if interrupt.requested() or (deadline is not None and time.perf_counter() > deadline):
+        if interrupt.requested() or (deadline is not None and deadline.expired()):
             break
         if t > MAX_BIN_SLOTS:
             break

@@ -49,6 +49,7 @@ from sjfbco.schedule import Schedule
 from sjfbco.stdio import stdout_to_stderr
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 Expr = Any  # pulp.LpAffineExpression
@@ -137,8 +138,8 @@ class TimeIndexedILP:
         A known lower bound on the makespan (slots), e.g. the contention-free
         relaxation's; ``C`` starts at the largest of it and the closed forms.
     deadline
-        ``time.perf_counter()`` value by which construction must end, else
-        :class:`~sjfbco.patterns.BuildTimeout`.
+        The :class:`~sjfbco.clock.Deadline` by which construction must end, else
+        :class:`~sjfbco.patterns.BuildTimeout` (``None``: none).
     """
 
     def __init__(
@@ -150,7 +151,7 @@ class TimeIndexedILP:
         relax: bool = False,
         sparse: bool = True,
         lower: int | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ):
         require_slotted(data, "the time-indexed ILP")
         self.data = data
@@ -400,7 +401,7 @@ class TimeIndexedILP:
         self,
         backend: str = "highs",
         *,
-        time_limit: float | None = None,
+        deadline: Deadline | None = None,
         threads: int | None = None,
         warm: bool = False,
     ) -> Outcome:
@@ -408,7 +409,7 @@ class TimeIndexedILP:
         return solve_mip(
             self.prob,
             backend,
-            time_limit=time_limit,
+            deadline=deadline,
             threads=threads,
             warm=warm,
             relax=self.relax,
@@ -505,17 +506,18 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
 
 
 def lp_bound(
-    data: ProblemData, horizon: int, *, backend: str = "highs", time_limit: float | None = None
+    data: ProblemData, horizon: int, *, backend: str = "highs", deadline: Deadline | None = None
 ) -> float | None:
     """LP-relaxation lower bound on the optimal makespan, slots (a whole number).
 
     The relaxation's optimum ``L`` bounds every schedule ending by ``horizon``;
     :func:`~sjfbco.patterns.model_bound` turns it into a bound valid
     for every schedule, ``min(ceil(L), horizon + 1)`` (``horizon + 1`` when the
-    relaxation is infeasible). Returns ``None`` if the LP was not solved in time.
+    relaxation is infeasible). Returns ``None`` if the LP was not solved by ``deadline``
+    (``None``: no limit; its build counts).
     """
     model = TimeIndexedILP(data, horizon, relax=True)
-    out = model.solve(backend, time_limit=time_limit)
+    out = model.solve(backend, deadline=deadline)
     if out.infeasible:
         return float(horizon + 1)
     if not out.proven or out.objective is None:
@@ -561,8 +563,8 @@ class PaperILP:
     def write(self, path: str | os.PathLike[str]) -> None:
         write_model(self.prob, path)
 
-    def solve(self, backend: str = "highs", *, time_limit: float | None = None) -> Outcome:
-        return solve_mip(self.prob, backend, time_limit=time_limit)
+    def solve(self, backend: str = "highs", *, deadline: Deadline | None = None) -> Outcome:
+        return solve_mip(self.prob, backend, deadline=deadline)
 
     def chosen(self) -> int:
         """Index of the candidate the solution picks (job 0's choice; all agree by eq. 12)."""

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
+from sjfbco.clock import POLL_S
 from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text
 from sjfbco.patterns import (
@@ -52,6 +53,7 @@ from sjfbco.patterns import (
 )
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 
@@ -91,8 +93,8 @@ class NonconvexModel:
         A known lower bound on the makespan (slots); ``C`` starts at the largest
         of it and the closed forms.
     deadline
-        ``time.perf_counter()`` value by which construction must end, else
-        :class:`~sjfbco.patterns.BuildTimeout`.
+        The :class:`~sjfbco.clock.Deadline` by which construction must end, else
+        :class:`~sjfbco.patterns.BuildTimeout` (``None``: none).
     """
 
     def __init__(
@@ -103,7 +105,7 @@ class NonconvexModel:
         patterns: Patterns | None = None,
         exact_ends: bool = True,
         lower: int | None = None,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ):
         from ortools.sat.python import cp_model
 
@@ -405,18 +407,20 @@ class NonconvexModel:
     def solve(
         self,
         *,
-        time_limit: float | None = None,
+        deadline: Deadline | None = None,
         workers: int = 2,
         seed: int = 0,
         stop: threading.Event | None = None,
     ) -> Outcome:
-        """Solve with CP-SAT; ``stop`` (set from another thread) ends the search early,
-        as a time limit would: the outcome holds what was found and proven by then."""
+        """Solve with CP-SAT by ``deadline`` (``None``: none); ``stop`` (set from another
+        thread) ends the search early, as the deadline would: the outcome holds what was
+        found and proven by then."""
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
-        if time_limit is not None:
-            solver.parameters.max_time_in_seconds = float(time_limit)
+        seconds = None if deadline is None else deadline.seconds()
+        if seconds is not None:
+            solver.parameters.max_time_in_seconds = seconds
         solver.parameters.num_search_workers = workers
         solver.parameters.random_seed = seed
         finished = threading.Event()
@@ -424,7 +428,7 @@ class NonconvexModel:
         def watch() -> None:
             assert stop is not None
             while not finished.is_set():
-                if stop.wait(0.05):
+                if stop.wait(POLL_S):
                     solver.stop_search()
                     return
 

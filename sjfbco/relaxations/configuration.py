@@ -92,6 +92,7 @@ from sjfbco.relaxations.timeindexed import TimeIndexedBound, finish_bound, poole
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 #: Most configurations (over all groups of identical servers) the model may have.
@@ -190,9 +191,9 @@ class Configuration:
                     )
         return total
 
-    def bound(self, *, time_limit: float | None = None, threads: int = 1) -> TimeIndexedBound:
-        """Build the model and solve it with HiGHS (``threads``) in ``time_limit`` seconds
-        (build and solve); ``bound`` valid for every schedule, ``None`` when not built;
+    def bound(self, *, deadline: Deadline | None = None, threads: int = 1) -> TimeIndexedBound:
+        """Build the model and solve it with HiGHS (``threads``) by ``deadline`` (build and
+        solve; ``None``: none); ``bound`` valid for every schedule, ``None`` when not built;
         ``variables`` counts the model's integer variables."""
         import pulp
 
@@ -209,7 +210,6 @@ class Configuration:
             return TimeIndexedBound(
                 None, False, f"not built: {count:,} variables (at most {MAX_VARIABLES:,})", 0.0, 0
             )
-        deadline = None if time_limit is None else t0 + time_limit
         prob = pulp.LpProblem("configurations", pulp.LpMinimize)
         Z = prob.add_variable("Z", 0, horizon)
         prob += Z
@@ -231,13 +231,13 @@ class Configuration:
             horizon,
             self.closed,
             started=t0,
-            time_limit=time_limit,
+            deadline=deadline,
             threads=threads,
             variables=len(prob.variables()) - 1,  # all but Z
         )
 
     def _jobs(
-        self, prob: Any, deadline: float | None
+        self, prob: Any, deadline: Deadline | None
     ) -> tuple[dict[tuple[int, int], list[tuple[int, Any]]], dict[tuple[int, int, int], list[Any]]]:
         """Each job's shape choice; the demands: (group, part) -> [(coefficient, variable)]
         inside one server, and (group, piece, level) -> [variable] of split pieces."""
@@ -278,7 +278,7 @@ class Configuration:
         Z: Any,
         inside: dict[tuple[int, int], list[tuple[int, Any]]],
         pieces: dict[tuple[int, int, int], list[Any]],
-        deadline: float | None,
+        deadline: Deadline | None,
     ) -> TimeIndexedBound | None:
         """Each group's configurations, their count within ``m Z``, and the supply of every
         part; a :class:`TimeIndexedBound` saying "not built" above ``MAX_CONFIGURATIONS``."""

@@ -94,6 +94,7 @@ if TYPE_CHECKING:
 
     from ortools.sat.python import cp_model
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 #: Most model entries (modes times servers, plus split-job pairs times servers for the
@@ -191,9 +192,10 @@ class ContentionFree:
         (:func:`~sjfbco.patterns.duration_caps` at the horizon) and
         ``sum_j G_j d_j <= N C``.
 
-    Every question takes a ``time_limit`` (seconds, build and solve): the model's size is
-    counted before it is built (at most :data:`MAX_ENTRIES`) and the deadline checked
-    while it is built; a model that does not fit returns the closed-form bound with
+    Every question takes a ``deadline`` (a :class:`~sjfbco.clock.Deadline` for build and
+    solve, ``None``: none): the model's size is counted before it is built (at most
+    :data:`MAX_ENTRIES`) and the deadline checked while it is built, CP-SAT gets what is
+    left; a model that does not fit returns the closed-form bound with
     ``status`` ``"not built: ..."``.
     """
 
@@ -241,28 +243,28 @@ class ContentionFree:
     # -- the three questions ---------------------------------------------------------------
 
     def bound(
-        self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0
+        self, *, deadline: Deadline | None = None, workers: int = 2, seed: int = 0
     ) -> RelaxationResult:
         """Minimise ``W C + splits`` (fewest split jobs second: a plan whose split jobs
         never share a server keeps its makespan under the evaluator); the bound is
         ``ceil((L - jobs) / W)`` from CP-SAT's bound ``L``, at least the closed form."""
-        return self._run("bound", time_limit, workers, seed)
+        return self._run("bound", deadline, workers, seed)
 
     def decide(
-        self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0
+        self, *, deadline: Deadline | None = None, workers: int = 2, seed: int = 0
     ) -> RelaxationResult:
         """Only decide whether a plan ends by the horizon: ``bound`` is ``horizon + 1`` when
         none does (``INFEASIBLE``), else the closed-form bound; ``plan`` is any one found."""
-        return self._run("decide", time_limit, workers, seed)
+        return self._run("decide", deadline, workers, seed)
 
     def search(
-        self, accept: Callable[[Plan], bool], *, time_limit: float | None = None, seed: int = 0
+        self, accept: Callable[[Plan], bool], *, deadline: Deadline | None = None, seed: int = 0
     ) -> RelaxationResult:
         """Plan search: enumerate solutions ending by the horizon (one CP-SAT worker, no
         objective; with the pairwise cuts their slack pinned, see :func:`_pairwise_cuts`)
         and stop at the first plan ``accept`` takes, returned as ``plan``. ``bound`` is
         the closed-form bound, whatever the status."""
-        return self._run("search", time_limit, 1, seed, accept)
+        return self._run("search", deadline, 1, seed, accept)
 
     # -- building and solving --------------------------------------------------------------
 
@@ -272,7 +274,7 @@ class ContentionFree:
     def _run(
         self,
         how: str,
-        time_limit: float | None,
+        deadline: Deadline | None,
         workers: int,
         seed: int,
         accept: Callable[[Plan], bool] | None = None,
@@ -285,14 +287,13 @@ class ContentionFree:
             return self._result(
                 self.closed, f"not built: {entries:,} entries (at most {MAX_ENTRIES:,})", t0
             )
-        deadline = None if time_limit is None else t0 + time_limit
         try:
             model = self._build(tight=accept is not None, deadline=deadline)
         except BuildTimeout as err:
             return self._result(self.closed, f"not built: {err}", t0)
-        return self._solve(model, how, time_limit, workers, seed, accept, t0)
+        return self._solve(model, how, deadline, workers, seed, accept, t0)
 
-    def _build(self, *, tight: bool, deadline: float | None) -> _Model:
+    def _build(self, *, tight: bool, deadline: Deadline | None) -> _Model:
         from ortools.sat.python import cp_model
 
         data, horizon = self.data, self.horizon
@@ -369,7 +370,7 @@ class ContentionFree:
         self,
         model: _Model,
         how: str,
-        time_limit: float | None,
+        deadline: Deadline | None,
         workers: int,
         seed: int,
         accept: Callable[[Plan], bool] | None,
@@ -378,8 +379,9 @@ class ContentionFree:
         from ortools.sat.python import cp_model
 
         solver = cp_model.CpSolver()
-        if time_limit is not None:
-            solver.parameters.max_time_in_seconds = max(0.01, float(time_limit))
+        seconds = None if deadline is None else deadline.seconds()  # what the build left
+        if seconds is not None:
+            solver.parameters.max_time_in_seconds = seconds
         solver.parameters.num_search_workers = workers
         solver.parameters.random_seed = seed
         # Lexicographic through one weight W > splits: minimise W C + splits; a bound L
@@ -449,7 +451,7 @@ def _enumerate(
 
 
 def _pairwise_cuts(
-    data: ProblemData, model: _Model, horizon: int, *, tight: bool, deadline: float | None
+    data: ProblemData, model: _Model, horizon: int, *, tight: bool, deadline: Deadline | None
 ) -> None:
     """Pairwise contention cuts (module docstring): ``F_j <= r1 (d_j - o_j) + r2 o_j``.
 

@@ -89,6 +89,7 @@ from sjfbco.relaxations.timeindexed import TimeIndexedBound
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import Job, ProblemData
 
 #: Most configurations (over all groups) the LP may have; counted before enumerating.
@@ -229,11 +230,11 @@ class GroupedConfiguration:
             count_configurations(o, s) for o, s in zip(self.capacity, self.sizes, strict=True)
         )
 
-    def bound(self, *, time_limit: float | None = None) -> TimeIndexedBound:
+    def bound(self, *, deadline: Deadline | None = None) -> TimeIndexedBound:
         """The smallest makespan in ``[start, H + 1]`` that the LP does not refute, by
         bisection (each refuted ``T`` proves that no schedule ends by ``T``, so the answer
-        is one above a refuted ``T`` or ``start``); HiGHS within ``time_limit`` seconds in
-        all. ``bound`` is ``None`` only when nothing was built; a run the clock stops keeps
+        is one above a refuted ``T`` or ``start``); HiGHS by ``deadline`` (``None``: none)
+        in all. ``bound`` is ``None`` only when nothing was built; a run the clock stops keeps
         what it proved. ``variables``: the columns of the last LP."""
         t0 = time.perf_counter()
         lo, hi = self.start, self.horizon + 1
@@ -243,7 +244,6 @@ class GroupedConfiguration:
         if confs > MAX_CONFIGURATIONS:
             why = f"not built: {confs:,} configurations (at most {MAX_CONFIGURATIONS:,})"
             return TimeIndexedBound(None, False, why, 0.0, 0)
-        deadline = None if time_limit is None else t0 + time_limit
         columns, status, steps = 0, "optimal", 0
         try:
             groups = [configurations(o, s) for o, s in zip(self.capacity, self.sizes, strict=True)]
@@ -265,7 +265,7 @@ class GroupedConfiguration:
         return TimeIndexedBound(lo, infeasible, f"{status} ({steps} LPs)", seconds, columns)
 
     def _refutes(
-        self, horizon: int, groups: list[list[tuple[int, ...]]], deadline: float | None
+        self, horizon: int, groups: list[list[tuple[int, ...]]], deadline: Deadline | None
     ) -> tuple[bool | None, int]:
         """Whether the LP at ``horizon`` (module docstring) has no solution (``None``:
         HiGHS stopped without an answer), and its columns."""
@@ -343,8 +343,9 @@ class GroupedConfiguration:
 
         check_deadline(deadline, "grouped configuration bound")
         options: dict[str, float] = {}
-        if deadline is not None:
-            options["time_limit"] = max(0.01, deadline - time.perf_counter())
+        seconds = None if deadline is None else deadline.seconds()
+        if seconds is not None:
+            options["time_limit"] = seconds
         res = linprog(
             np.zeros(ncol),
             A_ub=_matrix(ub, ncol).tocsr(),

@@ -59,6 +59,7 @@ from sjfbco.patterns import (
 from sjfbco.relaxations.timeindexed import TimeIndexedBound, form_columns
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 #: Most intervals (jobs times shapes) the model may have; a bigger one is not built.
@@ -89,19 +90,19 @@ class PooledIntervals:
         self.found = False
 
     def bound(
-        self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0
+        self, *, deadline: Deadline | None = None, workers: int = 2, seed: int = 0
     ) -> TimeIndexedBound:
         """Minimise the makespan; ``bound`` valid for every schedule (module docstring)."""
-        return self._run(True, time_limit, workers, seed)
+        return self._run(True, deadline, workers, seed)
 
     def decide(
-        self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0
+        self, *, deadline: Deadline | None = None, workers: int = 2, seed: int = 0
     ) -> TimeIndexedBound:
         """Only whether a pooled packing ends by the horizon (module docstring)."""
-        return self._run(False, time_limit, workers, seed)
+        return self._run(False, deadline, workers, seed)
 
     def _run(
-        self, minimise: bool, time_limit: float | None, workers: int, seed: int
+        self, minimise: bool, deadline: Deadline | None, workers: int, seed: int
     ) -> TimeIndexedBound:
         t0 = time.perf_counter()
         horizon = self.horizon
@@ -112,15 +113,14 @@ class PooledIntervals:
         if self.intervals > MAX_INTERVALS:
             why = f"not built: {self.intervals:,} intervals (at most {MAX_INTERVALS:,})"
             return TimeIndexedBound(None, False, why, 0.0, self.intervals)
-        deadline = None if time_limit is None else t0 + time_limit
         try:
             model, makespan = self._build(minimise, deadline)
         except BuildTimeout as err:
             why = f"not built: {err}"
             return TimeIndexedBound(None, False, why, time.perf_counter() - t0, self.intervals)
-        return self._solve(model, makespan, minimise, t0, time_limit, workers, seed)
+        return self._solve(model, makespan, minimise, t0, deadline, workers, seed)
 
-    def _build(self, minimise: bool, deadline: float | None) -> tuple[Any, Any]:
+    def _build(self, minimise: bool, deadline: Deadline | None) -> tuple[Any, Any]:
         from ortools.sat.python import cp_model
 
         data, horizon = self.data, self.horizon
@@ -165,7 +165,7 @@ class PooledIntervals:
         makespan: Any,
         minimise: bool,
         t0: float,
-        time_limit: float | None,
+        deadline: Deadline | None,
         workers: int,
         seed: int,
     ) -> TimeIndexedBound:
@@ -174,10 +174,9 @@ class PooledIntervals:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = seed
-        if time_limit is not None:
-            solver.parameters.max_time_in_seconds = max(
-                0.05, time_limit - (time.perf_counter() - t0)
-            )
+        seconds = None if deadline is None else deadline.seconds()  # what the build left
+        if seconds is not None:
+            solver.parameters.max_time_in_seconds = seconds
         status = interrupt.solve_cp(solver, model)  # Ctrl-C stops it (and the run)
         name = solver.status_name(status)
         infeasible = status == cp_model.INFEASIBLE

@@ -107,6 +107,7 @@ from sjfbco.patterns import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from sjfbco.clock import Deadline
     from sjfbco.patterns import Pattern
     from sjfbco.problem import ProblemData
 
@@ -256,17 +257,16 @@ def finish_bound(
     closed: int,
     *,
     started: float,
-    time_limit: float | None,
+    deadline: Deadline | None,
     threads: int,
     variables: int,
     gap_abs: float = 0.0,
 ) -> TimeIndexedBound:
-    """Solve a bound model built from ``started`` (``time.perf_counter()``) with HiGHS in
-    what is left of ``time_limit``, and report its bound made valid for every schedule
+    """Solve a bound model whose build began at ``started`` (``time.perf_counter()``: its
+    ``seconds`` count from there) with HiGHS by ``deadline`` (what the build left; PuLP's
+    transfer to highspy counts too), and report its bound made valid for every schedule
     (:func:`~sjfbco.patterns.model_bound`), at least ``closed``."""
-
-    left = None if time_limit is None else max(0.05, time_limit - (time.perf_counter() - started))
-    out = solve_mip(prob, "highs", time_limit=left, threads=threads, gap_abs=gap_abs)
+    out = solve_mip(prob, "highs", deadline=deadline, threads=threads, gap_abs=gap_abs)
     bound = model_bound(out.bound, horizon, infeasible=out.infeasible)
     return TimeIndexedBound(
         bound if bound is None else max(bound, closed),
@@ -345,13 +345,13 @@ def _load_rows(
     columns: Columns,
     horizon: int,
     new_var: Callable[[str], Any],
-    deadline: float | None,
+    deadline: Deadline | None,
 ) -> tuple[list[list[tuple[Any, int, int]]], dict[tuple[Any, int], list[tuple[int, Any]]]]:
     """Each job's start variables ``(x, start, duration)`` and each capacity row's terms
     ``(GPUs or weight, x)`` by ``(row, slot)``; an empty list for a job that cannot end
     by the horizon stops the build there. Raises
-    :class:`~sjfbco.patterns.BuildTimeout` past ``deadline``
-    (``time.perf_counter()``), checked once per column."""
+    :class:`~sjfbco.patterns.BuildTimeout` past ``deadline`` (``None``: none), checked
+    once per column."""
 
     load: dict[tuple[Any, int], list[tuple[int, Any]]] = {}
     starts: list[list[tuple[Any, int, int]]] = []
@@ -432,28 +432,26 @@ class TimeIndexed:
             return f"not built: {entries:,} capacity-row entries (at most {MAX_ENTRIES:,})"
         return None
 
-    def bound(self, *, time_limit: float | None = None, threads: int = 2) -> TimeIndexedBound:
-        """Minimise the makespan with HiGHS (``threads``); ``bound`` valid for every
-        schedule (module docstring)."""
-        return self._run(
-            time_limit, lambda t0, deadline: self._highs(t0, time_limit, deadline, threads)
-        )
+    def bound(self, *, deadline: Deadline | None = None, threads: int = 2) -> TimeIndexedBound:
+        """Minimise the makespan with HiGHS (``threads``) by ``deadline`` (``None``: none);
+        ``bound`` valid for every schedule (module docstring)."""
+        return self._run(deadline, lambda t0: self._highs(t0, deadline, threads))
 
     def decide(
-        self, *, time_limit: float | None = None, workers: int = 2, seed: int = 0
+        self, *, deadline: Deadline | None = None, workers: int = 2, seed: int = 0
     ) -> TimeIndexedBound:
-        """Decide with CP-SAT (``workers``, ``seed``) whether a packing ends by the horizon,
-        the idle GPU-slots counted: ``horizon + 1`` when none does, else the closed form."""
+        """Decide with CP-SAT (``workers``, ``seed``) by ``deadline`` (``None``: none) whether
+        a packing ends by the horizon, the idle GPU-slots counted: ``horizon + 1`` when none
+        does, else the closed form."""
         return self._run(
-            time_limit,
-            lambda t0, deadline: _decide_cpsat(
+            deadline,
+            lambda t0: _decide_cpsat(
                 self.data,
                 self.columns,
                 self.capacity,
                 self.horizon,
                 self.closed,
                 t0,
-                time_limit,
                 deadline,
                 workers=workers,
                 seed=seed,
@@ -461,7 +459,7 @@ class TimeIndexed:
         )
 
     def _run(
-        self, time_limit: float | None, solve: Callable[[float, float | None], TimeIndexedBound]
+        self, deadline: Deadline | None, solve: Callable[[float], TimeIndexedBound]
     ) -> TimeIndexedBound:
         t0 = time.perf_counter() - self.prepared_s
         if self.variables > MAX_VARIABLES:
@@ -471,17 +469,14 @@ class TimeIndexed:
         why = self.refused()
         if why is not None:
             return TimeIndexedBound(None, False, why, time.perf_counter() - t0, self.variables)
-        deadline = None if time_limit is None else t0 + time_limit
         try:
-            return solve(t0, deadline)
+            return solve(t0)
         except BuildTimeout as err:
             return TimeIndexedBound(
                 None, False, f"not built: {err}", time.perf_counter() - t0, self.variables
             )
 
-    def _highs(
-        self, t0: float, time_limit: float | None, deadline: float | None, threads: int
-    ) -> TimeIndexedBound:
+    def _highs(self, t0: float, deadline: Deadline | None, threads: int) -> TimeIndexedBound:
         """Build the form as a PuLP model (``C`` minimised) and solve it with HiGHS."""
         import pulp
 
@@ -520,7 +515,7 @@ class TimeIndexed:
             horizon,
             self.closed,
             started=t0,
-            time_limit=time_limit,
+            deadline=deadline,
             threads=threads,
             variables=self.variables,
             gap_abs=0.99,
@@ -534,8 +529,7 @@ def _decide_cpsat(
     horizon: int,
     closed: int,
     started: float,
-    time_limit: float | None,
-    deadline: float | None,
+    deadline: Deadline | None,
     *,
     workers: int,
     seed: int,
@@ -573,8 +567,9 @@ def _decide_cpsat(
         for j, k in itertools.pairwise(group):
             m.add(start_sum[j] <= start_sum[k])
     cp = cp_model.CpSolver()
-    if time_limit is not None:
-        cp.parameters.max_time_in_seconds = max(0.05, time_limit - (time.perf_counter() - started))
+    seconds = None if deadline is None else deadline.seconds()  # what the build left
+    if seconds is not None:
+        cp.parameters.max_time_in_seconds = seconds
     cp.parameters.num_search_workers = max(1, workers)
     cp.parameters.random_seed = seed
     st = interrupt.solve_cp(cp, m)

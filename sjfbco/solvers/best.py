@@ -57,6 +57,7 @@ from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound as closed
 from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.bounds.packing import packing_bounds
+from sjfbco.clock import MIN_SLICE, Deadline
 from sjfbco.cost import ConfigurationError
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
@@ -74,9 +75,9 @@ from sjfbco.solvers.exact.phases import (
     RelaxationPhase,
     run_phases,
 )
-from sjfbco.solvers.exact.state import LeftBudget, Run
+from sjfbco.solvers.exact.state import Run
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
-from sjfbco.solvers.search import Engine, Genome, Trajectory, WalkBudget
+from sjfbco.solvers.search import Engine, Genome, Tally, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.sgs import hand_out, split_permissions
 from sjfbco.solvers.wholecp import instance_modes, too_large, whole_pack
@@ -231,7 +232,7 @@ def cp_move(
     incumbent: Candidate,
     rng: random.Random,
     params: BestParams,
-    seconds: float | None,
+    deadline: Deadline,
 ) -> Candidate | None:
     """One CP-SAT re-packing (:func:`sjfbco.solvers.cprepack.repack`) of a server that ends
     last and others (the two that end first, then random ones) until about
@@ -258,38 +259,46 @@ def cp_move(
                 break
             chosen.append(s)
             total += count[s]
-    if seconds is not None and seconds <= 0.05:
+    if deadline.too_short():
         return None
     return repack(
         data,
         incumbent,
         chosen,
-        deadline=None if seconds is None else time.perf_counter() + seconds,
+        deadline=deadline,
         deterministic=params.cp_effort,
         seed=rng.randrange(2**31),
     )
 
 
 def lower_bounds(
-    data: ProblemData, kind: str, time_limit: float | None
+    data: ProblemData, kind: str, deadline: Deadline | None
 ) -> tuple[float, dict[str, float]]:
-    """The best bound of the kind asked for, and each one computed (slots)."""
+    """The best bound of the kind asked for, and each one computed (slots); the LP by
+    ``deadline`` (``None``: to completion)."""
     out = {"closed": closed(data)}
     best = out["closed"]
     if kind in ("packing", "lp"):
         out.update(packing_bounds(data, best))
         best = max(out.values())
     if kind == "lp":
-        out["cutting_stock"] = cutting_stock_bound(data, best, time_limit=time_limit)
+        out["cutting_stock"] = cutting_stock_bound(data, best, deadline)
         best = max(best, out["cutting_stock"])
     return best, out
 
 
-#: ``best``'s shares of the seconds its bound chain gets (:class:`LeftBudget`: shares of
+#: ``best``'s shares of the seconds its bound chain gets (``of_what_is_left``: shares of
 #: what is left): the configuration bound and the pooled form up to half each, the
 #: relaxation with its cuts all the rest (the grouped configuration bound, an LP, first,
 #: up to a quarter); no model after them, so no reserve.
-BEST_SHARES = Shares(grouped=0.25, configuration=0.5, pooled=0.5, relaxation=1.0, model_reserve=0.0)
+BEST_SHARES = Shares(
+    grouped=0.25,
+    configuration=0.5,
+    pooled=0.5,
+    relaxation=1.0,
+    model_reserve=0.0,
+    of_what_is_left=True,
+)
 #: What the bound chain calls each phase in its ``stats["relaxation"]`` line.
 _CHAIN_NAMES = {
     "grouped": "grouped configuration bound",
@@ -318,7 +327,7 @@ def bound_chain(
 def relaxation_bound(
     data: ProblemData,
     incumbent: float,
-    seconds: float,
+    deadline: Deadline,
     params: BestParams,
     seed: int,
     *,
@@ -329,14 +338,14 @@ def relaxation_bound(
     Searched below the incumbent (horizon ``incumbent - 1``): if the relaxation
     has no plan ending by then, no schedule does, and the bound is the
     incumbent's makespan (a proof of optimality); otherwise CP-SAT's bound on
-    the relaxation. The phases of :func:`bound_chain` (default) run within ``seconds``,
+    the relaxation. The phases of :func:`bound_chain` (default) run by ``deadline``,
     and the chain stops once a bound meets the incumbent. Every figure is a valid lower
     bound (:mod:`sjfbco.relaxations`); the largest is returned, with what ended the
     chain.
     """
     if data.cost.time_model != "slotted":
         return None, "continuous time"
-    if seconds < 0.05:
+    if deadline.too_short():
         return None, "no time left"
     why = ""
     try:
@@ -353,7 +362,7 @@ def relaxation_bound(
         phases = [GroupedPhase(BEST_SHARES)]
     run = Run(data, None, incumbent, 0, threads=1, seed=seed, patterns=patterns)
     run.take_plans, run.label = False, ""  # best keeps its own incumbent, reports its own
-    done = run_phases(run, LeftBudget(seconds), bound_chain() if phases is None else phases)
+    done = run_phases(run, deadline, bound_chain() if phases is None else phases)
     found = float(run.bound) if run.bound > 0 else None
     if not done:  # pragma: no cover - the first phase always runs
         return found, "no time left"
@@ -373,7 +382,6 @@ def strong_bounds(
     data: ProblemData,
     params: BestParams,
     engine: Engine,
-    time_limit: float | None,
     seed: int,
     bound: float,
     bounds: dict[str, float],
@@ -384,16 +392,16 @@ def strong_bounds(
     figure. The bound (at least ``bound``) and what ended the chain (``"not tried"``:
     it did not run)."""
     relaxation = "not tried"
+    limit = engine.budget.whole.limit
     if params.bound in ("lp", "relaxation") and not engine.done:
-        lp_seconds = None if time_limit is None else params.bound_share * time_limit
-        bound, lp = lower_bounds(data, "lp", lp_seconds)
-        bounds.update(lp)
+        lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
+        bound, lp_bounds = lower_bounds(data, "lp", lp)
+        bounds.update(lp_bounds)
         engine.target = bound
-    if params.bound == "relaxation" and not engine.done and time_limit is not None:
+    if params.bound == "relaxation" and not engine.done and limit is not None:
         assert engine.best is not None
-        left = max(0.0, engine.budget.seconds_left() or 0.0)
-        seconds = min(params.bound_share * time_limit, left)
-        rel, relaxation = relaxation_bound(data, engine.best.makespan, seconds, params, seed)
+        part = engine.budget.part().share_of_limit(params.bound_share)
+        rel, relaxation = relaxation_bound(data, engine.best.makespan, part, params, seed)
         if rel is not None:
             bounds["relaxation"] = rel
         if rel is not None and rel > bound:
@@ -486,26 +494,23 @@ def _whole(
     data: ProblemData,
     engine: Engine,
     params: BestParams,
-    seconds: float | None,
-    budget: WalkBudget,
+    part: Deadline,
+    reserve: float,
     seed: int,
 ) -> tuple[Candidate | None, Candidate | None]:
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
-    with :func:`whole_hint`, on ``params.whole_workers`` workers: for at most ``seconds``
-    (and what the budget leaves), or ``params.whole_effort`` deterministic seconds without
-    a limit. One worker searches the same way whatever its time, so a longer share finds
+    with :func:`whole_hint`, on ``params.whole_workers`` workers: by ``part`` (its share of
+    the run less the walk's ``reserve``), or ``params.whole_effort`` deterministic seconds
+    without a limit. One worker searches the same way whatever its time, so a longer share finds
     a schedule at least as good (the answer stays monotone in the limit). The hint and
     what the model found (``None``: nothing)."""
     assert engine.best is not None
     if too_large(data):
         return None, None  # whole_pack does not build the model
-    if seconds is not None and budget.deadline is not None:
-        seconds = min(seconds, budget.deadline - budget.reserve - time.perf_counter())
     # the hint costs about four evaluations (a decode, two lay-outs and their scores;
     # 2.3 s for a lay-out of 5,000 jobs on 10 servers at load 5): not begun without room
-    if seconds is not None and seconds <= max(0.05, 4 * budget.reserve):
+    if part.too_short(max(MIN_SLICE, 4 * reserve)):
         return None, None
-    end = None if seconds is None else time.perf_counter() + seconds
     modes = instance_modes(data)
     if modes is None or no_split_floor(data, modes) >= engine.best.makespan:
         return None, None  # nothing without splits is shorter than the incumbent
@@ -517,8 +522,8 @@ def _whole(
             return hint, whole_pack(
                 data,
                 hint,
-                deadline=end,
-                deterministic=params.whole_effort if seconds is None else None,
+                deadline=part,
+                deterministic=params.whole_effort if part.unlimited else None,
                 workers=params.whole_workers,
                 seed=seed,
             )
@@ -614,11 +619,8 @@ class Walk:
         return not (engine.done or budget.stopped_by is not None or budget.expired())
 
     def room(self) -> float:
-        """Seconds to the deadline less the reserve (``inf`` without a deadline)."""
-        deadline = self.budget.deadline
-        if deadline is None:
-            return math.inf
-        return deadline - self.budget.reserve - time.perf_counter()
+        """Seconds to the deadline less the reserve (``inf`` without a limit)."""
+        return self.budget.deadline.room()
 
     def server_phase(self) -> bool | None:
         """The server search from the incumbent: ``None`` when the run ends (no room left),
@@ -651,10 +653,10 @@ class Walk:
             if engine.done or budget.stopped_by is not None or not budget.spend():
                 break
             assert engine.best is not None
-            left = budget.seconds_left()  # less one more evaluation: the model's set-up
-            left = None if left is None else left - budget.reserve
+            # less one more evaluation: the model's set-up
+            part = budget.part().reserve(budget.reserve)
             try:
-                found = cp_move(self.data, engine.best, engine.rng, self.params, left)
+                found = cp_move(self.data, engine.best, engine.rng, self.params, part)
             except ConfigurationError:  # the re-packing put a job above one slot per iteration
                 found = None
             if found is not None and engine.offer(found, "search (cp-sat)"):
@@ -662,26 +664,23 @@ class Walk:
         self.laps.lap("cp-sat")
 
 
-def whole_step(
-    data: ProblemData, params: BestParams, walk: Walk, time_limit: float | None, seed: int
-) -> dict[str, Any]:
+def whole_step(data: ProblemData, params: BestParams, walk: Walk, seed: int) -> dict[str, Any]:
     """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
     the deadline has come. Without a time limit (deterministic) its schedule joins the
     walk and the walk starts from it; under one it joins the answer only. What it did
     (``stats["whole"]``): the hint's makespan and the model's (``None``: none)."""
     engine, budget = walk.engine, walk.budget
-    deadline = budget.deadline
-    late = interrupt.requested() or (deadline is not None and time.perf_counter() >= deadline)
-    if params.whole_share <= 0 or engine.done or late:
+    unlimited = budget.whole.unlimited
+    if params.whole_share <= 0 or engine.done or budget.whole.expired():
         return {"hint": None, "found": None}
     share = params.whole_share
     if data.num_jobs > params.whole_dense * data.cluster.num_servers:
         share /= 2  # many jobs per server: the model rarely improves its hint in time
-    seconds = None if time_limit is None else share * time_limit
-    hint, found = _whole(data, engine, params, seconds, budget, seed)
-    if found is not None and time_limit is None and engine.offer(found, "cp-sat (whole)"):
+    part = budget.deadline.share_of_limit(share)
+    hint, found = _whole(data, engine, params, part, budget.reserve, seed)
+    if found is not None and unlimited and engine.offer(found, "cp-sat (whole)"):
         walk.start = genome_of(found, data, walk.start.split)
-    elif found is not None and time_limit is not None:
+    elif found is not None and not unlimited:
         engine.offer_outside(found, "cp-sat (whole)")
     return {
         "hint": None if hint is None else hint.makespan,
@@ -721,14 +720,13 @@ def best_solve(
     data: ProblemData, params: BestParams, *, time_limit: float | None = None, seed: int = 0
 ) -> SolverOutput:
     """Anytime portfolio and local search with lower bounds (the best schedule in a budget)."""
-    t0 = time.perf_counter()
     if time_limit is None and params.iterations is None:
         time_limit = DEFAULT_TIME_LIMIT
-    deadline = None if time_limit is None else t0 + time_limit
-    reporter = Reporter(t0, time_limit)
+    deadline = Deadline.start(time_limit, stop=interrupt.requested)
+    reporter = Reporter(deadline.begun, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
-    budget = WalkBudget(deadline, params.iterations)
+    budget = Tally(deadline, params.iterations)
     engine = Engine(data, random.Random(seed), budget, bound, reporter)
     laps = Laps()
     # 1. portfolio: the list rules, SJF-BCO and the others, within their share of the limit
@@ -738,7 +736,7 @@ def best_solve(
         seed=seed,
         serial_limit=params.serial_limit,
         portfolio_limit=params.portfolio_limit,
-        end=None if time_limit is None else t0 + params.portfolio_share * time_limit,
+        deadline=deadline.from_start(params.portfolio_share),
     )
     assert engine.best is not None and built.genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline
@@ -747,10 +745,10 @@ def best_solve(
     budget.reserve = built.decode_seconds * (2 if walk.local else 1)
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
-    bound, relaxation = strong_bounds(data, params, engine, time_limit, seed, bound, bounds)
+    bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)
     laps.lap("bound")
     # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
-    whole = whole_step(data, params, walk, time_limit, seed)
+    whole = whole_step(data, params, walk, seed)
     laps.lap("whole")
     # 4. search rounds
     walk.run()

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sjfbco.clock import Deadline
 from sjfbco.cost import best_shape, fill_servers, min_run_time
 from sjfbco.params import check_choice, check_count, check_number
 from sjfbco.schedule import Schedule
@@ -115,14 +115,13 @@ def run_list_scheduler(
     :func:`~sjfbco.solvers.placement.search`), ``evaluations`` (distinct
     placements scored by the evaluator) and the winning rule's label.
     """
-    deadline = time.perf_counter() + time_limit if time_limit is not None else None
     res = search(
         prep.runner,
         prep.order,
         rules,
         prep.horizon,
         bisect=bisect,
-        deadline=deadline,
+        deadline=Deadline.after(time_limit),
         limit_free=limit_free,
     )
     stats: dict[str, Any] = {

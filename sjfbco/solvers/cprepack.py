@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
 
     from ortools.sat.python import cp_model
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.sgs import Candidate
 
@@ -241,15 +241,15 @@ def cp_parameters(**params: Any) -> Iterator[None]:
 
 def solve_within(
     model: cp_model.CpModel,
-    deadline: float | None,
+    deadline: Deadline | None,
     deterministic: float | None,
     *,
     workers: int,
     seed: int,
 ) -> cp_model.CpSolver | None:
-    """Solve ``model`` with CP-SAT by ``deadline`` (``time.perf_counter()``) and within
+    """Solve ``model`` with CP-SAT by ``deadline`` (``None``: none) and within
     ``deterministic`` seconds of deterministic time; the solver when it found a solution,
-    ``None`` when it found none or less than 0.05 s was left."""
+    ``None`` when it found none or less than the least useful slice was left."""
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
@@ -259,11 +259,11 @@ def solve_within(
         setattr(solver.parameters, name, value)
     if deterministic is not None:
         solver.parameters.max_deterministic_time = deterministic
-    if deadline is not None:
-        left = deadline - time.perf_counter()
-        if left <= 0.05:
-            return None
-        solver.parameters.max_time_in_seconds = left
+    if deadline is not None and deadline.too_short():
+        return None
+    seconds = None if deadline is None else deadline.seconds()
+    if seconds is not None:
+        solver.parameters.max_time_in_seconds = seconds
     status = interrupt.solve_cp(solver, model)
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
@@ -334,7 +334,7 @@ def repack(
     base: Candidate,
     servers: Sequence[int],
     *,
-    deadline: float | None,
+    deadline: Deadline | None,
     deterministic: float,
     seed: int = 0,
     split: bool = True,
@@ -350,8 +350,8 @@ def repack(
     servers
         The chosen servers.
     deadline
-        ``time.perf_counter()`` by which CP-SAT must stop (``None``: none); the
-        time building the model counts.
+        The :class:`~sjfbco.clock.Deadline` by which CP-SAT must stop (``None``: none);
+        the time building the model counts.
     deterministic
         CP-SAT's deterministic time limit (reproducible with its one worker).
     seed

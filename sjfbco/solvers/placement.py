@@ -23,7 +23,6 @@ GPUs: the search keeps the best valid pass.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -37,6 +36,7 @@ from sjfbco.schedule import Schedule
 from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
 
 if TYPE_CHECKING:
+    from sjfbco.clock import Deadline
     from sjfbco.problem import Cluster, ProblemData
 
 AssignmentMode = Literal["offline", "timestepped"]
@@ -372,16 +372,15 @@ def unlimited_passes(
     runner: TrialRunner,
     order: Sequence[int],
     rules: Sequence[tuple[object, Rule]],
-    deadline: float | None,
+    deadline: Deadline | None,
 ) -> tuple[list[tuple[Trial, np.ndarray]], bool]:
     """:meth:`TrialRunner.run_unlimited` for each rule in turn, and whether ``deadline``
-    (``time.perf_counter()`` value) stopped them: checked between passes, once one pass
-    is feasible."""
+    (``None``: none) stopped them: checked between passes, once one pass is feasible."""
     passes: list[tuple[Trial, np.ndarray]] = []
     for _, rule in rules:
         if (
             deadline is not None
-            and time.perf_counter() > deadline
+            and deadline.room() < 0
             and any(trial.feasible for trial, _ in passes)
         ):
             return passes, True
@@ -396,7 +395,7 @@ def search(
     horizon: int,
     *,
     bisect: bool = True,
-    deadline: float | None = None,
+    deadline: Deadline | None = None,
     limit_free: bool = False,
 ) -> SearchResult:
     """The ``theta`` search of SJF-BCO, FF and LS (docs/model.md section 5, steps 2 to 4).
@@ -406,7 +405,7 @@ def search(
     cluster and the best trial kept (ties: the earlier rule). If it beats the
     best so far, keep it and search lower, else search higher. With
     ``bisect=False`` a single step at ``theta = horizon`` (no limit). A
-    ``deadline`` (``time.perf_counter()`` value) stops the search between trials.
+    ``deadline`` (``None``: none) stops the search between trials.
 
     ``limit_free=True`` (offline mode, rules made of least-loaded and LBSGF
     queries only) runs each rule once without limit and derives every
@@ -432,7 +431,7 @@ def search(
         steps += 1
         step_best, step_label = INFEASIBLE, None
         for k, (label, rule) in enumerate(rules):
-            if deadline is not None and time.perf_counter() > deadline and best.feasible:
+            if deadline is not None and deadline.room() < 0 and best.feasible:
                 timed_out = True
                 break
             trials += 1

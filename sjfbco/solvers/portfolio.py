@@ -24,11 +24,10 @@ search needs a schedule to start from.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sjfbco import interrupt
+from sjfbco.clock import Deadline
 from sjfbco.evaluate import dispatch
 from sjfbco.schedule import check_schedule
 from sjfbco.solvers.contract import SOLVERS, Status
@@ -44,8 +43,6 @@ from sjfbco.solvers.sgs import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
     from sjfbco.solvers.search import Engine
@@ -99,22 +96,22 @@ class Portfolio:
 
 
 class Window:
-    """The portfolio's time: ``end`` on ``clock`` (``None``: no limit; a test passes a fake
-    clock), and the cost of the last decode of each scheme."""
+    """The portfolio's part of the run's :class:`~sjfbco.clock.Deadline` (a test passes
+    one on a fake clock), and the cost of the last decode of each scheme."""
 
-    def __init__(self, end: float | None, clock: Callable[[], float] = time.perf_counter):
-        self.end = end
-        self.clock = clock
+    def __init__(self, deadline: Deadline):
+        self.deadline = deadline
+        self.clock = deadline.now
         self.decode: dict[str, float] = {}
 
     def left(self) -> float | None:
-        """Seconds to ``end`` (``None``: no limit)."""
-        return None if self.end is None else self.end - self.clock()
+        """Seconds to the end, below 0 once passed (``None``: no limit)."""
+        return None if self.deadline.unlimited else self.deadline.room()
 
     def refuse(self, estimate: float | None) -> str | None:
         """Why a construction estimated at ``estimate`` seconds does not start (``None``:
         it starts); ``None`` estimate: nothing measured yet, it starts."""
-        if interrupt.requested():
+        if self.deadline.interrupted():
             return "interrupted"
         left = self.left()
         if left is None or estimate is None or estimate <= left:
@@ -201,16 +198,15 @@ def run_portfolio(
     seed: int,
     serial_limit: int,
     portfolio_limit: int,
-    end: float | None = None,
-    clock: Callable[[], float] = time.perf_counter,
+    deadline: Deadline | None = None,
 ) -> Portfolio:
     """The list rules in the parallel scheme (fast), SJF-BCO, the list rules in the serial
     scheme (when jobs x servers is at most ``serial_limit``), then the other heuristics of
-    :data:`PORTFOLIO`, under the timing rules of the module docstring (``end`` on
-    ``clock``; ``None``: no limit): the cheap ones first."""
+    :data:`PORTFOLIO`, under the timing rules of the module docstring (by ``deadline``;
+    ``None``: no limit): the cheap ones first."""
     serial_ok = data.num_jobs * data.cluster.num_servers <= serial_limit
     out = Portfolio(serial_ok=serial_ok)
-    window = Window(end, clock)
+    window = Window(Deadline.never() if deadline is None else deadline)
     first, rest = PORTFOLIO[:1], PORTFOLIO[1:]
     list_rules(data, engine, "parallel", window, out)
     run_heuristics(

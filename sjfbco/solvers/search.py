@@ -28,7 +28,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sjfbco import interrupt
 from sjfbco.cost import ConfigurationError
 from sjfbco.solvers.sgs import Candidate, alone_durations, build
 
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 log = logging.getLogger(__name__)
@@ -65,65 +65,63 @@ class Trajectory:
         )
 
 
-class WalkBudget:
-    """Stops a search at a deadline (``time.perf_counter()``) or after an iteration count.
+class Tally:
+    """The walk's iteration count: candidates scored, against ``iterations`` and within the
+    run's :class:`~sjfbco.clock.Deadline` less :attr:`reserve`.
 
-    A run with a deadline may also cut one phase short with :meth:`window`: :meth:`spend`
-    then returns ``False`` at the window's end without ending the run. Without a deadline
-    (an iteration budget only) windows do nothing, so such runs stay deterministic.
+    A run with a limit may cut one phase short with :meth:`window`: :meth:`spend` then
+    returns ``False`` at the window's end without ending the run. Without a limit (an
+    iteration count only) windows do nothing, so such runs stay deterministic.
     """
 
-    def __init__(self, deadline: float | None, iterations: int | None):
-        self.deadline = deadline
+    def __init__(self, deadline: Deadline, iterations: int | None):
+        #: the run's deadline (Ctrl-C ends it too)
+        self.whole = deadline
         self.iterations = iterations
         self.used = 0
         self.stopped_by: str | None = None
-        self.window_end: float | None = None
+        #: the phase's window (``None``: until the run ends)
+        self.phase: Deadline | None = None
         #: Seconds kept back before the deadline for the work that follows the last
         #: candidate (a full evaluation: seconds on 20,000 jobs), set by the search.
         self.reserve = 0.0
 
+    @property
+    def deadline(self) -> Deadline:
+        """The run's deadline less :attr:`reserve`."""
+        return self.whole.reserve(self.reserve)
+
+    def part(self) -> Deadline:
+        """:attr:`deadline`, ended earlier by the phase's window if it has one."""
+        return self.deadline if self.phase is None else self.deadline.earliest(self.phase)
+
     def expired(self) -> bool:
-        """The deadline (less :attr:`reserve`) has come; ``False`` without a deadline."""
-        if interrupt.requested():
+        """The deadline (less :attr:`reserve`) has come, or Ctrl-C (noted in
+        :attr:`stopped_by`); ``False`` without a limit."""
+        if self.whole.interrupted():
             self.stopped_by = "interrupted"
             return True
-        return self.deadline is not None and time.perf_counter() >= self.deadline - self.reserve
+        return self.deadline.expired()
 
     def window(self, seconds: float | None) -> None:
         """Let the next phase run at most ``seconds`` (``None``: until the run ends)."""
-        if self.deadline is None or seconds is None:
-            self.window_end = None
-        else:
-            self.window_end = min(self.deadline, time.perf_counter() + seconds)
+        self.phase = None if seconds is None or self.whole.unlimited else self.whole.window(seconds)
 
     def spend(self) -> bool:
-        """Count one candidate; ``False`` once the budget (or the phase's window) is used."""
+        """Count one candidate; ``False`` once the count (or the phase's window) is used."""
         if self.iterations is not None and self.used >= self.iterations:
             self.stopped_by = "iterations"
             return False
-        if interrupt.requested():
+        if self.whole.interrupted():
             self.stopped_by = "interrupted"
             return False
-        if self.deadline is not None:
-            now = time.perf_counter()
-            if now >= self.deadline - self.reserve:
-                self.stopped_by = "time limit"
-                return False
-            if self.window_end is not None and now >= self.window_end:
-                return False
+        if self.deadline.expired():
+            self.stopped_by = "time limit"
+            return False
+        if self.phase is not None and self.phase.expired():
+            return False
         self.used += 1
         return True
-
-    def seconds_left(self) -> float | None:
-        """Seconds to the deadline (less :attr:`reserve`) or the window's end, whichever is
-        first (``None``: no deadline)."""
-        if self.deadline is None:
-            return None
-        end = self.deadline - self.reserve
-        if self.window_end is not None:
-            end = min(end, self.window_end)
-        return end - time.perf_counter()
 
 
 def tail_energy(data: ProblemData, cand: Candidate, after: float) -> float:
@@ -146,7 +144,7 @@ class Engine:
     rng
         The search's only source of randomness.
     budget
-        Shared stopping rule.
+        The walk's iteration count and deadline (:class:`Tally`).
     target
         A lower bound on the makespan: reaching it ends the search (optimal). Raising
         it later (a better bound) changes only when the search stops.
@@ -169,7 +167,7 @@ class Engine:
         self,
         data: ProblemData,
         rng: random.Random,
-        budget: WalkBudget,
+        budget: Tally,
         target: float,
         on_improve: Callable[[Candidate, str], None],
     ):

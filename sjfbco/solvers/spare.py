@@ -36,13 +36,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sjfbco import clock
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
-#: Seconds between two looks of the watcher thread at the child.
-POLL_S = 0.05
+#: Seconds between two looks of the watcher thread at the child (the clock's).
+POLL_S = clock.POLL_S
 #: Seconds between two looks of the child at its parent (an orphan ends itself).
 ORPHAN_POLL_S = 0.5
 
@@ -161,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     data, horizon, seconds = pickle.loads(Path(src).read_bytes())
     out: tuple[str, Any]
     try:
-        out = ("result", TimeIndexed(data, horizon).bound(time_limit=seconds, threads=1))
+        deadline = clock.Deadline.start(seconds)  # the form's preparation counts
+        out = ("result", TimeIndexed(data, horizon).bound(deadline=deadline, threads=1))
     except Exception as err:  # reported by the parent; the run goes on without it
         out = ("error", f"{type(err).__name__}: {err}")
     tmp = Path(dst).with_suffix(".tmp")

@@ -33,7 +33,6 @@ ends at 316; this model, hinted, reaches 303 in 30 s with two workers (load 2.5)
 from __future__ import annotations
 
 import math
-import time
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from sjfbco.errors import InputError
@@ -52,6 +51,7 @@ from sjfbco.solvers.sgs import StartPlan, hand_out
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.sgs import Candidate
 
@@ -75,7 +75,7 @@ def whole_pack(
     data: ProblemData,
     base: Candidate,
     *,
-    deadline: float | None,
+    deadline: Deadline | None,
     deterministic: float | None = None,
     workers: int = 1,
     seed: int = 0,
@@ -90,8 +90,8 @@ def whole_pack(
     base
         The incumbent (its single-server jobs hint the model).
     deadline
-        ``time.perf_counter()`` by which CP-SAT must stop (``None``: none); the
-        time building the model counts.
+        The :class:`~sjfbco.clock.Deadline` by which CP-SAT must stop (``None``: none);
+        the time building the model counts.
     deterministic
         CP-SAT's deterministic time limit (with one worker, runs repeat exactly).
     workers, seed
@@ -116,7 +116,7 @@ def whole_pack(
         raise InputError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
     if data.num_jobs == 0 or too_large(data):
         return None
-    if deadline is not None and deadline - time.perf_counter() <= 0.05:
+    if deadline is not None and deadline.too_short():
         return None
     modes = instance_modes(data, split)
     if modes is None:

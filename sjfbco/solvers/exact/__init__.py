@@ -7,9 +7,11 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    registered, ``sjf-bco``, ``ls``, ``ff``, ``fifo-gang``) and of a serial
    schedule (every job alone on its best placement, one after another);
 2. the contention-free relaxation (:mod:`sjfbco.relaxations.contention_free`): a lower
-   bound, and its schedule as one more warm-start candidate. First the
-   configuration bound (:mod:`sjfbco.relaxations.configuration`: contention per
-   server and slot, time forgotten), then the relaxation's pooled form as
+   bound, and its schedule as one more warm-start candidate. First the grouped
+   configuration bound (:mod:`sjfbco.relaxations.grouped`: an LP of any size, identical
+   servers and jobs grouped), then the configuration bound
+   (:mod:`sjfbco.relaxations.configuration`: contention per server and slot, time
+   forgotten), then the relaxation's pooled form as
    intervals on CP-SAT (:mod:`sjfbco.relaxations.pooled_intervals`, deciding one
    below the incumbent); when the gap is still two slots or more, the
    whole-instance CP-SAT model without splits (:mod:`sjfbco.solvers.wholecp`; a
@@ -54,7 +56,7 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    start order) is scored by the evaluator like every other.
 
 The rooms: ``params.py`` (:class:`ExactParams`, and :class:`Shares`, the time shares,
-validated), ``state.py`` (the budget, the run's state, typed statistics), ``phases.py``
+validated), ``state.py`` (the run's state, typed statistics), ``phases.py``
 (the bound phases as data and the one rule that runs them), ``warm.py`` (the warm start),
 ``model.py`` (the model and the answer). A run is made of :class:`Parts`, values a test
 may replace.
@@ -64,9 +66,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
+from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.patterns import Patterns, require_slotted
 from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
@@ -87,7 +91,7 @@ from sjfbco.solvers.exact.phases import (
     run_phases,
     start_spare,
 )
-from sjfbco.solvers.exact.state import Budget, ModelError, Run, Stats
+from sjfbco.solvers.exact.state import ModelError, Run, Stats
 from sjfbco.solvers.exact.warm import (
     WARM_SOLVERS,
     best_warm_start,
@@ -105,7 +109,6 @@ __all__ = [
     "EXACT_BACKENDS",
     "WARM_SOLVERS",
     "Backend",
-    "Budget",
     "ExactParams",
     "ModelError",
     "Parts",
@@ -175,26 +178,26 @@ def run_exact(
     parts = parts or Parts()
     p = params
     require_slotted(data, "solver 'exact'")
-    budget = Budget(time_limit)
+    deadline = Deadline.start(time_limit, stop=interrupt.requested)
     closed = int(lower_bound(data))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
-    if spare_wanted(p, budget):
-        first = start_spare(data, closed, budget, parts.shares, parts.spare)
+    if spare_wanted(p, deadline):
+        first = start_spare(data, closed, deadline, parts.shares, parts.spare)
         spares += [first] if first is not None else []
     try:
-        return _solve(data, p, budget, closed, spares, time_limit, seed, parts)
+        return _solve(data, p, deadline, closed, spares, time_limit, seed, parts)
     finally:
         for spare in spares:
             spare.stop()
 
 
-def spare_wanted(p: ExactParams, budget: Budget) -> bool:
+def spare_wanted(p: ExactParams, deadline: Deadline) -> bool:
     """The spare core runs under a time limit only (without one the run stays
     deterministic: which phase sees its result would depend on the machine), with CP-SAT
     as the model (the model whose search a proof of the spare can stop), at least two
     threads (one of them is the spare's), and no horizon given by the user."""
     return (
-        budget.limit is not None
+        not deadline.unlimited
         and p.backend == "cpsat"
         and p.threads >= 2
         and p.relaxation
@@ -206,7 +209,7 @@ def spare_wanted(p: ExactParams, budget: Budget) -> bool:
 def _solve(
     data: ProblemData,
     p: ExactParams,
-    budget: Budget,
+    deadline: Deadline,
     closed: int,
     spares: list[Spare],
     time_limit: float | None,
@@ -214,8 +217,12 @@ def _solve(
     parts: Parts,
 ) -> SolverOutput:
     """:func:`run_exact` once the spare core (if any) is started; see the module doc."""
+    shares = parts.shares
     name, warm, warm_ev = best_warm_start(
-        data, seed=seed, time_limit=budget.share(parts.shares.best + 0.05), solvers=parts.warm
+        data,
+        seed=seed,
+        deadline=deadline.share_of_limit(shares.best + shares.warm_others),
+        solvers=parts.warm,
     )
     stats = Stats(
         backend=p.backend,
@@ -227,16 +234,16 @@ def _solve(
     spare = spares[0] if spares else None
     run = Run(data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare, spares)
     refusal = pattern_refusal(data)
-    phases = parts.phases(p, parts.shares)
+    phases = parts.phases(p, shares)
     if refusal is not None:
         phases = [PatternFree(phase, refusal) for phase in phases]
-    run_phases(run, budget, phases)
+    run_phases(run, deadline, phases)
     if interrupted(run):
         return run.output(Status.TIME_LIMIT)
-    remainder = parts.remainder(p, parts.shares)
+    remainder = parts.remainder(p, shares)
     if refusal is not None and not run.proven:
-        return past_pattern_limit(run, budget, remainder, refusal)
-    return finish(run, p, budget, parts.shares, time_limit, parts.model, remainder)
+        return past_pattern_limit(run, deadline, remainder, refusal)
+    return finish(run, p, deadline, shares, time_limit, parts.model, remainder)
 
 
 def pattern_refusal(data: ProblemData) -> str | None:
@@ -259,9 +266,14 @@ class PatternFree:
     phase: Phase
     refusal: str
     key: str = field(init=False)
+    takes: ClassVar[tuple[str, ...]] = ()  # the wrapped phase's shares: see ``share``
 
     def __post_init__(self) -> None:
         self.key = self.phase.key
+
+    @property
+    def step(self) -> str:
+        return self.phase.step
 
     @property
     def share(self) -> float:
@@ -270,9 +282,9 @@ class PatternFree:
     def wanted(self, run: Run) -> bool:
         return self.phase.wanted(run)
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult | None:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult | None:
         try:
-            return self.phase.run(run, budget)
+            return self.phase.run(run, deadline)
         except InputError as err:
             if str(err) != self.refusal:
                 raise
@@ -281,12 +293,12 @@ class PatternFree:
 
 
 def past_pattern_limit(
-    run: Run, budget: Budget, remainder: Sequence[Phase], refusal: str
+    run: Run, deadline: Deadline, remainder: Sequence[Phase], refusal: str
 ) -> SolverOutput:
     """The answer of a run whose model cannot be built (:func:`pattern_refusal`): the time
     left goes to the ``remainder`` phases that need no patterns, then the incumbent and
     the best bound are returned with a note, as past the memory cap."""
-    run_phases(run, budget, [PatternFree(phase, refusal) for phase in remainder])
+    run_phases(run, deadline, [PatternFree(phase, refusal) for phase in remainder])
     run.stats.note = f"model not built: {refusal}; the incumbent and bound of the other phases"
     run.stats.skipped.append("model")
     if interrupted(run):

@@ -29,11 +29,12 @@ from sjfbco.solvers.exact.state import ModelError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.formulations.size import ModelSize
     from sjfbco.mip import Outcome
     from sjfbco.solvers.exact.params import ExactParams, Shares
     from sjfbco.solvers.exact.phases import Phase
-    from sjfbco.solvers.exact.state import Budget, Run
+    from sjfbco.solvers.exact.state import Run
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,9 @@ class ModelRun:
 
 
 def solve_model(
-    run: Run, p: ExactParams, horizon: int, plan: Plan | None, budget: Budget, shares: Shares
+    run: Run, p: ExactParams, horizon: int, plan: Plan | None, deadline: Deadline, shares: Shares
 ) -> ModelRun:
-    """Build and solve the backend's model within the budget; fold what it proved into ``run``.
+    """Build and solve the backend's model by ``deadline``; fold what it proved into ``run``.
 
     Raises
     ------
@@ -58,21 +59,18 @@ def solve_model(
     """
     data, model_stats = run.data, run.stats.model
     t0 = time.perf_counter()
-    deadline = budget.deadline
-    if deadline is not None:
-        deadline -= shares.finish_margin_s
+    by = deadline.reserve(shares.finish_margin_s)  # the margin turns the answer into a schedule
     model: Any
     run.report(f"building the {p.backend} model (horizon {horizon} slots)")
     if p.backend == "cpsat":
-        model = NonconvexModel(data, horizon, lower=run.bound, deadline=deadline)
+        model = NonconvexModel(data, horizon, lower=run.bound, deadline=by)
         warm = False  # no hint: see NonconvexModel.solve
     else:
-        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=deadline)
+        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=by)
         warm = plan is not None and plan.makespan <= horizon and model.set_warm_start(plan)
     model_stats["build_s"] = round(time.perf_counter() - t0, 3)
     model_stats["model_size"] = model.size()
-    left = budget.left()
-    limit = None if left is None else max(0.05, left - shares.finish_margin_s)
+    limit = by.seconds()  # what the solver is handed
     t1 = time.perf_counter()
     run.report(
         f"solving with {p.backend} "
@@ -81,9 +79,9 @@ def solve_model(
     res: Outcome
     if p.backend == "cpsat":
         stop = None if run.spare is None else run.spare.proved
-        res = model.solve(time_limit=limit, workers=run.workers(), seed=run.seed, stop=stop)
+        res = model.solve(deadline=by, workers=run.workers(), seed=run.seed, stop=stop)
     else:
-        res = model.solve(p.backend, time_limit=limit, threads=p.threads, warm=warm)
+        res = model.solve(p.backend, deadline=by, threads=p.threads, warm=warm)
     model_stats["solve_s"] = round(time.perf_counter() - t1, 3)
     model_stats.update(asdict(res))
     _fold(run, p.backend, horizon, model, res)
@@ -115,17 +113,20 @@ def _fold(run: Run, backend: str, horizon: int, model: Any, res: Outcome) -> Non
     run.raise_bound(mb, f"{backend} model")
 
 
-def lp_relaxation(run: Run, p: ExactParams, budget: Budget, shares: Shares, horizon: int) -> None:
+def lp_relaxation(
+    run: Run, p: ExactParams, deadline: Deadline, shares: Shares, horizon: int
+) -> None:
     """The time-indexed ILP's LP relaxation, if its build fits the time and memory left."""
     size = estimate(run.data, "highs", horizon)
-    limit = budget.share(shares.lp)
+    part = deadline.share_of_limit(shares.lp)
+    limit = part.left()
     if size.memory_gb > p.max_memory_gb or (
         limit is not None and limit < BUILD_S_PER_VARIABLE["highs"] * size.variables + 1
     ):
         run.stats.model["lp_bound"] = None
         return
     run.report("LP-relaxation bound")
-    lpb = lp_bound(run.data, horizon, time_limit=limit)
+    lpb = lp_bound(run.data, horizon, deadline=part)
     run.stats.model["lp_bound"] = lpb
     run.raise_bound(None if lpb is None else int(lpb), "LP relaxation")
 
@@ -133,7 +134,7 @@ def lp_relaxation(run: Run, p: ExactParams, budget: Budget, shares: Shares, hori
 def finish(
     run: Run,
     p: ExactParams,
-    budget: Budget,
+    deadline: Deadline,
     shares: Shares,
     time_limit: float | None,
     model: Callable[..., ModelRun] = solve_model,
@@ -143,7 +144,7 @@ def finish(
     fits the memory cap and the time left) and its answer; when it does not fit, the
     ``remainder`` phases get the time left (never left unused)."""
     stats = run.stats
-    stats.phases_s = {"warm_and_relaxation": round(time.perf_counter() - budget.start, 3)}
+    stats.phases_s = {"warm_and_relaxation": round(deadline.elapsed(), 3)}
     if run.proven and p.horizon is None:
         stats.proof = f"the incumbent meets the {stats.bound_from}"
         return run.output(Status.OPTIMAL)
@@ -158,18 +159,18 @@ def finish(
     size = estimate(run.data, p.backend, horizon)
     stats.model_estimate = size.as_dict()
     if size.memory_gb > p.max_memory_gb:
-        run_phases(run, budget, remainder)
+        run_phases(run, deadline, remainder)
         return _too_large(run, p, size)
-    left = budget.left()
+    left = deadline.left()
     build_s = BUILD_S_PER_VARIABLE[p.backend] * size.variables
     if left is not None and left < build_s + shares.finish_margin_s:
         stats.note = f"no time left to build the model (about {build_s:.0f} s)"
-        run_phases(run, budget, remainder)  # the time left goes to the incumbent side
+        run_phases(run, deadline, remainder)  # the time left goes to the incumbent side
         return run.output(Status.TIME_LIMIT)
     assert run.schedule is not None
     plan = plan_from_schedule(run.data, run.schedule) if p.warm_start else None
     try:
-        out = model(run, p, horizon, plan, budget, shares)
+        out = model(run, p, horizon, plan, deadline, shares)
     except BuildTimeout as err:
         stats.note = str(err)
         return run.output(Status.TIME_LIMIT)
@@ -180,7 +181,7 @@ def finish(
             return run.output(Status.OPTIMAL)
     clock = time_limit is not None and not (out.proven or out.infeasible)
     if not run.proven and p.lp_bound and not out.infeasible:
-        lp_relaxation(run, p, budget, shares, horizon)
+        lp_relaxation(run, p, deadline, shares, horizon)
     if out.infeasible:  # only reached when the horizon is below the incumbent
         stats.note = f"no schedule ends by the horizon {horizon}"
     # the clock stopped the model: time limit; else the model finished below the optimum

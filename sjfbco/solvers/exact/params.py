@@ -36,8 +36,12 @@ class Shares:
     every seconds figure > 0.
     """
 
-    #: the anytime heuristic ``best`` in the warm start (the warm start takes this + 0.05)
+    #: the anytime heuristic ``best`` in the warm start (the warm start takes this and
+    #: ``warm_others``)
     best: float = 0.15
+    #: the warm start's other heuristics, on top of ``best``'s share (untuned: the
+    #: literal of the first shared budget, issue 17)
+    warm_others: float = 0.05
     #: the relaxation with its pairwise cuts (its second, long pass)
     relaxation: float = 0.4
     #: the time-indexed ILP's LP relaxation (``lp_bound=True`` only)
@@ -78,10 +82,20 @@ class Shares:
     finish_margin_s: float = 1.0
     #: seconds one run of the spare core gets at most
     spare_limit_s: float = 120.0
+    #: the shares are of what is *left* when a phase starts, not of the limit (``best``'s
+    #: bound chain: each phase up to a share of what is left, the last all of it); a
+    #: phase then gets nothing with less than the least useful slice
+    #: (:data:`sjfbco.clock.MIN_SLICE`) left, and ``model_reserve`` and the
+    #: ``unlimited_*`` seconds are not used
+    of_what_is_left: bool = False
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "of_what_is_left":
+                if not isinstance(value, bool):
+                    raise InputError(f"shares: {f.name} must be true or false, got {value!r}")
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise InputError(f"shares: {f.name} must be a number, got {value!r}")
             if f.name.endswith("_s"):
@@ -89,10 +103,10 @@ class Shares:
                     raise InputError(f"shares: {f.name} must be > 0 seconds, got {value!r}")
             elif not 0 <= value <= 1:
                 raise InputError(f"shares: {f.name} must be in [0, 1], got {value!r}")
-        if self.best + 0.05 + self.model_reserve > 1:
+        if self.best + self.warm_others + self.model_reserve > 1:
             raise InputError(
-                f"shares: the warm start ({self.best} + 0.05) and the model's reserve "
-                f"({self.model_reserve}) add up to more than the limit"
+                f"shares: the warm start ({self.best} + {self.warm_others}) and the model's "
+                f"reserve ({self.model_reserve}) add up to more than the limit"
             )
         for name in self.bound_phases():
             if getattr(self, name) > 1 - self.model_reserve:
@@ -103,8 +117,11 @@ class Shares:
 
     @staticmethod
     def bound_phases() -> tuple[str, ...]:
-        """The shares of the bound phases (each capped by the model's reserve)."""
+        """The shares of the bound phases (each capped by the model's reserve): every share
+        the phases of ``exact``'s recipe take (``tests/test_exact.py`` compares them with
+        :func:`~sjfbco.solvers.exact.phases.bound_phases`)."""
         return (
+            "grouped",
             "relaxation",
             "packing",
             "time_indexed",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from sjfbco import interrupt
+from sjfbco.clock import MIN_SLICE
 from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
@@ -39,14 +40,18 @@ from sjfbco.solvers.wholecp import Split, whole_pack
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.exact.params import ExactParams
-    from sjfbco.solvers.exact.state import Budget, Run
+    from sjfbco.solvers.exact.state import Run
 
 log = logging.getLogger("sjfbco.solvers.exact")
 
 #: Why a bound phase did not start: the phases before it used the time the model keeps.
-NO_TIME = "no time left (MODEL_RESERVE)"
+NO_TIME = "no time left (Shares.model_reserve)"
+#: Seconds under which the whole-instance model is not begun (its hint costs a few
+#: evaluations first; untuned: the figure of 4d6dda1, which added the phase).
+WHOLE_LEAST_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,17 @@ class PhaseResult:
 
 
 class Phase(Protocol):
-    """One step of a run: ``key`` names its figures in the statistics."""
+    """One step of a run: ``key`` names its figures in the statistics, ``takes`` the
+    fields of :class:`Shares` it may take (checked against ``Shares.bound_phases()``)
+    and ``step`` how the exact solver's module docstring names it (checked against the
+    recipe's order; ``""``: not a step of its own)."""
 
     key: str
+    takes: ClassVar[tuple[str, ...]]
+
+    @property
+    def step(self) -> str:
+        """Its name in the step list of ``sjfbco.solvers.exact``."""
 
     @property
     def share(self) -> float:
@@ -90,8 +103,8 @@ class Phase(Protocol):
     def wanted(self, run: Run) -> bool:
         """Whether it runs, from the run's state (the runner checks the bound first)."""
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult | None:
-        """Do the work within ``budget``; ``None``: nothing to record."""
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult | None:
+        """Do the work by ``deadline``; ``None``: nothing to record."""
 
 
 def interrupted(run: Run) -> bool:
@@ -103,7 +116,7 @@ def interrupted(run: Run) -> bool:
 
 
 def run_phases(
-    run: Run, budget: Budget, phases: Sequence[Phase]
+    run: Run, deadline: Deadline, phases: Sequence[Phase]
 ) -> list[tuple[Phase, PhaseResult]]:
     """Run ``phases`` in order under the one rule (module docstring); what each found."""
     done: list[tuple[Phase, PhaseResult]] = []
@@ -113,7 +126,7 @@ def run_phases(
             break
         if not phase.wanted(run):
             continue
-        result = phase.run(run, budget)
+        result = phase.run(run, deadline)
         if result is not None:
             apply(run, phase.key, result)
             done.append((phase, result))
@@ -152,8 +165,14 @@ def _bound_figures(res: TimeIndexedBound) -> dict[str, Any]:
     }
 
 
-def _limit(budget: Budget, shares: Shares, share: float, unlimited: float) -> float | None:
-    return budget.share(share, unlimited, keep=shares.model_reserve)
+def _part(deadline: Deadline, shares: Shares, share: float, unlimited: float) -> Deadline:
+    """The part of ``deadline`` a phase with ``share`` takes: a share of what is left
+    (``shares.of_what_is_left``; none with less than the least useful slice left), else
+    a share of the limit leaving the model its reserve, or ``unlimited`` seconds without a
+    limit."""
+    if shares.of_what_is_left:
+        return deadline.share(0.0 if deadline.too_short() else share)
+    return deadline.share_of_limit(share, keep=shares.model_reserve, unlimited=unlimited)
 
 
 @dataclass
@@ -163,6 +182,8 @@ class ConfigurationPhase:
     shares: Shares
     model: Callable[..., Configuration] = Configuration
     key: str = "configuration"
+    takes: ClassVar[tuple[str, ...]] = ("configuration",)
+    step: ClassVar[str] = "the configuration bound"
     #: what it is called in the progress reports and in ``bound_from``
     name: ClassVar[str] = "configuration bound"
 
@@ -173,16 +194,16 @@ class ConfigurationPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def solve(self, run: Run, limit: float | None) -> TimeIndexedBound:
+    def solve(self, run: Run, part: Deadline) -> TimeIndexedBound:
         model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
-        return model.bound(time_limit=limit, threads=1)
+        return model.bound(deadline=part, threads=1)
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report(self.name)
-        res = self.solve(run, limit)
+        res = self.solve(run, part)
         return PhaseResult(
             _bound_figures(res),
             res.bound,
@@ -202,15 +223,17 @@ class GroupedPhase(ConfigurationPhase):
 
     model: Callable[..., Any] = GroupedConfiguration
     key: str = "grouped"
+    takes: ClassVar[tuple[str, ...]] = ("grouped",)
+    step: ClassVar[str] = "grouped configuration bound"
     name: ClassVar[str] = "grouped configuration bound"
 
     @property
     def share(self) -> float:
         return self.shares.grouped
 
-    def solve(self, run: Run, limit: float | None) -> TimeIndexedBound:
+    def solve(self, run: Run, part: Deadline) -> TimeIndexedBound:
         model = self.model(run.data, int(run.makespan) - 1, start=int(run.bound))
-        res: TimeIndexedBound = model.bound(time_limit=limit)
+        res: TimeIndexedBound = model.bound(deadline=part)
         return res
 
 
@@ -224,6 +247,8 @@ class PooledPhase:
     perfect: bool = True
     model: Callable[..., TimeIndexed] = TimeIndexed
     key: str = "pooled"
+    takes: ClassVar[tuple[str, ...]] = ("pooled", "perfect")
+    step: ClassVar[str] = "pooled time-indexed form"
 
     @property
     def share(self) -> float:
@@ -232,22 +257,22 @@ class PooledPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         if run.pooled_by == horizon:  # the same relaxation has a packing there
             why = "skipped: a pooled packing ends by the horizon"
             return PhaseResult({"status": why}, status=why)
         perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
         share = self.shares.perfect if perfect else self.share
-        limit = _limit(budget, self.shares, share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled time-indexed relaxation")
         model = self.model(run.data, horizon, pooled=True, patterns=run.patterns)
         if perfect:
-            res = model.decide(time_limit=limit, workers=run.workers(), seed=run.seed)
+            res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
         else:
-            res = model.bound(time_limit=limit, threads=1)
+            res = model.bound(deadline=part, threads=1)
         figures = _bound_figures(res)
         if perfect:
             figures["solver"] = "cpsat (no GPU-slot to spare)"
@@ -272,6 +297,7 @@ class PooledIntervalsPhase:
     shares: Shares
     model: Callable[..., PooledIntervals] = PooledIntervals
     key: str = "pooled_intervals"
+    takes: ClassVar[tuple[str, ...]] = ("pooled_intervals",)
     #: a second pass: only when the incumbent has improved since the first pass decided
     again: bool = False
 
@@ -279,19 +305,23 @@ class PooledIntervalsPhase:
     def share(self) -> float:
         return self.shares.pooled_intervals
 
+    @property
+    def step(self) -> str:
+        return "pooled interval form again" if self.again else "pooled form as intervals"
+
     def wanted(self, run: Run) -> bool:
         decided = run.pooled_decided
         return not self.again or (decided is not None and int(run.makespan) - 1 < decided)
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         run.pooled_decided = horizon
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled relaxation (intervals)")
         model = self.model(run.data, horizon, patterns=run.patterns)
-        res = model.decide(time_limit=limit, workers=run.workers(), seed=run.seed)
+        res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
         run.pooled_by = horizon if model.found else None
         figures = _bound_figures(res)
         figures["packed_by"] = run.pooled_by
@@ -316,12 +346,14 @@ class AimSparePhase:
     shares: Shares
     spare: Callable[..., Spare] = Spare
     key: str = ""
+    takes: ClassVar[tuple[str, ...]] = ()
+    step: ClassVar[str] = ""
     share: float = 0.0
 
     def wanted(self, run: Run) -> bool:
         return run.spare is not None
 
-    def run(self, run: Run, budget: Budget) -> None:
+    def run(self, run: Run, deadline: Deadline) -> None:
         spare = run.spare
         assert spare is not None
         target = int(run.makespan) - 1
@@ -330,7 +362,7 @@ class AimSparePhase:
         run.drop_spare()
         if run.proven:
             return
-        run.spare = start_spare(run.data, target, budget, self.shares, self.spare)
+        run.spare = start_spare(run.data, target, deadline, self.shares, self.spare)
         if run.spare is not None:
             run.spares.append(run.spare)
 
@@ -338,21 +370,22 @@ class AimSparePhase:
 def start_spare(
     data: ProblemData,
     horizon: int,
-    budget: Budget,
+    deadline: Deadline,
     shares: Shares,
     spare: Callable[..., Spare] = Spare,
 ) -> Spare | None:
     """The spare core at ``horizon`` for what is left of the limit (at most
     ``spare_limit_s``); ``None`` when the per-server form would refuse the instance (too
     many patterns or variables) or no child process can be started."""
-    left = budget.left()
-    assert left is not None
+    assert not deadline.unlimited
     try:  # an instance the per-server form refuses gets no child (and no warning)
         if too_many_variables(data, Patterns(data), horizon):
             return None
     except InputError:
         return None
-    seconds = max(0.05, min(left - shares.finish_margin_s, shares.spare_limit_s))
+    left = deadline.reserve(shares.finish_margin_s).left()
+    assert left is not None
+    seconds = max(MIN_SLICE, min(left, shares.spare_limit_s))
     try:
         return spare(data, horizon, seconds)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
@@ -370,6 +403,8 @@ class PackingPhase:
     shares: Shares
     model: Callable[..., ContentionFree] = ContentionFree
     key: str = "time_indexed"
+    takes: ClassVar[tuple[str, ...]] = ("packing",)
+    step: ClassVar[str] = "packing check"
 
     @property
     def share(self) -> float:
@@ -378,12 +413,12 @@ class PackingPhase:
     def wanted(self, run: Run) -> bool:
         return True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         run.report("contention-free packing")
         packing = self.model(run.data, horizon=horizon, pairwise=False, patterns=run.patterns)
         quick = (packing.decide if run.bound >= horizon else packing.bound)(
-            time_limit=_limit(budget, self.shares, self.share, self.shares.unlimited_packing_s),
+            deadline=_part(deadline, self.shares, self.share, self.shares.unlimited_packing_s),
             workers=run.workers(),
             seed=run.seed,
         )
@@ -422,31 +457,35 @@ class RelaxationPhase:
     quick: bool = False
     model: Callable[..., ContentionFree] = ContentionFree
     key: str = "relaxation"
+    takes: ClassVar[tuple[str, ...]] = ("relaxation", "quick_relaxation")
 
     @property
     def share(self) -> float:
         return self.shares.quick_relaxation if self.quick else self.shares.relaxation
 
+    @property
+    def step(self) -> str:
+        return "short pass of the relaxation" if self.quick else "the relaxation with its cuts"
+
     def wanted(self, run: Run) -> bool:
         return run.packing_open if self.quick else True
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
         decide = run.bound >= horizon
-        left = budget.left()
         run.relaxed = None
-        if decide and run.packed_by == horizon and left is not None:
+        if decide and run.packed_by == horizon and not deadline.unlimited:
             # the last slot, and a contention-free packing ends by it: no time-indexed
             # form can prove anything there; deciding, the relaxation takes what is left
-            limit: float | None = max(0.0, left - self.shares.finish_margin_s)
+            part = deadline.reserve(self.shares.finish_margin_s)
         else:
-            limit = _limit(budget, self.shares, self.share, self.shares.unlimited_relaxation_s)
-        if limit == 0.0:
+            part = _part(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("contention-free relaxation bound")
         model = self.model(run.data, horizon=horizon, patterns=run.patterns)
         rel = (model.decide if decide else model.bound)(
-            time_limit=limit, workers=run.workers(), seed=run.seed
+            deadline=part, workers=run.workers(), seed=run.seed
         )
         run.relaxed = rel.makespan
         figures = {
@@ -476,6 +515,8 @@ class TimeIndexedPhase:
     shares: Shares
     model: Callable[..., TimeIndexed] = TimeIndexed
     key: str = "time_indexed"
+    takes: ClassVar[tuple[str, ...]] = ("time_indexed",)
+    step: ClassVar[str] = "the time-indexed form on HiGHS"
 
     @property
     def share(self) -> float:
@@ -484,18 +525,18 @@ class TimeIndexedPhase:
     def wanted(self, run: Run) -> bool:
         return run.packing_open
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         if run.relaxed is not None and run.relaxed < run.makespan:
             why = "skipped: the relaxation with its cuts packs by the horizon"
             return PhaseResult({"status": why}, status=why)
         if run.spare is not None:
             return PhaseResult({"status": "on the spare core"}, status="on the spare core")
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_relaxation_s)
-        if limit == 0.0:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_relaxation_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("time-indexed relaxation bound")
         res = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns).bound(
-            time_limit=limit, threads=run.threads
+            deadline=part, threads=run.threads
         )
         return PhaseResult(
             _bound_figures(res),
@@ -516,6 +557,8 @@ class PlanSearchPhase:
     shares: Shares
     model: Callable[..., ContentionFree] = ContentionFree
     key: str = "plan_search"
+    takes: ClassVar[tuple[str, ...]] = ("plan_search",)
+    step: ClassVar[str] = "plan search"
 
     @property
     def share(self) -> float:
@@ -524,9 +567,9 @@ class PlanSearchPhase:
     def wanted(self, run: Run) -> bool:
         return run.relaxed is not None and run.relaxed < run.makespan
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
-        limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit == 0.0:
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
+        part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         target = run.makespan
         tried = 0
@@ -541,7 +584,7 @@ class PlanSearchPhase:
 
         run.report("plan search")
         model = self.model(run.data, horizon=int(target) - 1, patterns=run.patterns)
-        res = model.search(better, time_limit=limit, seed=run.seed)
+        res = model.search(better, deadline=part, seed=run.seed)
         figures = {
             "status": res.status,
             "plans": tried,
@@ -576,6 +619,8 @@ class WholePhase:
     remainder: bool = False
     pack: Callable[..., Candidate | None] = whole_pack
     key: str = "whole"
+    takes: ClassVar[tuple[str, ...]] = ("whole",)
+    step: ClassVar[str] = "whole-instance CP-SAT model"
     #: the split modes of a job no server holds whole (:data:`~sjfbco.solvers.wholecp.SPLITS`)
     split: Split = "filled"
 
@@ -588,15 +633,14 @@ class WholePhase:
             return False
         return self.remainder or run.makespan - run.bound >= 2
 
-    def run(self, run: Run, budget: Budget) -> PhaseResult:
-        left = budget.left()
-        if self.remainder and left is not None:
-            limit: float | None = max(0.0, left - self.shares.finish_margin_s)
+    def run(self, run: Run, deadline: Deadline) -> PhaseResult:
+        if self.remainder and not deadline.unlimited:
+            part = deadline.reserve(self.shares.finish_margin_s)
         else:
-            limit = _limit(budget, self.shares, self.share, self.shares.unlimited_packing_s)
-        if limit is not None and limit < 0.1:
+            part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
+        if part.too_short(WHOLE_LEAST_S):
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
-        assert run.schedule is not None and limit is not None
+        assert run.schedule is not None and not part.unlimited
         run.report("whole-instance CP-SAT model (no splits)")
         t0 = time.perf_counter()
         before = run.makespan
@@ -605,7 +649,7 @@ class WholePhase:
             found = self.pack(
                 run.data,
                 evaluated(run.data, run.schedule),
-                deadline=t0 + limit,
+                deadline=part,
                 workers=run.threads,
                 seed=run.seed,
                 split=self.split,

@@ -1,11 +1,10 @@
-"""What a run of the exact solver knows so far: the one time limit (:class:`Budget`), the
-incumbent and bound, the spare core, and typed statistics (:class:`Stats`), turned into
-the ``stats`` mapping a user reads only at the end."""
+"""What a run of the exact solver knows so far: the incumbent and bound, the spare core,
+and typed statistics (:class:`Stats`), turned into the ``stats`` mapping a user reads
+only at the end. The one time limit is a :class:`sjfbco.clock.Deadline`."""
 
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,50 +25,6 @@ class ModelError(RuntimeError):
     when a model's bound is above a feasible makespan, or when a model's plan
     does not reproduce its own makespan under the evaluator.
     """
-
-
-class Budget:
-    """The one time limit of a run, shared by its phases (seconds; ``None``: no limit)."""
-
-    def __init__(self, time_limit: float | None):
-        self.start = time.perf_counter()
-        self.limit = time_limit
-
-    @property
-    def deadline(self) -> float | None:
-        return None if self.limit is None else self.start + self.limit
-
-    def left(self) -> float | None:
-        """Seconds left (``None`` without a limit), never below 0."""
-        if self.limit is None:
-            return None
-        return max(0.0, self.limit - (time.perf_counter() - self.start))
-
-    def share(
-        self, fraction: float, unlimited: float | None = None, *, keep: float = 0.0
-    ) -> float | None:
-        """``fraction`` of the limit, at most what is left less ``keep`` of the limit
-        (never below 0); ``unlimited`` without a limit."""
-        left = self.left()
-        if left is None or self.limit is None:
-            return unlimited
-        return max(0.0, min(left - keep * self.limit, fraction * self.limit))
-
-
-class LeftBudget(Budget):
-    """A budget whose shares are fractions of what is *left* (``best``'s bound chain: each
-    phase up to half of what is left, the last all of it), none below ``least`` seconds."""
-
-    def __init__(self, time_limit: float, least: float = 0.05):
-        super().__init__(time_limit)
-        self.least = least
-
-    def share(
-        self, fraction: float, unlimited: float | None = None, *, keep: float = 0.0
-    ) -> float | None:
-        left = self.left()
-        assert left is not None
-        return 0.0 if left < self.least else fraction * left
 
 
 @dataclass

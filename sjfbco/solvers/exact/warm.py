@@ -8,10 +8,10 @@ that are registered.
 from __future__ import annotations
 
 import logging
-import time
 from typing import TYPE_CHECKING, Any
 
 from sjfbco import progress
+from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.solvers.common import serial_schedule
@@ -27,6 +27,9 @@ log = logging.getLogger("sjfbco.solvers.exact")
 
 #: Heuristics tried for the warm start, when registered (``best``: issue 10's anytime solver).
 WARM_SOLVERS = ("best", "sjf-bco", "ls", "ff", "fifo-gang")
+#: Seconds under which no further heuristic of the warm start is begun (untuned: the
+#: literal of the first shared budget, issue 17; the serial schedule always follows).
+WARM_LEAST_S = 0.01
 
 
 def warm_solvers(names: Sequence[str] = WARM_SOLVERS) -> tuple[SolverSpec[Any], ...]:
@@ -51,25 +54,25 @@ def warm_candidates(
     data: ProblemData,
     *,
     seed: int = 0,
-    time_limit: float | None = None,
+    deadline: Deadline | None = None,
     solvers: Sequence[SolverSpec[Any]] | None = None,
 ) -> list[tuple[str, Schedule, Evaluation]]:
     """Schedules of the heuristics ``solvers`` (default :func:`warm_solvers`) and the
     serial one, each evaluated.
 
-    ``time_limit`` (seconds) bounds them all together: the anytime solver
+    ``deadline`` (default: none) bounds them all together: the anytime solver
     ``best`` (when among them) gets two thirds of it, the others what is left.
     Without a limit ``best`` is skipped (an anytime search needs a budget; the
     run stays deterministic). The serial schedule is always there (it takes no
     search).
     """
     specs = warm_solvers() if solvers is None else tuple(solvers)
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    deadline = Deadline.never() if deadline is None else deadline
     out: list[tuple[str, Schedule, Evaluation]] = []
     for k, spec in enumerate(specs):
-        left = None if deadline is None else deadline - time.perf_counter()
-        if left is not None and left < 0.01:
+        if deadline.too_short(WARM_LEAST_S):
             break
+        left = deadline.left()
         if spec.name == "best":
             if left is None:
                 continue
@@ -103,9 +106,9 @@ def best_warm_start(
     data: ProblemData,
     *,
     seed: int = 0,
-    time_limit: float | None = None,
+    deadline: Deadline | None = None,
     solvers: Sequence[SolverSpec[Any]] | None = None,
 ) -> tuple[str, Schedule, Evaluation]:
     """The candidate with the smallest makespan (ties: first tried)."""
-    cands = warm_candidates(data, seed=seed, time_limit=time_limit, solvers=solvers)
+    cands = warm_candidates(data, seed=seed, deadline=deadline, solvers=solvers)
     return min(cands, key=lambda c: c[2].makespan)
