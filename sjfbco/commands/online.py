@@ -37,9 +37,9 @@ def add_parser(sub: Any) -> None:
         dest="policy",
         default="fcfs-gang",
         metavar="NAME",
-        help=f"one of {', '.join(POLICIES)}, or a policy a --plugin registers; several "
-        "separated by commas, or 'all', print one table (JSON Lines with --json) "
-        "(default: fcfs-gang)",
+        help=f"(default: fcfs-gang) one of {', '.join(POLICIES)}, or a policy a --plugin "
+        "registers; several separated by commas, or 'all', print one table (JSON Lines "
+        "with --json)",
     )
     p.add_argument(
         "--admission",
