@@ -54,6 +54,7 @@ COVERED = {
     "bench_slurm",
     "bench_testbed",
     "calibration_floor",
+    "digest_results",
     "calibration_transfer",
     "fit_paper",
     "measured_preset",
@@ -577,3 +578,18 @@ def test_bench_shared_host_quick_all_pass_nothing_left(monkeypatch: pytest.Monke
     assert [s["exit"] for s in out["suites"]] == [0, 0], out["suites"]
     assert out["measure"]["exit"] == 0 and out["measure"]["rows"] > 0
     assert out["left_behind"] == []
+
+
+@pytest.mark.slow  # eight deterministic solver runs, about 20 s
+def test_digest_results_quick_is_the_one_before_the_clock(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 45: behaviour unchanged by the one clock. The quick digest of deterministic
+    runs (best with an iteration budget, exact proving optima) is the one recorded before
+    the refactor (d99a006, commit 63b9b3f's message)."""
+    import json
+
+    mod = bench("digest_results", monkeypatch)
+    assert mod.main(["--quick", "--json"]) == 0  # every exact run proven: no time in it
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["digest"] == "768f31d1616c80bb"
