@@ -45,7 +45,7 @@ from sjfbco.online import run_online, runtime_estimates
 from sjfbco.problem import Cluster, CostParams, Job, ProblemData
 from sjfbco.schedule import Gpu, Schedule
 from sjfbco.slurm import SlurmClient, submit, write_plan
-from sjfbco.slurm.client import expand_hostlist
+from sjfbco.slurm.client import ENDED, expand_hostlist, parse_records
 from sjfbco.slurm.scripts import OUT_DIR, WORKER, read_plan
 from sjfbco.testbed.launcher import MPI_ENV
 from sjfbco.testbed.replay import SLACK_FACTOR, SLACK_S, calibrated
@@ -70,20 +70,6 @@ SYSFS_WRAPPER = (
 TESTBED_COMMAND = (
     "mkdir -p {dir} && scontrol -d -o show job $SLURM_JOB_ID > {dir}/alloc && touch {dir}/go "
     "&& exec {srun} " + SYSFS_WRAPPER + " {worker_cmd}"
-)
-#: States after which a Slurm job runs no more.
-DONE_STATES = frozenset(
-    {
-        "COMPLETED",
-        "FAILED",
-        "CANCELLED",
-        "TIMEOUT",
-        "NODE_FAIL",
-        "OUT_OF_MEMORY",
-        "BOOT_FAIL",
-        "DEADLINE",
-        "PREEMPTED",
-    }
 )
 #: How often the controller's records are read while jobs run, s.
 POLL_S = 0.5
@@ -269,10 +255,16 @@ def _wait(client: SlurmClient, ids: Sequence[int], timeout: float, folder: Path)
     wanted = set(ids)
     try:
         while True:
-            text = client.run(["scontrol", "show", "job", "-d", "-o"])
-            states = _states(text, wanted)
-            if set(states) >= wanted and all(s in DONE_STATES for s in states.values()):
-                bad = {k: s for k, s in states.items() if s != "COMPLETED"}
+            states: dict[int, list[str]] = {}  # a heterogeneous job: a state per component
+            for r in client.records():
+                if r.group in wanted:
+                    states.setdefault(r.group, []).append(r.state)
+            if set(states) >= wanted and all(x in ENDED for xs in states.values() for x in xs):
+                bad = {
+                    k: next(x for x in xs if x != "COMPLETED")
+                    for k, xs in states.items()
+                    if any(x != "COMPLETED" for x in xs)
+                }
                 if bad:
                     raise TestbedError(
                         "Slurm jobs did not complete: "
@@ -297,32 +289,14 @@ def _tail(folder: Path, slurm_id: int) -> str:
     return ""
 
 
-def _states(text: str, wanted: set[int]) -> dict[int, str]:
-    """Slurm id (a heterogeneous job's leader) -> state, for the jobs in ``wanted``."""
-    out: dict[int, str] = {}
-    for line in text.splitlines():
-        m = re.search(r"JobId=(\d+)", line)
-        if not m:
-            continue
-        het = re.search(r"HetJobId=(\d+)", line)
-        group = int(het.group(1)) if het else int(m.group(1))
-        state = re.search(r"JobState=(\S+)", line)
-        if group in wanted and state:
-            prev = out.get(group)
-            # a heterogeneous job is done when every component is: keep a running one
-            out[group] = state.group(1) if prev is None or prev in DONE_STATES else prev
-    return out
-
-
 def gpus_of(text: str) -> dict[int, list[tuple[str, int]]]:
     """Slurm id (leader) -> allocated ``(node, GPU index)`` from ``scontrol -d -o show job``."""
     out: dict[int, list[tuple[str, int]]] = {}
     for line in text.splitlines():
-        m = re.search(r"JobId=(\d+)", line)
-        if not m:
+        records = parse_records(line)  # one line, one job or component (or none)
+        if not records:
             continue
-        het = re.search(r"HetJobId=(\d+)", line)
-        group = int(het.group(1)) if het else int(m.group(1))
+        group = records[0].group
         for nodes, idx in _NODE_GRES.findall(line):
             for node in expand_hostlist(nodes):
                 out.setdefault(group, []).extend((node, i) for i in _indices(idx))
@@ -454,8 +428,7 @@ def no_plan_script(data: ProblemData, j: int, k: int, cluster: SlurmCluster) -> 
         f"#SBATCH --ntasks={job.num_gpus}",
         "#SBATCH --gpus-per-task=1",
         *(f"export {key}={shlex.quote(v)}" for key, v in _env(cluster).items()),
-        f"mkdir -p {run_dir} && scontrol -d -o show job $SLURM_JOB_ID > {run_dir}/alloc && "
-        f"touch {run_dir}/go && exec srun --mpi=pmi2 {SYSFS_WRAPPER} {worker}",
+        TESTBED_COMMAND.format(dir=run_dir, srun="srun --mpi=pmi2", worker_cmd=worker),
     ]
     return "\n".join(lines) + "\n"
 
