@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule
+from sjfbco.testbed.runs import TAG_VARIABLE, host_lock, own_runs, remove
 from tests.tiny import extensions
 
 if TYPE_CHECKING:
@@ -139,3 +142,29 @@ def toy_solvers() -> Iterator[None]:
     for name in batch_plugin.NAMES:
         SOLVERS.pop(name, None)
     sys.modules.pop("tests.batch_plugin", None)
+
+
+@pytest.fixture
+def own_tag(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A testbed test's own tag (``SJFBCO_TESTBED_TAG``, inherited by the CLI processes it
+    starts), the host-wide testbed lock held; afterwards no run of the tag may be left
+    (whatever is left is removed, so a failure does not spill into later tests). Another
+    suite's or a live measurement's runs are never looked at."""
+    tag = f"pytest-{os.getpid()}-{secrets.token_hex(4)}"
+    monkeypatch.setenv(TAG_VARIABLE, tag)
+    with host_lock():
+        yield tag
+        left = own_runs(tag)
+        for info in left:
+            remove(info)
+    assert not left, f"the test left runs behind: {[r.describe() for r in left]}"
+
+
+def cli_process(*args: str) -> subprocess.Popen[str]:
+    """``python -m sjfbco ARGS`` from this checkout, in a session of its own (a test may
+    signal its whole process group)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "sjfbco", *args], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )  # fmt: skip

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -32,17 +31,16 @@ from sjfbco.testbed.measure import run_together
 from sjfbco.testbed.net import check_environment, run, server_address
 from sjfbco.testbed.replay import execute
 from sjfbco.testbed.runs import (
-    TAG_VARIABLE,
     Owner,
     RunInfo,
     claim,
-    host_lock,
     namespaces,
     own_runs,
     process_start,
     remove,
     run_folder,
 )
+from tests.conftest import cli_process
 
 try:
     check_environment()
@@ -52,24 +50,11 @@ except TestbedError as err:
 
 pytestmark = [
     pytest.mark.skipif(bool(REASON), reason=f"testbed unavailable: {REASON}"),
-    # a hint to --dist loadgroup; the host lock below is what keeps emulations apart
+    # a hint to --dist loadgroup; own_tag's host lock is what keeps emulations apart
     pytest.mark.xdist_group("testbed"),
+    pytest.mark.usefixtures("own_tag"),
 ]
 ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(autouse=True)
-def own_tag(monkeypatch: pytest.MonkeyPatch):
-    """The test's own tag; the host lock held; afterwards no run of the tag may be left
-    (whatever is left is removed, so a failure does not spill into later tests)."""
-    tag = f"pytest-{os.getpid()}-{secrets.token_hex(4)}"
-    monkeypatch.setenv(TAG_VARIABLE, tag)
-    with host_lock():
-        yield tag
-        left = own_runs(tag)
-        for info in left:
-            remove(info)
-    assert not left, f"the test left runs behind: {[r.describe() for r in left]}"
 
 
 SENDER = """
@@ -176,14 +161,6 @@ def test_schedule_replays_in_the_evaluators_order() -> None:
     assert max(ex.release_latency_s) < 0.5
 
 
-def _cli(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "sjfbco", *args], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-    )  # fmt: skip
-
-
 def _wait_for_run(tag: str, pid: int, timeout: float = 30.0) -> RunInfo:
     """The run that process ``pid`` started under ``tag``, once its namespaces are up."""
     deadline = time.monotonic() + timeout
@@ -198,7 +175,7 @@ def _wait_for_run(tag: str, pid: int, timeout: float = 30.0) -> RunInfo:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_takes_the_emulation_down(tmp_path: Path, sig: int, own_tag: str) -> None:
     data, sched = _long_run(tmp_path)
-    proc = _cli("testbed", "run", str(data), str(sched))
+    proc = cli_process("testbed", "run", str(data), str(sched))
     info = _wait_for_run(own_tag, proc.pid)
     proc.send_signal(sig)
     proc.wait(30)
@@ -212,12 +189,12 @@ def test_down_removes_a_killed_run_and_leaves_a_live_one(tmp_path: Path, own_tag
     run only and names the live one; ``--force`` removes a named live run."""
     data, sched = _long_run(tmp_path)
     with Network([100.0]) as live:
-        proc = _cli("testbed", "run", str(data), str(sched))
+        proc = cli_process("testbed", "run", str(data), str(sched))
         killed = _wait_for_run(own_tag, proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
         assert set(killed.namespaces) <= set(namespaces())  # SIGKILL cannot be caught
-        down = _cli("testbed", "down")
+        down = cli_process("testbed", "down")
         out, err = down.communicate(timeout=60)
         assert down.returncode == 0, err
         assert killed.prefix in out and "left" in out and live.prefix in out.split("left")[1]
@@ -226,10 +203,10 @@ def test_down_removes_a_killed_run_and_leaves_a_live_one(tmp_path: Path, own_tag
         mine = [ns for ns in namespaces() if ns.startswith(live.prefix + "-")]
         assert sorted(mine) == sorted([live.control, live.switch, live.server_ns(0)])
         assert live.folder is not None and live.folder.exists()
-        unknown = _cli("testbed", "down", "--force", "sjtb-zzzz")
+        unknown = cli_process("testbed", "down", "--force", "sjtb-zzzz")
         _, err = unknown.communicate(timeout=60)
         assert unknown.returncode == 2 and "no testbed run" in err
-        forced = _cli("testbed", "down", "--force", live.run_id)
+        forced = cli_process("testbed", "down", "--force", live.run_id)
         out, _ = forced.communicate(timeout=60)
         assert forced.returncode == 0 and live.prefix in out
         assert not [ns for ns in namespaces() if ns.startswith(live.prefix + "-")]
@@ -285,7 +262,9 @@ def test_refusals_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         rates_of(paper)
     sched = tmp_path / "s.json"
     sjfbco.write_schedule(sjfbco.solve(paper, "ff").schedule, paper, sched)
-    proc = _cli("testbed", "run", str(ROOT / "instances/paper/paper-s20-seed0.json"), str(sched))
+    proc = cli_process(
+        "testbed", "run", str(ROOT / "instances/paper/paper-s20-seed0.json"), str(sched)
+    )
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "Mbit/s" in err

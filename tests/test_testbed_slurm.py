@@ -10,10 +10,8 @@ The parsing tests run everywhere.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from sjfbco import Cluster, CostParams, Job, ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.testbed import Network, TestbedError
 from sjfbco.testbed.net import check_environment
-from sjfbco.testbed.runs import TAG_VARIABLE, host_lock, namespaces, own_runs, remove
+from sjfbco.testbed.runs import namespaces, own_runs
 from sjfbco.testbed.slurm import SlurmCluster, check_slurm, controller_times
 from sjfbco.testbed.viaslurm import (
     SlurmOverhead,
@@ -33,6 +31,7 @@ from sjfbco.testbed.viaslurm import (
     gpus_of,
     with_overhead,
 )
+from tests.conftest import cli_process
 
 ROOT = Path(__file__).resolve().parent.parent
 try:
@@ -43,18 +42,6 @@ except TestbedError as err:
     REASON = str(err)
 needs_slurm = pytest.mark.skipif(bool(REASON), reason=f"Slurm testbed unavailable: {REASON}")
 NONE = SlurmOverhead(0.0, 0.0, 0.0, 0)
-
-
-@pytest.fixture
-def own_tag(monkeypatch: pytest.MonkeyPatch):
-    tag = f"pytest-{os.getpid()}-{secrets.token_hex(4)}"
-    monkeypatch.setenv(TAG_VARIABLE, tag)
-    with host_lock():
-        yield tag
-        left = own_runs(tag)
-        for info in left:
-            remove(info)
-    assert not left, f"the test left runs behind: {[r.describe() for r in left]}"
 
 
 def _instance() -> ProblemData:
@@ -126,14 +113,6 @@ def test_without_a_plan_slurm_places_and_orders(own_tag: str) -> None:
                 assert a.end <= b.start or b.end <= a.start
 
 
-def _cli(*args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "sjfbco", *args], stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-    )  # fmt: skip
-
-
 def _long(tmp_path: Path) -> tuple[Path, Path]:
     cluster = Cluster((1, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
     cost = CostParams(xi2=0.0, slot_seconds=1.0, time_model="continuous")
@@ -172,13 +151,13 @@ def test_a_signal_leaves_nothing_and_spares_a_live_run(
     ``testbed down`` does, and leaves a live run of someone else's standing."""
     inst, sched = _long(tmp_path)
     with Network([100.0]) as live:
-        proc = _cli("testbed", "run", str(inst), str(sched), "--via", "slurm")
+        proc = cli_process("testbed", "run", str(inst), str(sched), "--via", "slurm")
         prefix = _wait_for_slurm_job(own_tag, proc.pid)
         assert _daemons_of(prefix)  # slurmctld and slurmd run with the run's paths
         if sig == signal.SIGKILL:
             os.killpg(proc.pid, sig)
             proc.wait(10)
-            down = _cli("testbed", "down")
+            down = cli_process("testbed", "down")
             out, err = down.communicate(timeout=60)
             assert down.returncode == 0, err
             assert prefix in out and live.prefix in out.split("left")[1]
