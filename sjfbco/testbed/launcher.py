@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sjfbco.files import load_json
-from sjfbco.testbed.net import Network, TestbedError, mpiexec_path, server_address
+from sjfbco.testbed.net import SERVER_SHM, Network, TestbedError, mpiexec_path, server_address
 
 WORKER = Path(__file__).with_name("worker.py")
 #: Environment of every rank: TCP only, MPICH's ring all-reduce.
@@ -76,7 +76,7 @@ class Hosts:
         cases = "".join(
             f"  {server_address(k)}) exec ip netns exec {net.server_ns(k)} unshare --uts --mount "
             "--propagation private sh -c "
-            f'"mount -t tmpfs -o mode=1777 tmpfs /dev/shm && hostname s{k} && exec $*";;\n'
+            f'"{SERVER_SHM} && hostname s{k} && exec $*";;\n'
             for k in range(net.num_servers)
         )
         path.write_text(

@@ -53,8 +53,19 @@ MIN_RATE_MBIT, MAX_RATE_MBIT = 1.0, 2000.0
 TBF_BURST = 65536
 #: tbf's queue, as the longest a packet may wait, ms.
 TBF_LATENCY_MS = 100
+#: The shell step that gives an emulated server (a process under ``unshare --mount``) a
+#: ``/dev/shm`` of its own: MPI's shared-memory segments of its jobs live and die with it.
+SERVER_SHM = "mount -t tmpfs -o mode=1777 tmpfs /dev/shm"
 
-__all__ = ["PREFIX", "Network", "TestbedError", "check_environment", "namespaces", "run"]
+__all__ = [
+    "PREFIX",
+    "SERVER_SHM",
+    "Network",
+    "TestbedError",
+    "check_environment",
+    "namespaces",
+    "run",
+]
 
 
 def server_address(server: int) -> str:

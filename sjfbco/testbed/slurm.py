@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sjfbco.testbed.net import CONTROL_ADDRESS, Network, server_address
+from sjfbco.testbed.net import CONTROL_ADDRESS, SERVER_SHM, Network, server_address
 from sjfbco.testbed.runs import TestbedError
 
 if TYPE_CHECKING:
@@ -189,7 +189,7 @@ class SlurmCluster:
         mount namespace of its own with a fresh ``/dev/shm`` (a server's: MPI's shared
         memory segments of its jobs live and die with it, never in the host's)."""
         log = (self.folder / "log" / f"{host}.out").open("wb")
-        mount = "mount -t tmpfs -o mode=1777 tmpfs /dev/shm && " if shm else ""
+        mount = f"{SERVER_SHM} && " if shm else ""
         cmd = [
             _binary("nsenter"), f"--net=/var/run/netns/{ns}", "unshare", "--uts",
             *(["--mount", "--propagation", "private"] if shm else []), "sh", "-c",
