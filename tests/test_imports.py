@@ -219,6 +219,7 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
     assert closure("sjfbco.errors") == set()
     assert closure("sjfbco.limits") == {"sjfbco.errors"}
     assert closure("sjfbco.clock") <= {"sjfbco.errors", "sjfbco.limits"}
+    assert closure("sjfbco.knobs") == set()
     assert closure("sjfbco.solvers.contract") <= leaf
     assert closure("sjfbco.cost") <= leaf
     assert not any("sjfbco.commands" in m or m == "sjfbco.cli" for m in closure("sjfbco"))
