@@ -27,7 +27,7 @@ import sjfbco
 from sjfbco import Cluster, CostParams, Job, ProblemData
 from sjfbco.schedule import Schedule
 from sjfbco.testbed import Hosts, Network, TestbedError, rates_of
-from sjfbco.testbed.measure import run_together
+from sjfbco.testbed.measure import measure_mixed, run_together
 from sjfbco.testbed.net import check_environment, run, server_address
 from sjfbco.testbed.replay import execute
 from sjfbco.testbed.runs import (
@@ -130,6 +130,46 @@ def test_two_jobs_sharing_an_uplink_slow_each_other() -> None:
         both = run_together(hosts, net.folder, [split, split], 6)
     for t in both:
         assert t.sync > 1.5 * alone.sync  # fair sharing: about twice
+
+
+def test_mixed_rows_name_their_neighbours_and_keep_them_running() -> None:
+    """Two kinds on a 4 + 2 cluster: ``big`` (2 MB, no compute: 0.16 s per iteration alone
+    at 12.5 MB/s) and ``quick`` (0.25 MB: 0.02 s). Each layout measures both alone
+    (``jobs`` 1, slowdown 1) and the pair together. Without lingering, ``quick`` ends its
+    iterations in a fraction of ``big``'s first ones and ``big`` runs alone (slowdown near
+    1); with it, ``quick`` keeps sending through every measured iteration of ``big``.
+    Transfer ratios of a pair are each other's inverse."""
+    cluster = Cluster((4, 2), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
+    cost = CostParams(xi2=0.0, alpha=0.0, slot_seconds=1.0, time_model="continuous")
+    data = ProblemData(
+        cluster,
+        (
+            Job(id="b", num_gpus=2, iterations=4, gradient_mb=2.0, compute_seconds=0.001,
+                model="big"),
+            Job(id="q", num_gpus=2, iterations=4, gradient_mb=0.25, compute_seconds=0.001,
+                model="quick"),
+        ),
+        cost,
+    )  # fmt: skip
+    with Network(rates_of(data)) as net:
+        assert net.folder is not None
+        rows = measure_mixed(Hosts(net), data, net.folder, iterations=6)
+    assert [(r["layout"], r["jobs"], r["model"]) for r in rows] == [
+        ("pair", 1, "big"), ("pair", 1, "quick"), ("pair", 2, "big"), ("pair", 2, "quick"),
+        ("intra", 1, "big"), ("intra", 1, "quick"), ("intra", 2, "big"), ("intra", 2, "quick"),
+    ]  # fmt: skip
+    by = {(r["layout"], r["jobs"], r["model"]): r for r in rows}
+    for layout in ("pair", "intra"):
+        assert by[layout, 1, "big"]["slowdown"] == 1.0 and by[layout, 1, "big"]["neighbours"] == ""
+        big, quick = by[layout, 2, "big"], by[layout, 2, "quick"]
+        assert (big["neighbours"], quick["neighbours"]) == ("quick", "big")
+        assert (
+            big["neighbour_gpus"] == quick["neighbour_gpus"] == ("1" if layout == "pair" else "2")
+        )
+        ratio = float(str(big["neighbour_transfer"])) * float(str(quick["neighbour_transfer"]))
+        assert ratio == pytest.approx(1.0, rel=1e-4)
+    assert float(str(by["pair", 2, "quick"]["neighbour_transfer"])) > 3  # 2 MB against 0.25
+    assert float(str(by["pair", 2, "big"]["slowdown"])) > 1.3  # quick lingered beside it
 
 
 def _two_on_one_gpu() -> tuple[ProblemData, Schedule]:

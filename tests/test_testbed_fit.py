@@ -12,6 +12,7 @@ from sjfbco import CostParams, InputError
 from sjfbco.calibration.cluster import SizedSteps, fit_cluster, fit_testbed, read_sized
 from sjfbco.calibration.cluster import predict as predict_steps
 from sjfbco.calibration.slowdown import Slowdowns, fit_slowdowns, predict, read_slowdowns
+from sjfbco.commands.testbed import parse_kind
 from sjfbco.cost import interleaved, iteration_seconds
 from sjfbco.launch import launch_plan, schedule_of
 from sjfbco.testbed.measure import placements
@@ -224,3 +225,11 @@ def test_one_contention_level_has_no_heldout_figure() -> None:
     assert doc["heldout_median_rel_error"] is None and doc["median_rel_error"] >= 0
     assert rep.selection_error() == pytest.approx(float(np.median(rep.errors())))
     assert fit_slowdowns(_synthetic_slowdowns(truth), "paper").has_heldout
+
+
+def test_kind_grid_is_parsed_or_refused_by_name() -> None:
+    assert parse_kind("heavy=4:0.1") == ("heavy", (4.0, 0.1))
+    assert parse_kind(" light = 0.5:0 ") == ("light", (0.5, 0.0))
+    for bad in ("heavy", "=4:0.1", "h=0:0.1", "h=4:-1", "h=4", "h=x:1", "h=nan:1"):
+        with pytest.raises(InputError, match="--kind"):
+            parse_kind(bad)

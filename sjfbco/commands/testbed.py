@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +33,11 @@ def add_parser(sub: Any) -> None:
     tsub = p.add_subparsers(dest="testbed_command", metavar="COMMAND", required=True)
     for name, text in (
         ("measure", "step and sync times of every job kind alone on every placement"),
-        ("contention", "slowdowns of p = 1..4 split jobs sharing two servers"),
+        (
+            "contention",
+            "slowdowns of p = 1..4 identical split jobs sharing two servers, then of pairs "
+            "and triples of different job kinds sharing servers",
+        ),
     ):
         m = tsub.add_parser(
             name, help=text, description=text + " (a CSV 'sjfbco calibrate' reads)."
@@ -41,6 +46,20 @@ def add_parser(sub: Any) -> None:
         m.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="CSV to write")
         _common(m)
         m.add_argument("--iterations", type=int, default=12, help="iterations per run (default 12)")
+        if name == "contention":
+            m.add_argument(
+                "--kind",
+                action="append",
+                default=[],
+                metavar="NAME=MB:COMPUTE",
+                help="a job kind measured beside the instance's (gradient MB, compute s; "
+                "repeatable): the grid of the mixed rows",
+            )
+            m.add_argument(
+                "--identical-only",
+                action="store_true",
+                help="only the rows of identical jobs (no pairs and triples of different kinds)",
+            )
         m.set_defaults(run=run)
     r = tsub.add_parser(
         "run",
@@ -150,10 +169,29 @@ def run(args: argparse.Namespace) -> int:
         rows = tb.measure(data, args.hostfile, args.iterations, args.shared_dir)
         write_rows(args.output, STEP_HEADER, rows)
     else:
-        rows = tb.contention(data, args.hostfile, args.iterations, args.shared_dir)
+        grid = dict(parse_kind(text) for text in args.kind)
+        rows = tb.contention(
+            data, args.hostfile, args.iterations, args.shared_dir, not args.identical_only, grid
+        )
         write_rows(args.output, SLOWDOWN_HEADER, rows)
     print(f"wrote {len(rows)} rows to {args.output}")
     return 0
+
+
+def parse_kind(text: str) -> tuple[str, tuple[float, float]]:
+    """``NAME=MB:COMPUTE`` of ``--kind`` as (name, (gradient MB, compute s))."""
+    name, _, value = text.partition("=")
+    mb, _, compute = value.partition(":")
+    try:
+        pair = (float(mb), float(compute))
+    except ValueError:
+        pair = (math.nan, math.nan)
+    if not name.strip() or not all(math.isfinite(v) and v >= 0 for v in pair) or pair[0] <= 0:
+        raise InputError(
+            f"--kind: {text!r} is not NAME=MB:COMPUTE with a gradient > 0 MB and a compute "
+            ">= 0 s (e.g. heavy=4:0.1)"
+        )
+    return name.strip(), pair
 
 
 def _read_plan_or_schedule(path: str, data: ProblemData) -> Schedule:

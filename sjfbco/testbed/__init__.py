@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sjfbco.testbed.launcher import Hosts
-from sjfbco.testbed.measure import measure_contention, measure_placements
+from sjfbco.testbed.measure import measure_contention, measure_mixed, measure_placements
 from sjfbco.testbed.net import (
     MAX_RATE_MBIT,
     MIN_RATE_MBIT,
@@ -47,7 +47,7 @@ from sjfbco.testbed.viaslurm import (
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Callable, Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator, Mapping
 
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
@@ -146,9 +146,19 @@ def contention(
     hostfile: str | os.PathLike[str] | None = None,
     iterations: int = 12,
     shared_dir: str | os.PathLike[str] = ".",
+    mixed: bool = True,
+    grid: Mapping[str, tuple[float, float]] | None = None,
 ) -> list[dict[str, object]]:
-    """Slowdown rows of ``p = 1..4`` split jobs sharing servers (the slowdown layout)."""
-    return _measured(measure_contention, data, hostfile, iterations, shared_dir)
+    """Slowdown rows of ``p = 1..4`` identical split jobs sharing servers (the slowdown
+    layout), then (``mixed``) of pairs and triples of different kinds, the instance's and
+    ``grid``'s (name -> gradient MB, compute s): :func:`~sjfbco.testbed.measure.measure_mixed`.
+    """
+
+    def both(hosts: Hosts, data: ProblemData, folder: Path, n: int) -> list[dict[str, object]]:
+        rows = measure_contention(hosts, data, folder, n)
+        return rows + (measure_mixed(hosts, data, folder, n, grid) if mixed else [])
+
+    return _measured(both, data, hostfile, iterations, shared_dir)
 
 
 def _measured(

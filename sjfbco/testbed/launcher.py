@@ -129,6 +129,9 @@ class JobProcess:
     iterations: int
     compute_seconds: float
     folder: Path
+    #: go on loading the links after the measured iterations until :meth:`stop`
+    #: (the worker's ``--linger``)
+    linger: bool = False
     launched_at: float = 0.0
     ready_at: float | None = None
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
@@ -144,7 +147,7 @@ class JobProcess:
         args = [
             sys.executable, str(WORKER), "--mb", repr(self.gradient_mb),
             "--iterations", str(self.iterations), "--compute", repr(self.compute_seconds),
-            "--dir", str(self.folder),
+            "--dir", str(self.folder), *(["--linger"] if self.linger else []),
         ]  # fmt: skip
         cmd = self.hosts.mpiexec(hostfile, self.ranks, args, self.folder.parent)
         env = {**os.environ, **MPI_ENV}
@@ -166,6 +169,10 @@ class JobProcess:
     def go(self) -> float:
         (self.folder / "go").touch()
         return time.monotonic()
+
+    def stop(self) -> None:
+        """End a lingering job after its measured iterations (no effect on others)."""
+        (self.folder / "stop").touch()
 
     def is_done(self) -> bool:
         if (self.folder / "result.json").exists():
@@ -197,6 +204,8 @@ class JobProcess:
     def finish(self, timeout: float = 10.0) -> None:
         """After a run, whatever happened: let a finished job exit, kill any other (no raise)."""
         if (self.folder / "result.json").exists():
+            if self.linger:
+                self.stop()
             self.wait(timeout)
         else:
             self.kill()

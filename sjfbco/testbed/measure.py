@@ -13,7 +13,12 @@ and the cost model's contention count is ``p``), at compute shares from 0 to
 :data:`SHARES`\\ [-1] of the iteration alone (and, on three servers or more, ``p``
 jobs that share one server only), and writes the *slowdown* layout:
 ``jobs, compute_share, slowdown`` (the form papers publish) with the measured
-seconds beside them.
+seconds beside them. Those rows leave the ``neighbours`` columns empty: the
+neighbours are copies of the job.
+
+:func:`measure_mixed` runs pairs and triples of jobs of *different* kinds
+together (issue 43), in the same layout, each row naming its own kind and its
+neighbours' (kind, compute share, transfer time, GPUs on the shared server).
 
 Each figure is the median over iterations of one run, the first
 :data:`WARMUP` iterations left out (TCP slow start, phases settling).
@@ -35,7 +40,7 @@ from sjfbco.testbed.net import TestbedError
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from sjfbco.problem import ProblemData
@@ -51,6 +56,8 @@ WARMUP = 2
 _RUNS = itertools.count()
 #: Largest number of jobs sharing the two servers.
 MAX_P = 4
+#: Sizes of the groups of different kinds measured together (pairs and triples).
+MIXED_GROUPS = (2, 3)
 
 STEP_HEADER = (
     "model", "placement", "local_bsz", "step_time", "sync_time", "gradient_mb", "compute_seconds",
@@ -58,6 +65,7 @@ STEP_HEADER = (
 SLOWDOWN_HEADER = (
     "model", "layout", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds",
     "gradient_mb", "compute_seconds", "workers", "servers",
+    "neighbours", "neighbour_shares", "neighbour_transfer", "neighbour_gpus",
 )  # fmt: skip
 
 
@@ -74,12 +82,23 @@ def run_together(
     folder: Path,
     jobs: Sequence[tuple[Sequence[tuple[int, int]], float, float]],
     iterations: int,
+    linger: bool = False,
 ) -> list[Timing]:
-    """Run jobs ``(servers, gradient MB, compute s)`` all released at once; their timings."""
+    """Run jobs ``(servers, gradient MB, compute s)`` all released at once; their timings.
+
+    ``linger``: a job that has its iterations goes on loading the links until every job
+    has them (jobs of different kinds, whose iterations differ in length)."""
     run = next(_RUNS)
     procs = [
         JobProcess(
-            hosts, f"m{k}", servers, mb, iterations, compute, folder / f"run{run:04d}-{k:02d}"
+            hosts,
+            f"m{k}",
+            servers,
+            mb,
+            iterations,
+            compute,
+            folder / f"run{run:04d}-{k:02d}",
+            linger=linger,
         ).launch()
         for k, (servers, mb, compute) in enumerate(jobs)
     ]
@@ -202,6 +221,92 @@ def measure_contention(
                     "gradient_mb": mb, "compute_seconds": compute, "workers": 2, "servers": 2,
                 })  # fmt: skip
     return rows
+
+
+def measure_mixed(
+    hosts: Hosts,
+    data: ProblemData,
+    folder: Path,
+    iterations: int = 12,
+    grid: Mapping[str, tuple[float, float]] | None = None,
+) -> list[dict[str, object]]:
+    """Slowdown rows of jobs of *different* kinds sharing servers (module docstring).
+
+    Kinds: the instance's (:func:`kinds`), and those of ``grid`` (name -> gradient MB,
+    compute s) beside them. Every pair and triple of distinct kinds runs together, with
+    :data:`MIXED_GROUPS` as the cap fits, in two layouts: ``pair`` (each job one GPU on
+    each of the two fullest servers: they share both uplinks) and ``intra`` (each job
+    two GPUs of the fullest server: they share its inside). Each kind also runs alone
+    in each layout (a ``jobs`` 1 row): the base of its slowdowns, its compute share
+    ``s`` = 1 - sync/step alone, and its transfer time, which the rows beside it divide
+    by. One row per job of a group; ``neighbours``, ``neighbour_shares``,
+    ``neighbour_transfer`` and ``neighbour_gpus`` list the other jobs of its group
+    (semicolon-separated, one entry each): their kind, compute share alone, transfer
+    time alone over this job's, and GPUs on the shared server. Jobs linger
+    (:func:`run_together`), so every measured iteration ran beside all its neighbours.
+    """
+    caps = data.cluster.gpus_per_server[: hosts.num_servers]
+    if len(caps) < 2:
+        raise TestbedError("contention needs at least two servers")
+    every = {**kinds(data), **(grid or {})}
+    order = sorted(range(len(caps)), key=lambda s: (-caps[s], s))
+    hub, other = order[0], order[1]
+    layouts: tuple[tuple[str, list[tuple[int, int]], int], ...] = (
+        ("pair", [(hub, 1), (other, 1)], min(caps[hub], caps[other])),
+        ("intra", [(hub, 2)], caps[hub] // 2),
+    )
+    rows: list[dict[str, object]] = []
+    for layout, servers, room in layouts:
+        if room < 2:
+            continue
+        alone: dict[str, Timing] = {}
+        for name, (mb, compute) in sorted(every.items()):
+            (alone[name],) = run_together(hosts, folder / "x", [(servers, mb, compute)], iterations)
+            rows.append(_mixed_row(layout, servers, (name,), 0, every, alone, alone[name]))
+        for size in MIXED_GROUPS:
+            if size > room:
+                continue
+            for group in itertools.combinations(sorted(every), size):
+                jobs = [(servers, *every[name]) for name in group]
+                times = run_together(hosts, folder / "x", jobs, iterations, linger=True)
+                rows += [
+                    _mixed_row(layout, servers, group, k, every, alone, t)
+                    for k, t in enumerate(times)
+                ]
+    return rows
+
+
+def _mixed_row(
+    layout: str,
+    servers: Sequence[tuple[int, int]],
+    group: Sequence[str],
+    k: int,
+    every: Mapping[str, tuple[float, float]],
+    alone: Mapping[str, Timing],
+    t: Timing,
+) -> dict[str, object]:
+    """The row of job ``k`` of ``group`` (kind names) measured at ``t``."""
+    name = group[k]
+    base = alone[name]
+    others = [g for i, g in enumerate(group) if i != k]
+    mb, compute = every[name]
+
+    def share(n: str) -> float:
+        return max(0.0, 1.0 - alone[n].sync / alone[n].step)
+
+    def joined(values: Sequence[object]) -> str:
+        return ";".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in values)
+
+    return {
+        "model": name, "layout": layout, "jobs": len(group), "compute_share": share(name),
+        "slowdown": t.step / base.step, "seconds": t.step, "alone_seconds": base.step,
+        "gradient_mb": mb, "compute_seconds": compute,
+        "workers": sum(c for _, c in servers), "servers": len(servers),
+        "neighbours": joined(others),
+        "neighbour_shares": joined([share(n) for n in others]),
+        "neighbour_transfer": joined([alone[n].sync / max(base.sync, 1e-9) for n in others]),
+        "neighbour_gpus": joined([servers[0][1]] * len(others)),
+    }  # fmt: skip
 
 
 def write_rows(path: str | os.PathLike[str], header: Sequence[str], rows: Sequence[dict]) -> None:

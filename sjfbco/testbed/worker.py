@@ -11,6 +11,13 @@ small warm-up all-reduce (connections set up) rank 0 writes ``ready``; every
 rank then waits for ``go`` to exist, runs the iterations, and rank 0 writes
 ``result.json`` (``CLOCK_MONOTONIC`` times, shared by every process of the host:
 ``go`` seen, and per iteration compute start, all-reduce start, all-reduce end).
+
+With ``--linger`` the job goes on after its measured iterations (same compute, same
+all-reduce, nothing recorded) until ``stop`` exists in ``--dir``: jobs of different
+lengths measured together (``sjfbco testbed contention``'s mixed rows) then keep loading
+the links until every job has its iterations, so that no measured iteration ran beside
+a neighbour that had already ended. Rank 0 looks for ``stop`` before each such iteration
+and tells the others with a one-byte broadcast (so every rank stops at the same one).
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, required=True)
     ap.add_argument("--compute", type=float, required=True)
     ap.add_argument("--dir", type=Path, required=True)
+    ap.add_argument("--linger", action="store_true")
     a = ap.parse_args()
     comm = MPI.COMM_WORLD
     n = max(1, round(a.mb * 1e6 / 4))
@@ -54,7 +62,8 @@ def main() -> None:
         time.sleep(GO_POLL_S)
     seen = time.monotonic()
     rows = []
-    for _ in range(a.iterations):
+
+    def iteration() -> None:
         t0 = time.monotonic()
         if a.compute > 0:
             time.sleep(a.compute)
@@ -62,10 +71,21 @@ def main() -> None:
         if comm.size > 1 and n > 0:
             _wait(comm.Iallreduce(send, recv))
         rows.append((t0, t1, time.monotonic()))
+
+    for _ in range(a.iterations):
+        iteration()
     if comm.rank == 0:
         tmp = a.dir / "result.json.tmp"
         tmp.write_text(json.dumps({"go_seen": seen, "size": comm.size, "iterations": rows}))
         tmp.replace(a.dir / "result.json")
+    stop = a.dir / "stop"
+    flag = np.zeros(1, dtype=np.uint8)
+    while a.linger:
+        flag[0] = comm.rank == 0 and stop.exists()
+        _wait(comm.Ibcast(flag, root=0))
+        if flag[0]:
+            break
+        iteration()
 
 
 if __name__ == "__main__":
