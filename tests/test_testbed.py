@@ -199,6 +199,8 @@ def test_schedule_replays_in_the_evaluators_order() -> None:
     assert ev.makespan == pytest.approx(1.5)  # (3 + 2) x 0.3 s
     assert ex.executed_makespan == pytest.approx(1.5, rel=0.1)
     assert max(ex.release_latency_s) < 0.5
+    # no job shares a link: each runs its own iterations x 0.3 s (a 0.9, b 0.6, c 0.9 s)
+    assert ex.per_job is not None and ex.per_job.jobs == 3 and ex.per_job.worst < 0.15
 
 
 def _wait_for_run(tag: str, pid: int, timeout: float = 30.0) -> RunInfo:
@@ -350,6 +352,7 @@ def test_hostfile_mode_runs_through_the_namespaces(tmp_path: Path, offset: int) 
     by = {j["id"]: j for j in doc["jobs"]}
     assert by["b"]["start"] >= by["a"]["end"]
     assert doc["executed_makespan"] == pytest.approx(1.5, rel=0.15)
+    assert doc["per_job"]["jobs"] == 3 and doc["per_job"]["worst"] < 0.2
     assert not list(tmp_path.glob("sjtb-hosts-*"))  # the shared work folder is removed
 
 

@@ -16,7 +16,7 @@ from sjfbco.commands.testbed import parse_kind
 from sjfbco.cost import interleaved, iteration_seconds
 from sjfbco.launch import launch_plan, schedule_of
 from sjfbco.testbed.measure import placements
-from sjfbco.testbed.replay import calibrated
+from sjfbco.testbed.replay import Execution, JobTimes, Spread, calibrated
 from sjfbco.testbed.workload import NOMINAL, emulated_instance
 
 DATA = Path(__file__).parent / "data"
@@ -233,3 +233,31 @@ def test_kind_grid_is_parsed_or_refused_by_name() -> None:
     for bad in ("heavy", "=4:0.1", "h=0:0.1", "h=4:-1", "h=4", "h=x:1", "h=nan:1"):
         with pytest.raises(InputError, match="--kind"):
             parse_kind(bad)
+
+
+def test_per_job_spread_hand_computed() -> None:
+    # errors |pred / exec - 1|: a 11/10 -> 0.1, b 3/4 -> 0.25, c 5/5 -> 0, d 2.2/2 -> 0.1;
+    # e ran 0 s and is left out. Sorted 0, 0.1, 0.1, 0.25: median 0.1; p90 at position
+    # 0.9 x 3 = 2.7: 0.1 + 0.7 x (0.25 - 0.1) = 0.205; worst 0.25, job b
+    spread = Spread.of([("a", 10, 11), ("b", 4, 3), ("c", 5, 5), ("d", 2, 2.2), ("e", 0, 1)])
+    assert spread is not None
+    assert (spread.median, spread.worst, spread.worst_job, spread.jobs) == (
+        pytest.approx(0.1), 0.25, "b", 4,
+    )  # fmt: skip
+    assert spread.p90 == pytest.approx(0.205)
+    assert Spread.of([]) is None and Spread.of([("z", 0.0, 3.0)]) is None
+
+
+def test_execution_per_job_is_on_run_times_not_ends() -> None:
+    # job a: ran 0..4, predicted 0..5 (+25%); job b waited behind a: ran 4..6, predicted
+    # 5..7: its end is 17% late but its run time (2 s) is exact
+    jobs = (
+        JobTimes("a", 0.0, 4.0, 0.0, 5.0, 0.0, 4.4),
+        JobTimes("b", 4.0, 6.0, 5.0, 7.0, 4.4, 6.4),
+    )
+    ex = Execution("i", 1.0, jobs, 6.0, 7.0, 6.4, (), ())
+    assert ex.per_job is not None and ex.per_job.worst == pytest.approx(0.25)
+    assert ex.per_job.median == pytest.approx(0.125) and ex.per_job.worst_job == "a"
+    cal = ex.per_job_calibrated
+    assert cal is not None and cal.worst == pytest.approx(0.1) and cal.median == pytest.approx(0.05)
+    assert ex.to_dict()["per_job"]["p90"] == pytest.approx(0.225)  # 0 + 0.9 x 0.25

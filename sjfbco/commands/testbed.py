@@ -259,6 +259,9 @@ def _run(args: argparse.Namespace, data: ProblemData) -> int:
             else ""
         )
     )
+    for label, spread in (("", ex.per_job), ("calibrated ", ex.per_job_calibrated)):
+        if spread is not None:
+            print(f"per job, {label}run time predicted against executed: {spread.text()}")
     launch, lat = doc["launch_seconds"], doc["release_latency_s"]
     print(
         f"launch (mpiexec to ready, before the clock): median {launch['median']:.2f} s, max "
@@ -301,6 +304,9 @@ def _print_slurm(ex: SlurmExecution, as_json: bool) -> int:
         f"Slurm's overhead (probe of {o.jobs} jobs): start {o.start_s:.2f} s after eligible, "
         f"run + {o.launch_s:.2f} s + {o.per_rank_s:.2f} s per rank"
     )
+    spread = ex.per_job
+    if spread is not None:
+        print(f"per job, run time expected against executed: {spread.text()}")
     if doc["moved"]:
         print(f"ran elsewhere than planned: {', '.join(doc['moved'])}")
     sys.stdout.flush()

@@ -19,10 +19,13 @@ the instance's ``cost.slot_seconds``.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from sjfbco.evaluate import evaluate
 from sjfbco.launch import LaunchPlan, launch_plan
@@ -30,6 +33,7 @@ from sjfbco.testbed.launcher import JobProcess, wait_ready
 from sjfbco.testbed.net import TestbedError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from sjfbco.problem import ProblemData
@@ -45,6 +49,47 @@ READY_TIMEOUT_S = 300.0
 MAX_REPLAY_SECONDS = 1800.0
 #: A replay is stopped when it runs past ``SLACK_FACTOR`` x the predicted makespan + SLACK_S.
 SLACK_FACTOR, SLACK_S = 4.0, 60.0
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far per-job predictions are from execution: over the jobs, ``|predicted run
+    time / executed run time - 1|`` (run time = end - start, so a job's error is its own
+    and not the delay of the jobs before it), its median, 90th percentile (linear
+    interpolation) and worst, and the job that is worst."""
+
+    median: float
+    p90: float
+    worst: float
+    worst_job: str
+    jobs: int
+
+    @classmethod
+    def of(cls, runs: Sequence[tuple[str, float, float]]) -> Spread | None:
+        """From ``(job, executed, predicted)`` run times; ``None`` without a job whose
+        executed run time is above 0."""
+        errs = [(abs(p / e - 1.0), j) for j, e, p in runs if e > 0]
+        if not errs:
+            return None
+        values = [e for e, _ in errs]
+        worst, worst_job = max(errs)
+        return cls(
+            median=statistics.median(values),
+            p90=float(np.percentile(values, 90)),
+            worst=worst,
+            worst_job=worst_job,
+            jobs=len(errs),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def text(self) -> str:
+        """One line: median, p90 and worst, with the worst job named."""
+        return (
+            f"median {self.median:.1%}, p90 {self.p90:.1%}, worst {self.worst:.1%} "
+            f"({self.worst_job}), {self.jobs} jobs"
+        )
 
 
 @dataclass(frozen=True)
@@ -83,6 +128,25 @@ class Execution:
         p = self.predicted_makespan_calibrated
         return None if p is None else p / self.executed_makespan - 1
 
+    @property
+    def per_job(self) -> Spread | None:
+        """Per-job run times predicted on the instance's constants against executed."""
+        return Spread.of(
+            [(j.id, j.end - j.start, j.predicted_end - j.predicted_start) for j in self.jobs]
+        )
+
+    @property
+    def per_job_calibrated(self) -> Spread | None:
+        """The same on the calibration's constants (``None`` without one)."""
+        return Spread.of(
+            [
+                (j.id, j.end - j.start, j.predicted_end_calibrated - j.predicted_start_calibrated)
+                for j in self.jobs
+                if j.predicted_end_calibrated is not None
+                and j.predicted_start_calibrated is not None
+            ]
+        )
+
     def to_dict(self) -> dict[str, Any]:
         lat = self.release_latency_s
         return {
@@ -94,6 +158,10 @@ class Execution:
             "executed_makespan_s": self.executed_makespan * self.slot_seconds,
             "error": self.error,
             "error_calibrated": self.error_calibrated,
+            "per_job": None if self.per_job is None else self.per_job.to_dict(),
+            "per_job_calibrated": None
+            if self.per_job_calibrated is None
+            else self.per_job_calibrated.to_dict(),
             "launch_seconds": {
                 "median": statistics.median(self.launch_seconds) if self.launch_seconds else 0.0,
                 "max": max(self.launch_seconds, default=0.0),

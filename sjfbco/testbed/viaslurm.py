@@ -48,7 +48,7 @@ from sjfbco.slurm import SlurmClient, submit, write_plan
 from sjfbco.slurm.client import ENDED, expand_hostlist, parse_records
 from sjfbco.slurm.scripts import OUT_DIR, WORKER, read_plan
 from sjfbco.testbed.launcher import MPI_ENV
-from sjfbco.testbed.replay import SLACK_FACTOR, SLACK_S, calibrated
+from sjfbco.testbed.replay import SLACK_FACTOR, SLACK_S, Spread, calibrated
 from sjfbco.testbed.runs import TestbedError
 from sjfbco.testbed.slurm import controller_times
 
@@ -164,6 +164,13 @@ class SlurmExecution:
     def expected_makespan(self) -> float:
         return max((j.expected_end for j in self.jobs), default=0.0)
 
+    @property
+    def per_job(self) -> Spread | None:
+        """Per-job run times expected (with Slurm's overhead) against executed."""
+        return Spread.of(
+            [(j.id, j.end - j.start, j.expected_end - j.expected_start) for j in self.jobs]
+        )
+
     def job_errors(self, expected: bool = True) -> list[float]:
         """Per job, ``|executed - predicted| / predicted`` of its end (``expected_end`` with
         Slurm's overhead by default)."""
@@ -196,6 +203,7 @@ class SlurmExecution:
             "error": err(self.predicted_makespan),
             "error_expected": err(self.expected_makespan),
             "job_error_expected": stats(self.job_errors()),
+            "per_job": None if self.per_job is None else self.per_job.to_dict(),
             "launch_s": stats(runs),
             "moved": [j.id for j in self.jobs if j.moved],
             "jobs": [
