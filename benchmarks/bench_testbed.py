@@ -41,16 +41,19 @@ import numpy as np
 import sjfbco
 from sjfbco.calibration.cluster import fit_testbed, read_sized
 from sjfbco.calibration.slowdown import read_slowdowns
+from sjfbco.evaluate import evaluate
+from sjfbco.schedule import Schedule
 from sjfbco.testbed import Hosts, Network, rates_of
 from sjfbco.testbed.measure import (
     SLOWDOWN_HEADER,
     STEP_HEADER,
     measure_contention,
+    measure_mixed,
     measure_placements,
     write_rows,
 )
-from sjfbco.testbed.replay import calibrated, execute
-from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance
+from sjfbco.testbed.replay import Spread, calibrated, execute
+from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance, mixed_instance
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,6 +65,19 @@ INSTANCES: tuple[tuple[tuple[int, ...], int, int], ...] = (
     ((4, 2, 4, 2), 16, 4),
 )
 SOLVERS = ("best", "sjf-bco", "ls", "ff", "rand")
+#: Issue 43's instances: every kind mixed on split placements (``mixed_instance``).
+MIXED: tuple[tuple[tuple[int, ...], int, int], ...] = (
+    ((2, 2, 2), 10, 11),
+    ((3, 3, 3), 12, 12),
+    ((2, 3, 2, 3), 12, 13),
+    ((4, 2, 2, 4), 14, 14),
+)
+MIXED_SOLVERS = ("best", "sjf-bco", "ls", "rand")
+#: Instance sets: (instances, their generator, solvers).
+SETS = {
+    "uniform": (INSTANCES, emulated_instance, SOLVERS),
+    "mixed": (MIXED, mixed_instance, MIXED_SOLVERS),
+}
 #: The paper's contention and overhead constants on the testbed's shaped links.
 PAPER = replace(
     NOMINAL,
@@ -90,9 +106,11 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
         steps = measure_placements(Hosts(net), data, folder / "m")
         t_steps = time.monotonic() - t
         slow = measure_contention(Hosts(net), data, folder / "c")
+        mixed = measure_mixed(Hosts(net), data, folder / "x")
     t_all = time.monotonic() - t
     write_rows(folder / "steps.csv", STEP_HEADER, steps)
-    write_rows(folder / "slowdowns.csv", SLOWDOWN_HEADER, slow)
+    write_rows(folder / "slowdowns.csv", SLOWDOWN_HEADER[:11], slow)
+    write_rows(folder / "mixed.csv", SLOWDOWN_HEADER, mixed)
     fit = fit_testbed(
         [read_sized(folder / "steps.csv")], [read_slowdowns(folder / "slowdowns.csv")]
     )
@@ -105,10 +123,14 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
         note="written by benchmarks/bench_testbed.py on the emulated cluster (docs/testbed.md)",
     )
     print(
-        f"calibration: {len(steps)} step rows in {t_steps:.0f} s, {len(slow)} slowdown rows; "
+        f"calibration: {len(steps)} step rows in {t_steps:.0f} s, {len(slow)} slowdown rows, "
+        f"{len(mixed)} mixed rows; "
         f"{t_all:.0f} s in all ({load()})"
     )
-    return {"report": fit.report(), "seconds": t_all, "steps": steps, "slowdowns": slow}
+    return {
+        "report": fit.report(), "seconds": t_all, "steps": steps, "slowdowns": slow,
+        "mixed": mixed,
+    }  # fmt: skip
 
 
 def run_instances(
@@ -117,18 +139,21 @@ def run_instances(
     best_limit: float,
     instances: tuple[tuple[tuple[int, ...], int, int], ...] = INSTANCES,
     solvers: tuple[str, ...] = SOLVERS,
+    make: Any = emulated_instance,
 ) -> list[dict]:
     cal = read_preset(preset_path)
     out = []
     for caps, n, seed in instances:
-        data = emulated_instance(caps, n, seed, preset=cal)
+        data = make(caps, n, seed, preset=cal)
         paper = calibrated(data, PAPER)
         with Network(rates_of(data)) as net:
             for solver in solvers:
                 limit = best_limit if solver == "best" else None
                 res = sjfbco.solve(data, solver, seed=0, time_limit=limit)
+                sched = res.schedule
+                assert sched is not None, f"{solver} found no schedule"
                 t = time.monotonic()
-                ex = execute(Hosts(net), paper, res.schedule, folder / f"{data.name}-{solver}", cal)
+                ex = execute(Hosts(net), paper, sched, folder / f"{data.name}-{solver}", cal)
                 wall = time.monotonic() - t
                 row = {
                     "instance": data.name, "solver": solver,
@@ -139,13 +164,66 @@ def run_instances(
                     "launch_median_s": statistics.median(ex.launch_seconds),
                     "release_latency_max_ms": 1000 * max(ex.release_latency_s),
                     "wall_s": wall,
+                    "per_job_calibrated": _spread(ex.per_job_calibrated),
+                    "per_job_paper": _spread(ex.per_job),
+                    "split_jobs": sum(len({s for s, _ in g}) > 1 for g in sched.gpus),
+                    # what re-predicting on other constants needs (--repredict)
+                    "instance_doc": data.to_dict(),
+                    "schedule_doc": sched.to_dict(data),
+                    "executed_jobs": [[j.id, j.start, j.end] for j in ex.jobs],
+                    "job_runs_calibrated": [
+                        [j.id, j.end - j.start,
+                         (j.predicted_end_calibrated or 0.0)
+                         - (j.predicted_start_calibrated or 0.0)]
+                        for j in ex.jobs
+                    ],
+                    "job_runs_paper": [
+                        [j.id, j.end - j.start, j.predicted_end - j.predicted_start]
+                        for j in ex.jobs
+                    ],
                 }  # fmt: skip
                 out.append(row)
+                pj = ex.per_job_calibrated
                 print(f"{data.name:28s} {solver:8s} executed {row['executed']:7.2f} s, "
                       f"calibrated {row['calibrated']:7.2f} ({row['error_calibrated']:+.1%}), "
-                      f"paper {row['paper']:7.2f} ({row['error_paper']:+.1%}); wall {wall:.0f} s "
+                      f"paper {row['paper']:7.2f} ({row['error_paper']:+.1%}); per job "
+                      f"{'-' if pj is None else pj.text()}; wall {wall:.0f} s "
                       f"({load()})", flush=True)  # fmt: skip
     return out
+
+
+def _spread(spread: Spread | None) -> dict[str, Any] | None:
+    return None if spread is None else spread.to_dict()
+
+
+def repredict(rows: list[dict], preset_path: Path, key: str) -> None:
+    """Predict every stored execution again on the constants of ``preset_path`` (a form
+    fitted later, e.g. on the mixed rows): ``row[key]``, ``row["error_" + key]`` and
+    ``row["per_job_" + key]``, from the stored instance, schedule and executed times."""
+    preset = read_preset(preset_path)
+    for row in rows:
+        data = sjfbco.ProblemData.from_dict(row["instance_doc"])
+        sched = Schedule.from_dict(row["schedule_doc"], data)
+        ev = evaluate(calibrated(data, preset), sched)
+        ran = {i: (a, b) for i, a, b in row["executed_jobs"]}
+        row[key] = float(ev.makespan)
+        row[f"error_{key}"] = row[key] / row["executed"] - 1
+        runs = [
+            [job.id, ran[job.id][1] - ran[job.id][0], float(ev.end[j] - ev.start[j])]
+            for j, job in enumerate(data.jobs)
+        ]
+        row[f"job_runs_{key}"] = runs
+        row[f"per_job_{key}"] = _spread(Spread.of([(i, e, p) for i, e, p in runs]))
+
+
+def pooled_jobs(rows: list[dict], key: str) -> Spread | None:
+    """Per-job errors pooled over every job of every execution: median, p90, worst."""
+    runs = [
+        (f"{row['instance']}/{row['solver']}/{job}", executed, predicted)
+        for row in rows
+        for job, executed, predicted in row[f"job_runs_{key}"]
+    ]
+    return Spread.of(runs)
 
 
 def ranking(rows: list[dict], key: str) -> tuple[int, int]:
@@ -160,16 +238,18 @@ def ranking(rows: list[dict], key: str) -> tuple[int, int]:
     return pairs, agree
 
 
-def summary(rows: list[dict]) -> dict:
+def summary(rows: list[dict], keys: tuple[str, ...] = ("calibrated", "paper")) -> dict:
     out: dict = {}
-    for key in ("calibrated", "paper"):
+    for key in keys:
         errs = [abs(r[f"error_{key}"]) for r in rows]
         pairs, agree = ranking(rows, key)
+        jobs = pooled_jobs(rows, key) if all(f"job_runs_{key}" in r for r in rows) else None
         out[key] = {
             "median_abs_error": statistics.median(errs),
             "max_abs_error": max(errs),
             "ranked_pairs": pairs,
             "agreeing_pairs": agree,
+            "per_job": _spread(jobs),
         }
     gains = []
     for inst in {r["instance"] for r in rows}:
@@ -189,6 +269,21 @@ def summary(rows: list[dict]) -> dict:
 QUICK = (((2, 2, 2), 6, 1),)
 
 
+def report(s: dict, keys: tuple[str, ...]) -> None:
+    for key in keys:
+        f = s[key]
+        pj = f.get("per_job")
+        print(f"{key:10s}: makespan median |error| {f['median_abs_error']:.1%}, worst "
+              f"{f['max_abs_error']:.1%}; ranking {f['agreeing_pairs']} of {f['ranked_pairs']} "
+              "pairs agree" + ("" if pj is None else f"; per job median {pj['median']:.1%}, "
+              f"p90 {pj['p90']:.1%}, worst {pj['worst']:.1%} ({pj['worst_job']}) over "
+              f"{pj['jobs']} jobs"))  # fmt: skip
+    if "best_below_sjfbco_executed_mean" in s:
+        print(
+            f"best below sjf-bco, executed: {s['best_below_sjfbco_executed_mean']:.1%} on average"
+        )
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="write the figures here (JSON), the "
@@ -197,33 +292,59 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--best-limit", type=float, default=10.0)
     ap.add_argument("--skip-calibration", action="store_true", help="use --preset as it is")
     ap.add_argument(
+        "--set", choices=(*SETS, "all"), default="all",
+        help="instances: the uniform draws (issue 29), the mixed kinds (issue 43), or both",
+    )  # fmt: skip
+    ap.add_argument(
+        "--repredict", metavar="RESULTS.json",
+        help="execute nothing: predict the executions stored in RESULTS.json again on "
+        "--preset's constants, as the figures named --as; write --out",
+    )  # fmt: skip
+    ap.add_argument("--as", dest="as_key", default="refit", help="name of --repredict's figures")
+    ap.add_argument(
         "--quick", action="store_true",
         help="the bundled preset, one 6-job instance, sjf-bco and ff (about a minute)",
     )  # fmt: skip
     args = ap.parse_args(argv)
     print(load())
+    if args.repredict is not None:
+        doc = json.loads(Path(args.repredict).read_text())
+        repredict(doc["rows"], Path(args.preset), args.as_key)
+        keys = tuple(k for k in ("calibrated", "paper", args.as_key) if k in doc["rows"][0])
+        doc["summary"] = summary(doc["rows"], keys)
+        doc.setdefault("repredicted", {})[args.as_key] = str(args.preset)
+        report(doc["summary"], keys)
+        if args.out is not None:
+            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+            print(f"wrote {args.out}")
+        return dict(doc)
     t = time.monotonic()
-    instances, solvers = (QUICK, ("sjf-bco", "ff")) if args.quick else (INSTANCES, SOLVERS)
+    chosen = ["uniform", "mixed"] if args.set == "all" else [args.set]
     with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp:
         folder = Path(tmp)
         cal = None
         if not (args.skip_calibration or args.quick):
             cal = calibrate(folder, Path(args.preset))
             if args.out is not None:
-                for name in ("steps.csv", "slowdowns.csv"):
+                for name in ("steps.csv", "slowdowns.csv", "mixed.csv"):
                     shutil.copy(folder / name, Path(args.out).with_suffix(f".{name}"))
-        rows = run_instances(folder, Path(args.preset), args.best_limit, instances, solvers)
+        rows = []
+        if args.quick:
+            rows = run_instances(
+                folder, Path(args.preset), args.best_limit, QUICK, ("sjf-bco", "ff")
+            )
+        for name in [] if args.quick else chosen:
+            instances, make, solvers = SETS[name]
+            got = run_instances(
+                folder, Path(args.preset), args.best_limit, instances, solvers, make
+            )
+            rows += [{**r, "set": name} for r in got]
     s = summary(rows)
+    for name in chosen if not args.quick else []:
+        mine = [r for r in rows if r["set"] == name]
+        s[f"set_{name}"] = summary(mine)
     wall = time.monotonic() - t
-    for key in ("calibrated", "paper"):
-        f = s[key]
-        print(f"{key:10s}: median |error| {f['median_abs_error']:.1%}, worst "
-              f"{f['max_abs_error']:.1%}; ranking {f['agreeing_pairs']} of {f['ranked_pairs']} "
-              "pairs agree")  # fmt: skip
-    if "best_below_sjfbco_executed_mean" in s:
-        print(
-            f"best below sjf-bco, executed: {s['best_below_sjfbco_executed_mean']:.1%} on average"
-        )
+    report(s, ("calibrated", "paper"))
     print(f"wall {wall / 60:.1f} min ({load()})")
     doc = {"rows": rows, "summary": s, "calibration": cal, "wall_s": wall,
            "load_end": os.getloadavg(), "python": sys.version.split()[0],

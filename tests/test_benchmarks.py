@@ -507,9 +507,13 @@ def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.Monk
 
 
 @pytest.mark.slow  # about a minute of replays; tests/test_testbed.py covers the replay itself
-def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_testbed_quick_predicts_by_the_evaluator(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Executed schedules (root and the testbed extra needed: skipped elsewhere); each
-    calibrated prediction is the evaluator's makespan of that solver's schedule."""
+    calibrated prediction is the evaluator's makespan of that solver's schedule, and
+    predicting the stored executions again on the same preset (--repredict) gives the
+    same figures, per job too."""
     from sjfbco.testbed import TestbedError
     from sjfbco.testbed.net import check_environment
     from sjfbco.testbed.workload import emulated_instance
@@ -522,7 +526,7 @@ def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.Monke
     from sjfbco.testbed.runs import host_lock
 
     with host_lock():  # with tests/test_testbed*.py: one emulation at a time
-        out = run("bench_testbed", ["--quick"], monkeypatch)
+        out = run("bench_testbed", ["--quick", "--out", str(tmp_path / "t.json")], monkeypatch)
     mod = bench("bench_testbed", monkeypatch)
     ((caps, jobs, seed),) = mod.QUICK
     data = emulated_instance(caps, jobs, seed, preset=get_preset("testbed"))
@@ -534,6 +538,15 @@ def test_bench_testbed_quick_predicts_by_the_evaluator(monkeypatch: pytest.Monke
         assert r["error_calibrated"] == pytest.approx(r["calibrated"] / r["executed"] - 1)
     errs = [abs(r["error_calibrated"]) for r in rows]
     assert out["summary"]["calibrated"]["median_abs_error"] == statistics.median(errs)
+    again = run("bench_testbed", ["--repredict", str(tmp_path / "t.json"), "--as", "same"],
+                monkeypatch)  # fmt: skip
+    for r in again["rows"]:
+        assert r["same"] == pytest.approx(r["calibrated"])
+        assert r["per_job_same"] == pytest.approx(r["per_job_calibrated"])
+        jobs = r["schedule_doc"]["jobs"]
+        assert r["split_jobs"] == sum(len({s for s, _ in j["gpus"]}) > 1 for j in jobs)
+    same = again["summary"]["same"]["per_job"]
+    assert same == pytest.approx(again["summary"]["calibrated"]["per_job"])
 
 
 @pytest.mark.slow  # about a minute and a half of Slurm runs; tests/test_testbed_slurm.py is fast

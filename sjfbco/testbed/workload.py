@@ -82,3 +82,46 @@ def _size_weights(sizes: list[int], biggest: int) -> list[float]:
     w = [1.0 / g if g <= biggest else 0.5 / g for g in sizes]
     total = sum(w)
     return [x / total for x in w]
+
+
+#: GPUs per job of :func:`mixed_instance` and their weights: mostly 2 to 4, so that on
+#: servers of 2 to 4 GPUs many jobs split and share links with jobs of other kinds.
+MIXED_SIZES: dict[int, float] = {1: 0.1, 2: 0.3, 3: 0.3, 4: 0.3}
+
+
+def mixed_instance(
+    gpus_per_server: tuple[int, ...],
+    jobs: int,
+    seed: int = 0,
+    preset: Preset = NOMINAL,
+) -> ProblemData:
+    """An instance where every job kind of :data:`KINDS` mixes on split placements.
+
+    Kinds in turn (a seeded shuffle of the four, repeated), so that at least three kinds
+    are present from three jobs on; sizes drawn from :data:`MIXED_SIZES` (at most the
+    cluster's GPUs); 8 to 40 iterations, as :func:`emulated_instance`. Issue 43's
+    benchmark instances (``benchmarks/bench_testbed.py --set mixed``)."""
+    rng = np.random.default_rng(seed)
+    names = [str(n) for n in rng.permutation(sorted(KINDS))]
+    sizes = [g for g in MIXED_SIZES if g <= sum(gpus_per_server)]
+    weights = np.array([MIXED_SIZES[g] for g in sizes])
+    out = []
+    for k in range(jobs):
+        kind = names[k % len(names)]
+        mb, compute = KINDS[kind]
+        out.append(
+            Job(
+                id=f"{kind}-{k}",
+                num_gpus=int(rng.choice(sizes, p=weights / weights.sum())),
+                iterations=int(rng.integers(8, 41)),
+                gradient_mb=mb,
+                compute_seconds=compute,
+                model=kind,
+            )
+        )
+    return ProblemData(
+        preset.cluster(gpus_per_server),
+        tuple(out),
+        preset.cost(),
+        name=f"mixed-{'-'.join(map(str, gpus_per_server))}-j{jobs}-seed{seed}",
+    )
