@@ -17,7 +17,7 @@ from sjfbco.cost import interleaved, iteration_seconds
 from sjfbco.launch import launch_plan, schedule_of
 from sjfbco.testbed.measure import placements
 from sjfbco.testbed.replay import Execution, JobTimes, Spread, calibrated
-from sjfbco.testbed.workload import NOMINAL, emulated_instance
+from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance, mixed_instance
 
 DATA = Path(__file__).parent / "data"
 
@@ -261,3 +261,15 @@ def test_execution_per_job_is_on_run_times_not_ends() -> None:
     cal = ex.per_job_calibrated
     assert cal is not None and cal.worst == pytest.approx(0.1) and cal.median == pytest.approx(0.05)
     assert ex.to_dict()["per_job"]["p90"] == pytest.approx(0.225)  # 0 + 0.9 x 0.25
+
+
+def test_mixed_instances_mix_every_kind_and_repeat_by_seed() -> None:
+    a = mixed_instance((2, 3, 2), 7, seed=5)
+    assert a == mixed_instance((2, 3, 2), 7, seed=5) and a != mixed_instance((2, 3, 2), 7, 6)
+    models = [job.model for job in a.jobs]
+    # kinds in turn: the first four are the four kinds, then the same order again
+    assert sorted(models[:4]) == sorted(KINDS) and models[4:] == models[:3]
+    assert all(1 <= job.num_gpus <= 4 for job in a.jobs)
+    assert all((job.gradient_mb, job.compute_seconds) == KINDS[str(job.model)] for job in a.jobs)
+    tiny = mixed_instance((1, 1), 30, seed=0)  # no job above the cluster's 2 GPUs
+    assert {job.num_gpus for job in tiny.jobs} == {1, 2}
