@@ -67,9 +67,11 @@ class PhaseResult:
 
 class Phase(Protocol):
     """One step of a run: ``key`` names its figures in the statistics, ``takes`` the
-    fields of :class:`Shares` it may take (checked against ``Shares.bound_phases()``)
-    and ``step`` how the exact solver's module docstring names it (checked against the
-    recipe's order; ``""``: not a step of its own)."""
+    fields of :class:`~sjfbco.solvers.chain.shares.Shares` it may take (checked against
+    ``Shares.bound_phases()``) and ``step`` how the exact solver's module docstring names
+    it (checked against ``exact``'s recipe's order; ``""``: not a step of its own). What
+    it finds that a later phase needs goes to ``run.facts``
+    (:class:`~sjfbco.solvers.chain.state.Facts`)."""
 
     key: str
     takes: ClassVar[tuple[str, ...]]
@@ -83,7 +85,8 @@ class Phase(Protocol):
         """The fraction of the limit it takes (0: none of its own)."""
 
     def wanted(self, run: Run) -> bool:
-        """Whether it runs, from the run's state (the runner checks the bound first)."""
+        """Whether it runs, from the run's state and facts (the runner checks the bound
+        first)."""
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult | None:
         """Do the work by ``deadline``; ``None``: nothing to record."""
