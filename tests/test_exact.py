@@ -32,14 +32,14 @@ from sjfbco.solvers.exact import (
     run_exact,
     warm_solvers,
 )
-from sjfbco.solvers.exact.phases import bound_phases
+from sjfbco.solvers.exact.recipe import bound_phases
 from tests.bruteforce import brute_force
 from tests.conftest import INSTANCES
 from tests.test_clock import FakeTime
 from tests.tiny import tiny_instances, trap_instances
 
 if TYPE_CHECKING:
-    from sjfbco.solvers.exact.state import Run
+    from sjfbco.solvers.chain import Run
 
 BACKENDS = ("highs", "cbc", "cpsat")
 
@@ -518,8 +518,7 @@ def test_last_slot_relaxation_takes_what_is_left(packed: bool) -> None:
     """One slot left (bound = makespan - 1) and a contention-free packing by it: the
     relaxation decides with all the time left but the finish margin; without the packing
     it keeps its share and leaves the model its reserve."""
-    from sjfbco.solvers.exact.phases import RelaxationPhase, apply
-    from sjfbco.solvers.exact.state import Run
+    from sjfbco.solvers.chain import Facts, RelaxationPhase, Run, apply
 
     asked: dict[str, Any] = {}
 
@@ -539,7 +538,8 @@ def test_last_slot_relaxation_takes_what_is_left(packed: bool) -> None:
     RELAXATION_SHARE = shares.relaxation
     phase = RelaxationPhase(shares, model=Recorder)
     data = instance_b()
-    run = Run(data, serial_schedule(data), 11, 10, packed_by=10 if packed else None)
+    facts = Facts(packed_by=10 if packed else None)
+    run = Run(data, serial_schedule(data), 11, 10, facts=facts)
     clock = FakeTime(60.0)
     deadline = Deadline(100.0, 100.0, 0.0, clock)  # 40 s left
     apply(run, phase.key, phase.run(run, deadline))
@@ -551,7 +551,7 @@ def test_last_slot_relaxation_takes_what_is_left(packed: bool) -> None:
         assert asked["deadline"].left() == pytest.approx(want)
     assert run.bound == 10 and run.stats.phases["relaxation"]["status"] == "UNKNOWN"
     if packed:  # a packing by an earlier, higher horizon says nothing about this one
-        run.packed_by = 11
+        run.facts.packed_by = 11
         apply(run, phase.key, phase.run(run, deadline))
         want = min(RELAXATION_SHARE * 100, 40.0 - MODEL_RESERVE * 100)
         assert asked["deadline"].left() == pytest.approx(want)
@@ -565,8 +565,7 @@ def test_no_gpu_slot_to_spare_puts_cpsat_on_the_pooled_form(perfect: bool) -> No
     verdict lifts the bound to the incumbent (test_relaxation.perfect_instance: nothing
     by 4)."""
     from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound
-    from sjfbco.solvers.exact.phases import PooledPhase, apply
-    from sjfbco.solvers.exact.state import Run
+    from sjfbco.solvers.chain import PooledPhase, Run, apply
     from tests.test_relaxation import perfect_instance
 
     asked: dict[str, Any] = {}
@@ -805,8 +804,8 @@ def test_spare_core_proof_stops_the_model() -> None:
     model that would run until stopped, the spare's infeasibility stops the model and
     proves the optimum 3. Without a time limit, or with one thread, there is no spare core
     (the run stays deterministic) and the per-server form runs in turn."""
+    from sjfbco.solvers.chain import AimSparePhase, ConfigurationPhase
     from sjfbco.solvers.exact.model import ModelRun
-    from sjfbco.solvers.exact.phases import AimSparePhase, ConfigurationPhase
 
     data = _late_pair()
     waited = []
@@ -992,7 +991,7 @@ def test_time_limited_bound_is_never_above_the_optimum_many(
 def test_spare_core_runs_at_most_its_limit() -> None:
     """Each run of the spare core gets at most ``spare_limit_s`` of a long limit, and what
     is left of a short one (less the finishing margin)."""
-    from sjfbco.solvers.exact.phases import start_spare
+    from sjfbco.solvers.chain import start_spare
 
     given: list[float] = []
 
@@ -1039,7 +1038,7 @@ def test_a_phase_result_is_folded_in_by_the_one_rule() -> None:
     answer is optimal without a model."""
     from dataclasses import dataclass
 
-    from sjfbco.solvers.exact.phases import PhaseResult
+    from sjfbco.solvers.chain import PhaseResult
 
     ran: list[str] = []
 

@@ -16,16 +16,10 @@ from sjfbco.clock import Deadline
 from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed
 from sjfbco.solvers import Status
+from sjfbco.solvers.chain import PhaseResult, PooledIntervalsPhase, PooledPhase, Run, WholePhase
 from sjfbco.solvers.common import serial_schedule
 from sjfbco.solvers.exact import ExactParams, Parts, Shares
-from sjfbco.solvers.exact.phases import (
-    PhaseResult,
-    PooledIntervalsPhase,
-    PooledPhase,
-    WholePhase,
-    remainder_phases,
-)
-from sjfbco.solvers.exact.state import Run
+from sjfbco.solvers.exact.recipe import remainder_phases
 from tests.test_exact import _contention_instance, _late_pair, exact_with
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
@@ -134,8 +128,8 @@ def test_whole_phase_waits_for_a_two_slot_gap() -> None:
     assert WholePhase(Shares(), remainder=True).wanted(run)
     run.bound = 7
     assert WholePhase(Shares()).wanted(run)
-    run.take_plans = False  # best's bound chain keeps its own incumbent
-    assert not WholePhase(Shares()).wanted(run)
+    kept = Run(data, None, 9.0, 7)  # best's bound chain keeps its own incumbent
+    assert not WholePhase(Shares()).wanted(kept) and not kept.keeps_incumbent
 
 
 def test_whole_phase_packs_with_filled_splits() -> None:
@@ -162,11 +156,11 @@ def test_pooled_intervals_again_only_after_a_better_incumbent() -> None:
     again = PooledIntervalsPhase(Shares(), again=True)
     assert not again.wanted(run)  # no first pass yet
     PooledIntervalsPhase(Shares()).run(run, Deadline.never())
-    assert run.pooled_decided == 8 and not again.wanted(run)
+    assert run.facts.pooled_decided == 8 and not again.wanted(run)
     run.makespan = 8.0
     assert again.wanted(run)
     again.run(run, Deadline.never())
-    assert run.pooled_decided == 7 and not again.wanted(run)
+    assert run.facts.pooled_decided == 7 and not again.wanted(run)
 
 
 @dataclass

@@ -256,6 +256,72 @@ def test_floor_3_points_down_its_own_order() -> None:
     assert upward == []
 
 
+#: Rooms inside ``solvers/`` with an order of their own (docs/design.md): the bound chain
+#: sits below both solvers that run it. It reaches neither (at module level or deferred,
+#: directly or through another module); ``best`` imports nothing of ``exact``; each of them
+#: imports the chain.
+CHAIN = "sjfbco.solvers.chain"
+ABOVE_CHAIN = ("sjfbco.solvers.exact", "sjfbco.solvers.best")
+
+
+def _with_deferred() -> dict[str, set[str]]:
+    graph = import_graph()
+    for importer, found in deferred_edges().items():
+        graph[importer] |= {m for m, _ in found}
+    return graph
+
+
+def _reach(graph: dict[str, set[str]], start: set[str]) -> set[str]:
+    seen, todo = set(start), list(start)
+    while todo:
+        for n in graph[todo.pop()] - seen:
+            seen.add(n)
+            todo.append(n)
+    return seen
+
+
+def _chain_layering(graph: dict[str, set[str]]) -> list[str]:
+    """What breaks the order of :data:`CHAIN` and :data:`ABOVE_CHAIN` in ``graph``."""
+    wrong = []
+    chain = {m for m in graph if _within(m, CHAIN)}
+    wrong += [
+        f"{CHAIN} reaches {m}"
+        for m in sorted(_reach(graph, chain))
+        if any(_within(m, room) for room in ABOVE_CHAIN)
+    ]
+    best = {m for m in graph if _within(m, "sjfbco.solvers.best")}
+    wrong += [
+        f"{a} imports {b}"
+        for a in sorted(best)
+        for b in sorted(graph[a])
+        if _within(b, "sjfbco.solvers.exact")
+    ]
+    for room in ABOVE_CHAIN:
+        mine = [m for m in graph if _within(m, room)]
+        if not any(_within(b, CHAIN) for m in mine for b in graph[m]):
+            wrong.append(f"{room} does not import {CHAIN}")
+    return wrong
+
+
+def test_the_bound_chain_sits_below_both_solvers() -> None:
+    assert _chain_layering(_with_deferred()) == []
+
+
+def test_the_chain_check_sees_a_planted_arrow_up() -> None:
+    graph = _with_deferred()
+    graph["sjfbco.solvers.chain.state"] = graph["sjfbco.solvers.chain.state"] | {
+        "sjfbco.solvers.portfolio"
+    }
+    graph["sjfbco.solvers.portfolio"] = graph["sjfbco.solvers.portfolio"] | {
+        "sjfbco.solvers.exact.params"
+    }
+    graph["sjfbco.solvers.best"] = graph["sjfbco.solvers.best"] | {"sjfbco.solvers.exact.warm"}
+    assert _chain_layering(graph) == [
+        f"{CHAIN} reaches sjfbco.solvers.exact.params",
+        "sjfbco.solvers.best imports sjfbco.solvers.exact.warm",
+    ]
+
+
 def test_the_graph_sees_a_planted_cycle() -> None:
     tree = ast.parse("from sjfbco.solvers import api\nif TYPE_CHECKING:\n    import sjfbco.cli\n")
     assert _module_level_imports(tree, "sjfbco.cost", False) == ["sjfbco.solvers.api"]

@@ -62,20 +62,20 @@ from sjfbco.cost import ConfigurationError
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
-from sjfbco.solvers.common import check_choice, check_count, check_number
-from sjfbco.solvers.contract import SolverOutput, Status, register
-from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
-from sjfbco.solvers.exact.params import Shares
-from sjfbco.solvers.exact.phases import (
+from sjfbco.solvers.chain import (
     NO_TIME,
     ConfigurationPhase,
     GroupedPhase,
     Phase,
     PooledPhase,
     RelaxationPhase,
+    Run,
+    Shares,
     run_phases,
 )
-from sjfbco.solvers.exact.state import Run
+from sjfbco.solvers.common import check_choice, check_count, check_number
+from sjfbco.solvers.contract import SolverOutput, Status, register
+from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Tally, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
@@ -287,18 +287,8 @@ def lower_bounds(
     return best, out
 
 
-#: ``best``'s shares of the seconds its bound chain gets (``of_what_is_left``: shares of
-#: what is left): the configuration bound and the pooled form up to half each, the
-#: relaxation with its cuts all the rest (the grouped configuration bound, an LP, first,
-#: up to a quarter); no model after them, so no reserve.
-BEST_SHARES = Shares(
-    grouped=0.25,
-    configuration=0.5,
-    pooled=0.5,
-    relaxation=1.0,
-    model_reserve=0.0,
-    of_what_is_left=True,
-)
+#: ``best``'s shares of the seconds its bound chain gets (:meth:`Shares.for_best`).
+BEST_SHARES = Shares.for_best()
 #: What the bound chain calls each phase in its ``stats["relaxation"]`` line.
 _CHAIN_NAMES = {
     "grouped": "grouped configuration bound",
@@ -310,12 +300,12 @@ _CHAIN_NAMES = {
 def bound_chain(
     contention_free: Callable[..., ContentionFree] = ContentionFree,
 ) -> list[Phase]:
-    """``best``'s bound phases: the grouped configuration bound (an LP, any size), the
-    configuration bound (HiGHS, time-free, contention per
-    server and slot; a fraction of a second), the pooled time-indexed form (HiGHS,
-    identical servers pooled, never decided by CP-SAT here; usually a second), then the
-    contention-free relaxation with its cuts (CP-SAT, one worker), the phases of
-    ``exact`` with :data:`BEST_SHARES`."""
+    """``best``'s recipe of the bound chain (:mod:`sjfbco.solvers.chain`): the grouped
+    configuration bound (an LP, any size), the configuration bound (HiGHS, time-free,
+    contention per server and slot; a fraction of a second), the pooled time-indexed form
+    (HiGHS, identical servers pooled, never decided by CP-SAT here; usually a second), then
+    the contention-free relaxation with its cuts (CP-SAT, one worker), with
+    :data:`BEST_SHARES`."""
     return [
         GroupedPhase(BEST_SHARES),
         ConfigurationPhase(BEST_SHARES),
@@ -360,8 +350,9 @@ def relaxation_bound(
         if phases is not None:
             return None, why
         phases = [GroupedPhase(BEST_SHARES)]
-    run = Run(data, None, incumbent, 0, threads=1, seed=seed, patterns=patterns)
-    run.take_plans, run.label = False, ""  # best keeps its own incumbent, reports its own
+    # no schedule: best keeps its own incumbent (the phases' plans are not offered), and
+    # reports its own progress (no label)
+    run = Run(data, None, incumbent, 0, threads=1, seed=seed, patterns=patterns, label="")
     done = run_phases(run, deadline, bound_chain() if phases is None else phases)
     found = float(run.bound) if run.bound > 0 else None
     if not done:  # pragma: no cover - the first phase always runs

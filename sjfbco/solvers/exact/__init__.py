@@ -55,11 +55,11 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    clock ends the run. The schedule (patterns turned into GPUs greedily in
    start order) is scored by the evaluator like every other.
 
-The rooms: ``params.py`` (:class:`ExactParams`, and :class:`Shares`, the time shares,
-validated), ``state.py`` (the run's state, typed statistics), ``phases.py``
-(the bound phases as data and the one rule that runs them), ``warm.py`` (the warm start),
-``model.py`` (the model and the answer). A run is made of :class:`Parts`, values a test
-may replace.
+The rooms: ``params.py`` (:class:`ExactParams`), ``recipe.py`` (the bound phases step 2
+runs, in order, and the remainder), ``warm.py`` (the warm start), ``model.py`` (the model
+and the answer). The phases themselves, the rule that runs them, the run's state and the
+time shares (:class:`Shares`) are the bound chain's (:mod:`sjfbco.solvers.chain`), which
+``best`` runs too. A run is made of :class:`Parts`, values a test may replace.
 """
 
 from __future__ import annotations
@@ -73,25 +73,21 @@ from sjfbco.bounds import lower_bound
 from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.patterns import Patterns, require_slotted
-from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
-from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
-from sjfbco.solvers.exact.params import (
-    BUILD_S_PER_VARIABLE,
-    EXACT_BACKENDS,
-    Backend,
-    ExactParams,
-    Shares,
-)
-from sjfbco.solvers.exact.phases import (
+from sjfbco.solvers.chain import (
+    ModelError,
     Phase,
     PhaseResult,
-    bound_phases,
+    Run,
+    Shares,
+    Stats,
     interrupted,
-    remainder_phases,
     run_phases,
     start_spare,
 )
-from sjfbco.solvers.exact.state import ModelError, Run, Stats
+from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
+from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
+from sjfbco.solvers.exact.params import BUILD_S_PER_VARIABLE, EXACT_BACKENDS, Backend, ExactParams
+from sjfbco.solvers.exact.recipe import bound_phases, remainder_phases
 from sjfbco.solvers.exact.warm import (
     WARM_SOLVERS,
     best_warm_start,
@@ -137,7 +133,7 @@ class Parts:
         How the time limit is shared among the phases.
     phases
         The bound phases between the warm start and the model, from the parameters and
-        shares (default :func:`~sjfbco.solvers.exact.phases.bound_phases`).
+        shares (default :func:`~sjfbco.solvers.exact.recipe.bound_phases`).
     warm
         The heuristics of the warm start (registry entries; default: those of
         :data:`WARM_SOLVERS` that are registered, looked up when the run starts).
@@ -147,7 +143,7 @@ class Parts:
         The model phase (default :func:`~sjfbco.solvers.exact.model.solve_model`).
     remainder
         The phases that get the time left when the model cannot be built in it (default
-        :func:`~sjfbco.solvers.exact.phases.remainder_phases`).
+        :func:`~sjfbco.solvers.exact.recipe.remainder_phases`).
     """
 
     shares: Shares = field(default_factory=Shares)
@@ -232,7 +228,9 @@ def _solve(
         incumbent_from=name,
     )
     spare = spares[0] if spares else None
-    run = Run(data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare, spares)
+    run = Run(
+        data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare=spare, spares=spares
+    )
     refusal = pattern_refusal(data)
     phases = parts.phases(p, shares)
     if refusal is not None:

@@ -21,10 +21,9 @@ from sjfbco.patterns import (
     plan_from_schedule,
     plan_to_schedule,
 )
+from sjfbco.solvers.chain import ModelError, run_phases
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.exact.params import BUILD_S_PER_VARIABLE
-from sjfbco.solvers.exact.phases import run_phases
-from sjfbco.solvers.exact.state import ModelError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -32,9 +31,8 @@ if TYPE_CHECKING:
     from sjfbco.clock import Deadline
     from sjfbco.formulations.size import ModelSize
     from sjfbco.mip import Outcome
-    from sjfbco.solvers.exact.params import ExactParams, Shares
-    from sjfbco.solvers.exact.phases import Phase
-    from sjfbco.solvers.exact.state import Run
+    from sjfbco.solvers.chain import Phase, Run, Shares
+    from sjfbco.solvers.exact.params import ExactParams
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,10 @@
-"""The exact solver's parameters: what a user sets (:class:`ExactParams`) and how the one
-time limit is shared among its phases (:class:`Shares`, validated; the measurements
-behind each figure are in ``docs/benchmarks/2026-12-exact.md``, "Where the exact
-solver's time shares came from")."""
+"""The exact solver's parameters: what a user sets (:class:`ExactParams`), its backends
+and their build rates. How the one time limit is shared among its phases is
+:class:`~sjfbco.solvers.chain.shares.Shares`, in the bound chain's room."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 from sjfbco.errors import InputError
@@ -19,120 +18,6 @@ EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 #: solver take about as long each): a build that cannot finish in the time left
 #: is not started.
 BUILD_S_PER_VARIABLE = {"highs": 1.2e-3, "cbc": 1.2e-3, "cpsat": 2.5e-4}
-
-
-@dataclass(frozen=True)
-class Shares:
-    """How the one time limit is shared: fractions of the limit, and seconds.
-
-    A bound phase gets its share of the limit, at most what is left less
-    ``model_reserve`` of the limit (so the model always keeps that much), or its
-    ``unlimited_*`` seconds without a limit. The bound phases' shares may add up to
-    more than 1 - ``model_reserve``: a phase that ends early leaves its time to the
-    next, and the reserve caps them all.
-
-    Invariants (checked): every fraction in ``[0, 1]``; the warm start and the model's
-    reserve together at most 1; no bound phase's share above ``1 - model_reserve``;
-    every seconds figure > 0.
-    """
-
-    #: the anytime heuristic ``best`` in the warm start (the warm start takes this and
-    #: ``warm_others``)
-    best: float = 0.15
-    #: the warm start's other heuristics, on top of ``best``'s share (untuned: the
-    #: literal of the first shared budget, issue 17)
-    warm_others: float = 0.05
-    #: the relaxation with its pairwise cuts (its second, long pass)
-    relaxation: float = 0.4
-    #: the time-indexed ILP's LP relaxation (``lp_bound=True`` only)
-    lp: float = 0.1
-    #: CP-SAT on the relaxation without its cuts: the quick packing check
-    packing: float = 0.1
-    #: the per-server time-indexed form on HiGHS, when the packing check is undecided
-    time_indexed: float = 0.4
-    #: the first, short pass of the relaxation with its cuts when the packing check is
-    #: undecided (some instances are proven by the cuts in a second or two)
-    quick_relaxation: float = 0.1
-    #: the pooled time-indexed form on HiGHS, the first bound phase but one
-    pooled: float = 0.1
-    #: the pooled form decided by CP-SAT, in its place, when the horizon leaves no
-    #: GPU-slot idle (a perfect packing, docs/exact.md)
-    perfect: float = 0.4
-    #: the pooled relaxation as intervals on CP-SAT, deciding one below the incumbent
-    #: (before the pooled time-indexed form, which it makes pointless when it packs)
-    pooled_intervals: float = 0.25
-    #: the configuration bound, the first bound phase but one
-    configuration: float = 0.05
-    #: the grouped configuration bound (an LP of any size), the first bound phase
-    grouped: float = 0.05
-    #: the plan search (the relaxation's plans below the incumbent, evaluated)
-    plan_search: float = 0.1
-    #: the whole instance in one CP-SAT model without splits, hinted with the incumbent,
-    #: when the gap is two slots or more (the incumbent side; it also takes what is left
-    #: when the model cannot be built in it); 0.15 until 2026-12-04 (second session,
-    #: docs/benchmarks/2026-12-exact.md)
-    whole: float = 0.35
-    #: what the bound phases leave to the model
-    model_reserve: float = 0.2
-    #: seconds for the relaxation (and its time-indexed form) without a time limit
-    unlimited_relaxation_s: float = 60.0
-    #: seconds for the packing check (and the quick bounds) without a time limit
-    unlimited_packing_s: float = 10.0
-    #: seconds kept back at the end for turning the model's answer into a schedule
-    finish_margin_s: float = 1.0
-    #: seconds one run of the spare core gets at most
-    spare_limit_s: float = 120.0
-    #: the shares are of what is *left* when a phase starts, not of the limit (``best``'s
-    #: bound chain: each phase up to a share of what is left, the last all of it); a
-    #: phase then gets nothing with less than the least useful slice
-    #: (:data:`sjfbco.clock.MIN_SLICE`) left, and ``model_reserve`` and the
-    #: ``unlimited_*`` seconds are not used
-    of_what_is_left: bool = False
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "of_what_is_left":
-                if not isinstance(value, bool):
-                    raise InputError(f"shares: {f.name} must be true or false, got {value!r}")
-                continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise InputError(f"shares: {f.name} must be a number, got {value!r}")
-            if f.name.endswith("_s"):
-                if not value > 0:
-                    raise InputError(f"shares: {f.name} must be > 0 seconds, got {value!r}")
-            elif not 0 <= value <= 1:
-                raise InputError(f"shares: {f.name} must be in [0, 1], got {value!r}")
-        if self.best + self.warm_others + self.model_reserve > 1:
-            raise InputError(
-                f"shares: the warm start ({self.best} + {self.warm_others}) and the model's "
-                f"reserve ({self.model_reserve}) add up to more than the limit"
-            )
-        for name in self.bound_phases():
-            if getattr(self, name) > 1 - self.model_reserve:
-                raise InputError(
-                    f"shares: {name} ({getattr(self, name)}) is above what the model's "
-                    f"reserve leaves (1 - {self.model_reserve})"
-                )
-
-    @staticmethod
-    def bound_phases() -> tuple[str, ...]:
-        """The shares of the bound phases (each capped by the model's reserve): every share
-        the phases of ``exact``'s recipe take (``tests/test_exact.py`` compares them with
-        :func:`~sjfbco.solvers.exact.phases.bound_phases`)."""
-        return (
-            "grouped",
-            "relaxation",
-            "packing",
-            "time_indexed",
-            "quick_relaxation",
-            "pooled",
-            "pooled_intervals",
-            "perfect",
-            "configuration",
-            "plan_search",
-            "whole",
-        )
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
-"""What a run of the exact solver knows so far: the incumbent and bound, the spare core,
-and typed statistics (:class:`Stats`), turned into the ``stats`` mapping a user reads
-only at the end. The one time limit is a :class:`sjfbco.clock.Deadline`."""
+"""What a run of the bound chain knows so far (:class:`Run`): the incumbent and bound, the
+spare core, what one phase found that a later one reads (:class:`Facts`, one typed
+object), and typed statistics (:class:`Stats`), turned into the ``stats`` mapping a user
+of ``exact`` reads only at the end. The one time limit is a
+:class:`sjfbco.clock.Deadline`."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from sjfbco.schedule import Schedule
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.spare import Spare
 
-log = logging.getLogger("sjfbco.solvers.exact")
+log = logging.getLogger("sjfbco.solvers.exact")  # the spare core is exact's
 
 
 class ModelError(RuntimeError):
@@ -81,34 +83,87 @@ class Stats:
 
 
 @dataclass
+class Facts:
+    """What one bound phase found that a later phase reads: the only state the phases share
+    besides the incumbent and the bound (the recipe's order decides who runs first).
+    Each field names the phase that writes it and the phases that read it;
+    ``tests/test_chain.py`` checks these names against the phases' code.
+
+    Attributes
+    ----------
+    pooled_decided
+        The last horizon the pooled interval form was asked about, if any.
+        Producer: PooledIntervalsPhase. Consumers: PooledIntervalsPhase (its second pass
+        runs only below it).
+    pooled_by
+        The horizon a pooled packing ends by (the pooled relaxation's), if one does.
+        Producer: PooledIntervalsPhase. Consumers: PooledPhase (skipped there).
+    packed_by
+        The horizon a contention-free packing ends by (the packing check's), if one does.
+        Producer: PackingPhase. Consumers: RelaxationPhase (the last slot takes the time).
+    packing_open
+        The packing check ended undecided (no packing, no proof).
+        Producer: PackingPhase. Consumers: RelaxationPhase (its quick pass),
+        TimeIndexedPhase.
+    relaxed
+        The makespan of the relaxation's plan with its cuts (either pass), if it has one.
+        Producer: RelaxationPhase. Consumers: TimeIndexedPhase (skipped below the
+        incumbent), PlanSearchPhase.
+    """
+
+    pooled_decided: int | None = None
+    pooled_by: int | None = None
+    packed_by: int | None = None
+    packing_open: bool = False
+    relaxed: int | None = None
+
+
+@dataclass
 class Run:
-    """What a run of the exact solver (or ``best``'s bound chain) knows so far."""
+    """What a run of the bound chain (``exact``, or ``best``'s chain) knows so far.
+
+    Parameters
+    ----------
+    data
+        The instance.
+    schedule, makespan
+        The incumbent, which the phases' plans are offered to (:attr:`keeps_incumbent`);
+        ``schedule=None``: the run keeps none (``best``'s chain keeps its own incumbent
+        and passes only its makespan).
+    bound
+        The best valid lower bound so far (slots).
+    stats
+        The run's statistics.
+    threads, seed
+        Solver threads and the seed of every CP-SAT model.
+    spare, spares
+        The spare core's current run, and every one started (stopped at the end).
+    facts
+        What one phase found that a later one reads (:class:`Facts`).
+    patterns
+        The placement patterns, when computed once for every phase (``best``); ``None``:
+        each relaxation computes its own.
+    label
+        Who reports progress (``""``: no reports).
+    """
 
     data: ProblemData
-    schedule: Schedule | None  # None: the run keeps no schedule (``best``'s bound chain)
+    schedule: Schedule | None
     makespan: float
     bound: int
     stats: Stats = field(default_factory=Stats)
     threads: int = 2
     seed: int = 0
-    spare: Spare | None = None  # the spare core's current run
-    spares: list[Spare] = field(default_factory=list)  # all started (stopped at the end)
-    #: the horizon a contention-free packing ends by (the packing check's), if one does
-    packed_by: int | None = None
-    #: the horizon a pooled packing ends by (the pooled relaxation's), if one does
-    pooled_by: int | None = None
-    #: the last horizon the pooled interval form was asked about, if any
-    pooled_decided: int | None = None
-    #: the packing check ended undecided (no packing, no proof)
-    packing_open: bool = False
-    #: the makespan of the relaxation's plan with its cuts (either pass), if it has one
-    relaxed: int | None = None
-    #: the placement patterns, when computed once for every phase (``best``)
+    spare: Spare | None = None
+    spares: list[Spare] = field(default_factory=list)
+    facts: Facts = field(default_factory=Facts)
     patterns: Patterns | None = None
-    #: offer the phases' plans as incumbents (``best`` keeps its own incumbent)
-    take_plans: bool = True
-    #: who reports progress (``""``: no reports)
     label: str = "exact"
+
+    @property
+    def keeps_incumbent(self) -> bool:
+        """Whether the phases' plans and schedules are offered to the run's incumbent."""
+        return self.schedule is not None
 
     def report(self, what: str) -> None:
         """A progress report (:mod:`sjfbco.progress`) of the phase ``what``."""

@@ -1,13 +1,9 @@
-"""The bound phases of the exact solver (and of ``best``'s bound chain), as data.
-
-A :class:`Phase` says when it is wanted (from the run's typed state), which share of the
-time limit it takes (:class:`~sjfbco.solvers.exact.params.Shares`) and what it found
-(:class:`PhaseResult`: figures for the statistics, a bound, a plan to offer as an
-incumbent). :func:`run_phases` runs a list of them under one rule: a phase starts only
-while the bound is below the incumbent's makespan, after the spare core's result (if in)
-was taken, and not after Ctrl-C. Adding a bound is adding one phase to
-:func:`bound_phases`; tests inject phases (or the relaxation models a phase builds)
-instead of patching the package.
+"""The bound chain's phases: each a small dataclass built with its
+:class:`~sjfbco.solvers.chain.shares.Shares` (and the relaxation model it builds, which
+tests replace), run by :func:`~sjfbco.solvers.chain.runner.run_phases` in the order of a
+solver's recipe (``exact``'s :func:`~sjfbco.solvers.exact.recipe.bound_phases`, ``best``'s
+:func:`~sjfbco.solvers.best.bound_chain`). What one phase finds that a later one reads goes
+to the run's :class:`~sjfbco.solvers.chain.state.Facts`, nowhere else.
 """
 
 from __future__ import annotations
@@ -18,9 +14,8 @@ import pickle
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from sjfbco import interrupt
 from sjfbco.clock import MIN_SLICE
 from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError
@@ -31,129 +26,23 @@ from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.relaxations.grouped import GroupedConfiguration
 from sjfbco.relaxations.pooled_intervals import PooledIntervals
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, too_many_variables
-from sjfbco.solvers.exact.params import Shares
+from sjfbco.solvers.chain.runner import NO_TIME, PhaseResult
+from sjfbco.solvers.chain.shares import Shares
 from sjfbco.solvers.portfolio import evaluated
 from sjfbco.solvers.sgs import Candidate
 from sjfbco.solvers.spare import Spare
 from sjfbco.solvers.wholecp import Split, whole_pack
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
-    from sjfbco.solvers.exact.params import ExactParams
-    from sjfbco.solvers.exact.state import Run
+    from sjfbco.solvers.chain.state import Run
 
-log = logging.getLogger("sjfbco.solvers.exact")
+log = logging.getLogger("sjfbco.solvers.exact")  # the spare core is exact's
 
-#: Why a bound phase did not start: the phases before it used the time the model keeps.
-NO_TIME = "no time left (Shares.model_reserve)"
 #: Seconds under which the whole-instance model is not begun (its hint costs a few
 #: evaluations first; untuned: the figure of 4d6dda1, which added the phase).
 WHOLE_LEAST_S = 0.1
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """What one phase found.
-
-    Parameters
-    ----------
-    figures
-        Its figures, merged into the statistics under the phase's key.
-    bound
-        A valid lower bound (``None``: none), named ``source`` in ``bound_from``.
-    plan
-        A plan to offer as an incumbent (scored by the evaluator), named ``offer_as``.
-    status, infeasible
-        The solver's status, and whether it found nothing by the horizon.
-    stop_spare
-        The spare core can prove nothing at this horizon: stop it (after the plan and
-        the bound are taken).
-    """
-
-    figures: dict[str, Any]
-    bound: int | None = None
-    source: str = ""
-    plan: Plan | None = None
-    offer_as: str = ""
-    status: str = ""
-    infeasible: bool = False
-    stop_spare: bool = False
-
-
-class Phase(Protocol):
-    """One step of a run: ``key`` names its figures in the statistics, ``takes`` the
-    fields of :class:`Shares` it may take (checked against ``Shares.bound_phases()``)
-    and ``step`` how the exact solver's module docstring names it (checked against the
-    recipe's order; ``""``: not a step of its own)."""
-
-    key: str
-    takes: ClassVar[tuple[str, ...]]
-
-    @property
-    def step(self) -> str:
-        """Its name in the step list of ``sjfbco.solvers.exact``."""
-
-    @property
-    def share(self) -> float:
-        """The fraction of the limit it takes (0: none of its own)."""
-
-    def wanted(self, run: Run) -> bool:
-        """Whether it runs, from the run's state (the runner checks the bound first)."""
-
-    def run(self, run: Run, deadline: Deadline) -> PhaseResult | None:
-        """Do the work by ``deadline``; ``None``: nothing to record."""
-
-
-def interrupted(run: Run) -> bool:
-    """Whether Ctrl-C asked to stop (:mod:`sjfbco.interrupt`); noted in the statistics."""
-    if interrupt.requested():
-        run.stats.stopped_by = "interrupted"
-        return True
-    return False
-
-
-def run_phases(
-    run: Run, deadline: Deadline, phases: Sequence[Phase]
-) -> list[tuple[Phase, PhaseResult]]:
-    """Run ``phases`` in order under the one rule (module docstring); what each found."""
-    done: list[tuple[Phase, PhaseResult]] = []
-    for phase in phases:
-        run.collect()
-        if interrupted(run) or run.proven:
-            break
-        if not phase.wanted(run):
-            continue
-        result = phase.run(run, deadline)
-        if result is not None:
-            apply(run, phase.key, result)
-            done.append((phase, result))
-    run.collect()
-    return done
-
-
-def apply(run: Run, key: str, result: PhaseResult) -> None:
-    """Fold a phase's result into the run: figures, then the plan, then the bound."""
-    if key:
-        run.stats.phases.setdefault(key, {}).update(result.figures)
-    if result.plan is not None and run.take_plans:
-        offer_plan(run, result.offer_as, result.plan)
-    run.raise_bound(result.bound, result.source)
-    if result.stop_spare and run.spare is not None:
-        # The per-server form on the spare core relaxes this packing: with a packing by
-        # the horizon it can prove nothing there, and its core goes to CP-SAT.
-        run.drop_spare()
-        run.stats.phases[key]["spare"] = "stopped: a contention-free packing ends by the horizon"
-
-
-def offer_plan(run: Run, name: str, plan: Plan) -> None:
-    """Offer a relaxation's plan as an incumbent, scored by the evaluator."""
-    sched = plan_to_schedule(run.data, plan)
-    # contention may push some tau over a slot: then it is not a schedule
-    with contextlib.suppress(ConfigurationError):
-        run.offer(name, sched, evaluate(run.data, sched).makespan)
 
 
 def _bound_figures(res: TimeIndexedBound) -> dict[str, Any]:
@@ -259,7 +148,7 @@ class PooledPhase:
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
-        if run.pooled_by == horizon:  # the same relaxation has a packing there
+        if run.facts.pooled_by == horizon:  # the same relaxation has a packing there
             why = "skipped: a pooled packing ends by the horizon"
             return PhaseResult({"status": why}, status=why)
         perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
@@ -290,9 +179,9 @@ class PooledIntervalsPhase:
     """The pooled relaxation as intervals on CP-SAT
     (:mod:`sjfbco.relaxations.pooled_intervals`), deciding whether a pooled packing ends
     one below the incumbent: none is the proof; one found makes the pooled time-indexed
-    form (the same relaxation) pointless at that horizon (``run.pooled_by``). With
+    form (the same relaxation) pointless at that horizon (``run.facts.pooled_by``). With
     ``again``, a second pass after the whole phase, only when the incumbent has improved
-    since the horizon last decided (``run.pooled_decided``)."""
+    since the horizon last decided (``run.facts.pooled_decided``)."""
 
     shares: Shares
     model: Callable[..., PooledIntervals] = PooledIntervals
@@ -310,21 +199,21 @@ class PooledIntervalsPhase:
         return "pooled interval form again" if self.again else "pooled form as intervals"
 
     def wanted(self, run: Run) -> bool:
-        decided = run.pooled_decided
+        decided = run.facts.pooled_decided
         return not self.again or (decided is not None and int(run.makespan) - 1 < decided)
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
-        run.pooled_decided = horizon
+        run.facts.pooled_decided = horizon
         part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
         if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled relaxation (intervals)")
         model = self.model(run.data, horizon, patterns=run.patterns)
         res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
-        run.pooled_by = horizon if model.found else None
+        run.facts.pooled_by = horizon if model.found else None
         figures = _bound_figures(res)
-        figures["packed_by"] = run.pooled_by
+        figures["packed_by"] = run.facts.pooled_by
         return PhaseResult(
             figures,
             res.bound,
@@ -398,7 +287,7 @@ class PackingPhase:
     """Is there a contention-free packing ending one below the incumbent? CP-SAT on the
     relaxation without its cuts (``docs/exact.md``): infeasible is the proof; a packing
     found means the time-indexed forms could prove nothing there (the spare core is
-    stopped); undecided, the packing is tight (``run.packing_open``)."""
+    stopped); undecided, the packing is tight (``run.facts.packing_open``)."""
 
     shares: Shares
     model: Callable[..., ContentionFree] = ContentionFree
@@ -422,13 +311,13 @@ class PackingPhase:
             workers=run.workers(),
             seed=run.seed,
         )
-        run.packed_by = horizon if quick.plan is not None else None
-        run.packing_open = quick.status != "INFEASIBLE" and quick.plan is None
+        run.facts.packed_by = horizon if quick.plan is not None else None
+        run.facts.packing_open = quick.status != "INFEASIBLE" and quick.plan is None
         stop = quick.plan is not None and run.spare is not None and run.spare.horizon >= horizon
         figures = {
             "packing_status": quick.status,
             "packing_bound": quick.bound,
-            "packed_by": run.packed_by,  # the horizon a packing ends by (None: none found)
+            "packed_by": run.facts.packed_by,  # the horizon a packing ends by (None: none)
             "packing_seconds": round(quick.seconds, 3),
         }
         return PhaseResult(
@@ -468,13 +357,13 @@ class RelaxationPhase:
         return "short pass of the relaxation" if self.quick else "the relaxation with its cuts"
 
     def wanted(self, run: Run) -> bool:
-        return run.packing_open if self.quick else True
+        return run.facts.packing_open if self.quick else True
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1  # only better plans; none: bound = the makespan
         decide = run.bound >= horizon
-        run.relaxed = None
-        if decide and run.packed_by == horizon and not deadline.unlimited:
+        run.facts.relaxed = None
+        if decide and run.facts.packed_by == horizon and not deadline.unlimited:
             # the last slot, and a contention-free packing ends by it: no time-indexed
             # form can prove anything there; deciding, the relaxation takes what is left
             part = deadline.reserve(self.shares.finish_margin_s)
@@ -487,7 +376,7 @@ class RelaxationPhase:
         rel = (model.decide if decide else model.bound)(
             deadline=part, workers=run.workers(), seed=run.seed
         )
-        run.relaxed = rel.makespan
+        run.facts.relaxed = rel.makespan
         figures = {
             "bound": rel.bound,
             "makespan": rel.makespan,
@@ -523,10 +412,10 @@ class TimeIndexedPhase:
         return self.shares.time_indexed
 
     def wanted(self, run: Run) -> bool:
-        return run.packing_open
+        return run.facts.packing_open
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
-        if run.relaxed is not None and run.relaxed < run.makespan:
+        if run.facts.relaxed is not None and run.facts.relaxed < run.makespan:
             why = "skipped: the relaxation with its cuts packs by the horizon"
             return PhaseResult({"status": why}, status=why)
         if run.spare is not None:
@@ -565,7 +454,7 @@ class PlanSearchPhase:
         return self.shares.plan_search
 
     def wanted(self, run: Run) -> bool:
-        return run.relaxed is not None and run.relaxed < run.makespan
+        return run.facts.relaxed is not None and run.facts.relaxed < run.makespan
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         part = _part(deadline, self.shares, self.share, self.shares.unlimited_packing_s)
@@ -629,7 +518,7 @@ class WholePhase:
         return self.shares.whole
 
     def wanted(self, run: Run) -> bool:
-        if run.schedule is None or not run.take_plans:
+        if not run.keeps_incumbent:
             return False
         return self.remainder or run.makespan - run.bound >= 2
 
@@ -663,47 +552,3 @@ class WholePhase:
             "seconds": round(time.perf_counter() - t0, 3),
         }
         return PhaseResult(figures, status="found" if found is not None else "none")
-
-
-def bound_phases(
-    p: ExactParams,
-    shares: Shares,
-    *,
-    contention_free: Callable[..., ContentionFree] = ContentionFree,
-    time_indexed: Callable[..., TimeIndexed] = TimeIndexed,
-    configuration: Callable[..., Configuration] = Configuration,
-    pooled_intervals: Callable[..., PooledIntervals] = PooledIntervals,
-) -> list[Phase]:
-    """The exact solver's phases between the warm start and the model, in order, as
-    its parameters ask for them (``docs/exact.md``, "Time and memory"); each builds its
-    relaxation with the model given (tests give models that answer what they need)."""
-    if not p.relaxation:
-        return [AimSparePhase(shares)]
-    phases: list[Phase] = [GroupedPhase(shares)]
-    if p.configuration:
-        phases.append(ConfigurationPhase(shares, configuration))
-    if p.pooled:
-        phases.append(PooledIntervalsPhase(shares, pooled_intervals))
-    phases.append(WholePhase(shares))  # after the quick pooled proof: then only if needed
-    if p.pooled:  # the pooled interval form again at the whole phase's incumbent
-        phases.append(PooledIntervalsPhase(shares, pooled_intervals, "pooled_intervals_2", True))
-        phases.append(PooledPhase(shares, model=time_indexed))
-    phases.append(AimSparePhase(shares))
-    if p.time_indexed:
-        phases += [
-            PackingPhase(shares, contention_free),
-            RelaxationPhase(shares, True, contention_free, "relaxation_quick"),
-            TimeIndexedPhase(shares, time_indexed),
-        ]
-    return [
-        *phases,
-        RelaxationPhase(shares, model=contention_free),
-        PlanSearchPhase(shares, contention_free),
-    ]
-
-
-def remainder_phases(p: ExactParams, shares: Shares) -> list[Phase]:
-    """What gets the time left when the model cannot be built in it (or is above the
-    memory cap): the whole-instance model, all of that time (none with
-    ``relaxation=False``, where a model that does not fit is an error)."""
-    return [WholePhase(shares, remainder=True, key="whole_remainder")] if p.relaxation else []
