@@ -33,6 +33,7 @@ from sjfbco.files import csv_checked, read_text
 from sjfbco.limits import CALIBRATION_ROWS
 from sjfbco.problem import (
     MAX_BATCH_SIZE,
+    MAX_GPUS_PER_SERVER,
     MAX_GRADIENT_MB,
     MAX_SECONDS,
     MIN_ITERATION_SECONDS,
@@ -47,8 +48,6 @@ STEP_COLUMNS: tuple[str, ...] = ("placement", "local_bsz", "step_time")
 STEP_OPTIONAL: tuple[str, ...] = ("sync_time", "model")
 CONTENTION_COLUMNS: tuple[str, ...] = ("jobs", "message_mb", "seconds")
 CONTENTION_OPTIONAL: tuple[str, ...] = ("model",)
-#: Most GPUs one server may hold in a placement (as in the instance format).
-MAX_GPUS_PER_SERVER = 4096
 #: Most servers one placement may span.
 MAX_PLACEMENT_SERVERS = 4096
 

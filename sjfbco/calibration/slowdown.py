@@ -33,7 +33,7 @@ from scipy.optimize import least_squares
 from sjfbco.calibration.measurements import _rows, check_text_at
 from sjfbco.cost import degradation_factor, iteration_seconds
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_ALPHA, CostParams
+from sjfbco.problem import MAX_ALPHA, MAX_GPUS_PER_SERVER, CostParams
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -143,7 +143,7 @@ def read_slowdowns(path: str | Path) -> Slowdowns:
 
 #: Ranges of the three columns: contention levels, compute shares, slowdowns.
 RANGES: dict[str, tuple[float, float]] = {
-    "jobs": (1, 4096),
+    "jobs": (1, MAX_GPUS_PER_SERVER),
     "compute_share": (0.0, MAX_SHARE),
     "slowdown": (0.1, 1e4),
 }
