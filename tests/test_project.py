@@ -241,3 +241,23 @@ def test_the_other_clusters_files_are_not_called_unseen() -> None:
         assert phrase not in calibration and phrase not in readme, phrase
     assert "no longer unseen data" in calibration and "0.478 s" in calibration
     assert "no longer unseen data" in readme
+
+
+def test_the_solvers_tests_mirror_the_solvers() -> None:
+    """tests/solvers/ is to sjfbco/solvers/ what tests/ is to sjfbco/ (docs/design.md,
+    "Tests"): no test file named after a solver module sits flat in tests/, the folder is
+    a package (its files import tests.conftest as every test does), and none of its files
+    finds the repository from its own depth (Path(__file__).parents[1] is tests/ there)."""
+    package = ROOT / "sjfbco" / "solvers"
+    modules = {p.stem for p in package.glob("*.py")} | {
+        p.name for p in package.iterdir() if (p / "__init__.py").is_file()
+    }
+    modules -= {"__init__"}
+    assert {"api", "best", "exact", "sgs"} <= modules  # the walk found the solvers
+    flat = {p.stem.removeprefix("test_") for p in (ROOT / "tests").glob("test_*.py")}
+    assert sorted(flat & modules) == []
+    folder = ROOT / "tests" / "solvers"
+    assert (folder / "__init__.py").is_file()
+    tests = sorted(folder.glob("test_*.py"))
+    assert {p.stem.removeprefix("test_") for p in tests} >= {"api", "best", "exact", "sgs"}
+    assert [p.name for p in tests if "__file__" in p.read_text()] == []

@@ -26,7 +26,7 @@ from sjfbco.solvers.exact.phases import (
     remainder_phases,
 )
 from sjfbco.solvers.exact.state import Run
-from tests.test_exact import _contention_instance, _late_pair, exact_with
+from tests.solvers.test_exact import _contention_instance, _late_pair, exact_with
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
 
