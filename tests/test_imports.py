@@ -10,6 +10,9 @@ a reader and from the module-level graph, so each must be on :data:`DEFERRED`
 with its reason: a module that loads a heavy third-party library, a module
 ``sjfbco --help`` should not load, or an edge that would close a cycle. With
 every deferred edge that is not on the list added, the graph still has no cycle.
+
+No module takes another's private name (``from sjfbco.x import _y``, ``x._y``): a name
+another module needs is public.
 """
 
 from __future__ import annotations
