@@ -6,8 +6,8 @@ Usage::
         [--batch 4] [--workers 2] [--seeds 5] [--engine local|dask] [--quick]
         [--fix DIM=VALUE]... [--vary DIM=VALUE --top K]
 
-Runs :class:`sjfbco.experiments.fit.Search` (Optuna TPE over
-:data:`sjfbco.experiments.fit.SPACE`, every trial = Figs. 4 to 7 over
+Runs :class:`benchmarks.lab.fit.Search` (Optuna TPE over
+:data:`benchmarks.lab.fit.SPACE`, every trial = Figs. 4 to 7 over
 ``--seeds`` seeds through the batch engine), resumable: rerun the same
 command to continue. Prints one line per trial and, at the end, the best
 trial, the best one meeting the criterion (if any) and its residuals.
@@ -22,10 +22,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sjfbco.experiments.fit import (
+from benchmarks.lab.fit import (
     CRITERION,
     DIMS,
-    Engine,
     Search,
     best,
     choice_table,
@@ -35,6 +34,7 @@ from sjfbco.experiments.fit import (
     space_table,
     variants_of,
 )
+from sjfbco.experiments.reproduce import BatchEngine
 from sjfbco.files import atomic_write_text
 
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         batch=args.batch,
         seeds=args.seeds,
         seed=args.seed,
-        engine=Engine(args.engine, args.workers, resume=True),
+        engine=BatchEngine(args.engine, args.workers, resume=True),
         startup=min(24, args.trials),
         fixed=fixed,
         queue=variants_of(read_table(Path(args.out) / "trials.csv"), args.top, changes)

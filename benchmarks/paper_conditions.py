@@ -3,7 +3,7 @@
 Run: ``PYTHONPATH=. python benchmarks/paper_conditions.py [--seeds 50] [--servers 10 15 20]``.
 
 For each preset it generates ``seeds x servers`` instances and prints, with the
-cost model only (:mod:`sjfbco.workloads.conditions`), how far the paper's
+cost model only (:mod:`benchmarks.lab.conditions`), how far the paper's
 three conditions hold:
 
 (a) contention-free ``tau`` in [0.01, 0.05] slots, on the best placement, on
@@ -18,7 +18,7 @@ With ``--alternatives`` it compares one-change variants of the paper preset.
 With ``--solvers`` it also runs the registered solvers (if present) on a few
 seeds and prints the evaluator's measured contention and overhead shares of
 their schedules. ``--quick``: seed 0 at 20 servers, preset ``paper``. ``main``
-returns the measured :class:`~sjfbco.workloads.conditions.Conditions` per preset.
+returns the measured :class:`~benchmarks.lab.conditions.Conditions` per preset.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from sjfbco.tables import format_table
-from sjfbco.workloads.conditions import (
+from benchmarks.lab.conditions import (
     RHO_RANGE,
     SHARE_LIMIT,
     TAU_RANGE,
@@ -37,6 +36,7 @@ from sjfbco.workloads.conditions import (
     Spread,
     measure_conditions,
 )
+from sjfbco.tables import format_table
 from sjfbco.workloads.paper import PRESETS, Preset, min_safe_slot, paper_instance
 
 #: Variants of the paper preset compared by ``--alternatives`` (docs/workload.md).

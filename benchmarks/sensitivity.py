@@ -2,7 +2,7 @@
 
 Run: ``PYTHONPATH=. python benchmarks/sensitivity.py [--seeds N] [--workers J] [--out FILE]``
 (``--quick``: 1 seed). Prints the Markdown table of
-:func:`sjfbco.experiments.sensitivity.sensitivity_table` and writes it
+:func:`benchmarks.lab.sensitivity.sensitivity_table` and writes it
 (default ``docs/figures/sensitivity.md``) with the tidy rows beside it
 (``sensitivity.csv``; the ``reading`` column names the variant). The runs go
 through the batch engine, journaled in ``sensitivity-runs.csv`` beside the
@@ -16,8 +16,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sjfbco.experiments.reproduce import Engine, csv_text
-from sjfbco.experiments.sensitivity import run_sensitivity, sensitivity_table
+from benchmarks.lab.sensitivity import run_sensitivity, sensitivity_table
+from sjfbco.experiments.reproduce import BatchEngine, csv_text
 from sjfbco.files import atomic_write_text
 
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = run_sensitivity(
         1 if args.quick else args.seeds,
         out=out.with_name("sensitivity-runs.csv"),
-        engine=Engine(workers=args.workers, resume=args.resume),
+        engine=BatchEngine(workers=args.workers, resume=args.resume),
     )
     table = sensitivity_table(rows)
     print(table)

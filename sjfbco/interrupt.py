@@ -151,7 +151,7 @@ def solve_cp(solver: Any, model: Any, callback: Any = None) -> Any:
         return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search)
     except IndexError:
         # OR-Tools 9.15's presolve can fail on a valid model with a feasible solution hint
-        # ("absl::btree_map::at"; tests/test_best.py keeps such a model as an example): the
+        # ("absl::btree_map::at"; tests/solvers/test_best.py keeps such a model as an example): the
         # hint only guides the search, so the same model is solved once more without it
         if not model.proto.solution_hint.vars:
             raise

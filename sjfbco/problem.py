@@ -55,10 +55,14 @@ TimeModel = Literal["slotted", "continuous"]
 TIME_MODELS: tuple[str, ...] = ("slotted", "continuous")
 
 
-def _number(
+def check_range(
     value: float, what: str, lo: float, hi: float, *, lo_open: bool = False, unit: str = ""
 ) -> None:
-    """``value`` must be a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``)."""
+    """``value`` must be a finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``).
+
+    The range check of every instance field, also used by tables of the same fields
+    (:class:`sjfbco.workloads.models.Model`). ``what`` names the field in the error.
+    """
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise InputError(f"must be a number, got {type(value).__name__}", where=what)
     try:
@@ -77,7 +81,8 @@ def _range(lo: float, hi: float, lo_open: bool) -> str:
     return f"{'(' if lo_open else '['}{lo:g}, {hi:g}]"
 
 
-def _integer(value: int, what: str, lo: int, hi: int) -> None:
+def check_int_range(value: int, what: str, lo: int, hi: int) -> None:
+    """``value`` must be an integer (not a bool) in ``[lo, hi]``; ``what`` names the field."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"must be an integer, got {type(value).__name__}", where=what)
     if not lo <= value <= hi:
@@ -111,10 +116,10 @@ class Cluster:
             raise InputError("must list at least one server", where="cluster.gpus_per_server")
         limits.SERVERS.check(len(self.gpus_per_server), where="cluster.gpus_per_server")
         for s, o in enumerate(self.gpus_per_server):
-            _integer(o, f"cluster.gpus_per_server[{s}]", 1, MAX_GPUS_PER_SERVER)
+            check_int_range(o, f"cluster.gpus_per_server[{s}]", 1, MAX_GPUS_PER_SERVER)
         limits.GPUS.check(sum(self.gpus_per_server), where="cluster.gpus_per_server")
         for name in ("bandwidth_intra", "bandwidth_inter", "gpu_speed"):
-            _number(getattr(self, name), f"cluster.{name}", MIN_BANDWIDTH, MAX_BANDWIDTH)
+            check_range(getattr(self, name), f"cluster.{name}", MIN_BANDWIDTH, MAX_BANDWIDTH)
         if self.bandwidth_intra < self.bandwidth_inter:
             raise InputError(
                 f"must be >= bandwidth_inter ({self.bandwidth_inter}); the model assumes "
@@ -250,10 +255,10 @@ class CostParams:
     ring_latency: float = 0.0
 
     def __post_init__(self) -> None:
-        _number(self.xi1, "cost.xi1", 0, 1, lo_open=True)
-        _number(self.xi2, "cost.xi2", 0, 1)
-        _number(self.alpha, "cost.alpha", 0, MAX_ALPHA)
-        _number(self.slot_seconds, "cost.slot_seconds", MIN_SLOT_SECONDS, MAX_SLOT_SECONDS)
+        check_range(self.xi1, "cost.xi1", 0, 1, lo_open=True)
+        check_range(self.xi2, "cost.xi2", 0, 1)
+        check_range(self.alpha, "cost.alpha", 0, MAX_ALPHA)
+        check_range(self.slot_seconds, "cost.slot_seconds", MIN_SLOT_SECONDS, MAX_SLOT_SECONDS)
         check_text(self.time_model, "cost.time_model")
         check_text(self.degradation, "cost.degradation")
         if self.time_model not in TIME_MODELS:
@@ -267,11 +272,11 @@ class CostParams:
                 f"unknown degradation {short(self.degradation)}; known: {', '.join(DEGRADATIONS)}",
                 where="cost.degradation",
             )
-        _number(self.overlap_exponent, "cost.overlap_exponent", 1, MAX_OVERLAP_EXPONENT)
-        _number(self.node_sharing, "cost.node_sharing", 0, 1)
-        _number(self.two_server_sharing, "cost.two_server_sharing", 0, 1)
-        _number(self.interleave, "cost.interleave", 0, 1)
-        _number(self.ring_latency, "cost.ring_latency", 0, MAX_RING_LATENCY)
+        check_range(self.overlap_exponent, "cost.overlap_exponent", 1, MAX_OVERLAP_EXPONENT)
+        check_range(self.node_sharing, "cost.node_sharing", 0, 1)
+        check_range(self.two_server_sharing, "cost.two_server_sharing", 0, 1)
+        check_range(self.interleave, "cost.interleave", 0, 1)
+        check_range(self.ring_latency, "cost.ring_latency", 0, MAX_RING_LATENCY)
 
     @property
     def extended(self) -> bool:
@@ -337,9 +342,9 @@ class Job:
 
     def __post_init__(self) -> None:
         check_text(self.id, "id")
-        _integer(self.num_gpus, "gpus", 1, limits.GPUS.value)
-        _integer(self.iterations, "iterations", 1, MAX_ITERATIONS)
-        _number(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
+        check_int_range(self.num_gpus, "gpus", 1, limits.GPUS.value)
+        check_int_range(self.iterations, "iterations", 1, MAX_ITERATIONS)
+        check_range(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
         split = (self.forward_seconds_per_sample, self.batch_size, self.backward_seconds)
         if self.compute_seconds is not None:
             if any(v is not None for v in split):
@@ -348,7 +353,7 @@ class Job:
                     "backward_seconds, not both",
                     where="compute_seconds",
                 )
-            _number(self.compute_seconds, "compute_seconds", 0, MAX_SECONDS)
+            check_range(self.compute_seconds, "compute_seconds", 0, MAX_SECONDS)
         else:
             names = ("forward_seconds_per_sample", "batch_size", "backward_seconds")
             missing = [n for n, v in zip(names, split, strict=True) if v is None]
@@ -359,9 +364,9 @@ class Job:
                 )
             fwd, batch, bwd = split
             assert fwd is not None and batch is not None and bwd is not None
-            _number(fwd, "forward_seconds_per_sample", 0, MAX_SECONDS)
-            _integer(batch, "batch_size", 1, MAX_BATCH_SIZE)
-            _number(bwd, "backward_seconds", 0, MAX_SECONDS)
+            check_range(fwd, "forward_seconds_per_sample", 0, MAX_SECONDS)
+            check_int_range(batch, "batch_size", 1, MAX_BATCH_SIZE)
+            check_range(bwd, "backward_seconds", 0, MAX_SECONDS)
             if self.compute > MAX_SECONDS:
                 raise InputError(
                     f"compute time per iteration forward_seconds_per_sample x batch_size + "
@@ -371,8 +376,8 @@ class Job:
         if self.model is not None:
             check_text(self.model, "model", empty=True)
         if self.rho_hat is not None:
-            _number(self.rho_hat, "rho_hat", 0, MAX_RHO_HAT, lo_open=True)
-        _integer(self.arrival, "arrival", 0, MAX_SLOT)
+            check_range(self.rho_hat, "rho_hat", 0, MAX_RHO_HAT, lo_open=True)
+        check_int_range(self.arrival, "arrival", 0, MAX_SLOT)
 
     @property
     def compute(self) -> float:

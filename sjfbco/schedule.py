@@ -314,21 +314,21 @@ class Evaluation:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "makespan": _num(self.makespan),
+            "makespan": json_number(self.makespan),
             "mean_jct": self.mean_jct,
-            "min_jct": _num(self.min_jct),
-            "max_jct": _num(self.max_jct),
+            "min_jct": json_number(self.min_jct),
+            "max_jct": json_number(self.max_jct),
             "utilisation": self.utilisation,
             "contention_share": self.contention_share,
             "overhead_share": self.overhead_share,
             "jobs": [
-                {"id": i, "start": _num(s), "end": _num(e)}
+                {"id": i, "start": json_number(s), "end": json_number(e)}
                 for i, s, e in zip(self.job_ids, self.start, self.end, strict=True)
             ],
         }
 
 
-def _num(x: float) -> float | int:
+def json_number(x: float) -> float | int:
     """Integers stay integers in JSON (slotted times)."""
     if isinstance(x, int):
         return x

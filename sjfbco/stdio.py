@@ -108,17 +108,6 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def stdout_silenced() -> Iterator[None]:
-    """Send file descriptor 1 (C-level stdout too) to the null device inside the block.
-
-    For a library's start-up banner, which says nothing about the run (HiGHS
-    prints two lines of copyright whenever a solver object is created).
-    """
-    with _stdout_to(to_null=True):
-        yield
-
-
-@contextlib.contextmanager
 def library_output() -> Iterator[None]:
     """Around a solver library's calls: what it prints on file descriptor 1 (HiGHS's
     "Running HiGHS ..." banner) is dropped, or sent to stderr when ``SJFBCO_DEBUG`` is set

@@ -97,6 +97,9 @@ def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         (["generate", "paper", "--jobs", "1e9"], "SJFBCO_MAX_JOBS=N"),
         (["generate", "paper", "--servers", "1e9"], "SJFBCO_MAX_SERVERS=N"),
         (["generate", "paper", "--slot-seconds", "1e10"], "--slot-seconds: must be a finite"),
+        # MAX_GPUS_PER_SERVER is 4096 (sjfbco/limits.py): 4097 is one over, 4096 would pass.
+        (["generate", "testbed", "--gpus", "2,4097"], "1 to 200 servers of 1 to 4096 GPUs"),
+        (["generate", "testbed", "--gpus", "2,x"], "--gpus: a comma list of whole numbers"),
         (["formulate", EXAMPLE, "--kind", "ilp", "-o", "x.lp", "--horizon", "0"], "--horizon"),
         (["reproduce", "--seeds", "1e12"], "SJFBCO_MAX_TASKS=N"),
         (["reproduce", "--workers", "0"], "--workers: must be an integer >= 1"),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from benchmarks.lab.sensitivity import VARIANTS, sensitivity_table
 from sjfbco.cli import main
 from sjfbco.experiments.paper import KAPPAS, LAMBDAS, PAPER, PAPER_POLICIES
 from sjfbco.experiments.reproduce import (
@@ -23,7 +24,6 @@ from sjfbco.experiments.reproduce import (
     read_csv,
     tasks_for,
 )
-from sjfbco.experiments.sensitivity import VARIANTS, sensitivity_table
 
 if TYPE_CHECKING:
     from pathlib import Path

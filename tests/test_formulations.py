@@ -31,7 +31,7 @@ from sjfbco.patterns import (
 from sjfbco.solvers import exact
 from sjfbco.solvers.exact import best_warm_start
 from tests.conftest import INSTANCES, schedules
-from tests.test_exact import COST, _contention_instance
+from tests.solvers.test_exact import COST, _contention_instance
 from tests.tiny import tiny_instances
 
 if TYPE_CHECKING:
@@ -196,7 +196,7 @@ _BANNER = """
 import os
 from sjfbco.formulations.ilp import TimeIndexedILP
 from sjfbco.stdio import stdout_to_stderr
-from tests.test_exact import _contention_instance
+from tests.solvers.test_exact import _contention_instance
 with stdout_to_stderr():  # as solve --json runs a solver
     TimeIndexedILP(_contention_instance(), 9).solve("highs")
 """

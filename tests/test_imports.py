@@ -10,6 +10,9 @@ a reader and from the module-level graph, so each must be on :data:`DEFERRED`
 with its reason: a module that loads a heavy third-party library, a module
 ``sjfbco --help`` should not load, or an edge that would close a cycle. With
 every deferred edge that is not on the list added, the graph still has no cycle.
+
+No module takes another's private name (``from sjfbco.x import _y``, ``x._y``): a name
+another module needs is public.
 """
 
 from __future__ import annotations
@@ -331,3 +334,70 @@ def test_every_module_imports() -> None:
     for name in _modules():
         if name != "sjfbco.__main__":  # runs the CLI
             importlib.import_module(name)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports(tree: ast.Module, name: str, is_pkg: bool) -> list[tuple[str, int]]:
+    """``(module.name, line)`` of each private name module ``name`` takes from another
+    sjfbco module: ``from sjfbco.x import _y`` anywhere in the module, and ``x._y``
+    where ``x`` is a sjfbco module it imported (``from sjfbco import x``, ``import
+    sjfbco.x as x``)."""
+    modules = _modules()
+    found: list[tuple[str, int]] = []
+    aliases: dict[str, str] = {}  # local name -> the sjfbco module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for alias, target in zip(node.names, _imported(node, name, is_pkg), strict=True):
+                if target in modules and target.endswith(f".{alias.name}"):
+                    aliases[alias.asname or alias.name] = target  # a module, not a name
+                elif target in modules and target != name and _private(alias.name):
+                    found.append((f"{target}.{alias.name}", node.lineno))
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in modules:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and aliases[node.value.id] != name
+            and _private(node.attr)
+        ):
+            found.append((f"{aliases[node.value.id]}.{node.attr}", node.lineno))
+    return sorted(found)
+
+
+def test_no_module_takes_a_private_name_of_another() -> None:
+    # a leading underscore says "only this module uses it": a name another module needs
+    # is public (or moves to the module that needs it)
+    taken = [
+        f"{name} line {line}: {what}"
+        for name, path in _modules().items()
+        for what, line in _private_imports(
+            ast.parse(path.read_text(encoding="utf-8")), name, path.name == "__init__.py"
+        )
+    ]
+    assert taken == []
+
+
+def test_the_private_import_checker_sees_planted_ones() -> None:
+    tree = ast.parse(
+        "from sjfbco.problem import _number, check_range\n"
+        "from . import schedule\n"
+        "import sjfbco.cost as cost\n"
+        "from scipy.optimize._numdiff import _compute_absolute_step\n"
+        "def f():\n"
+        "    from sjfbco.errors import __name__, _hidden\n"
+        "    return schedule._num(1), cost.tau, _own()\n"
+    )
+    assert _private_imports(tree, "sjfbco.tables", False) == [
+        ("sjfbco.errors._hidden", 6),
+        ("sjfbco.problem._number", 1),
+        ("sjfbco.schedule._num", 7),
+    ]
+    # a module's own private names are its own business
+    assert _private_imports(ast.parse("from sjfbco.cost import _x\n"), "sjfbco.cost", False) == []

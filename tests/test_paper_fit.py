@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from sjfbco.experiments import fit
+from benchmarks.lab import fit
 from sjfbco.experiments.paper import (
     CRITERION,
     KAPPAS,

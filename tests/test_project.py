@@ -109,17 +109,19 @@ def test_benchmark_without_its_data_says_where_to_get_it(script: Path) -> None:
 def test_install_hints_work_from_a_checkout_and_from_pip() -> None:
     """An extra's install hint works both ways a user has sjfbco: from its checkout
     (pip install -e '.[dist]') and from a plain pip install in any folder (pip install
-    'sjfbco[dist]'); issue 42: the missing-MPI hint gave only the checkout's form."""
+    'sjfbco[dist]'); issue 42: the missing-MPI hint gave only the checkout's form. The
+    fit is lab code of a checkout (benchmarks/lab), so its hint gives the checkout's form."""
+    from benchmarks.lab.fit import OPTUNA_MISSING
     from sjfbco import batch
-    from sjfbco.experiments.fit import OPTUNA_MISSING
 
     texts = [*(ROOT / "sjfbco").rglob("*.py")]
     for path in texts:
         text = path.read_text()
         for extra in re.findall(r"pip install -e ['\"]?\.\[(\w+)\]", text):
             assert f"pip install 'sjfbco[{extra}]'" in text, (path, extra)
-    for hint, extra in ((batch.DASK_MISSING, "dist"), (OPTUNA_MISSING, "fit")):
-        assert f"pip install 'sjfbco[{extra}]'" in hint and f"pip install -e '.[{extra}]'" in hint
+    hint = batch.DASK_MISSING
+    assert "pip install 'sjfbco[dist]'" in hint and "pip install -e '.[dist]'" in hint
+    assert "pip install -e '.[fit]'" in OPTUNA_MISSING and "sjfbco[fit]" not in OPTUNA_MISSING
     net = (ROOT / "sjfbco" / "testbed" / "net.py").read_text()
     assert net.count("pip install 'sjfbco[testbed]'") == 2  # mpiexec and mpi4py missing
 
@@ -239,3 +241,23 @@ def test_the_other_clusters_files_are_not_called_unseen() -> None:
         assert phrase not in calibration and phrase not in readme, phrase
     assert "no longer unseen data" in calibration and "0.478 s" in calibration
     assert "no longer unseen data" in readme
+
+
+def test_the_solvers_tests_mirror_the_solvers() -> None:
+    """tests/solvers/ is to sjfbco/solvers/ what tests/ is to sjfbco/ (docs/design.md,
+    "Tests"): no test file named after a solver module sits flat in tests/, the folder is
+    a package (its files import tests.conftest as every test does), and none of its files
+    finds the repository from its own depth (Path(__file__).parents[1] is tests/ there)."""
+    package = ROOT / "sjfbco" / "solvers"
+    modules = {p.stem for p in package.glob("*.py")} | {
+        p.name for p in package.iterdir() if (p / "__init__.py").is_file()
+    }
+    modules -= {"__init__"}
+    assert {"api", "best", "exact", "sgs"} <= modules  # the walk found the solvers
+    flat = {p.stem.removeprefix("test_") for p in (ROOT / "tests").glob("test_*.py")}
+    assert sorted(flat & modules) == []
+    folder = ROOT / "tests" / "solvers"
+    assert (folder / "__init__.py").is_file()
+    tests = sorted(folder.glob("test_*.py"))
+    assert {p.stem.removeprefix("test_") for p in tests} >= {"api", "best", "exact", "sgs"}
+    assert [p.name for p in tests if "__file__" in p.read_text()] == []

@@ -19,7 +19,7 @@ from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, pooled_weights
 from sjfbco.solvers.common import serial_schedule
 from tests.bruteforce import brute_force
-from tests.test_exact import (
+from tests.solvers.test_exact import (
     _contention_instance,
     _late_pair,
     exact_with,

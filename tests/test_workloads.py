@@ -13,12 +13,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks.lab.conditions import Conditions, job_figures, measure_conditions
 from sjfbco.cli import main
 from sjfbco.cost import min_run_time
 from sjfbco.evaluate import evaluate
 from sjfbco.files import load_json, read_instance
 from sjfbco.schedule import Schedule
-from sjfbco.workloads.conditions import Conditions, job_figures, measure_conditions
 from sjfbco.workloads.models import MODEL_BY_NAME
 from sjfbco.workloads.paper import (
     ITERATIONS,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from sjfbco.calibration.fit import GPU_SPEED
 from sjfbco.calibration.measurements import check_text_at, parse_placement
 from sjfbco.calibration.slowdown import (
     FORMS,
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
 
 SIZED_COLUMNS: tuple[str, ...] = ("placement", "step_time", "gradient_mb", "compute_seconds")
 SIZED_OPTIONAL: tuple[str, ...] = ("model", "local_bsz", "sync_time", "workers", "servers")
-#: ``C``, MB/s, pinned as in every preset.
-GPU_SPEED = 20_000.0
 NAMES: tuple[str, ...] = ("bandwidth_inter", "bandwidth_intra", "xi2")
 BOUNDS: dict[str, tuple[float, float]] = {
     "bandwidth_inter": (MIN_BANDWIDTH, MAX_BANDWIDTH),

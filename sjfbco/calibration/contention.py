@@ -30,11 +30,11 @@ from sjfbco.calibration.fit import LOSS_SCALE, Scores
 from sjfbco.calibration.measurements import ContentionTimes
 from sjfbco.cost import degradation_factor
 from sjfbco.errors import InputError
+from sjfbco.limits import MAX_ALPHA
 from sjfbco.problem import CostParams
 
 DEGRADATION_FORMS: tuple[str, ...] = ("linear", "power")
 PARAMS: tuple[str, ...] = ("alpha", "bandwidth_inter", "latency_seconds")
-MAX_ALPHA = 10.0
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from sjfbco.files import csv_checked, read_text
 from sjfbco.limits import CALIBRATION_ROWS
 from sjfbco.problem import (
     MAX_BATCH_SIZE,
+    MAX_GPUS_PER_SERVER,
     MAX_GRADIENT_MB,
     MAX_SECONDS,
     MIN_ITERATION_SECONDS,
@@ -47,8 +48,6 @@ STEP_COLUMNS: tuple[str, ...] = ("placement", "local_bsz", "step_time")
 STEP_OPTIONAL: tuple[str, ...] = ("sync_time", "model")
 CONTENTION_COLUMNS: tuple[str, ...] = ("jobs", "message_mb", "seconds")
 CONTENTION_OPTIONAL: tuple[str, ...] = ("model",)
-#: Most GPUs one server may hold in a placement (as in the instance format).
-MAX_GPUS_PER_SERVER = 4096
 #: Most servers one placement may span.
 MAX_PLACEMENT_SERVERS = 4096
 
@@ -154,7 +153,7 @@ def parse_placement(text: str) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _rows(
+def read_rows(
     path: str | os.PathLike[str], rows_before: int = 0
 ) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """Header and ``(line, cells)`` rows of a CSV file; file problems as ``InputError``.
@@ -282,7 +281,7 @@ def read_measurements(
     column cannot take one. Without either, :func:`model_of_file`.
     """
     src = str(path)
-    header, body = _rows(path, rows_before)
+    header, body = read_rows(path, rows_before)
     kind = _layout(header, src)
     col = {name: i for i, name in enumerate(header)}
     if model is not None:

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from sjfbco.calibration.measurements import _rows, check_text_at
+from sjfbco.calibration.measurements import check_text_at, read_rows
 from sjfbco.cost import degradation_factor, iteration_seconds
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_ALPHA, CostParams
+from sjfbco.problem import MAX_ALPHA, MAX_GPUS_PER_SERVER, CostParams
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -81,7 +81,7 @@ class Slowdowns:
 
 def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
     """Whether the CSV's header has every column of ``required``."""
-    header, _ = _rows(path)
+    header, _ = read_rows(path)
     return set(required) <= set(header)
 
 
@@ -99,7 +99,7 @@ def table_rows(
     whose width is not the header's; ``kind`` names the layout in the message.
     """
     src = str(path)
-    header, body = _rows(path)
+    header, body = read_rows(path)
     unknown = sorted(set(header) - set(required) - set(optional))
     if unknown:
         allowed = ", ".join((*required, *optional))
@@ -143,7 +143,7 @@ def read_slowdowns(path: str | Path) -> Slowdowns:
 
 #: Ranges of the three columns: contention levels, compute shares, slowdowns.
 RANGES: dict[str, tuple[float, float]] = {
-    "jobs": (1, 4096),
+    "jobs": (1, MAX_GPUS_PER_SERVER),
     "compute_share": (0.0, MAX_SHARE),
     "slowdown": (0.1, 1e4),
 }

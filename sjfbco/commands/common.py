@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import re
 import sys
 import threading
@@ -364,11 +363,6 @@ def naming(path: str) -> Iterator[None]:
         yield
     except ConfigurationError as err:
         raise ConfigurationError(f"{path}: {err}") from err
-
-
-def debugging(args: argparse.Namespace | None = None) -> bool:
-    """Whether to show tracebacks (``--debug`` or ``SJFBCO_DEBUG=1``)."""
-    return bool(getattr(args, "debug", False) or os.environ.get("SJFBCO_DEBUG"))
 
 
 def slot_note(instances: list[ProblemData]) -> str:

@@ -9,7 +9,7 @@ from sjfbco import limits
 from sjfbco.commands import options
 from sjfbco.errors import InputError
 from sjfbco.files import json_text, write_instance
-from sjfbco.limits import MAX_SLOT_SECONDS, MIN_SLOT_SECONDS
+from sjfbco.limits import MAX_GPUS_PER_SERVER, MAX_SLOT_SECONDS, MIN_SLOT_SECONDS
 from sjfbco.problem import TIME_MODELS
 from sjfbco.workloads.paper import get_preset, min_safe_slot, paper_instance
 
@@ -114,12 +114,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _gpus(text: str) -> tuple[int, ...]:
-    """``--gpus 2,2,4``: GPUs per server, 1 to 4096 each, at most 200 servers."""
+    """``--gpus 2,2,4``: GPUs per server, 1 to ``MAX_GPUS_PER_SERVER`` each, at most 200 servers."""
 
     try:
         caps = tuple(int(t) for t in text.split(","))
     except ValueError:
         raise InputError(f"--gpus: a comma list of whole numbers, got {text[:40]!r}") from None
-    if not 1 <= len(caps) <= 200 or not all(1 <= c <= 4096 for c in caps):
-        raise InputError(f"--gpus: 1 to 200 servers of 1 to 4096 GPUs, got {text[:40]!r}")
+    if not 1 <= len(caps) <= 200 or not all(1 <= c <= MAX_GPUS_PER_SERVER for c in caps):
+        raise InputError(
+            f"--gpus: 1 to 200 servers of 1 to {MAX_GPUS_PER_SERVER} GPUs, got {text[:40]!r}"
+        )
     return caps

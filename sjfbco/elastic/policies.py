@@ -271,7 +271,7 @@ _HELL_STATIC = True
 
 
 @lru_cache(maxsize=1024)
-def _hell_chain(curve: Speedup, n: int) -> np.ndarray:
+def hell_chain(curve: Speedup, n: int) -> np.ndarray:
     """One curve for all jobs: ``hell`` hands out these counts in SRPT order (see :func:`hell`)."""
     ks = _hell_best(curve, n)[0]
     out, left = [], n
@@ -288,7 +288,7 @@ def hell(a: Active) -> np.ndarray:
         # one curve: every job's best count at ``left`` GPUs is the same, and the score
         # s(k)^2 / (k r) is largest for the least remaining r, so the greedy walks the
         # SRPT order handing out the curve's chain of counts
-        chain = _hell_chain(a.curves[0], n)
+        chain = hell_chain(a.curves[0], n)
         take = min(m, len(chain))
         alloc[:take] = chain[:take]
         left = n - int(chain[:take].sum())

@@ -30,8 +30,8 @@ from sjfbco.elastic.bounds import optimal_makespan
 from sjfbco.elastic.policies import (
     ALLOCATORS,
     Active,
-    _hell_chain,
     curve_table,
+    hell_chain,
     knee_of,
     round_by_largest_remainder,
 )
@@ -437,7 +437,7 @@ def window(s: _Setting) -> int | None:
         smallest = min(knee_of(c, s.n, s.knee_threshold) for c in s.curves)
         return -(-s.n // smallest)
     if s.policy == "hell" and len(s.curves) == 1:
-        return len(_hell_chain(s.curves[0], s.n))
+        return len(hell_chain(s.curves[0], s.n))
     return None
 
 

@@ -1,4 +1,4 @@
-"""The paper's experiments: constants, readings, runs, tidy tables, plots, the fit.
+"""The paper's experiments: constants, readings, runs, tidy tables, plots.
 
 - :mod:`sjfbco.experiments.paper`: the paper as data (a leaf module): figures,
   policies, labels, its values, aggregation over seeds, residuals and claims.
@@ -9,9 +9,9 @@
   tables beside the paper's values.
 - :mod:`sjfbco.experiments.plots`: the figures in the paper's style and a
   Gantt chart of any schedule (imports matplotlib; import it explicitly).
-- :mod:`sjfbco.experiments.sensitivity`: the Decisions' alternatives and their
-  effect on the ratios of Figs. 4 and 6.
-- :mod:`sjfbco.experiments.fit`: the joint search over the readings (Optuna).
+
+The sensitivity table and the joint fit over the readings are lab code built on
+these, outside the package (:mod:`benchmarks.lab`).
 """
 
 from sjfbco.experiments.paper import FIGURES, PAPER, PAPER_POLICIES

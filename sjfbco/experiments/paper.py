@@ -3,7 +3,7 @@
 A leaf module (standard library only): the runner
 (:mod:`sjfbco.experiments.reproduce`), the plots
 (:mod:`sjfbco.experiments.plots`), the sensitivity study and the fit
-(:mod:`sjfbco.experiments.fit`) all read the paper from here, so that the
+(:mod:`benchmarks.lab.fit`) all read the paper from here, so that the
 figure values, the labels, the aggregation over seeds, the residuals and the
 qualitative claims exist once.
 

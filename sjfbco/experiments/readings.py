@@ -95,7 +95,7 @@ def preset_of(params: Mapping[str, Any], name: str) -> Preset:
 
 
 def reading_of(params: Mapping[str, Any], name: str, description: str = "") -> Reading:
-    """The reading a point of the fit's search space (:data:`sjfbco.experiments.fit.SPACE`)
+    """The reading a point of the fit's search space (:data:`benchmarks.lab.fit.SPACE`)
     stands for: constants from :func:`preset_of`, Decisions as per-policy options."""
     baselines = ("ls", "ff", "rand")
     theta = params["baseline_theta"]

@@ -401,7 +401,7 @@ class NonconvexModel:
     # -- solving -----------------------------------------------------------------------
     # No solution hints: with OR-Tools 9.15, a partial hint of a feasible plan made
     # CP-SAT's presolve prove a wrong optimum (5 instead of 4 on the instance in
-    # tests/test_exact.py::test_cpsat_regression_wrong_optimum_with_hint). The horizon
+    # tests/solvers/test_exact.py::test_cpsat_regression_wrong_optimum_with_hint). The horizon
     # already bounds the makespan by the warm start's, and the exact solver keeps the
     # warm start as its incumbent.
     def solve(

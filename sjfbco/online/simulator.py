@@ -46,7 +46,7 @@ from sjfbco.online.metrics import MetricAttributes, job_metrics
 from sjfbco.online.policies import POLICY_CLASSES, Policy, Start, View, runtime_estimates
 from sjfbco.online.pool import FreePool
 from sjfbco.online.replan import SjfBcoOnline
-from sjfbco.schedule import Schedule, _num
+from sjfbco.schedule import Schedule, json_number
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -92,7 +92,9 @@ class OnlineResult(MetricAttributes):
             "status": self.status,
             "jobs_done": sum(e is not None for e in self.end),
             "num_jobs": len(self.job_ids),
-            **{k: _num(self.metrics[k]) if k in self.metrics else None for k in METRIC_NAMES},
+            **{
+                k: json_number(self.metrics[k]) if k in self.metrics else None for k in METRIC_NAMES
+            },
             "held_idle_gpu_slots": self.held_idle_gpu_slots,
             **self.stats,
         }

@@ -201,15 +201,6 @@ class ServerSearch:
         self.prio[j] = old
         return Move("reorder", {s: packed}, {j: new})
 
-    def packing_at(self, s: int, starts: dict[int, int]) -> Packing:
-        """The packing of server ``s`` with these start slots (the caller checks them)."""
-        ends = {j: t + self.exact[j] for j, t in starts.items()}
-        target = self.target
-        tail = sum(
-            self.size[j] * (e - max(target, starts[j])) for j, e in ends.items() if e > target
-        )
-        return Packing(dict(starts), ends, max(ends.values(), default=0.0), tail)
-
     def snapshot(self) -> tuple[list[Packing], list[int], list[float]]:
         """What :meth:`restore` needs to come back to the current packing."""
         return list(self.packs), list(self.server), list(self.prio)

@@ -12,7 +12,7 @@ from typing import Any
 
 from sjfbco.errors import check_text
 from sjfbco.limits import MAX_BATCH_SIZE, MAX_GRADIENT_MB, MAX_SECONDS
-from sjfbco.problem import _integer, _number
+from sjfbco.problem import check_int_range, check_range
 
 
 @dataclass(frozen=True)
@@ -28,10 +28,10 @@ class Model:
     def __post_init__(self) -> None:
         # each field's type and range first: job_fields divides by batch_size
         check_text(self.name, "name")
-        _number(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
-        _number(self.forward_seconds, "forward_seconds", 0, MAX_SECONDS)
-        _number(self.backward_seconds, "backward_seconds", 0, MAX_SECONDS)
-        _integer(self.batch_size, "batch_size", 1, MAX_BATCH_SIZE)
+        check_range(self.gradient_mb, "gradient_mb", 0, MAX_GRADIENT_MB)
+        check_range(self.forward_seconds, "forward_seconds", 0, MAX_SECONDS)
+        check_range(self.backward_seconds, "backward_seconds", 0, MAX_SECONDS)
+        check_int_range(self.batch_size, "batch_size", 1, MAX_BATCH_SIZE)
 
     @property
     def compute_seconds(self) -> float:

@@ -138,7 +138,7 @@ class Shares:
     @staticmethod
     def bound_phases() -> tuple[str, ...]:
         """The shares of the bound phases (each capped by the model's reserve): every share
-        the phases of ``exact``'s recipe take (``tests/test_exact.py`` compares them with
+        the phases of ``exact``'s recipe take (``tests/solvers/test_exact.py`` compares them with
         :func:`~sjfbco.solvers.exact.recipe.bound_phases`)."""
         return (
             "grouped",

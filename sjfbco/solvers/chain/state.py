@@ -87,7 +87,7 @@ class Facts:
     """What one bound phase found that a later phase reads: the only state the phases share
     besides the incumbent and the bound (the recipe's order decides who runs first).
     Each field names the phase that writes it and the phases that read it;
-    ``tests/test_chain.py`` checks these names against the phases' code.
+    ``tests/solvers/test_chain.py`` checks these names against the phases' code.
 
     Attributes
     ----------

@@ -34,7 +34,7 @@ from sjfbco.solvers.exact import (
 )
 from sjfbco.solvers.exact.recipe import bound_phases
 from tests.bruteforce import brute_force
-from tests.conftest import INSTANCES
+from tests.conftest import INSTANCES, ROOT
 from tests.test_clock import FakeTime
 from tests.tiny import tiny_instances, trap_instances
 
@@ -750,7 +750,7 @@ def test_spare_core_child_ends_when_its_parent_is_killed() -> None:
     import time
     from pathlib import Path
 
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(ROOT)
     out = subprocess.run(
         [sys.executable, "-c", _ORPHAN.format(root=root)],
         capture_output=True,
@@ -864,11 +864,10 @@ def test_a_stop_event_ends_cp_sat_with_a_valid_bound(monkeypatch: pytest.MonkeyP
     (the incumbent 26 is feasible)."""
     import threading
     import time
-    from pathlib import Path
 
     from sjfbco.formulations.nonconvex import NonconvexModel
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.syspath_prepend(str(ROOT))
     from benchmarks.bench_exact import make_instance
 
     model = NonconvexModel(make_instance(14, 4, 0), 25)

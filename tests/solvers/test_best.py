@@ -19,7 +19,7 @@ from sjfbco.solvers.best import BestParams
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.sgs import parallel_sgs, serial_sgs
 from tests.bruteforce import brute_force
-from tests.conftest import INSTANCES, instances
+from tests.conftest import INSTANCES, ROOT, instances
 from tests.tiny import tiny_instances
 
 PAPER = INSTANCES / "paper" / "paper-s10-seed0.json"
@@ -313,13 +313,12 @@ def test_the_pooled_form_comes_first_in_the_relaxation_bound(
     the pooled form has no packing, so it proves 20 and the CP-SAT relaxation is not run;
     below 21 it has one (the relaxation's own bound there is at most 20), and the CP-SAT
     relaxation follows."""
-    from pathlib import Path
 
     from sjfbco.clock import Deadline
     from sjfbco.relaxations.contention_free import ContentionFree, RelaxationResult
     from sjfbco.solvers.best import BestParams, bound_chain, relaxation_bound
 
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.syspath_prepend(str(ROOT))
     from benchmarks.bench_exact import make_instance
 
     data = make_instance(10, 4, 3)

@@ -20,7 +20,7 @@ from sjfbco.solvers.chain import PhaseResult, PooledIntervalsPhase, PooledPhase,
 from sjfbco.solvers.common import serial_schedule
 from sjfbco.solvers.exact import ExactParams, Parts, Shares
 from sjfbco.solvers.exact.recipe import remainder_phases
-from tests.test_exact import _contention_instance, _late_pair, exact_with
+from tests.solvers.test_exact import _contention_instance, _late_pair, exact_with
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
 

@@ -11,17 +11,18 @@ from pathlib import Path
 
 import pytest
 
-import sjfbco
 from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.knobs import UNTUNED, sources
 from sjfbco.solvers.chain import Facts, Run, Shares, run_phases
 from sjfbco.solvers.chain import phases as chain_phases
 from sjfbco.solvers.common import serial_schedule
-from tests.test_exact import instance_b
+from tests.conftest import ROOT
+from tests.solvers.test_exact import instance_b
 
-PACKAGE = Path(sjfbco.__file__).parent
-REPO = PACKAGE.parent
+REPO = ROOT
+PACKAGE = ROOT / "sjfbco"
+PHASES = Path(inspect.getsourcefile(chain_phases) or "")
 
 
 # -- Facts: one typed object, each field's producer and consumers named ------------------------
@@ -78,7 +79,7 @@ def _disagreements(named: dict[str, tuple[str, set[str]]], code: dict) -> list[s
 def test_facts_name_their_producers_and_consumers_truly() -> None:
     named = _named_in_docstring()
     assert set(named) == {f.name for f in fields(Facts)}  # five, each described
-    code = _touched(ast.parse(Path(chain_phases.__file__).read_text(encoding="utf-8")))
+    code = _touched(ast.parse(PHASES.read_text(encoding="utf-8")))
     assert _disagreements(named, code) == []
     # the check sees a planted reader and a planted second writer
     code["relaxed"]["load"].add("WholePhase")
@@ -96,7 +97,7 @@ def test_only_the_phases_write_the_facts() -> None:
     the order; the facts are the phases' own)."""
     writers = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path == Path(chain_phases.__file__):
+        if path == PHASES:
             continue
         for field, touched in _touched(ast.parse(path.read_text(encoding="utf-8"))).items():
             if touched["store"]:

@@ -21,8 +21,8 @@ history, so the same next asks), the batch that was in flight is rerun from
 its journaled runs (``pending.json``), and the table is the audit trail.
 
 ``python benchmarks/fit_paper.py`` runs it; ``docs/reproduction.md`` reports it.
-Optuna is an optional dependency: ``pip install 'sjfbco[fit]'`` (in a checkout:
-``pip install -e '.[fit]'``).
+Lab code of a checkout (not installed with sjfbco). Optuna is an optional
+dependency: ``pip install -e '.[fit]'`` in the checkout.
 """
 
 from __future__ import annotations
@@ -77,8 +77,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OPTUNA_MISSING = (
-    "the fit needs optuna: pip install 'sjfbco[fit]' (in a checkout: pip install -e "
-    "'.[fit]'; or pip install optuna)"
+    "the fit needs optuna: pip install -e '.[fit]' in the checkout (or pip install optuna)"
 )
 
 #: Seeds per point in a trial (instance draws 0 .. SEEDS-1).
