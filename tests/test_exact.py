@@ -160,7 +160,7 @@ def test_params_are_validated() -> None:
         solve(data, "exact", backend="gurobi")
     with pytest.raises(ValueError, match="unknown parameter 'kappa'"):
         solve(data, "exact", kappa=3)
-    with pytest.raises(ValueError, match="horizon: must be a positive integer"):
+    with pytest.raises(ValueError, match=r"parameter horizon: must be an integer >= 1, got 0"):
         ExactParams(horizon=0)
 
 

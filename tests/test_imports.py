@@ -207,7 +207,8 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
                 todo.append(n)
         return seen
 
-    # errors, limits and clock are leaves too: they import nothing of sjfbco but errors
+    # errors, limits, clock, knobs and checks are leaves too: they import nothing of
+    # sjfbco but errors
     leaf = {
         "sjfbco.problem",
         "sjfbco.schedule",
@@ -220,6 +221,12 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
     assert closure("sjfbco.limits") == {"sjfbco.errors"}
     assert closure("sjfbco.clock") <= {"sjfbco.errors", "sjfbco.limits"}
     assert closure("sjfbco.knobs") == set()
+    assert closure("sjfbco.checks") == {"sjfbco.errors"}
+    # the parameter checks every solver needs are in the leaf ``checks``; ``params``
+    # (make_params, solver_params: the registry) is reached only by the entry point
+    assert sorted(
+        m for m in graph if "sjfbco.params" in graph[m] and m.startswith("sjfbco.solvers")
+    ) == ["sjfbco.solvers.api"]
     assert closure("sjfbco.solvers.contract") <= leaf
     assert closure("sjfbco.cost") <= leaf
     assert not any("sjfbco.commands" in m or m == "sjfbco.cli" for m in closure("sjfbco"))

@@ -57,12 +57,12 @@ from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound as closed
 from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.bounds.packing import packing_bounds
+from sjfbco.checks import check_choice, check_count, check_number
 from sjfbco.clock import MIN_SLICE, Deadline
 from sjfbco.cost import ConfigurationError
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
-from sjfbco.solvers.common import check_choice, check_count, check_number
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
 from sjfbco.solvers.exact.params import Shares
