@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sjfbco import progress
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.patterns import Patterns
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
@@ -109,6 +110,8 @@ class Run:
     take_plans: bool = True
     #: who reports progress (``""``: no reports)
     label: str = "exact"
+    #: the size caps every phase's model is built under (``Parts.size_caps``)
+    size_caps: SizeCaps = DEFAULT_CAPS
 
     def report(self, what: str) -> None:
         """A progress report (:mod:`sjfbco.progress`) of the phase ``what``."""
