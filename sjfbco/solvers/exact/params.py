@@ -10,6 +10,7 @@ from typing import Literal, get_args
 
 from sjfbco.checks import check_choice, check_count, check_number
 from sjfbco.errors import InputError
+from sjfbco.knobs import UNTUNED, knob
 
 Backend = Literal["highs", "cbc", "cpsat"]
 #: The exact solver's backends: two MILP solvers on the time-indexed ILP, and CP-SAT.
@@ -19,6 +20,10 @@ EXACT_BACKENDS: tuple[str, ...] = get_args(Backend)
 #: solver take about as long each): a build that cannot finish in the time left
 #: is not started.
 BUILD_S_PER_VARIABLE = {"highs": 1.2e-3, "cbc": 1.2e-3, "cpsat": 2.5e-4}
+#: The pages behind the shares: the notes with their figures, and the whole phase's share.
+_PAGE = "docs/benchmarks/2026-12-exact.md"
+_SHARES = f"{_PAGE}#Where the exact solver's time shares came from"
+_WHOLE = f"{_PAGE}#2026-12-04, second session: the whole phase with whole-server splits (issue 31)"
 
 
 @dataclass(frozen=True)
@@ -34,60 +39,61 @@ class Shares:
     Invariants (checked): every fraction in ``[0, 1]``; the warm start and the model's
     reserve together at most 1; no bound phase's share above ``1 - model_reserve``;
     every seconds figure > 0.
+
+    Every field is a :func:`~sjfbco.knobs.knob` with its source: ``untuned``, or the page
+    of ``docs/benchmarks/`` with the figures that chose it.
     """
 
     #: the anytime heuristic ``best`` in the warm start (the warm start takes this and
     #: ``warm_others``)
-    best: float = 0.15
-    #: the warm start's other heuristics, on top of ``best``'s share (untuned: the
-    #: literal of the first shared budget, issue 17)
-    warm_others: float = 0.05
+    best: float = knob(0.15, UNTUNED)
+    #: the warm start's other heuristics, on top of ``best``'s share
+    warm_others: float = knob(0.05, UNTUNED)
     #: the relaxation with its pairwise cuts (its second, long pass)
-    relaxation: float = 0.4
+    relaxation: float = knob(0.4, UNTUNED)
     #: the time-indexed ILP's LP relaxation (``lp_bound=True`` only)
-    lp: float = 0.1
+    lp: float = knob(0.1, UNTUNED)
     #: CP-SAT on the relaxation without its cuts: the quick packing check
-    packing: float = 0.1
+    packing: float = knob(0.1, UNTUNED)
     #: the per-server time-indexed form on HiGHS, when the packing check is undecided
-    time_indexed: float = 0.4
+    time_indexed: float = knob(0.4, UNTUNED)
     #: the first, short pass of the relaxation with its cuts when the packing check is
     #: undecided (some instances are proven by the cuts in a second or two)
-    quick_relaxation: float = 0.1
+    quick_relaxation: float = knob(0.1, _SHARES)
     #: the pooled time-indexed form on HiGHS, the first bound phase but one
-    pooled: float = 0.1
+    pooled: float = knob(0.1, _SHARES)
     #: the pooled form decided by CP-SAT, in its place, when the horizon leaves no
     #: GPU-slot idle (a perfect packing, docs/exact.md)
-    perfect: float = 0.4
+    perfect: float = knob(0.4, _SHARES)
     #: the pooled relaxation as intervals on CP-SAT, deciding one below the incumbent
     #: (before the pooled time-indexed form, which it makes pointless when it packs)
-    pooled_intervals: float = 0.25
+    pooled_intervals: float = knob(0.25, UNTUNED)
     #: the configuration bound, the first bound phase but one
-    configuration: float = 0.05
+    configuration: float = knob(0.05, _SHARES)
     #: the grouped configuration bound (an LP of any size), the first bound phase
-    grouped: float = 0.05
+    grouped: float = knob(0.05, UNTUNED)
     #: the plan search (the relaxation's plans below the incumbent, evaluated)
-    plan_search: float = 0.1
+    plan_search: float = knob(0.1, UNTUNED)
     #: the whole instance in one CP-SAT model without splits, hinted with the incumbent,
     #: when the gap is two slots or more (the incumbent side; it also takes what is left
-    #: when the model cannot be built in it); 0.15 until 2026-12-04 (second session,
-    #: docs/benchmarks/2026-12-exact.md)
-    whole: float = 0.35
+    #: when the model cannot be built in it)
+    whole: float = knob(0.35, _WHOLE)
     #: what the bound phases leave to the model
-    model_reserve: float = 0.2
+    model_reserve: float = knob(0.2, UNTUNED)
     #: seconds for the relaxation (and its time-indexed form) without a time limit
-    unlimited_relaxation_s: float = 60.0
+    unlimited_relaxation_s: float = knob(60.0, UNTUNED)
     #: seconds for the packing check (and the quick bounds) without a time limit
-    unlimited_packing_s: float = 10.0
+    unlimited_packing_s: float = knob(10.0, UNTUNED)
     #: seconds kept back at the end for turning the model's answer into a schedule
-    finish_margin_s: float = 1.0
+    finish_margin_s: float = knob(1.0, UNTUNED)
     #: seconds one run of the spare core gets at most
-    spare_limit_s: float = 120.0
+    spare_limit_s: float = knob(120.0, _SHARES)
     #: the shares are of what is *left* when a phase starts, not of the limit (``best``'s
     #: bound chain: each phase up to a share of what is left, the last all of it); a
     #: phase then gets nothing with less than the least useful slice
     #: (:data:`sjfbco.clock.MIN_SLICE`) left, and ``model_reserve`` and the
     #: ``unlimited_*`` seconds are not used
-    of_what_is_left: bool = False
+    of_what_is_left: bool = knob(False, UNTUNED)
 
     def __post_init__(self) -> None:
         for f in fields(self):
