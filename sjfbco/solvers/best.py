@@ -496,9 +496,8 @@ WHOLE_HINT_SLACK = 1.2
 #: the hint, which the search then finds at once. Without the LP relaxation
 #: (``linearization_level`` 0) and without symmetry detection (``symmetry_level`` 0;
 #: presolve may not use the symmetries it finds anyway) the one worker finds shorter
-#: schedules: on the 20 hints of ``paper --servers 15`` (seeds 0 to 19, 15 s each, two
-#: at once, load 0.3 to 2.4) a mean of 435.6 against 439.7 with the defaults, shorter on
-#: 13 and longer on 2 (``docs/benchmarks/2026-12-best-paper.md``).
+#: schedules on the paper workload (``docs/benchmarks/2026-12-best-paper.md``, "The
+#: whole-instance model without its LP relaxation (2026-12-04, night)").
 WHOLE_CP_PARAMETERS: dict[str, Any] = {
     "keep_all_feasible_solutions_in_presolve": True,
     "linearization_level": 0,
