@@ -144,8 +144,12 @@ class BestParams:
         splits (:mod:`sjfbco.solvers.wholecp`), hinted with the portfolio's best laid out
         without splits (:func:`whole_hint`), after the bound phase (0: none); skipped when
         no schedule without splits can beat the incumbent (:func:`no_split_floor`) or the
-        hint is more than :data:`WHOLE_HINT_SLACK` times the incumbent.
+        hint is more than ``whole_hint_slack`` times the incumbent.
         Without a time limit it runs for ``whole_effort`` deterministic seconds.
+    whole_hint_slack
+        The whole-instance model is not solved when its hint is longer than the incumbent
+        by more than this factor (> 0): it would then have to close more than the whole
+        step ever closed (issue 31's profile).
     whole_effort
         CP-SAT's deterministic time limit for that model without a time limit.
     whole_dense
@@ -199,6 +203,7 @@ class BestParams:
     server_moves: int = knob(10_000, UNTUNED)
     scheme: Literal["serial", "parallel", "both"] = knob("both", UNTUNED)
     whole_share: float = knob(0.7, _WHOLE_FIX)
+    whole_hint_slack: float = knob(1.2, _PARAMETERS)
     whole_effort: float = knob(10.0, UNTUNED)
     whole_workers: int = knob(1, _WHOLE_FIX)
     whole_dense: int = knob(12, _PARAMETERS)
@@ -239,6 +244,7 @@ class BestParams:
             "whole_share", self.whole_share, "in [0, 1 - bound_share)", lambda v: 0 <= v < 1 - share
         )
         check_number("whole_effort", self.whole_effort, "> 0", lambda v: v > 0)
+        check_number("whole_hint_slack", self.whole_hint_slack, "> 0", lambda v: v > 0)
         if not isinstance(self.moves, Moves):
             raise InputError(
                 f"parameter moves: must be a sjfbco.solvers.moves.Moves, got {short(self.moves)}"
@@ -485,12 +491,6 @@ def whole_hint(
     return best
 
 
-#: The whole-instance model is not solved when its hint is longer than the incumbent by
-#: more than this factor: it then has to close more than the whole step ever closed
-#: (issue 31's profile: ``docs/benchmarks/2026-12-best-paper.md``, "Where best's
-#: parameters came from").
-WHOLE_HINT_SLACK = 1.2
-
 #: CP-SAT parameters of the whole-instance model in ``best``. Presolve may drop the hint
 #: for a symmetric solution (servers of one size): told to keep every solution, it keeps
 #: the hint, which the search then finds at once. Without the LP relaxation
@@ -531,7 +531,7 @@ def _whole(
         return None, None  # nothing without splits is shorter than the incumbent
     try:
         hint = whole_hint(data, engine, modes)
-        if hint is None or hint.makespan > WHOLE_HINT_SLACK * engine.best.makespan:
+        if hint is None or hint.makespan > params.whole_hint_slack * engine.best.makespan:
             return hint, None
         with cp_parameters(**WHOLE_CP_PARAMETERS):
             return hint, whole_pack(
