@@ -25,10 +25,10 @@ import json
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar, get_args
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
-from sjfbco.errors import InputError, did_you_mean, one_line, short
+from sjfbco.errors import InputError, did_you_mean, one_line
 from sjfbco.files import RepeatedKeyError, read_text, unique_keys
 from sjfbco.solvers.contract import SOLVERS, spec_of
 
@@ -137,34 +137,6 @@ def _targets(
             f"{', '.join(every) or '(none)'}"
         )
     return targets, name
-
-
-# ----------------------------------------------------------------------------- checks
-# The checks of parameter dataclasses (``__post_init__``): each raises an InputError that
-# names the parameter, "parameter NAME: must be RULE, got VALUE".
-
-
-def check_choice(name: str, value: object, literal: Any) -> None:
-    """``value`` is one of the ``Literal`` type's options."""
-    options = get_args(literal)
-    if value not in options:
-        hint = did_you_mean(value, options) if isinstance(value, str) else ""
-        raise InputError(
-            f"parameter {name}: must be one of {', '.join(options)}, got {short(value)}{hint}"
-        )
-
-
-def check_count(name: str, value: object) -> None:
-    """``value`` is ``None`` or an integer ``>= 1``."""
-    if value is not None and not (isinstance(value, int) and value >= 1):
-        raise InputError(f"parameter {name}: must be an integer >= 1, got {short(value)}")
-
-
-def check_number(name: str, value: object, rule: str, ok: Callable[[float], bool]) -> None:
-    """``value`` is a number (not a bool) for which ``ok`` holds; ``rule`` says it in
-    words (``"> 0"``, ``"in (0, 1)"``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
-        raise InputError(f"parameter {name}: must be {rule}, got {short(value)}")
 
 
 def field_names(cls: type) -> set[str]:

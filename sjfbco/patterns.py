@@ -20,6 +20,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from sjfbco import limits
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.cost import ConfigurationError, slots_to_finish
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
@@ -30,12 +31,6 @@ if TYPE_CHECKING:
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
-
-#: Most patterns one job may have before the exact models refuse the instance.
-MAX_PATTERNS = 5000
-#: Most servers the exact models enumerate patterns over (a pattern holds one count per
-#: server, so pattern enumeration costs servers x patterns).
-MAX_SERVERS = 200
 
 
 #: Slack when rounding a solver's floating-point bound up to a slot boundary.
@@ -105,8 +100,14 @@ class Pattern:
         return "-".join(map(str, self.counts))
 
 
-def model_patterns(data: ProblemData, horizon: int, patterns: Patterns | None) -> Patterns:
-    """The patterns of a time-indexed model with this horizon, refused if the model is too big.
+def model_patterns(
+    data: ProblemData,
+    horizon: int,
+    patterns: Patterns | None,
+    size_caps: SizeCaps = DEFAULT_CAPS,
+) -> Patterns:
+    """The patterns of a time-indexed model with this horizon, refused if the model is too big
+    (or the patterns, by ``size_caps``: :class:`Patterns`).
 
     A time-indexed model has about ``horizon x patterns`` cells (start and run
     variables per slot and job pattern); ``limits.MODEL_CELLS`` bounds it. The
@@ -116,7 +117,7 @@ def model_patterns(data: ProblemData, horizon: int, patterns: Patterns | None) -
     where = f"model of {data.name!r} (horizon {horizon:,} slots)"
     limits.MODEL_CELLS.check(horizon * max(1, data.num_jobs), where=where)
     if patterns is None:
-        patterns = Patterns(data)
+        patterns = Patterns(data, size_caps=size_caps)
     limits.MODEL_CELLS.check(horizon * patterns.total(), where=where)
     return patterns
 
@@ -199,14 +200,24 @@ class Patterns:
     servers, so the optimum is kept. Canonicalising every job would forbid two
     jobs from sitting on different identical servers and cut off optima (docs/model.md
     section 4: wrong on 33 of 57 instances checked).
+
+    An instance past ``size_caps`` (more than ``pattern_servers`` servers, a job of more
+    than ``patterns_per_job`` patterns) raises an :class:`~sjfbco.errors.InputError`.
     """
 
-    def __init__(self, data: ProblemData, *, break_symmetry: bool = True):
+    def __init__(
+        self,
+        data: ProblemData,
+        *,
+        break_symmetry: bool = True,
+        size_caps: SizeCaps = DEFAULT_CAPS,
+    ):
         self.data = data
         caps = data.cluster.gpus_per_server
-        if len(caps) > MAX_SERVERS:
+        most_servers, most = size_caps.pattern_servers, size_caps.patterns_per_job
+        if len(caps) > most_servers:
             raise InputError(
-                f"the exact models enumerate placement patterns over at most {MAX_SERVERS} "
+                f"the exact models enumerate placement patterns over at most {most_servers} "
                 f"servers; instance {data.name!r} has {len(caps)}"
             )
         self.groups = identical_server_groups(data)
@@ -214,10 +225,10 @@ class Patterns:
         by_size: dict[int, list[Pattern]] = {}  # jobs of one GPU count share their patterns
         for job in data.jobs:
             if job.num_gpus not in by_size:
-                comps = _compositions(job.num_gpus, caps, MAX_PATTERNS)
+                comps = _compositions(job.num_gpus, caps, most)
                 if comps is None:
                     raise InputError(
-                        f"job {job.id!r} has more than {MAX_PATTERNS} placement patterns; "
+                        f"job {job.id!r} has more than {most} placement patterns; "
                         "the exact models are for small instances"
                     )
                 by_size[job.num_gpus] = [Pattern(c) for c in comps]

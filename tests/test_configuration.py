@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
 from sjfbco.bounds import lower_bound
-from sjfbco.relaxations import configuration as cfg
+from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.relaxations.configuration import Configuration, configurations
 from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.relaxations.timeindexed import TimeIndexed
@@ -145,10 +146,13 @@ def test_it_proves_what_the_time_indexed_forms_cannot(monkeypatch: pytest.Monkey
     )
 
 
-def test_too_many_configurations_is_no_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cfg, "MAX_CONFIGURATIONS", 2)  # it has 3: 1, 2, 1+1 split
-    res = Configuration(_two_that_cannot_share(), 8).bound()
-    assert res.bound is None and not res.infeasible and "not built" in res.status
+def test_too_many_configurations_is_no_bound() -> None:
+    two = replace(DEFAULT_CAPS, configurations=2)  # it has 3: 1, 2, 1+1 split
+    res = Configuration(_two_that_cannot_share(), 8, size_caps=two).bound()
+    assert res.bound is None and not res.infeasible
+    assert res.status == "not built: above 2 configurations"
+    three = replace(DEFAULT_CAPS, configurations=3)
+    assert Configuration(_two_that_cannot_share(), 8, size_caps=three).bound().bound is not None
 
 
 def test_exact_runs_it_first_and_reports_it() -> None:

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
 from sjfbco.bounds.closed import area_bound, closed_bound
+from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.clock import Deadline
-from sjfbco.relaxations import grouped
 from sjfbco.relaxations.grouped import (
     GroupedConfiguration,
     configurations,
@@ -116,10 +116,14 @@ def test_grouped_bound_against_brute_force_slow(data: ProblemData) -> None:
     _check(data)
 
 
-def test_too_many_configurations_is_no_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(grouped, "MAX_CONFIGURATIONS", 2)  # (3, 1): 2 + 1 configurations
-    res = GroupedConfiguration(_one_fits_inside(), 3).bound()
-    assert res.bound is None and not res.infeasible and "not built" in res.status
+def test_too_many_configurations_is_no_bound() -> None:
+    two = replace(DEFAULT_CAPS, grouped_configurations=2)  # (3, 1): 2 + 1 configurations
+    res = GroupedConfiguration(_one_fits_inside(), 3, size_caps=two).bound()
+    assert res.bound is None and not res.infeasible
+    assert res.status == "not built: 3 configurations (at most 2)"
+    three = replace(DEFAULT_CAPS, grouped_configurations=3)  # at the cap: built
+    built = GroupedConfiguration(_one_fits_inside(), 3, size_caps=three).bound()
+    assert built.bound is not None and not built.status.startswith("not built")
 
 
 def test_no_time_keeps_the_start() -> None:

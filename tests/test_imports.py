@@ -210,7 +210,8 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
                 todo.append(n)
         return seen
 
-    # errors, limits and clock are leaves too: they import nothing of sjfbco but errors
+    # errors, limits, clock, knobs and checks are leaves too: they import nothing of
+    # sjfbco but errors
     leaf = {
         "sjfbco.problem",
         "sjfbco.schedule",
@@ -223,6 +224,12 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
     assert closure("sjfbco.limits") == {"sjfbco.errors"}
     assert closure("sjfbco.clock") <= {"sjfbco.errors", "sjfbco.limits"}
     assert closure("sjfbco.knobs") == set()
+    assert closure("sjfbco.checks") == {"sjfbco.errors"}
+    # the parameter checks every solver needs are in the leaf ``checks``; ``params``
+    # (make_params, solver_params: the registry) is reached only by the entry point
+    assert sorted(
+        m for m in graph if "sjfbco.params" in graph[m] and m.startswith("sjfbco.solvers")
+    ) == ["sjfbco.solvers.api"]
     assert closure("sjfbco.solvers.contract") <= leaf
     assert closure("sjfbco.cost") <= leaf
     assert not any("sjfbco.commands" in m or m == "sjfbco.cli" for m in closure("sjfbco"))
@@ -231,7 +238,7 @@ def test_the_contract_and_the_model_import_nothing_above_them() -> None:
 #: Floor 3 in its order (docs/design.md): a module imports only its own room or rooms
 #: before it in this list, at module level or deferred.
 FLOOR_3 = (
-    ("sjfbco.patterns", "sjfbco.mip"),
+    ("sjfbco.caps", "sjfbco.patterns", "sjfbco.mip"),
     ("sjfbco.bounds",),
     ("sjfbco.formulations",),
     ("sjfbco.relaxations",),
@@ -240,7 +247,7 @@ FLOOR_3 = (
 
 
 def test_floor_3_points_down_its_own_order() -> None:
-    """patterns and mip, then bounds/, formulations/, relaxations/, solvers/: no room
+    """caps, patterns and mip, then bounds/, formulations/, relaxations/, solvers/: no room
     imports one after it (bounds/ and formulations/ used to import each other)."""
     rank = {room: k for k, rooms in enumerate(FLOOR_3) for room in rooms}
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.clock import Deadline
 from sjfbco.solvers import cprepack
 from sjfbco.solvers.cprepack import server_subsets, split_patterns
@@ -72,7 +73,7 @@ def test_wide_jobs_on_many_small_servers_end() -> None:
     32 (C(64, 16) alone is 4.9e14) and never ended; here the first size is 32."""
     pats = split_patterns([1] * 64, range(64), 32)
     filled = filled_patterns([1] * 64, 32)
-    assert len(pats) == cprepack.MAX_PATTERNS and all(len(p) == 32 for p in pats)
+    assert len(pats) == DEFAULT_CAPS.repack_patterns == 24 and all(len(p) == 32 for p in pats)
     assert pats[0] == tuple((s, 1) for s in range(32))
     assert pats[1] == tuple((s, 1) for s in [*range(31), 32])
     assert filled[0] == pats[0] and len(filled) == 120
@@ -80,11 +81,12 @@ def test_wide_jobs_on_many_small_servers_end() -> None:
     assert filled_patterns([2] * 40, 31) == []
 
 
-def test_table_cap_gives_up_on_huge_subsets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cprepack, "MAX_SUBSET_CELLS", 64 * 10)
-    # the first size that holds 32 GPUs is 32 servers: beyond the table's cap
-    assert split_patterns([1] * 64, range(64), 32) == []
-    assert split_patterns([1] * 64, range(64), 3)[0] == ((0, 1), (1, 1), (2, 1))
+def test_table_cap_gives_up_on_huge_subsets() -> None:
+    small = replace(DEFAULT_CAPS, repack_subset_cells=64 * 10)
+    # the first size that holds 32 GPUs is 32 servers: 64 x 33 cells, beyond the cap
+    assert split_patterns([1] * 64, range(64), 32, size_caps=small) == []
+    # 3 GPUs: 3 servers, 64 x 4 = 256 cells, within it
+    assert split_patterns([1] * 64, range(64), 3, size_caps=small)[0] == ((0, 1), (1, 1), (2, 1))
 
 
 def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
@@ -103,7 +105,7 @@ def test_retime_and_cutting_stock_refuse_huge_horizons() -> None:
     )
     data = ProblemData(Cluster((4, 8)), jobs, CostParams())
     start = closed_bound(data)
-    assert start > cprepack.MAX_RETIME_CELLS
+    assert start > DEFAULT_CAPS.retime_cells
     assert cutting_stock_bound(data, start, Deadline.start(5)) == start
     out = solve(data, "sjf-bco")
     modes = instance_modes(data)

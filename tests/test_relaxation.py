@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.clock import Deadline
 from sjfbco.patterns import Plan, plan_to_schedule
-from sjfbco.relaxations import timeindexed
 from sjfbco.relaxations.contention_free import ContentionFree
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound, pooled_weights
 from sjfbco.solvers.common import serial_schedule
@@ -291,12 +291,13 @@ def test_highs_runs_with_any_thread_count_in_one_process() -> None:
             assert six.infeasible and six.bound == 7, (threads, pooled, six)
 
 
-def test_time_indexed_refuses_a_huge_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sjfbco.relaxations.timeindexed as ti
-
-    monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
-    res = ti.TimeIndexed(_contention_instance(), 8).bound()
+def test_time_indexed_refuses_a_huge_model() -> None:
+    small = replace(DEFAULT_CAPS, time_indexed_variables=3)
+    res = TimeIndexed(_contention_instance(), 8, size_caps=small).bound()
     assert res.bound is None and res.status.startswith("not built")
+    assert res.status == f"not built: {res.variables:,} variables" and res.variables > 3
+    # the same form under the default caps is built and answers
+    assert TimeIndexed(_contention_instance(), 8).bound().bound is not None
 
 
 # -- GPU-time cuts (caps on run lengths, sum_j G_j d_j <= N C) ------------------------------
@@ -465,16 +466,16 @@ def test_time_indexed_build_stops_at_its_deadline(solver: str) -> None:
     assert res.status == "not built: building the time-indexed relaxation ran out of time"
 
 
-def test_an_oversized_time_indexed_form_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_oversized_time_indexed_form_is_refused() -> None:
     """Counted before building: with a cap of 0 capacity-row entries, no form is built
-    and the reason is given; exact's stats carry it and the run still ends with the
-    optimum 3 (brute force, the test above)."""
-    monkeypatch.setattr(timeindexed, "MAX_ENTRIES", 0)
-    res = TimeIndexed(_contention_instance(), 8).bound()
+    and the reason is given; exact's stats carry it (the caps handed to the run through
+    ``Parts``) and the run still ends with the optimum 3 (brute force, the test above)."""
+    none = replace(DEFAULT_CAPS, time_indexed_entries=0)
+    res = TimeIndexed(_contention_instance(), 8, size_caps=none).bound()
     assert res.bound is None and not res.infeasible
     assert res.status.startswith("not built: ") and "capacity-row entries" in res.status
     data = _late_pair()
-    out = exact_with(data, undecided_parts(), backend="cpsat")
+    out = exact_with(data, undecided_parts(size_caps=none), backend="cpsat")
     assert out.stats["pooled"]["status"].startswith("not built: ")
     assert "capacity-row entries (at most 0)" in out.stats["pooled"]["status"]
     assert out.makespan == 3

@@ -32,6 +32,7 @@ import numpy as np
 
 from sjfbco import interrupt
 from sjfbco.bounds.packing import bins_l2, run_times
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.mip import highs_pool
 from sjfbco.stdio import library_output
 
@@ -43,10 +44,6 @@ log = logging.getLogger(__name__)
 
 #: A makespan is refuted when Farley's bound exceeds the GPUs by more than this.
 REFUTE_TOL = 1e-6
-#: Longest bin (slots) the knapsack's table is built for: 8 bytes a slot, so 16 MB. A
-#: makespan above it is not tested (the bound stays at ``start``): 10^12 iterations
-#: make makespans of 10^11 slots, whose table would need a terabyte.
-MAX_BIN_SLOTS = 2_000_000
 
 
 def knapsack(sizes: np.ndarray, values: np.ndarray, bounds: np.ndarray, cap: int) -> np.ndarray:
@@ -160,7 +157,11 @@ def farley_bins(
 
 
 def cutting_stock_bound(
-    data: ProblemData, start: float, deadline: Deadline | None = None, max_steps: int = 200
+    data: ProblemData,
+    start: float,
+    deadline: Deadline | None = None,
+    max_steps: int = 200,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> float:
     """Smallest makespan the per-GPU cutting-stock LP cannot refute, scanning up from ``start``.
 
@@ -171,9 +172,11 @@ def cutting_stock_bound(
     (``None``: none) or Ctrl-C stops the scan early. All jobs count with bins of size ``T`` (valid
     with arrivals: a job that arrives later still runs inside ``[0, C_max]``).
     Returns ``start`` in the continuous time model, and when ``start`` is above
-    :data:`MAX_BIN_SLOTS`.
+    ``size_caps.cutting_stock_bin_slots`` (the knapsack's table, one number per slot, is
+    not built; no makespan above it is tested).
     """
-    if data.cost.time_model != "slotted" or data.num_jobs == 0 or start > MAX_BIN_SLOTS:
+    most = size_caps.cutting_stock_bin_slots
+    if data.cost.time_model != "slotted" or data.num_jobs == 0 or start > most:
         return start
     rho = run_times(data).astype(np.int64)
     sizes_all = np.array([job.num_gpus for job in data.jobs], dtype=np.int64)
@@ -185,7 +188,7 @@ def cutting_stock_bound(
     for _ in range(max_steps):
         if interrupt.requested() or (deadline is not None and deadline.expired()):
             break
-        if t > MAX_BIN_SLOTS:
+        if t > most:
             break
         refuted = bins_l2(sizes, demand, t) > n_gpus
         if (

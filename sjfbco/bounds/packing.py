@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.cost import min_run_time
 
 if TYPE_CHECKING:
@@ -42,11 +43,6 @@ T = TypeVar("T")
 ROUND_TOL = 1e-6
 #: The ``k`` of the Fekete-Schepers functions ``u^(k)`` tried by :func:`energy_bound`.
 DFF_K = tuple(range(1, 21))
-#: At most this many thresholds ``K`` of ``U^(e)`` (the job widths up to ``N / 2``, evenly
-#: thinned), release times ``r`` in :func:`gpu_packing_bound`, and narrow jobs tried as
-#: the one narrow member of a clique when jobs arrive over time: any subset gives a valid
-#: bound, and the cap keeps the bounds ``O(n log n)`` on large instances.
-MAX_CHOICES = 64
 
 
 def run_times(data: ProblemData) -> np.ndarray:
@@ -61,8 +57,10 @@ def round_up(data: ProblemData, value: float) -> float:
     return float(value)
 
 
-def thin(values: Sequence[T], most: int = MAX_CHOICES) -> list[T]:
-    """At most ``most`` of ``values``, evenly spread, first and last kept."""
+def thin(values: Sequence[T], most: int = DEFAULT_CAPS.packing_choices) -> list[T]:
+    """At most ``most`` of ``values``, evenly spread, first and last kept (the thresholds
+    ``K`` of ``U^(e)``, release times and narrow clique members the bounds try: any subset
+    gives a valid bound, and the cap keeps the bounds ``O(n log n)``)."""
     if len(values) <= most:
         return list(values)
     idx = np.unique(np.linspace(0, len(values) - 1, most).round().astype(int))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pulp
 
 from sjfbco.bounds import lower_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.files import atomic_write_text
@@ -152,13 +153,14 @@ class TimeIndexedILP:
         sparse: bool = True,
         lower: int | None = None,
         deadline: Deadline | None = None,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ):
         require_slotted(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
         self.lower = lower
         self.deadline = deadline
-        self.patterns = model_patterns(data, self.horizon, patterns)
+        self.patterns = model_patterns(data, self.horizon, patterns, size_caps)
         self.relax = relax
         self.sparse = sparse
         self.top = max_level(data, self.patterns)
@@ -506,7 +508,12 @@ def write_model(prob: pulp.LpProblem, path: str | os.PathLike[str]) -> None:
 
 
 def lp_bound(
-    data: ProblemData, horizon: int, *, backend: str = "highs", deadline: Deadline | None = None
+    data: ProblemData,
+    horizon: int,
+    *,
+    backend: str = "highs",
+    deadline: Deadline | None = None,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> float | None:
     """LP-relaxation lower bound on the optimal makespan, slots (a whole number).
 
@@ -516,7 +523,7 @@ def lp_bound(
     relaxation is infeasible). Returns ``None`` if the LP was not solved by ``deadline``
     (``None``: no limit; its build counts).
     """
-    model = TimeIndexedILP(data, horizon, relax=True)
+    model = TimeIndexedILP(data, horizon, relax=True, size_caps=size_caps)
     out = model.solve(backend, deadline=deadline)
     if out.infeasible:
         return float(horizon + 1)

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.clock import POLL_S
 from sjfbco.errors import InputError
 from sjfbco.files import atomic_write_text
@@ -106,13 +107,14 @@ class NonconvexModel:
         exact_ends: bool = True,
         lower: int | None = None,
         deadline: Deadline | None = None,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ):
         from ortools.sat.python import cp_model
 
         require_slotted(data, "the non-convex model")
         self.data = data
         self.horizon = int(horizon)
-        self.patterns = model_patterns(data, self.horizon, patterns)
+        self.patterns = model_patterns(data, self.horizon, patterns, size_caps)
         self.exact_ends = exact_ends
         self.lower = lower
         self.deadline = deadline

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.formulations.ilp import pattern_dims
 from sjfbco.patterns import Patterns, duration, duration_caps, level_cap, max_level
 
@@ -84,10 +85,14 @@ class ModelSize:
 
 
 def estimate(
-    data: ProblemData, backend: str, horizon: int, patterns: Patterns | None = None
+    data: ProblemData,
+    backend: str,
+    horizon: int,
+    patterns: Patterns | None = None,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> ModelSize:
     """Estimated size of ``backend``'s model of ``data`` with this horizon (slots)."""
-    pats = patterns or Patterns(data)
+    pats = patterns or Patterns(data, size_caps=size_caps)
     if backend == "cpsat":
         nv, nc = _cpsat_counts(data, horizon, pats)
     else:

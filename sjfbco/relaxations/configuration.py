@@ -65,7 +65,7 @@ the closed-form or the time-indexed bounds rest on time (long jobs, tight packin
 time) it is weaker.
 
 Configurations are enumerated per group from the part sizes that occur (job sizes inside
-one server, piece sizes of split shapes); above ``MAX_CONFIGURATIONS`` (servers of many
+one server, piece sizes of split shapes); above ``SizeCaps.configurations`` (servers of many
 GPUs with many sizes) the model is not built and the bound is ``None``.
 """
 
@@ -75,6 +75,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.patterns import (
     BuildTimeout,
     Patterns,
@@ -95,11 +96,6 @@ if TYPE_CHECKING:
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
-#: Most configurations (over all groups of identical servers) the model may have.
-MAX_CONFIGURATIONS = 20_000
-#: Most integer variables of the jobs' side (shape choices, lengths, pieces per contention
-#: level), counted before the model is built; a bigger model is not built.
-MAX_VARIABLES = 2_000_000
 
 #: A part of a configuration: ``(GPUs on the server, split)``.
 Part = tuple[int, bool]
@@ -145,24 +141,32 @@ class Configuration:
         a model with no solution up to it gives the bound ``H + 1``.
     patterns
         The placement patterns (default: all).
+    size_caps
+        The caps on its patterns and its size.
 
-    The jobs' variables are counted before the model is built (at most
-    :data:`MAX_VARIABLES`), the configurations while it is (at most
-    :data:`MAX_CONFIGURATIONS`), and the deadline is checked per job and group: a model
+    The jobs' integer variables (shape choices, lengths, pieces per contention level) are
+    counted before the model is built (at most ``size_caps.configuration_variables``), the
+    configurations over all groups of identical servers while it is (at most
+    ``size_caps.configurations``), and the deadline is checked per job and group: a model
     that does not fit answers ``bound=None`` with ``status`` ``"not built: ..."``.
     """
 
     def __init__(
-        self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None
+        self,
+        data: ProblemData,
+        horizon: int,
+        *,
+        patterns: Patterns | None = None,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the configuration bound")
-        self.data, self.horizon = data, horizon
+        self.data, self.horizon, self.size_caps = data, horizon, size_caps
         self.closed = int(closed_bound(data))
         self.shapes: list[dict[Any, tuple[int, Any]]] = []
         self.caps: list[int] = []
         if self.closed > horizon:
             return
-        pats = patterns or Patterns(data)
+        pats = patterns or Patterns(data, size_caps=size_caps)
         # caps: the GPU-time caps at H (duration_caps), and no run past the horizon
         self.caps = [
             min(cap, horizon - job.arrival)
@@ -206,9 +210,10 @@ class Configuration:
                 horizon + 1, True, "a job cannot end by the horizon", time.perf_counter() - t0, 0
             )
         count = self.variables()
-        if count > MAX_VARIABLES:
+        most = self.size_caps.configuration_variables
+        if count > most:
             return TimeIndexedBound(
-                None, False, f"not built: {count:,} variables (at most {MAX_VARIABLES:,})", 0.0, 0
+                None, False, f"not built: {count:,} variables (at most {most:,})", 0.0, 0
             )
         prob = pulp.LpProblem("configurations", pulp.LpMinimize)
         Z = prob.add_variable("Z", 0, horizon)
@@ -281,7 +286,8 @@ class Configuration:
         deadline: Deadline | None,
     ) -> TimeIndexedBound | None:
         """Each group's configurations, their count within ``m Z``, and the supply of every
-        part; a :class:`TimeIndexedBound` saying "not built" above ``MAX_CONFIGURATIONS``."""
+        part; a :class:`TimeIndexedBound` saying "not built" above
+        ``size_caps.configurations``."""
         import pulp
 
         kinds: list[set[Part]] = [set() for _ in self.groups]
@@ -289,7 +295,7 @@ class Configuration:
             kinds[gi].add((c, False))
         for gi, c, _ in pieces:
             kinds[gi].add((c, True))
-        left = MAX_CONFIGURATIONS
+        left = most = self.size_caps.configurations
         for gi, g in enumerate(self.groups):
             check_deadline(deadline, "configuration bound")
             confs = configurations(self.size[gi], kinds[gi], left)
@@ -298,7 +304,7 @@ class Configuration:
                 return TimeIndexedBound(
                     None,
                     False,
-                    f"not built: above {MAX_CONFIGURATIONS:,} configurations",
+                    f"not built: above {most:,} configurations",
                     0.0,
                     len(prob.variables()) - 1,  # built so far, all but Z
                 )

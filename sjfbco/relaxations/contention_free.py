@@ -74,6 +74,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.patterns import (
     BuildTimeout,
     Patterns,
@@ -96,10 +97,6 @@ if TYPE_CHECKING:
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
-
-#: Most model entries (modes times servers, plus split-job pairs times servers for the
-#: pairwise cuts) the relaxation may have; a bigger one is not built (``status`` says so).
-MAX_ENTRIES = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -191,11 +188,14 @@ class ContentionFree:
         Add the GPU-time cuts (module docstring): no run longer than its cap
         (:func:`~sjfbco.patterns.duration_caps` at the horizon) and
         ``sum_j G_j d_j <= N C``.
+    size_caps
+        The caps on its patterns and its size (``relaxation_entries``: modes times
+        servers, plus split-job pairs times servers for the pairwise cuts).
 
     Every question takes a ``deadline`` (a :class:`~sjfbco.clock.Deadline` for build and
     solve, ``None``: none): the model's size is counted before it is built (at most
-    :data:`MAX_ENTRIES`) and the deadline checked while it is built, CP-SAT gets what is
-    left; a model that does not fit returns the closed-form bound with
+    ``size_caps.relaxation_entries``) and the deadline checked while it is built, CP-SAT
+    gets what is left; a model that does not fit returns the closed-form bound with
     ``status`` ``"not built: ..."``.
     """
 
@@ -207,11 +207,13 @@ class ContentionFree:
         patterns: Patterns | None = None,
         pairwise: bool = True,
         gpu_time: bool = True,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the contention-free relaxation")
         t0 = time.perf_counter()
         self.data, self.pairwise, self.gpu_time = data, pairwise, gpu_time
-        self.patterns = pats = patterns or Patterns(data)
+        self.size_caps = size_caps
+        self.patterns = pats = patterns or Patterns(data, size_caps=size_caps)
         # d(j, q) alone, keyed by pattern index; patterns unusable even alone (one
         # iteration longer than a slot) are left out: no valid schedule uses them
         self.durations = [
@@ -283,9 +285,10 @@ class ContentionFree:
         if min(self.longest, default=0) < 0:  # the jobs' GPU time alone overfills [0, H)
             return self._result(self.horizon + 1, "INFEASIBLE", t0)
         entries = self.entries()
-        if entries > MAX_ENTRIES:
+        most = self.size_caps.relaxation_entries
+        if entries > most:
             return self._result(
-                self.closed, f"not built: {entries:,} entries (at most {MAX_ENTRIES:,})", t0
+                self.closed, f"not built: {entries:,} entries (at most {most:,})", t0
             )
         try:
             model = self._build(tight=accept is not None, deadline=deadline)

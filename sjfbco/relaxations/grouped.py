@@ -64,7 +64,7 @@ split time, and long runs cannot share a GPU of the group (the ``u`` rows).
 (every split run is at its speed alone), and which servers a split run's pieces use.
 
 The configurations are counted before they are listed (a knapsack count per group);
-above :data:`MAX_CONFIGURATIONS` the model is not built. The deadline is checked while
+above ``SizeCaps.grouped_configurations`` the model is not built. The deadline is checked while
 each LP is built and given to HiGHS.
 """
 
@@ -77,6 +77,7 @@ import numpy as np
 
 from sjfbco.bounds.closed import closed_bound
 from sjfbco.bounds.packing import width_functions
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.cost import ConfigurationError, least_shape, rate_at, slots_to_finish
 from sjfbco.patterns import (
     BuildTimeout,
@@ -91,9 +92,6 @@ if TYPE_CHECKING:
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import Job, ProblemData
-
-#: Most configurations (over all groups) the LP may have; counted before enumerating.
-MAX_CONFIGURATIONS = 200_000
 
 
 def count_configurations(capacity: int, sizes: Sequence[int]) -> int:
@@ -204,6 +202,9 @@ class GroupedConfiguration:
         solution at ``H`` (no schedule ends by ``H``).
     start
         A valid lower bound to search up from (default: the closed-form bound).
+    size_caps
+        Its cap: at most ``grouped_configurations`` configurations over all groups
+        (counted before they are listed).
     """
 
     def __init__(
@@ -212,9 +213,10 @@ class GroupedConfiguration:
         horizon: int,
         *,
         start: int | None = None,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the grouped configuration bound")
-        self.data, self.horizon = data, horizon
+        self.data, self.horizon, self.size_caps = data, horizon, size_caps
         self.start = max(int(closed_bound(data)), start or 0)
         self.modes = instance_modes(data)
         self.groups = identical_server_groups(data)
@@ -241,8 +243,9 @@ class GroupedConfiguration:
         if lo >= hi:
             return TimeIndexedBound(hi, True, "below the closed-form bound", 0.0, 0)
         confs = self.configurations()
-        if confs > MAX_CONFIGURATIONS:
-            why = f"not built: {confs:,} configurations (at most {MAX_CONFIGURATIONS:,})"
+        most = self.size_caps.grouped_configurations
+        if confs > most:
+            why = f"not built: {confs:,} configurations (at most {most:,})"
             return TimeIndexedBound(None, False, why, 0.0, 0)
         columns, status, steps = 0, "optimal", 0
         try:

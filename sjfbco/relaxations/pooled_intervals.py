@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.patterns import (
     BuildTimeout,
     Patterns,
@@ -62,9 +63,6 @@ if TYPE_CHECKING:
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
-#: Most intervals (jobs times shapes) the model may have; a bigger one is not built.
-MAX_INTERVALS = 50_000
-
 
 class PooledIntervals:
     """The pooled relaxation as intervals (module docstring) at one horizon, asked:
@@ -75,15 +73,22 @@ class PooledIntervals:
 
     ``found`` says whether the last question found a packing ending by the horizon
     (then no form of this relaxation, time-indexed or not, proves anything there).
+    A model of more than ``size_caps.pooled_intervals`` intervals (jobs times shapes) is
+    not built.
     """
 
     def __init__(
-        self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None
+        self,
+        data: ProblemData,
+        horizon: int,
+        *,
+        patterns: Patterns | None = None,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the pooled relaxation")
-        self.data, self.horizon = data, horizon
+        self.data, self.horizon, self.size_caps = data, horizon, size_caps
         self.columns, self.capacity = form_columns(
-            data, patterns or Patterns(data), horizon, pooled=True
+            data, patterns or Patterns(data, size_caps=size_caps), horizon, pooled=True
         )
         self.closed = int(closed_bound(data))
         self.intervals = sum(len(col) for col in self.columns)
@@ -110,8 +115,9 @@ class PooledIntervals:
         if self.closed > horizon or any(not col for col in self.columns):
             # nothing ends by the horizon (below the closed form, or a job without a shape)
             return TimeIndexedBound(horizon + 1, True, "nothing ends by the horizon", 0.0, 0)
-        if self.intervals > MAX_INTERVALS:
-            why = f"not built: {self.intervals:,} intervals (at most {MAX_INTERVALS:,})"
+        most = self.size_caps.pooled_intervals
+        if self.intervals > most:
+            why = f"not built: {self.intervals:,} intervals (at most {most:,})"
             return TimeIndexedBound(None, False, why, 0.0, self.intervals)
         try:
             model, makespan = self._build(minimise, deadline)

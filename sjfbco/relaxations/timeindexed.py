@@ -91,6 +91,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.mip import solve_mip
 from sjfbco.patterns import (
     BuildTimeout,
@@ -113,15 +114,6 @@ if TYPE_CHECKING:
 
 #: Who solves the form: HiGHS minimises the makespan, CP-SAT decides (module docstring).
 Solver = Literal["highs", "cpsat"]
-
-#: Most start variables the ILP may have; a bigger one is not built (bound ``None``).
-MAX_VARIABLES = 200_000
-#: Most capacity-row entries (a start variable times the slots it covers times the rows
-#: it loads) the ILP may have; a bigger one is not built. The pooled form on servers of
-#: several sizes has few variables but many rows per column: 20 jobs on servers of 4, 8
-#: and 16 GPUs reached 10 GB building (issue 31). About 150 bytes per entry: 20 million
-#: is the exact solver's default memory cap, 3 GB.
-MAX_ENTRIES = 20_000_000
 
 
 def count_entries(columns: Columns, horizon: int, arrivals: list[int]) -> int:
@@ -174,11 +166,15 @@ def count_variables(data: ProblemData, durations: list[list[int | None]], horizo
     return total
 
 
-def too_many_variables(data: ProblemData, patterns: Patterns, horizon: int) -> bool:
-    """Whether the per-server form at ``horizon`` has more than :data:`MAX_VARIABLES` start
+def too_many_variables(
+    data: ProblemData, patterns: Patterns, horizon: int, size_caps: SizeCaps = DEFAULT_CAPS
+) -> bool:
+    """Whether the per-server form at ``horizon`` has more than
+    ``size_caps.time_indexed_variables`` start
     variables, counted from the patterns' durations alone (no GPU-time caps: an upper
     count, cheap enough to decide whether to start a child process for it)."""
-    return count_variables(data, pattern_durations(data, patterns), horizon) > MAX_VARIABLES
+    count = count_variables(data, pattern_durations(data, patterns), horizon)
+    return count > size_caps.time_indexed_variables
 
 
 def pooled_weights(capacity: int) -> list[tuple[int, ...]]:
@@ -396,7 +392,11 @@ class TimeIndexed:
         without the servers' symmetry.
 
     Its size is counted before anything is built (:meth:`refused`: above
-    :data:`MAX_VARIABLES` start variables or :data:`MAX_ENTRIES` capacity-row entries),
+    ``size_caps.time_indexed_variables`` start variables or
+    ``size_caps.time_indexed_entries`` capacity-row entries: a start variable times the
+    slots it covers times the rows it loads; the pooled form on servers of several sizes
+    has few variables but many rows per column, 20 jobs on servers of 4, 8 and 16 GPUs
+    reached 10 GB building in issue 31, about 150 bytes per entry),
     and each question checks its deadline while it builds: a form that does not fit
     answers ``bound=None`` with ``status`` ``"not built: ..."``.
     """
@@ -408,12 +408,14 @@ class TimeIndexed:
         *,
         patterns: Patterns | None = None,
         pooled: bool = False,
+        size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the time-indexed relaxation")
         t0 = time.perf_counter()
         self.data, self.horizon, self.pooled = data, horizon, pooled
+        self.size_caps = size_caps
         self.columns, self.capacity = form_columns(
-            data, patterns or Patterns(data), horizon, pooled
+            data, patterns or Patterns(data, size_caps=size_caps), horizon, pooled
         )
         self.variables = count_variables(
             data, [[d for d, _ in col] for col in self.columns], horizon
@@ -423,13 +425,14 @@ class TimeIndexed:
 
     def refused(self) -> str | None:
         """Why the form is not built (too many variables or entries), else ``None``."""
-        if self.variables > MAX_VARIABLES:
+        if self.variables > self.size_caps.time_indexed_variables:
             return f"not built: {self.variables:,} variables"
         if self.closed > self.horizon:
             return None
         entries = count_entries(self.columns, self.horizon, [job.arrival for job in self.data.jobs])
-        if entries > MAX_ENTRIES:
-            return f"not built: {entries:,} capacity-row entries (at most {MAX_ENTRIES:,})"
+        most = self.size_caps.time_indexed_entries
+        if entries > most:
+            return f"not built: {entries:,} capacity-row entries (at most {most:,})"
         return None
 
     def bound(self, *, deadline: Deadline | None = None, threads: int = 2) -> TimeIndexedBound:
@@ -462,7 +465,7 @@ class TimeIndexed:
         self, deadline: Deadline | None, solve: Callable[[float], TimeIndexedBound]
     ) -> TimeIndexedBound:
         t0 = time.perf_counter() - self.prepared_s
-        if self.variables > MAX_VARIABLES:
+        if self.variables > self.size_caps.time_indexed_variables:
             return TimeIndexedBound(None, False, self.refused() or "", 0.0, self.variables)
         if self.closed > self.horizon:  # nothing ends by the horizon
             return TimeIndexedBound(self.horizon + 1, True, "below the closed-form bound", 0.0, 0)

@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from sjfbco.checks import check_choice, check_count
 from sjfbco.solvers.common import (
     ListParams,
-    check_choice,
-    check_count,
     prepare,
     run_list_scheduler,
 )

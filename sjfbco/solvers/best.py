@@ -57,8 +57,11 @@ from sjfbco import interrupt
 from sjfbco.bounds.closed import closed_bound as closed
 from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.bounds.packing import packing_bounds
+from sjfbco.checks import check_choice, check_count, check_number
 from sjfbco.clock import MIN_SLICE, Deadline
 from sjfbco.cost import ConfigurationError
+from sjfbco.errors import InputError, short
+from sjfbco.knobs import UNTUNED, knob
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
@@ -73,9 +76,9 @@ from sjfbco.solvers.chain import (
     Shares,
     run_phases,
 )
-from sjfbco.solvers.common import check_choice, check_count, check_number
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
+from sjfbco.solvers.moves import DEFAULT_MOVES, Moves
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Tally, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
@@ -92,6 +95,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds ``best`` runs when neither a time limit nor ``iterations`` is given.
 DEFAULT_TIME_LIMIT = 10.0
+#: The measurements behind ``best``'s parameters (``BestParams``, :class:`Moves`).
+_PAGE = "docs/benchmarks/2026-12-best-paper.md"
+_PARAMETERS = f"{_PAGE}#where-bests-parameters-came-from"
+_WHOLE_FIX = f"{_PAGE}#why-the-whole-instance-step-found-nothing-and-the-fix-2026-12-04-later"
 BoundKind = Literal["closed", "packing", "lp", "relaxation"]
 
 
@@ -137,16 +144,18 @@ class BestParams:
         splits (:mod:`sjfbco.solvers.wholecp`), hinted with the portfolio's best laid out
         without splits (:func:`whole_hint`), after the bound phase (0: none); skipped when
         no schedule without splits can beat the incumbent (:func:`no_split_floor`) or the
-        hint is more than :data:`WHOLE_HINT_SLACK` times the incumbent.
+        hint is more than ``whole_hint_slack`` times the incumbent.
         Without a time limit it runs for ``whole_effort`` deterministic seconds.
+    whole_hint_slack
+        The whole-instance model is not solved when its hint is longer than the incumbent
+        by more than this factor (> 0): it would then have to close more than the whole
+        step ever closed (issue 31's profile).
     whole_effort
         CP-SAT's deterministic time limit for that model without a time limit.
     whole_dense
         Above this many jobs per server the whole-instance model gets half of
-        ``whole_share``: on the paper workload (160 jobs, 30 s at load 3.4 to 5.5) its
-        schedule was the answer on 12 of 20 instances of 20 servers (8 jobs a server), 8
-        of 20 of 15 servers (11) and none of 10 servers (16), where it never shortened
-        its hint and the search rounds it stood in for lost 0 to 10 slots.
+        ``whole_share``: with many jobs per server it rarely shortens its hint in time, and
+        the search rounds it stands in for are worth more.
     whole_workers
         CP-SAT's workers on that model. One (default) searches the same way whatever its
         time, so that ``best`` stays monotone in its limit; more are faster on an idle
@@ -174,27 +183,37 @@ class BestParams:
         construction whose estimated cost does not fit in what is left of it is
         skipped (``stats["portfolio_skipped"]``), SJF-BCO stops between its passes
         at its end (:mod:`sjfbco.solvers.portfolio`), and the search gets the rest.
+    moves
+        The walk's move mix, reach, look-backs and reserves
+        (:class:`~sjfbco.solvers.moves.Moves`; a library caller's object, not a ``--param``
+        string).
+
+    Every field is a :func:`~sjfbco.knobs.knob` with its source: ``untuned``, or the
+    section "Where best's parameters came from" of
+    ``docs/benchmarks/2026-12-best-paper.md`` (with the figures).
     """
 
-    iterations: int | None = None
-    bound: BoundKind = "relaxation"
-    bound_share: float = 0.15
-    relaxation_limit: int = 2_000
-    global_moves: int = 50
-    global_work: int = 100_000
-    server_limit: int = 50_000
-    server_moves: int = 10_000
-    scheme: Literal["serial", "parallel", "both"] = "both"
-    whole_share: float = 0.7
-    whole_effort: float = 10.0
-    whole_workers: int = 1
-    whole_dense: int = 12
-    cp_moves: int = 2
-    cp_jobs: int = 40
-    cp_effort: float = 0.25
-    serial_limit: int = 250_000
-    portfolio_limit: int = 5_000
-    portfolio_share: float = 0.3
+    iterations: int | None = knob(None, UNTUNED)
+    bound: BoundKind = knob("relaxation", UNTUNED)
+    bound_share: float = knob(0.15, UNTUNED)
+    relaxation_limit: int = knob(2_000, UNTUNED)
+    global_moves: int = knob(50, UNTUNED)
+    global_work: int = knob(100_000, UNTUNED)
+    server_limit: int = knob(50_000, _PARAMETERS)
+    server_moves: int = knob(10_000, UNTUNED)
+    scheme: Literal["serial", "parallel", "both"] = knob("both", UNTUNED)
+    whole_share: float = knob(0.7, _WHOLE_FIX)
+    whole_hint_slack: float = knob(1.2, _PARAMETERS)
+    whole_effort: float = knob(10.0, UNTUNED)
+    whole_workers: int = knob(1, _WHOLE_FIX)
+    whole_dense: int = knob(12, _PARAMETERS)
+    cp_moves: int = knob(2, UNTUNED)
+    cp_jobs: int = knob(40, UNTUNED)
+    cp_effort: float = knob(0.25, UNTUNED)
+    serial_limit: int = knob(250_000, UNTUNED)
+    portfolio_limit: int = knob(5_000, UNTUNED)
+    portfolio_share: float = knob(0.3, UNTUNED)
+    moves: Moves = knob(DEFAULT_MOVES, _PARAMETERS)
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -225,6 +244,11 @@ class BestParams:
             "whole_share", self.whole_share, "in [0, 1 - bound_share)", lambda v: 0 <= v < 1 - share
         )
         check_number("whole_effort", self.whole_effort, "> 0", lambda v: v > 0)
+        check_number("whole_hint_slack", self.whole_hint_slack, "> 0", lambda v: v > 0)
+        if not isinstance(self.moves, Moves):
+            raise InputError(
+                f"parameter moves: must be a sjfbco.solvers.moves.Moves, got {short(self.moves)}"
+            )
 
 
 def cp_move(
@@ -458,22 +482,13 @@ def whole_hint(
     return best
 
 
-#: The whole-instance model is not solved when its hint is longer than the incumbent by
-#: more than this factor: it then has to close more than the whole step ever closed. In
-#: issue 31's profile (the 12 largest gaps, 21 s each, load 5) the model shortened its
-#: hint by 0 to 10%, and the one hint above 1.2 x the incumbent (``paper --servers 10
-#: --seed 18``: no server holds its 32-GPU jobs, which split one at a time in the model)
-#: was 1,530 against 1,084, the model's best 1,524.
-WHOLE_HINT_SLACK = 1.2
-
 #: CP-SAT parameters of the whole-instance model in ``best``. Presolve may drop the hint
 #: for a symmetric solution (servers of one size): told to keep every solution, it keeps
 #: the hint, which the search then finds at once. Without the LP relaxation
 #: (``linearization_level`` 0) and without symmetry detection (``symmetry_level`` 0;
 #: presolve may not use the symmetries it finds anyway) the one worker finds shorter
-#: schedules: on the 20 hints of ``paper --servers 15`` (seeds 0 to 19, 15 s each, two
-#: at once, load 0.3 to 2.4) a mean of 435.6 against 439.7 with the defaults, shorter on
-#: 13 and longer on 2 (``docs/benchmarks/2026-12-best-paper.md``).
+#: schedules on the paper workload (``docs/benchmarks/2026-12-best-paper.md``, "The
+#: whole-instance model without its LP relaxation (2026-12-04, night)").
 WHOLE_CP_PARAMETERS: dict[str, Any] = {
     "keep_all_feasible_solutions_in_presolve": True,
     "linearization_level": 0,
@@ -499,15 +514,15 @@ def _whole(
     if too_large(data):
         return None, None  # whole_pack does not build the model
     # the hint costs about four evaluations (a decode, two lay-outs and their scores;
-    # 2.3 s for a lay-out of 5,000 jobs on 10 servers at load 5): not begun without room
-    if part.too_short(max(MIN_SLICE, 4 * reserve)):
+    # Moves.room_reserves): not begun without room
+    if part.too_short(max(MIN_SLICE, params.moves.room_reserves * reserve)):
         return None, None
     modes = instance_modes(data)
     if modes is None or no_split_floor(data, modes) >= engine.best.makespan:
         return None, None  # nothing without splits is shorter than the incumbent
     try:
         hint = whole_hint(data, engine, modes)
-        if hint is None or hint.makespan > WHOLE_HINT_SLACK * engine.best.makespan:
+        if hint is None or hint.makespan > params.whole_hint_slack * engine.best.makespan:
             return hint, None
         with cp_parameters(**WHOLE_CP_PARAMETERS):
             return hint, whole_pack(
@@ -598,7 +613,8 @@ class Walk:
         tick = time.perf_counter()
         cand = engine.decode(start)
         # a hand-out after a phase (servers, CP-SAT) costs up to about two decodes
-        budget.reserve = max(budget.reserve, 2 * (time.perf_counter() - tick))
+        handout = self.params.moves.handout_decodes
+        budget.reserve = max(budget.reserve, handout * (time.perf_counter() - tick))
         if cand is None:  # the incumbent's genome decodes invalid: search from its schedule
             cand = engine.best
         assert cand is not None
@@ -620,12 +636,12 @@ class Walk:
         # building the decomposition costs about six decodes (measured on 20,000 jobs):
         # not worth starting without room for it, a search and the hand-out after it; and
         # the walk ends there (skipping to the next phase would leave a longer run's walk)
-        if self.room() < 4 * budget.reserve:
+        if self.room() < self.params.moves.room_reserves * budget.reserve:
             budget.stopped_by = "time limit"
             return None
         assert engine.best is not None
         try:
-            servers = ServerSearch(self.data, engine.best, engine.reference)
+            servers = ServerSearch(self.data, engine.best, engine.reference, self.params.moves)
         except ValueError:  # a split job starts between slots (continuous model)
             return False
         # ConfigurationError: the hand-out put a job above one slot per iteration
@@ -718,7 +734,7 @@ def best_solve(
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
     budget = Tally(deadline, params.iterations)
-    engine = Engine(data, random.Random(seed), budget, bound, reporter)
+    engine = Engine(data, random.Random(seed), budget, bound, reporter, params.moves)
     laps = Laps()
     # 1. portfolio: the list rules, SJF-BCO and the others, within their share of the limit
     built = run_portfolio(
@@ -733,7 +749,7 @@ def best_solve(
     # what follows a candidate may cost a full decode: kept back before the deadline
     # (two when server phases follow: handing out their schedule costs about two)
     walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
-    budget.reserve = built.decode_seconds * (2 if walk.local else 1)
+    budget.reserve = built.decode_seconds * (params.moves.handout_decodes if walk.local else 1)
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sjfbco.checks import check_choice, check_count, check_number
 from sjfbco.clock import Deadline
 from sjfbco.cost import best_shape, fill_servers, min_run_time
-from sjfbco.params import check_choice, check_count, check_number
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.contract import SolverOutput, Status
 from sjfbco.solvers.placement import (

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sjfbco import interrupt
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.sgs import StartPlan, hand_out
@@ -53,10 +54,6 @@ if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.sgs import Candidate
 
-#: At most this many split patterns per job (fewest servers first).
-MAX_PATTERNS = 24
-
-
 #: Where a mode puts a job's GPUs: ``((server, GPUs), ...)``.
 ServerGpus = tuple[tuple[int, int], ...]
 #: A job's modes: where it runs, and its run time alone there in whole slots.
@@ -64,14 +61,19 @@ Modes = list[tuple[ServerGpus, int]]
 
 
 def split_patterns(
-    caps: Sequence[int], servers: Sequence[int], gpus: int, most: int = MAX_PATTERNS
+    caps: Sequence[int],
+    servers: Sequence[int],
+    gpus: int,
+    most: int | None = None,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> list[ServerGpus]:
     """Split placements of ``gpus`` GPUs over at least two of ``servers``: per subset of
     servers that holds them (fewest first, then server order: :func:`server_subsets`)
     the greedy fill, largest servers first, keeping one GPU on each server of the subset;
-    at most ``most`` of them."""
+    at most ``most`` of them (``None``: ``size_caps.repack_patterns``)."""
+    most = size_caps.repack_patterns if most is None else most
     out: list[ServerGpus] = []
-    for subset in server_subsets(caps, servers, gpus, most=most):
+    for subset in server_subsets(caps, servers, gpus, most=most, size_caps=size_caps):
         counts = dict.fromkeys(subset, 1)
         left = gpus - len(subset)
         for s in sorted(subset, key=lambda x: (-caps[x], x)):
@@ -82,11 +84,6 @@ def split_patterns(
     return out
 
 
-#: Servers x subset sizes above which :func:`server_subsets` stops looking for larger
-#: subsets (its table of reachable sums holds one integer per cell).
-MAX_SUBSET_CELLS = 1_000_000
-
-
 def server_subsets(
     caps: Sequence[int],
     servers: Sequence[int],
@@ -95,6 +92,7 @@ def server_subsets(
     most: int,
     exact: bool = False,
     fewest_only: bool = False,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> list[tuple[int, ...]]:
     """Subsets of at least two and at most ``gpus`` of ``servers`` (each holds one of the
     GPUs at least) whose capacities add up to at least ``gpus`` (``exact``: to exactly
@@ -109,7 +107,7 @@ def server_subsets(
     capacities; a plain walk over ``itertools.combinations`` visits every subset of a
     size before it finds one that holds a job (32 GPUs on 64 servers of 1: ``C(64, k)``
     subsets for each ``k`` below 32). Sizes whose table would pass
-    :data:`MAX_SUBSET_CELLS` cells are not searched: the subsets found so far are
+    ``size_caps.repack_subset_cells`` cells are not searched: the subsets found so far are
     returned (none, if the first size that holds the job is beyond it).
     """
     n = len(servers)
@@ -141,7 +139,7 @@ def server_subsets(
     rows: list[list[int]] = [[1] * (n + 1)]
     out: list[tuple[int, ...]] = []
     for k in range(2, min(n, gpus) + 1):  # each server of a subset takes a GPU at least
-        if n * (k + 1) > MAX_SUBSET_CELLS or len(out) >= most:
+        if n * (k + 1) > size_caps.repack_subset_cells or len(out) >= most:
             break
         while len(rows) <= k:
             below, row = rows[-1], [0] * (n + 1)
@@ -268,12 +266,12 @@ def solve_within(
     return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
 
 
-#: Most server x slot cells (8 bytes each: 80 MB) :func:`retime` lays a plan out on;
-#: ``paper-s20-seed0`` needs 391,420 (20 servers x 19,571 slots).
-MAX_RETIME_CELLS = 10_000_000
-
-
-def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[StartPlan] | None:
+def retime(
+    data: ProblemData,
+    base: Candidate,
+    modes: Sequence[Modes],
+    size_caps: SizeCaps = DEFAULT_CAPS,
+) -> list[StartPlan] | None:
     """``base`` laid out again on ``modes`` (per job, ``(server, GPUs)`` patterns and their
     run times in whole slots, as :func:`sjfbco.solvers.wholecp.whole_pack` offers them):
     a plan that model accepts, to hint it with.
@@ -287,7 +285,7 @@ def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[S
     (the jobs before it only moved earlier); jobs ``base`` split can push the rest later.
     Returns the plan (start, end, pattern per job), ``None`` when a job has no mode or
     when the per-server tables of GPUs in use (one number per server and slot up to the
-    sum of the longest run times) would pass :data:`MAX_RETIME_CELLS`.
+    sum of the longest run times) would pass ``size_caps.retime_cells``.
     """
     caps = data.cluster.gpus_per_server
     srv = data.cluster.server_of_gpu
@@ -295,7 +293,7 @@ def retime(data: ProblemData, base: Candidate, modes: Sequence[Modes]) -> list[S
     if any(not m for m in modes):
         return None
     length = max(job.arrival for job in data.jobs) + sum(max(w for _, w in m) for m in modes) + 1
-    if length * len(caps) > MAX_RETIME_CELLS:
+    if length * len(caps) > size_caps.retime_cells:
         return None
     use = [np.zeros(length, dtype=np.int64) for _ in caps]
     split_runs: list[list[tuple[int, int]]] = [[] for _ in caps]
@@ -338,6 +336,7 @@ def repack(
     deterministic: float,
     seed: int = 0,
     split: bool = True,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> Candidate | None:
     """Re-pack the jobs that lie on ``servers`` (see the module docstring).
 
@@ -359,6 +358,8 @@ def repack(
     split
         Offer split modes to every job of two or more GPUs (jobs that no chosen
         server holds get them anyway).
+    size_caps
+        The caps on split patterns (:func:`split_patterns`).
 
     Returns
     -------
@@ -375,7 +376,7 @@ def repack(
     if not free:
         return None
     frozen = [j for j in range(data.num_jobs) if j not in set(free)]
-    modes = _free_modes(data, free, chosen, split)
+    modes = _free_modes(data, free, chosen, split, size_caps)
     if modes is None:  # pragma: no cover - the jobs lay on these servers, so a mode fits
         return None
     blocks = _frozen_blocks(base, frozen, parts_of, chosen)
@@ -433,7 +434,11 @@ def server_parts(data: ProblemData, base: Candidate) -> list[list[tuple[int, int
 
 
 def _free_modes(
-    data: ProblemData, free: Sequence[int], chosen: Sequence[int], split: bool
+    data: ProblemData,
+    free: Sequence[int],
+    chosen: Sequence[int],
+    split: bool,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> dict[int, Modes] | None:
     """Each freed job's modes on the chosen servers with their run times alone (``None``
     when a job has none)."""
@@ -445,7 +450,7 @@ def _free_modes(
         opts: list[ServerGpus] = [((s, g),) for s in chosen if caps[s] >= g]
         if g >= 2 and (split or not opts):  # a job no chosen server holds must split
             if g not in splits:
-                splits[g] = split_patterns(caps, chosen, g)
+                splits[g] = split_patterns(caps, chosen, g, size_caps=size_caps)
             opts += splits[g]
         timed = ((p, mode_slots(data, j, p)) for p in opts)  # None: unusable even alone
         modes[j] = [(p, w) for p, w in timed if w is not None]

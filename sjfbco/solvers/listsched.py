@@ -22,8 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sjfbco.checks import check_choice
 from sjfbco.cost import ConfigurationError
-from sjfbco.solvers.common import check_choice, serial_schedule
+from sjfbco.solvers.common import serial_schedule
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.placement import AssignmentMode, Estimate, estimates
 from sjfbco.solvers.sgs import (

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sjfbco.cost import ConfigurationError
+from sjfbco.solvers.moves import DEFAULT_MOVES, Moves
 from sjfbco.solvers.sgs import Candidate, alone_durations, build
 
 if TYPE_CHECKING:
@@ -150,6 +151,8 @@ class Engine:
         it later (a better bound) changes only when the search stops.
     on_improve
         Called with every new answer (:attr:`answer`) and its source label.
+    moves
+        The move mix, reach and look-back (:class:`~sjfbco.solvers.moves.Moves`).
 
     Notes
     -----
@@ -170,9 +173,11 @@ class Engine:
         budget: Tally,
         target: float,
         on_improve: Callable[[Candidate, str], None],
+        moves: Moves = DEFAULT_MOVES,
     ):
         self.data = data
         self.rng = rng
+        self.moves = moves
         self.budget = budget
         self.target = target
         self.reference = target
@@ -243,17 +248,17 @@ class Engine:
 
     # -- moves -------------------------------------------------------------------------------
     def neighbour(self, genome: Genome, cand: Candidate) -> tuple[Genome, str]:
-        rng = self.rng
+        rng, mix = self.rng, self.moves
         order = list(genome.order)
         split = genome.split
         n = len(order)
         r = rng.random()
         if n < 2:
             return genome, "none"
-        if r < 0.35:
+        if r < mix.tail_insert:
             move = "tail insert"
             ms = cand.makespan
-            late = [j for j in range(n) if cand.end[j] >= ms - 0.1 * ms]
+            late = [j for j in range(n) if cand.end[j] >= ms - mix.late * ms]
             j = rng.choice(late)
             pos = order.index(j)
             starts = cand.began
@@ -263,16 +268,16 @@ class Engine:
             k = min(k, pos)
             order.pop(pos)
             order.insert(k, j)
-        elif r < 0.6:
+        elif r < mix.insert:
             move = "insert"
             i, k = rng.randrange(n), rng.randrange(n)
             order.insert(k, order.pop(i))
-        elif r < 0.8:
+        elif r < mix.near_swap:
             move = "near swap"
             i = rng.randrange(n)
-            k = min(n - 1, max(0, i + rng.randint(-10, 10)))
+            k = min(n - 1, max(0, i + rng.randint(-mix.near, mix.near)))
             order[i], order[k] = order[k], order[i]
-        elif r < 0.9 and self.flippable:
+        elif r < mix.split_flip and self.flippable:
             move = "split flip"
             j = rng.choice(self.flippable)
             s = list(split)
@@ -285,10 +290,10 @@ class Engine:
 
     def _recreate(self, order: list[int], cand: Candidate) -> list[int]:
         """Re-order the jobs that start in a random window, among their own positions."""
-        rng = self.rng
+        rng, mix = self.rng, self.moves
         ends = cand.end
         ms = cand.makespan
-        width = rng.uniform(0.1, 0.4) * ms
+        width = rng.uniform(mix.window_min, mix.window_max) * ms
         lo = rng.uniform(0, max(0.0, ms - width))
         pos = [i for i, j in enumerate(order) if lo <= ends[j] <= lo + width]
         if len(pos) < 2:
@@ -296,7 +301,7 @@ class Engine:
         jobs = [order[i] for i in pos]
         data = self.data
         d = self.durations
-        noise = rng.uniform(0.0, 0.3)
+        noise = rng.uniform(0.0, mix.noise)
         rule = rng.randrange(3)
 
         def key(j: int) -> float:
@@ -311,9 +316,11 @@ class Engine:
         return order
 
     # -- the search --------------------------------------------------------------------------
-    def lahc(self, start: Genome, cand: Candidate, moves: int, history: int = 100) -> None:
+    def lahc(self, start: Genome, cand: Candidate, moves: int, history: int | None = None) -> None:
         """Late-acceptance hill climbing from ``start`` for at most ``moves`` candidates, until
-        the budget ends or the bound is met."""
+        the budget ends or the bound is met; ``history`` candidates back (``None``:
+        ``self.moves.history``)."""
+        history = self.moves.history if history is None else history
         cur_g, cur_c = start, cand
         cur_s = self.score(cur_c)
         hist = [cur_s] * history

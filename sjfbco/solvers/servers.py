@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from sjfbco.cost import slots_to_finish
 from sjfbco.evaluate import EPS
+from sjfbco.solvers.moves import DEFAULT_MOVES, Moves
 from sjfbco.solvers.sgs import Candidate, FreeProfile, StartPlan, hand_out
 
 if TYPE_CHECKING:
@@ -67,11 +68,17 @@ class ServerSearch:
         start slots.
     target
         The lower bound: the tail score counts GPU-slots after it.
+    moves
+        The move mix (``relocate``, ``swap``, ``first_ending``) and the look-back
+        (``server_history``, read by :func:`server_search`).
     """
 
-    def __init__(self, data: ProblemData, base: Candidate, target: float):
+    def __init__(
+        self, data: ProblemData, base: Candidate, target: float, moves: Moves = DEFAULT_MOVES
+    ):
         self.data = data
         self.target = target
+        self.moves = moves
         cl = data.cluster
         n = data.num_jobs
         self.caps = cl.gpus_per_server
@@ -163,19 +170,20 @@ class ServerSearch:
             return None
         s = rng.choice(critical)
         on_s = list(self.jobs_on[s])
+        mix = self.moves
         r = rng.random()
-        if r < 0.45:
+        if r < mix.relocate:
             j = rng.choice(on_s)
             others = [t for t in self.eligible[j] if t != s]
             if not others:
                 return None
-            if rng.random() < 0.5:  # the eligible server that ends first
+            if rng.random() < mix.first_ending:  # the eligible server that ends first
                 t = min(others, key=lambda x: (self.packs[x].last, x))
             else:
                 t = rng.choice(others)
             packs = {s: self.pack(s, self.jobs_on[s] - {j}), t: self.pack(t, self.jobs_on[t] | {j})}
             return Move("relocate", packs)
-        if r < 0.85:
+        if r < mix.swap:
             j = rng.choice(on_s)
             t = rng.choice(self.eligible[j])
             if t == s:
@@ -274,11 +282,13 @@ def server_search(
     rng: random.Random,
     spend: Callable[[], bool],
     moves: int,
-    history: int = 200,
+    history: int | None = None,
 ) -> bool:
     """Late-acceptance hill climbing over server moves, at most ``moves`` of them (each costs
-    one unit of ``spend``). Leaves ``search`` at the best packing it visited; returns whether
-    that is better than where it started (makespan, then tail)."""
+    one unit of ``spend``), ``history`` back (``None``: ``search.moves.server_history``).
+    Leaves ``search`` at the best packing it visited; returns whether that is better than
+    where it started (makespan, then tail)."""
+    history = search.moves.server_history if history is None else history
     cur = search.score()
     start = cur
     hist = [cur] * history

@@ -16,11 +16,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from sjfbco.checks import check_choice, check_count
 from sjfbco.errors import InputError
 from sjfbco.solvers.common import (
     ListParams,
-    check_choice,
-    check_count,
     prepare,
     run_list_scheduler,
 )

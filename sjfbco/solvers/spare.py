@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sjfbco import clock
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.relaxations.timeindexed import TimeIndexed, TimeIndexedBound
 
 if TYPE_CHECKING:
@@ -59,6 +60,8 @@ class Spare:
         The horizon ``H`` (slots): infeasible there proves every schedule ends after ``H``.
     seconds
         The child's time limit for build and solve.
+    size_caps
+        The caps the child's form is built under (the run's).
 
     Attributes
     ----------
@@ -73,7 +76,13 @@ class Spare:
         Why there is no result (a message), if so.
     """
 
-    def __init__(self, data: ProblemData, horizon: int, seconds: float):
+    def __init__(
+        self,
+        data: ProblemData,
+        horizon: int,
+        seconds: float,
+        size_caps: SizeCaps = DEFAULT_CAPS,
+    ):
         self.horizon = horizon
         self.proved = threading.Event()
         self.finished = threading.Event()
@@ -83,7 +92,7 @@ class Spare:
         self._stop = threading.Event()
         self._dir = tempfile.TemporaryDirectory(prefix="sjfbco-spare-")
         folder = Path(self._dir.name)
-        (folder / "in.pkl").write_bytes(pickle.dumps((data, horizon, seconds)))
+        (folder / "in.pkl").write_bytes(pickle.dumps((data, horizon, seconds, size_caps)))
         self._out = folder / "out.pkl"
         self._log = folder / "stderr.txt"
         env = dict(os.environ)
@@ -159,11 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     watch = threading.Thread(target=_orphan_watch, args=(int(parent), Path(src).parent))
     watch.daemon = True
     watch.start()
-    data, horizon, seconds = pickle.loads(Path(src).read_bytes())
+    data, horizon, seconds, size_caps = pickle.loads(Path(src).read_bytes())
     out: tuple[str, Any]
     try:
         deadline = clock.Deadline.start(seconds)  # the form's preparation counts
-        out = ("result", TimeIndexed(data, horizon).bound(deadline=deadline, threads=1))
+        form = TimeIndexed(data, horizon, size_caps=size_caps)
+        out = ("result", form.bound(deadline=deadline, threads=1))
     except Exception as err:  # reported by the parent; the run goes on without it
         out = ("error", f"{type(err).__name__}: {err}")
     tmp = Path(dst).with_suffix(".tmp")

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.errors import InputError
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.cprepack import (
@@ -55,15 +56,12 @@ if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
     from sjfbco.solvers.sgs import Candidate
 
-#: Jobs x servers above which the model is not built (each pair is an optional interval;
-#: CP-SAT's presolve alone takes seconds near this size on this project's machine).
-MAX_PAIRS = 50_000
 
-
-def too_large(data: ProblemData) -> bool:
-    """Whether the model is too large to build (above :data:`MAX_PAIRS` jobs x servers):
-    :func:`whole_pack` then returns ``None`` at once."""
-    return data.num_jobs * data.cluster.num_servers > MAX_PAIRS
+def too_large(data: ProblemData, size_caps: SizeCaps = DEFAULT_CAPS) -> bool:
+    """Whether the model is too large to build (above ``size_caps.whole_pairs`` jobs x
+    servers: each pair is an optional interval): :func:`whole_pack` then returns ``None``
+    at once."""
+    return data.num_jobs * data.cluster.num_servers > size_caps.whole_pairs
 
 
 #: The split modes of a job no server holds whole (module docstring).
@@ -80,6 +78,7 @@ def whole_pack(
     workers: int = 1,
     seed: int = 0,
     split: Split = "all",
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> Candidate | None:
     """Solve the model of the module docstring, hinted with ``base``; the evaluated result.
 
@@ -99,6 +98,8 @@ def whole_pack(
     split
         The split modes of a job no server holds whole: ``"all"`` or ``"filled"``
         (module docstring).
+    size_caps
+        The model's size cap (:func:`too_large`) and the caps on split modes.
 
     Returns
     -------
@@ -114,11 +115,11 @@ def whole_pack(
     """
     if split not in SPLITS:
         raise InputError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
-    if data.num_jobs == 0 or too_large(data):
+    if data.num_jobs == 0 or too_large(data, size_caps):
         return None
     if deadline is not None and deadline.too_short():
         return None
-    modes = instance_modes(data, split)
+    modes = instance_modes(data, split, size_caps)
     if modes is None:
         return None
     # only schedules about as short as the incumbent are of use: a tight horizon helps CP-SAT
@@ -164,41 +165,60 @@ def _model(
     return model, jobs
 
 
-#: At most this many modes per job in the ``"filled"`` model (the 120 pairs of 16 servers
-#: of 4 for an 8-GPU job; the first in combinations order are kept beyond it).
-MAX_FILLED = 120
-
-
-def filled_patterns(caps: Sequence[int], gpus: int, most: int = MAX_FILLED) -> list[ServerGpus]:
+def filled_patterns(
+    caps: Sequence[int],
+    gpus: int,
+    most: int | None = None,
+    size_caps: SizeCaps = DEFAULT_CAPS,
+) -> list[ServerGpus]:
     """The sets of at least two servers that ``gpus`` GPUs fill exactly (every GPU of each),
     only those of the fewest servers, in ``itertools.combinations`` order; at most
-    ``most`` (:func:`~sjfbco.solvers.cprepack.server_subsets`)."""
-    subsets = server_subsets(caps, range(len(caps)), gpus, most=most, exact=True, fewest_only=True)
+    ``most`` (:func:`~sjfbco.solvers.cprepack.server_subsets`; ``None``:
+    ``size_caps.whole_filled``, the first in combinations order kept beyond it)."""
+    most = size_caps.whole_filled if most is None else most
+    subsets = server_subsets(
+        caps,
+        range(len(caps)),
+        gpus,
+        most=most,
+        exact=True,
+        fewest_only=True,
+        size_caps=size_caps,
+    )
     return [tuple((s, caps[s]) for s in subset) for subset in subsets]
 
 
-def job_patterns(caps: Sequence[int], gpus: int, split: Split = "all") -> list[ServerGpus]:
+def job_patterns(
+    caps: Sequence[int], gpus: int, split: Split = "all", size_caps: SizeCaps = DEFAULT_CAPS
+) -> list[ServerGpus]:
     """Where a job of ``gpus`` GPUs may run: each server that holds it whole, else split as
     ``split`` says (the same for every job of that size)."""
     patterns: list[ServerGpus] = [((s, gpus),) for s, cap in enumerate(caps) if cap >= gpus]
     if not patterns and split == "filled":
-        patterns = filled_patterns(caps, gpus)
+        patterns = filled_patterns(caps, gpus, size_caps=size_caps)
     if not patterns:
-        patterns = split_patterns(caps, range(len(caps)), gpus)
+        patterns = split_patterns(caps, range(len(caps)), gpus, size_caps=size_caps)
     return patterns
 
 
 def job_modes(
-    data: ProblemData, j: int, split: Split = "all", patterns: Sequence[ServerGpus] | None = None
+    data: ProblemData,
+    j: int,
+    split: Split = "all",
+    patterns: Sequence[ServerGpus] | None = None,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> Modes:
     """Job ``j``'s modes (:func:`job_patterns`, or ``patterns`` if the caller has them)
     with their run times alone; empty when it has none."""
     if patterns is None:
-        patterns = job_patterns(data.cluster.gpus_per_server, data.jobs[j].num_gpus, split)
+        gpus = data.jobs[j].num_gpus
+        patterns = job_patterns(data.cluster.gpus_per_server, gpus, split, size_caps)
     return [(p, w) for p in patterns if (w := mode_slots(data, j, p)) is not None]
 
 
-def instance_modes(data: ProblemData, split: Split = "all") -> list[Modes] | None:
+def instance_modes(
+    data: ProblemData, split: Split = "all", size_caps: SizeCaps = DEFAULT_CAPS
+) -> list[Modes] | None:
     """Every job's :func:`job_modes`, the patterns listed once per job size; ``None`` when a
     job has none."""
     caps = data.cluster.gpus_per_server
@@ -207,7 +227,7 @@ def instance_modes(data: ProblemData, split: Split = "all") -> list[Modes] | Non
     for j, job in enumerate(data.jobs):
         g = job.num_gpus
         if g not in by_size:
-            by_size[g] = job_patterns(caps, g, split)
+            by_size[g] = job_patterns(caps, g, split, size_caps)
         out.append(job_modes(data, j, split, by_size[g]))
     return None if any(not m for m in out) else out
 

@@ -13,7 +13,6 @@ import pytest
 
 from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
-from sjfbco.knobs import UNTUNED, sources
 from sjfbco.solvers.chain import Facts, Run, Shares, run_phases
 from sjfbco.solvers.chain import phases as chain_phases
 from sjfbco.solvers.common import serial_schedule
@@ -132,28 +131,3 @@ def test_best_preset_takes_shares_of_what_is_left() -> None:
     assert not Shares().of_what_is_left and Shares().model_reserve == 0.2
     with pytest.raises(InputError, match=r"relaxation .* above what the model's reserve"):
         Shares(relaxation=1.0)  # exact's reserve of 0.2 leaves 0.8
-
-
-def _slug(heading: str) -> str:
-    """A Markdown heading's anchor, as GitHub writes it."""
-    kept = re.sub(r"[^\w\- ]", "", heading.strip().lower())
-    return kept.replace(" ", "-")
-
-
-def test_every_share_names_its_source() -> None:
-    """Each field of Shares is a knob: "untuned", or a dated page under docs/benchmarks/
-    that exists, at a section that exists."""
-    found = sources(Shares)
-    assert None not in found.values(), [k for k, v in found.items() if v is None]
-    for name, source in found.items():
-        if source == UNTUNED:
-            continue
-        assert source is not None
-        page, _, section = source.partition("#")
-        assert re.fullmatch(r"docs/benchmarks/\d{4}-\d{2}-[\w-]+\.md", page), (name, page)
-        text = (REPO / page).read_text(encoding="utf-8")
-        headings = {_slug(line.lstrip("#")) for line in text.splitlines() if line[:1] == "#"}
-        assert not section or section in headings, (name, section)
-    assert _slug("## Issue 31's long family (December 2026, session of the 4th)".lstrip("#")) == (
-        "issue-31s-long-family-december-2026-session-of-the-4th"
-    )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instance, solve
 from sjfbco.bounds import lower_bound
+from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.patterns import model_bound
@@ -160,7 +161,7 @@ def test_params_are_validated() -> None:
         solve(data, "exact", backend="gurobi")
     with pytest.raises(ValueError, match="unknown parameter 'kappa'"):
         solve(data, "exact", kappa=3)
-    with pytest.raises(ValueError, match="horizon: must be a positive integer"):
+    with pytest.raises(ValueError, match=r"parameter horizon: must be an integer >= 1, got 0"):
         ExactParams(horizon=0)
 
 
@@ -785,15 +786,14 @@ def test_spare_core_child_killed_is_an_error_not_an_end() -> None:
 
 
 def test_no_spare_core_where_the_per_server_form_is_refused(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """An instance whose per-server form is above ``MAX_VARIABLES`` gets no child at all
-    (it would only refuse it, with a warning); the run proves its optimum as before."""
-    import sjfbco.relaxations.timeindexed as ti
-
-    monkeypatch.setattr(ti, "MAX_VARIABLES", 3)
+    """An instance whose per-server form is above the run's ``time_indexed_variables``
+    cap gets no child at all (it would only refuse it, with a warning); the run proves its
+    optimum as before."""
+    small = replace(DEFAULT_CAPS, time_indexed_variables=3)
     with caplog.at_level("WARNING"):
-        res = solve(_late_pair(), "exact", backend="cpsat", time_limit=60)
+        res = exact_with(_late_pair(), Parts(size_caps=small), backend="cpsat", time_limit=60)
     assert "time_indexed_spare" not in res.stats and "spare" not in caplog.text
     assert res.status is Status.OPTIMAL and res.makespan == 3
 
@@ -995,7 +995,7 @@ def test_spare_core_runs_at_most_its_limit() -> None:
     given: list[float] = []
 
     class Recorder:
-        def __init__(self, data: ProblemData, horizon: int, seconds: float):
+        def __init__(self, data: ProblemData, horizon: int, seconds: float, caps: object):
             given.append(seconds)
 
     shares = Shares()
@@ -1064,7 +1064,7 @@ def test_a_phase_result_is_folded_in_by_the_one_rule() -> None:
 
 
 def test_past_the_pattern_limit_exact_returns_its_incumbent_and_bound() -> None:
-    # paper-s10-seed0: job j017 has more than MAX_PATTERNS placement patterns on its 10
+    # paper-s10-seed0: job j017 has more than 5000 (patterns_per_job) placement patterns on its 10
     # servers. exact used to raise an InputError (CLI exit 2, as for bad input) after
     # its warm start and a bound phase, dropping the warm start's schedule.
     data = read_instance(INSTANCES / "bench" / "paper-s10-seed0.json")

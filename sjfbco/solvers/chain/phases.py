@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.clock import MIN_SLICE
 from sjfbco.cost import ConfigurationError
 from sjfbco.errors import InputError
@@ -84,7 +85,9 @@ class ConfigurationPhase:
         return True
 
     def solve(self, run: Run, part: Deadline) -> TimeIndexedBound:
-        model = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns)
+        model = self.model(
+            run.data, int(run.makespan) - 1, patterns=run.patterns, size_caps=run.size_caps
+        )
         return model.bound(deadline=part, threads=1)
 
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
@@ -121,7 +124,9 @@ class GroupedPhase(ConfigurationPhase):
         return self.shares.grouped
 
     def solve(self, run: Run, part: Deadline) -> TimeIndexedBound:
-        model = self.model(run.data, int(run.makespan) - 1, start=int(run.bound))
+        model = self.model(
+            run.data, int(run.makespan) - 1, start=int(run.bound), size_caps=run.size_caps
+        )
         res: TimeIndexedBound = model.bound(deadline=part)
         return res
 
@@ -151,13 +156,16 @@ class PooledPhase:
         if run.facts.pooled_by == horizon:  # the same relaxation has a packing there
             why = "skipped: a pooled packing ends by the horizon"
             return PhaseResult({"status": why}, status=why)
-        perfect = self.perfect and gpu_slack(run.data, Patterns(run.data), horizon) == 0
+        patterns = Patterns(run.data, size_caps=run.size_caps)
+        perfect = self.perfect and gpu_slack(run.data, patterns, horizon) == 0
         share = self.shares.perfect if perfect else self.share
         part = _part(deadline, self.shares, share, self.shares.unlimited_packing_s)
         if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled time-indexed relaxation")
-        model = self.model(run.data, horizon, pooled=True, patterns=run.patterns)
+        model = self.model(
+            run.data, horizon, pooled=True, patterns=run.patterns, size_caps=run.size_caps
+        )
         if perfect:
             res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
         else:
@@ -209,7 +217,7 @@ class PooledIntervalsPhase:
         if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("pooled relaxation (intervals)")
-        model = self.model(run.data, horizon, patterns=run.patterns)
+        model = self.model(run.data, horizon, patterns=run.patterns, size_caps=run.size_caps)
         res = model.decide(deadline=part, workers=run.workers(), seed=run.seed)
         run.facts.pooled_by = horizon if model.found else None
         figures = _bound_figures(res)
@@ -251,7 +259,7 @@ class AimSparePhase:
         run.drop_spare()
         if run.proven:
             return
-        run.spare = start_spare(run.data, target, deadline, self.shares, self.spare)
+        run.spare = start_spare(run.data, target, deadline, self.shares, self.spare, run.size_caps)
         if run.spare is not None:
             run.spares.append(run.spare)
 
@@ -262,13 +270,14 @@ def start_spare(
     deadline: Deadline,
     shares: Shares,
     spare: Callable[..., Spare] = Spare,
+    size_caps: SizeCaps = DEFAULT_CAPS,
 ) -> Spare | None:
     """The spare core at ``horizon`` for what is left of the limit (at most
-    ``spare_limit_s``); ``None`` when the per-server form would refuse the instance (too
-    many patterns or variables) or no child process can be started."""
+    ``spare_limit_s``); ``None`` when the per-server form would refuse the instance under
+    ``size_caps`` (too many patterns or variables) or no child process can be started."""
     assert not deadline.unlimited
     try:  # an instance the per-server form refuses gets no child (and no warning)
-        if too_many_variables(data, Patterns(data), horizon):
+        if too_many_variables(data, Patterns(data, size_caps=size_caps), horizon, size_caps):
             return None
     except InputError:
         return None
@@ -276,7 +285,7 @@ def start_spare(
     assert left is not None
     seconds = max(MIN_SLICE, min(left, shares.spare_limit_s))
     try:
-        return spare(data, horizon, seconds)
+        return spare(data, horizon, seconds, size_caps)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as err:  # no child
         log.warning("exact: no spare core: %s", err)
         return None
@@ -305,7 +314,13 @@ class PackingPhase:
     def run(self, run: Run, deadline: Deadline) -> PhaseResult:
         horizon = int(run.makespan) - 1
         run.report("contention-free packing")
-        packing = self.model(run.data, horizon=horizon, pairwise=False, patterns=run.patterns)
+        packing = self.model(
+            run.data,
+            horizon=horizon,
+            pairwise=False,
+            patterns=run.patterns,
+            size_caps=run.size_caps,
+        )
         quick = (packing.decide if run.bound >= horizon else packing.bound)(
             deadline=_part(deadline, self.shares, self.share, self.shares.unlimited_packing_s),
             workers=run.workers(),
@@ -372,7 +387,9 @@ class RelaxationPhase:
         if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("contention-free relaxation bound")
-        model = self.model(run.data, horizon=horizon, patterns=run.patterns)
+        model = self.model(
+            run.data, horizon=horizon, patterns=run.patterns, size_caps=run.size_caps
+        )
         rel = (model.decide if decide else model.bound)(
             deadline=part, workers=run.workers(), seed=run.seed
         )
@@ -424,9 +441,10 @@ class TimeIndexedPhase:
         if part.left() == 0.0:
             return PhaseResult({"status": NO_TIME}, status=NO_TIME)
         run.report("time-indexed relaxation bound")
-        res = self.model(run.data, int(run.makespan) - 1, patterns=run.patterns).bound(
-            deadline=part, threads=run.threads
+        model = self.model(
+            run.data, int(run.makespan) - 1, patterns=run.patterns, size_caps=run.size_caps
         )
+        res = model.bound(deadline=part, threads=run.threads)
         return PhaseResult(
             _bound_figures(res),
             res.bound,
@@ -472,7 +490,9 @@ class PlanSearchPhase:
                 return False
 
         run.report("plan search")
-        model = self.model(run.data, horizon=int(target) - 1, patterns=run.patterns)
+        model = self.model(
+            run.data, horizon=int(target) - 1, patterns=run.patterns, size_caps=run.size_caps
+        )
         res = model.search(better, deadline=part, seed=run.seed)
         figures = {
             "status": res.status,
@@ -542,6 +562,7 @@ class WholePhase:
                 workers=run.threads,
                 seed=run.seed,
                 split=self.split,
+                size_caps=run.size_caps,
             )
         if found is not None:
             sched = found.schedule(run.data.cluster)

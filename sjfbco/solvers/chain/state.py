@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sjfbco import progress
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.patterns import Patterns
 from sjfbco.problem import ProblemData
 from sjfbco.schedule import Schedule
@@ -159,6 +160,8 @@ class Run:
     facts: Facts = field(default_factory=Facts)
     patterns: Patterns | None = None
     label: str = "exact"
+    #: the size caps every phase's model is built under (``Parts.size_caps``)
+    size_caps: SizeCaps = DEFAULT_CAPS
 
     @property
     def keeps_incumbent(self) -> bool:

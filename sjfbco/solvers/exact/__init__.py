@@ -37,8 +37,8 @@ phase inside the one time limit (``docs/exact.md``, "Time and memory"):
    not built and the run returns its incumbent and bound, saying so in
    ``stats["note"]`` (:class:`~sjfbco.errors.LimitError` only with
    ``relaxation=False``, where the model is all the run has). So does an instance
-   past the pattern limit (a job with more than ``patterns.MAX_PATTERNS`` placement
-   patterns, or more than ``patterns.MAX_SERVERS`` servers): the phases that
+   past the pattern limit (a job with more than ``SizeCaps.patterns_per_job`` placement
+   patterns, or more than ``SizeCaps.pattern_servers`` servers): the phases that
    enumerate patterns are skipped (``stats["skipped"]``), the others and the
    whole-instance model run, and the answer is the incumbent and the best bound
    with a note, status ``feasible`` (more time would not build the model); a model that does not
@@ -70,6 +70,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from sjfbco import interrupt
 from sjfbco.bounds import lower_bound
+from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.patterns import Patterns, require_slotted
@@ -144,6 +145,9 @@ class Parts:
     remainder
         The phases that get the time left when the model cannot be built in it (default
         :func:`~sjfbco.solvers.exact.recipe.remainder_phases`).
+    size_caps
+        The size caps of the patterns and of every model the run builds
+        (:class:`~sjfbco.caps.SizeCaps`; held by the run state, read by each phase).
     """
 
     shares: Shares = field(default_factory=Shares)
@@ -152,6 +156,7 @@ class Parts:
     spare: Callable[..., Spare] = Spare
     model: Callable[..., ModelRun] = solve_model
     remainder: Callable[[ExactParams, Shares], Sequence[Phase]] = remainder_phases
+    size_caps: SizeCaps = DEFAULT_CAPS
 
 
 @register("exact", ExactParams, heuristic=False)
@@ -178,7 +183,7 @@ def run_exact(
     closed = int(lower_bound(data))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
     if spare_wanted(p, deadline):
-        first = start_spare(data, closed, deadline, parts.shares, parts.spare)
+        first = start_spare(data, closed, deadline, parts.shares, parts.spare, parts.size_caps)
         spares += [first] if first is not None else []
     try:
         return _solve(data, p, deadline, closed, spares, time_limit, seed, parts)
@@ -229,9 +234,18 @@ def _solve(
     )
     spare = spares[0] if spares else None
     run = Run(
-        data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare=spare, spares=spares
+        data,
+        warm,
+        warm_ev.makespan,
+        closed,
+        stats,
+        p.threads,
+        seed,
+        spare=spare,
+        spares=spares,
+        size_caps=parts.size_caps,
     )
-    refusal = pattern_refusal(data)
+    refusal = pattern_refusal(data, parts.size_caps)
     phases = parts.phases(p, shares)
     if refusal is not None:
         phases = [PatternFree(phase, refusal) for phase in phases]
@@ -244,12 +258,13 @@ def _solve(
     return finish(run, p, deadline, shares, time_limit, parts.model, remainder)
 
 
-def pattern_refusal(data: ProblemData) -> str | None:
-    """Why the exact models cannot enumerate ``data``'s placement patterns (a job with
-    more than ``MAX_PATTERNS`` of them, more than ``MAX_SERVERS`` servers), or ``None``
-    when they can. The text is the :class:`~sjfbco.errors.InputError` a phase would raise."""
+def pattern_refusal(data: ProblemData, size_caps: SizeCaps = DEFAULT_CAPS) -> str | None:
+    """Why the exact models cannot enumerate ``data``'s placement patterns under
+    ``size_caps`` (a job with more than ``patterns_per_job`` of them, more than
+    ``pattern_servers`` servers), or ``None`` when they can. The text is the
+    :class:`~sjfbco.errors.InputError` a phase would raise."""
     try:
-        Patterns(data)
+        Patterns(data, size_caps=size_caps)
     except InputError as err:
         return str(err)
     return None

@@ -61,10 +61,10 @@ def solve_model(
     model: Any
     run.report(f"building the {p.backend} model (horizon {horizon} slots)")
     if p.backend == "cpsat":
-        model = NonconvexModel(data, horizon, lower=run.bound, deadline=by)
+        model = NonconvexModel(data, horizon, lower=run.bound, deadline=by, size_caps=run.size_caps)
         warm = False  # no hint: see NonconvexModel.solve
     else:
-        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=by)
+        model = TimeIndexedILP(data, horizon, lower=run.bound, deadline=by, size_caps=run.size_caps)
         warm = plan is not None and plan.makespan <= horizon and model.set_warm_start(plan)
     model_stats["build_s"] = round(time.perf_counter() - t0, 3)
     model_stats["model_size"] = model.size()
@@ -115,7 +115,7 @@ def lp_relaxation(
     run: Run, p: ExactParams, deadline: Deadline, shares: Shares, horizon: int
 ) -> None:
     """The time-indexed ILP's LP relaxation, if its build fits the time and memory left."""
-    size = estimate(run.data, "highs", horizon)
+    size = estimate(run.data, "highs", horizon, size_caps=run.size_caps)
     part = deadline.share_of_limit(shares.lp)
     limit = part.left()
     if size.memory_gb > p.max_memory_gb or (
@@ -124,7 +124,7 @@ def lp_relaxation(
         run.stats.model["lp_bound"] = None
         return
     run.report("LP-relaxation bound")
-    lpb = lp_bound(run.data, horizon, deadline=part)
+    lpb = lp_bound(run.data, horizon, deadline=part, size_caps=run.size_caps)
     run.stats.model["lp_bound"] = lpb
     run.raise_bound(None if lpb is None else int(lpb), "LP relaxation")
 
@@ -154,7 +154,7 @@ def finish(
     if horizon < run.bound:  # no schedule ends by the horizon: nothing to model
         stats.note = f"no schedule ends by the horizon {horizon} (bound {run.bound})"
         return run.output(Status.FEASIBLE)
-    size = estimate(run.data, p.backend, horizon)
+    size = estimate(run.data, p.backend, horizon, size_caps=run.size_caps)
     stats.model_estimate = size.as_dict()
     if size.memory_gb > p.max_memory_gb:
         run_phases(run, deadline, remainder)

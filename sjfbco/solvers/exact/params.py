@@ -7,8 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, get_args
 
-from sjfbco.errors import InputError
-from sjfbco.solvers.common import check_choice
+from sjfbco.checks import check_choice, check_count, check_number
 
 Backend = Literal["highs", "cbc", "cpsat"]
 #: The exact solver's backends: two MILP solvers on the time-indexed ILP, and CP-SAT.
@@ -72,12 +71,8 @@ class ExactParams:
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, Backend)
-        if self.horizon is not None and (
-            isinstance(self.horizon, bool) or not isinstance(self.horizon, int) or self.horizon < 1
-        ):
-            raise InputError(f"horizon: must be a positive integer, got {self.horizon!r}")
-        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1:
-            raise InputError(f"threads: must be a positive integer, got {self.threads!r}")
-        gb = self.max_memory_gb
-        if isinstance(gb, bool) or not isinstance(gb, int | float) or not 0 < gb < 1e6:
-            raise InputError(f"max_memory_gb: must be a number of GB > 0, got {gb!r}")
+        check_count("horizon", self.horizon)
+        check_number(
+            "threads", self.threads, "an integer >= 1", lambda v: isinstance(v, int) and v >= 1
+        )
+        check_number("max_memory_gb", self.max_memory_gb, "in (0, 1e6) GB", lambda v: 0 < v < 1e6)
