@@ -73,6 +73,8 @@ def test_three_pairs_by_hand() -> None:
     assert packing_bounds(data)["idle"] == 3.0
     assert lower_bound(data) == 3.0
     assert solve(data, "list").lower_bound == 3.0  # every solver reports it
+    best = solve(data, "best", iterations=20)
+    assert best.stats["bounds"]["idle"] == 3.0 and best.lower_bound >= 3.0
     assert brute_force(data, 8)[0] == 4
 
 

@@ -238,7 +238,7 @@ def certificate(
     return float(per_job @ classes.many) / den
 
 
-def _rows_at_fastest(
+def rows_at_fastest(
     classes: Classes, u: np.ndarray, levels: np.ndarray, room: np.ndarray
 ) -> tuple[float, np.ndarray]:
     """The program's rows with every job in its faster mode: the width row (``Phi(1, 0)``)
@@ -308,7 +308,7 @@ def idle_bound(
     best, which = 0.0, "none"
     for name, per_job in widths:
         u = _class_widths(data, classes, per_job)
-        width_row, level_rows = _rows_at_fastest(classes, u, levels, room)
+        width_row, level_rows = rows_at_fastest(classes, u, levels, room)
         value = certificate(classes, u, levels, room, 1.0, np.zeros(levels.size))
         if value > best + ROW_TOL:
             best, which = value, name
