@@ -121,8 +121,7 @@ def feasible(data: ProblemData) -> float:
 def measure(part: str, data: ProblemData, known: float | None) -> dict[str, Any]:
     old = old_bound(data)
     t0 = time.perf_counter()
-    widths = width_functions(np.array([j.num_gpus for j in data.jobs]), data.cluster.num_gpus)
-    value, which = idle_bound(data, old, widths)
+    value, which = idle_bound(data, old, width_functions)
     seconds = time.perf_counter() - t0
     idle = round_up(data, value)
     makespan = known if known is not None else feasible(data)

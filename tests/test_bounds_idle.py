@@ -29,11 +29,6 @@ from tests.conftest import instances
 from tests.tiny import fragment_instances, tiny_instances
 
 
-def _widths(data: ProblemData) -> list[tuple[str, np.ndarray]]:
-    sizes = np.array([job.num_gpus for job in data.jobs])
-    return width_functions(sizes, data.cluster.num_gpus)
-
-
 def three_pairs() -> ProblemData:
     """Two servers of 3 GPUs and three 2-GPU jobs of 4 iterations, no gradient: inside one
     server an iteration takes 0.49 + 0.01 (one server's overhead) = 0.5 s, 2 a slot of 1 s,
@@ -160,7 +155,7 @@ def _below_brute_force(data: ProblemData) -> None:
     upper = int(min(solve(data, n).makespan for n in heuristics()))
     opt, _ = brute_force(data, upper)
     assert opt is not None
-    value, which = idle_bound(data, 0.0, _widths(data))
+    value, which = idle_bound(data, 0.0, width_functions)
     assert value <= opt + 1e-9, (value, which, opt)
 
 
@@ -188,7 +183,7 @@ def test_never_above_the_brute_force_optimum_many(data: ProblemData) -> None:
 def test_never_above_any_schedule(data: ProblemData) -> None:
     """Both time models, arrivals, jobs wider than a server: at most every heuristic's
     makespan, as the evaluator scores it (``solve`` re-scores every schedule)."""
-    value, which = idle_bound(data, 0.0, _widths(data))
+    value, which = idle_bound(data, 0.0, width_functions)
     cheap = lower_bound(data)
     for name in heuristics():
         makespan = solve(data, name).makespan

@@ -74,7 +74,7 @@ import numpy as np
 from sjfbco.cost import ConfigurationError, least_shape, rate_at
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from sjfbco.problem import Job, ProblemData
 
@@ -286,28 +286,30 @@ def multipliers(
     return float(duals[0]), duals[1:]
 
 
+def gpu_time(sizes: np.ndarray, capacity: int) -> list[tuple[str, np.ndarray]]:
+    """The identity width ``G / N`` alone (the default of :func:`idle_bound`)."""
+    return [("gpu-time", sizes / capacity)]
+
+
 def idle_bound(
     data: ProblemData,
     start: float = 0.0,
-    widths: Sequence[tuple[str, np.ndarray]] | None = None,
+    widths: Callable[[np.ndarray, int], Sequence[tuple[str, np.ndarray]]] = gpu_time,
 ) -> tuple[float, str]:
     """The best ``Phi`` (module docstring) over the width functions; ``(bound, which)``.
 
-    ``widths`` are ``(name, weight per job)`` pairs of dual feasible functions
-    (default: the identity ``G_j / N``, which gives the area bound with idle
-    GPUs charged); ``start`` a bound already known, used only to skip programs
-    that cannot beat it. Not rounded (in the slotted model round up to a slot).
+    ``widths(sizes, N)`` gives ``(name, weight per size)`` pairs of dual feasible
+    functions (default :func:`gpu_time`, which gives the area bound with idle
+    GPUs charged; :func:`sjfbco.bounds.packing.width_functions` gives more);
+    ``start`` is a bound already known, used only to skip programs that cannot
+    beat it. Not rounded (in the slotted model round up to a slot).
     """
     if data.num_jobs == 0:
         return 0.0, "none"
-    n_gpus = data.cluster.num_gpus
-    if widths is None:
-        widths = [("gpu-time", np.array([j.num_gpus for j in data.jobs]) / n_gpus)]
     classes = job_classes(data)
     levels, room = whole_capacity(data, classes)
     best, which = 0.0, "none"
-    for name, per_job in widths:
-        u = _class_widths(data, classes, per_job)
+    for name, u in widths(classes.sizes, data.cluster.num_gpus):
         width_row, level_rows = rows_at_fastest(classes, u, levels, room)
         value = certificate(classes, u, levels, room, 1.0, np.zeros(levels.size))
         if value > best + ROW_TOL:
@@ -322,9 +324,3 @@ def idle_bound(
         if value > best + ROW_TOL:
             best, which = value, f"{name}, fragmentation"
     return best, which
-
-
-def _class_widths(data: ProblemData, classes: Classes, per_job: np.ndarray) -> np.ndarray:
-    """A width function given per job, per class (jobs of one size have one width)."""
-    by_size = dict(zip((j.num_gpus for j in data.jobs), per_job.tolist(), strict=True))
-    return np.array([by_size[int(g)] for g in classes.sizes], dtype=float)

@@ -296,8 +296,7 @@ def packing_bounds(data: ProblemData, start: float = 0.0) -> dict[str, float]:
         "energy": round_up(data, energy_bound(data, rho)[0]),
         "clique": round_up(data, clique_bound(data, rho)),
     }
-    widths = width_functions(np.array([job.num_gpus for job in data.jobs]), data.cluster.num_gpus)
-    out["idle"] = round_up(data, idle_bound(data, max(start, *out.values()), widths)[0])
+    out["idle"] = round_up(data, idle_bound(data, max(start, *out.values()), width_functions)[0])
     out["gpu_packing"] = gpu_packing_bound(data, max(start, *out.values()), rho)
     return out
 
