@@ -50,8 +50,9 @@ trade. ``Phi(1, 0)`` is the energy bound of ``u`` at release time 0 (for the
 identity, the area bound). The multipliers used are the duals of the linear
 program ``min C`` over a fraction ``x_j`` of each job run whole (the
 inequalities with ``D_j`` replaced by ``w_j`` or ``s_j``), solved by HiGHS
-(``scipy.optimize.linprog``), whose optimum ``Phi`` then equals; only ``Phi``
-itself, computed from the instance, is returned.
+(``scipy.optimize.linprog``); with them ``Phi`` reaches the program's optimum
+(strong duality), but only ``Phi`` itself, computed from the instance, is
+returned.
 
 The linear program is skipped when it cannot beat ``Phi(1, 0)`` or the bound
 already known: with every job in its faster mode (a feasible point of the
@@ -61,8 +62,8 @@ program), the program's optimum is at most the largest of its rows there, and
 Valid with arrivals (every job still runs inside ``[0, C]``) and in both time
 models. Where it moves: job sizes that do not fill servers and jobs that must
 split or pay to split (``docs/benchmarks/2026-12-idle-bound.md``); on the
-paper's workload, where 80 one-GPU jobs fill every remainder and no job must
-split, it equals the area bound.
+paper's workload, where 80 one-GPU jobs fill every remainder and the large jobs
+need less room than the servers that hold them whole, it equals the area bound.
 """
 
 from __future__ import annotations
