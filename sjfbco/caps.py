@@ -36,6 +36,12 @@ class SizeCaps:
     model of its kind (tests use it).
     """
 
+    # -- the idle-GPU bound (sjfbco.bounds.idle) ------------------------------------------
+    #: largest server capacity whose subset sums the idle bound enumerates (a boolean per
+    #: GPU: 10^5 per size and capacity cost well under a millisecond); a larger server
+    #: counts all its GPUs as usable (valid, only weaker)
+    fill_capacity: int = knob(100_000, UNTUNED)
+
     # -- placement patterns (sjfbco.patterns.Patterns): the exact models' vocabulary --------
     #: most servers the exact models enumerate patterns over (a pattern holds one count per
     #: server, so enumerating costs servers x patterns)

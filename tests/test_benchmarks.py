@@ -44,6 +44,7 @@ COVERED = {
     "bench_exact",
     "bench_exact_limits",
     "bench_fuzz",
+    "bench_idle_bound",
     "bench_odd_shapes",
     "bench_online",
     "bench_paper_ratios",
@@ -346,6 +347,22 @@ def test_bench_bound160_bounds_are_valid_and_no_weaker(monkeypatch: pytest.Monke
     assert row["reported"] >= row["old"]
     assert row["gap_old"] == pytest.approx(row["makespan"] / row["old"])
     assert row["gap_new"] == pytest.approx(row["makespan"] / row["grouped"])
+
+
+def test_bench_idle_bound_raises_primes_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One instance a part: the idle bound leaves the paper workload's bound where it was
+    (area-bound, fragmentation never binds) and raises the odd shape ``primes`` from 493 to
+    497, below every feasible makespan (docs/benchmarks/2026-12-idle-bound.md)."""
+    out = run("bench_idle_bound", ["--quick"], monkeypatch)
+    paper, bench_row, primes = out["rows"]
+    assert (paper["instance"], primes["instance"]) == ("paper-s10-seed0", "primes")
+    assert paper["old"] == paper["new"] == 484 and not paper["raised"]
+    assert (primes["old"], primes["idle"], primes["new"]) == (493, 497, 497)
+    assert primes["which"] == "gpu-time, fragmentation" and primes["level_ratio"] > 1
+    for row in out["rows"]:
+        assert row["old"] <= row["new"] <= row["makespan"] and not row["above_feasible"]
+    assert out["odd"]["raised"] == 1 and out["odd"]["slots"] == [4]
+    assert bench_row["new"] == bench_row["old"]
 
 
 @pytest.mark.skipif(not PHILLY.is_file(), reason="the Philly trace (docs/data.md) is absent")

@@ -80,13 +80,7 @@ def trap_instances(draw: st.DrawFn, max_jobs: int = 4) -> ProblemData:
     """
     # hypothesis favours the first option of sampled_from: put the trap first
     caps = tuple(draw(st.lists(st.sampled_from([2, 2, 2, 1]), min_size=3, max_size=3)))
-    cost = CostParams(
-        xi1=draw(st.sampled_from([1.0, 0.5])),
-        xi2=0.01,
-        alpha=draw(st.sampled_from([0.275, 0.0, 1.0])),
-        slot_seconds=2.5,
-    )
-    cluster = Cluster(caps, bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    cluster, cost = _contended(draw, caps)
     n = draw(st.integers(3, max_jobs))
     jobs = tuple(
         Job(
@@ -99,3 +93,40 @@ def trap_instances(draw: st.DrawFn, max_jobs: int = 4) -> ProblemData:
         for k in range(n)
     )
     return ProblemData(cluster, jobs, cost, name="trap")
+
+
+def _contended(draw: st.DrawFn, caps: tuple[int, ...]) -> tuple[Cluster, CostParams]:
+    """A cluster of ``caps`` and cost constants under which contention slows split jobs."""
+    cost = CostParams(
+        xi1=draw(st.sampled_from([1.0, 0.5])),
+        xi2=0.01,
+        alpha=draw(st.sampled_from([0.275, 0.0, 1.0])),
+        slot_seconds=2.5,
+    )
+    cluster = Cluster(caps, bandwidth_intra=5000.0, bandwidth_inter=1000.0, gpu_speed=20000.0)
+    return cluster, cost
+
+
+@st.composite
+def fragment_instances(draw: st.DrawFn) -> ProblemData:
+    """Job sizes that leave GPUs of a server idle unless a job splits (issue 44 item 3).
+
+    Two servers of 2 to 4 GPUs, 2 to 4 jobs mostly of sizes that leave remainders
+    (3 on 4, 2 on 3) or must split (5, as far as the cluster holds it), with
+    gradients large enough that splitting and contention cost time.
+    """
+    cluster, cost = _contended(
+        draw, (draw(st.sampled_from([4, 2, 3])), draw(st.sampled_from([2, 4, 3])))
+    )
+    jobs = tuple(
+        Job(
+            id=f"j{k}",
+            num_gpus=min(cluster.num_gpus, draw(st.sampled_from([3, 2, 3, 5, 1]))),
+            iterations=draw(st.integers(4, 20)),
+            gradient_mb=draw(st.sampled_from([100.0, 50.0, 200.0])),
+            compute_seconds=draw(st.sampled_from([0.2, 0.3])),
+            arrival=draw(st.sampled_from([0, 0, 0, 1])),
+        )
+        for k in range(draw(st.integers(2, 4)))
+    )
+    return ProblemData(cluster, jobs, cost, name="fragments")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from sjfbco.bounds.closed import closed_bound
+from sjfbco.bounds.idle import idle_bound
 from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.cost import min_run_time
 
@@ -284,13 +285,16 @@ def packing_bounds(data: ProblemData, start: float = 0.0) -> dict[str, float]:
     """The bounds of this module, each rounded up to a slot in the slotted model.
 
     ``start`` is a bound already known (e.g. the closed forms): the per-GPU
-    packing scan begins at the best of it and the other two.
+    packing scan begins at the best of it and the others; the idle bound
+    (:mod:`sjfbco.bounds.idle`) solves its linear programs only where they can
+    beat it.
     """
     rho = run_times(data)
     out = {
         "energy": round_up(data, energy_bound(data, rho)[0]),
         "clique": round_up(data, clique_bound(data, rho)),
     }
+    out["idle"] = round_up(data, idle_bound(data, max(start, *out.values()), width_functions)[0])
     out["gpu_packing"] = gpu_packing_bound(data, max(start, *out.values()), rho)
     return out
 
