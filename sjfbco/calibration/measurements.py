@@ -154,7 +154,7 @@ def parse_placement(text: str) -> tuple[int, ...]:
     return tuple(counts)
 
 
-def _rows(
+def csv_rows(
     path: str | os.PathLike[str], rows_before: int = 0
 ) -> tuple[list[str], Iterator[tuple[int, list[str]]]]:
     """Header and ``(line, cells)`` rows of a CSV file; file problems as ``InputError``.
@@ -282,7 +282,7 @@ def read_measurements(
     column cannot take one. Without either, :func:`model_of_file`.
     """
     src = str(path)
-    header, body = _rows(path, rows_before)
+    header, body = csv_rows(path, rows_before)
     kind = _layout(header, src)
     col = {name: i for i, name in enumerate(header)}
     if model is not None:

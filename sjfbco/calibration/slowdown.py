@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from sjfbco.calibration.measurements import _rows, check_text_at
+from sjfbco.calibration.measurements import check_text_at, csv_rows
 from sjfbco.cost import degradation_factor, iteration_seconds
 from sjfbco.errors import InputError
 from sjfbco.problem import MAX_ALPHA, CostParams
@@ -81,7 +81,7 @@ class Slowdowns:
 
 def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
     """Whether the CSV's header has every column of ``required``."""
-    header, _ = _rows(path)
+    header, _ = csv_rows(path)
     return set(required) <= set(header)
 
 
@@ -99,7 +99,7 @@ def table_rows(
     whose width is not the header's; ``kind`` names the layout in the message.
     """
     src = str(path)
-    header, body = _rows(path)
+    header, body = csv_rows(path)
     unknown = sorted(set(header) - set(required) - set(optional))
     if unknown:
         allowed = ", ".join((*required, *optional))

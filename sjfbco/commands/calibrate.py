@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     import argparse
 
     from sjfbco.calibration.contention import ContentionReport
-    from sjfbco.calibration.fit import FitReport, Scores
-    from sjfbco.calibration.identify import Identifiability
+    from sjfbco.calibration.fit import FitReport
     from sjfbco.calibration.measurements import StepTimes
     from sjfbco.calibration.preset import PresetFit
+    from sjfbco.calibration.types import Identifiability, Scores
 
 
 def add_parser(sub: Any) -> None:
@@ -184,7 +184,8 @@ _STATUS = {"identified": "ok", "at_bound": "bound", "unidentified": "?"}
 
 def _identifiability_table(reports: list[FitReport]) -> str:
     """Per model and constant: status and interval; table compute entries counted."""
-    from sjfbco.calibration.fit import TABLE_PREFIX, compute_names
+    from sjfbco.calibration.fit import compute_names
+    from sjfbco.calibration.types import TABLE_PREFIX
 
     rows: list[dict[str, Any]] = []
     names: list[str] = []
