@@ -42,6 +42,7 @@ from sjfbco.patterns import (
     model_bound,
     model_patterns,
     rate,
+    require_count_only,
     require_slotted,
     slot_levels,
 )
@@ -154,6 +155,7 @@ class TimeIndexedILP:
         deadline: Deadline | None = None,
     ):
         require_slotted(data, "the time-indexed ILP")
+        require_count_only(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
         self.lower = lower

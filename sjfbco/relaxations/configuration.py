@@ -85,6 +85,7 @@ from sjfbco.patterns import (
     max_level,
     pattern_durations,
     rate,
+    require_count_only,
     require_slotted,
 )
 from sjfbco.relaxations.timeindexed import TimeIndexedBound, finish_bound, pooled_shapes
@@ -156,6 +157,7 @@ class Configuration:
         self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None
     ) -> None:
         require_slotted(data, "the configuration bound")
+        require_count_only(data, "the configuration bound")
         self.data, self.horizon = data, horizon
         self.closed = int(closed_bound(data))
         self.shapes: list[dict[Any, tuple[int, Any]]] = []

@@ -86,6 +86,7 @@ from sjfbco.patterns import (
     max_level,
     pattern_durations,
     rate,
+    require_count_only,
     require_slotted,
 )
 
@@ -209,6 +210,7 @@ class ContentionFree:
         gpu_time: bool = True,
     ) -> None:
         require_slotted(data, "the contention-free relaxation")
+        require_count_only(data, "the contention-free relaxation")
         t0 = time.perf_counter()
         self.data, self.pairwise, self.gpu_time = data, pairwise, gpu_time
         self.patterns = pats = patterns or Patterns(data)

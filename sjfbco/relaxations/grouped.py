@@ -82,6 +82,7 @@ from sjfbco.patterns import (
     BuildTimeout,
     check_deadline,
     identical_server_groups,
+    require_count_only,
     require_slotted,
 )
 from sjfbco.relaxations.timeindexed import TimeIndexedBound
@@ -214,6 +215,7 @@ class GroupedConfiguration:
         start: int | None = None,
     ) -> None:
         require_slotted(data, "the grouped configuration bound")
+        require_count_only(data, "the grouped configuration bound")
         self.data, self.horizon = data, horizon
         self.start = max(int(closed_bound(data)), start or 0)
         self.modes = instance_modes(data)

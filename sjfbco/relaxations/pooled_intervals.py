@@ -54,6 +54,7 @@ from sjfbco.patterns import (
     check_deadline,
     identical_job_groups,
     model_bound,
+    require_count_only,
     require_slotted,
 )
 from sjfbco.relaxations.timeindexed import TimeIndexedBound, form_columns
@@ -81,6 +82,7 @@ class PooledIntervals:
         self, data: ProblemData, horizon: int, *, patterns: Patterns | None = None
     ) -> None:
         require_slotted(data, "the pooled relaxation")
+        require_count_only(data, "the pooled relaxation")
         self.data, self.horizon = data, horizon
         self.columns, self.capacity = form_columns(
             data, patterns or Patterns(data), horizon, pooled=True

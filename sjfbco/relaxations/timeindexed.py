@@ -101,6 +101,7 @@ from sjfbco.patterns import (
     identical_server_groups,
     model_bound,
     pattern_durations,
+    require_count_only,
     require_slotted,
 )
 
@@ -410,6 +411,7 @@ class TimeIndexed:
         pooled: bool = False,
     ) -> None:
         require_slotted(data, "the time-indexed relaxation")
+        require_count_only(data, "the time-indexed relaxation")
         t0 = time.perf_counter()
         self.data, self.horizon, self.pooled = data, horizon, pooled
         self.columns, self.capacity = form_columns(

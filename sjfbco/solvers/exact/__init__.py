@@ -181,7 +181,7 @@ def run_exact(
     deadline = Deadline.start(time_limit, stop=interrupt.requested)
     closed = int(lower_bound(data))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
-    if spare_wanted(p, deadline):
+    if spare_wanted(p, deadline) and not data.cost.neighbour_terms:
         first = start_spare(data, closed, deadline, parts.shares, parts.spare)
         spares += [first] if first is not None else []
     try:
@@ -233,6 +233,8 @@ def _solve(
     )
     spare = spares[0] if spares else None
     run = Run(data, warm, warm_ev.makespan, closed, stats, p.threads, seed, spare, spares)
+    if data.cost.neighbour_terms:
+        return without_models(run)
     refusal = pattern_refusal(data)
     phases = parts.phases(p, shares)
     if refusal is not None:
@@ -244,6 +246,34 @@ def _solve(
     if refusal is not None and not run.proven:
         return past_pattern_limit(run, deadline, remainder, refusal)
     return finish(run, p, deadline, shares, time_limit, parts.model, remainder)
+
+
+#: ``stats["note"]`` of a run under the neighbour terms (:func:`without_models`).
+NEIGHBOUR_NOTE = (
+    "bound phases and model switched off: the cost has neighbour terms "
+    "(cost.traffic_weight or cost.intra_sharing), and they model a job's rate by the count "
+    "of split jobs alone, with a job inside one server at its time alone; the answer is the "
+    "warm start with the closed-form and packing bounds, valid under every term"
+)
+
+
+def without_models(run: Run) -> SolverOutput:
+    """The answer under the neighbour terms (``cost.neighbour_terms``): the warm start and
+    the closed-form and packing bound only.
+
+    The relaxations and the exact models read a job's rate from its placement and the
+    count of split jobs on its servers, and a job inside one server at its time alone;
+    under the traffic term a co-runner weighs less than 1 and under the intra term a job
+    inside one server slows with its neighbours, so their optimum is not the
+    evaluator's and their bounds are not proven. The packing bounds rest only on every
+    job running at least its time alone on its best placement (still true: the weighted
+    count is at least 1 and the GPUs in use on a server at least the job's own, and
+    :func:`~sjfbco.cost.best_shape` tries every server count under the intra term) and
+    on the GPUs' capacity, so ``optimal`` is still reported when they meet the makespan.
+    """
+    run.stats.note = NEIGHBOUR_NOTE
+    run.stats.skipped += ["bound phases", "model"]
+    return run.output(Status.FEASIBLE)
 
 
 def pattern_refusal(data: ProblemData) -> str | None:
