@@ -218,11 +218,15 @@ def _solve(
 ) -> SolverOutput:
     """:func:`run_exact` once the spare core (if any) is started; see the module doc."""
     shares = parts.shares
+    # under the neighbour terms the warm start is the answer (:func:`without_models`): it
+    # gets the whole limit, not its share of it
+    warm_deadline = (
+        deadline
+        if data.cost.neighbour_terms
+        else deadline.share_of_limit(shares.best + shares.warm_others)
+    )
     name, warm, warm_ev = best_warm_start(
-        data,
-        seed=seed,
-        deadline=deadline.share_of_limit(shares.best + shares.warm_others),
-        solvers=parts.warm,
+        data, seed=seed, deadline=warm_deadline, solvers=parts.warm
     )
     stats = Stats(
         backend=p.backend,
@@ -258,8 +262,8 @@ NEIGHBOUR_NOTE = (
 
 
 def without_models(run: Run) -> SolverOutput:
-    """The answer under the neighbour terms (``cost.neighbour_terms``): the warm start and
-    the closed-form and packing bound only.
+    """The answer under the neighbour terms (``cost.neighbour_terms``): the warm start (its
+    heuristics given the whole time limit) and the closed-form and packing bound only.
 
     The relaxations and the exact models read a job's rate from its placement and the
     count of split jobs on its servers, and a job inside one server at its time alone;
