@@ -192,7 +192,7 @@ def test_bounds_hold_against_brute_force_with_neighbour_terms(
     opt, _ = brute_force(data, upper)
     assert opt is not None
     assert lower_bound(data) <= opt
-    exact = solve(data, "exact", backend="cpsat", time_limit=20)
+    exact = solve(data, "exact", backend="cpsat", time_limit=2)
     assert exact.makespan >= opt
     assert exact.lower_bound <= opt
     assert exact.stats["note"].startswith("bound phases and model switched off")
@@ -215,7 +215,7 @@ def _mixed_instance() -> ProblemData:
 @pytest.mark.parametrize("name", sorted(SOLVERS))
 def test_every_solver_works_with_the_neighbour_terms(name: str) -> None:
     data = _mixed_instance()
-    res = solve(data, name, time_limit=3, seed=0)
+    res = solve(data, name, time_limit=2, seed=0)
     assert res.schedule is not None
     assert res.makespan == evaluate(data, res.schedule).makespan
     assert res.lower_bound <= res.makespan
