@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -32,10 +33,14 @@ from sjfbco.evaluate import Simulator
 from sjfbco.formulations.ilp import TimeIndexedILP
 from sjfbco.problem import EXTENSION_DEFAULTS
 from sjfbco.solvers import SOLVERS
+from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
 from tests.bruteforce import brute_force
 from tests.conftest import instance_and_schedule
 from tests.test_evaluate import _check_against_oracle
 from tests.tiny import tiny_instances
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # two servers of 2 GPUs; 10 MB/s between them; reduction fast enough to vanish (1e9 MB/s)
 PAIR = Cluster((2, 2), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)
@@ -242,3 +247,12 @@ def test_the_terms_change_nothing_when_off() -> None:
         == evaluate(replace(off, cost=CostParams(slot_seconds=2.0)), res.schedule).end
     )
     assert math.isfinite(res.makespan)
+
+
+def test_a_preset_carries_the_terms_to_the_instances_it_makes(tmp_path: Path) -> None:
+    preset = replace(PRESETS["paper"], name="nb", traffic_weight=0.8, intra_sharing=0.25)
+    write_preset(preset, tmp_path / "nb.json")
+    back = read_preset(tmp_path / "nb.json")
+    assert (back.traffic_weight, back.intra_sharing) == (0.8, 0.25)
+    cost = back.cost()
+    assert (cost.traffic_weight, cost.intra_sharing) == (0.8, 0.25)
