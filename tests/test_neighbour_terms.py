@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate, solve
 from sjfbco.bounds import lower_bound
+from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.cost import (
     ConfigurationError,
     best_shape,
@@ -180,13 +181,13 @@ def test_a_dry_run_start_leaves_the_simulator_as_it_was() -> None:
     assert (sim.contention(0), list(sim.split_counts), sim.next_completion()) == before
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances(), TERMS)
 def test_bounds_hold_against_brute_force_with_neighbour_terms(
     data: ProblemData, terms: tuple[float, float]
 ) -> None:
-    """The closed-form and packing bounds (all ``exact`` and ``best`` keep under the
-    neighbour terms) never exceed the brute-force optimum; ``exact`` reports optimal only
+    """The closed-form, packing and cutting-stock bounds (all ``exact`` and ``best`` keep
+    under the neighbour terms) never exceed the brute-force optimum; ``exact`` reports optimal only
     where that bound meets its makespan, and says the models are off."""
     data = _with_terms(data, *terms)
     try:
@@ -197,6 +198,7 @@ def test_bounds_hold_against_brute_force_with_neighbour_terms(
     opt, _ = brute_force(data, upper)
     assert opt is not None
     assert lower_bound(data) <= opt
+    assert cutting_stock_bound(data, lower_bound(data)) <= opt  # best's "lp" bound
     exact = solve(data, "exact", backend="cpsat", time_limit=2)
     assert exact.makespan >= opt
     assert exact.lower_bound <= opt
