@@ -393,6 +393,15 @@ def relaxation_bound(
     return found, res.status
 
 
+#: ``stats["relaxation"]`` under the neighbour terms: the bound chain is not run.
+NEIGHBOUR_OFF = (
+    "off: the cost has neighbour terms (cost.traffic_weight or cost.intra_sharing); the "
+    "bound chain models contention by the count of split jobs and a job inside one server "
+    "at its time alone, so its bounds would not be proven (closed, packing and LP bounds "
+    "stay valid)"
+)
+
+
 def strong_bounds(
     data: ProblemData,
     params: BestParams,
@@ -413,7 +422,9 @@ def strong_bounds(
         bound, lp_bounds = lower_bounds(data, "lp", lp)
         bounds.update(lp_bounds)
         engine.target = bound
-    if params.bound == "relaxation" and not engine.done and limit is not None:
+    if params.bound == "relaxation" and data.cost.neighbour_terms:
+        relaxation = NEIGHBOUR_OFF
+    elif params.bound == "relaxation" and not engine.done and limit is not None:
         assert engine.best is not None
         part = engine.budget.part().share_of_limit(params.bound_share)
         rel, relaxation = relaxation_bound(data, engine.best.makespan, part, params, seed)
