@@ -52,7 +52,7 @@ from sjfbco.workloads.models import Model
 from sjfbco.workloads.paper import Preset
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 SIZED_COLUMNS: tuple[str, ...] = ("placement", "step_time", "gradient_mb", "compute_seconds")
 SIZED_OPTIONAL: tuple[str, ...] = (
@@ -329,8 +329,14 @@ def fit_testbed(
     name: str = "testbed",
     slot_seconds: float = 1.0,
     seed: int = 0,
+    forms: Sequence[str] = FORMS,
 ) -> TestbedFit:
     """One preset from sized step times (the links) and slowdowns (contention).
+
+    ``forms``: the slowdown forms the choice is made among (default every form of
+    :data:`~sjfbco.calibration.slowdown.FORMS`; ``("paper", "interleave")`` gives the
+    count-only model, a job's rate depending on how many split jobs share its servers
+    and not on which).
 
     The slowdown form kept is the one with the lower held-out median error
     (in-sample when the slowdowns hold one contention level above 1; on a tie the
@@ -344,8 +350,16 @@ def fit_testbed(
         raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
     rows = concat(sized)
     cluster = fit_cluster(rows, seed)
-    reports = [fit_slowdowns(s, form, seed) for s in slowdowns for form in forms_of(s)]
-    split = [r for r in reports if r.form in FORMS]
+    unknown = sorted(set(forms) - set(FORMS))
+    if unknown or not forms:
+        raise InputError(f"forms: {unknown or 'none'}; known: {', '.join(FORMS)}")
+    reports = [
+        fit_slowdowns(s, form, seed)
+        for s in slowdowns
+        for form in forms_of(s)
+        if form in forms or form not in FORMS  # the intra form is fitted apart
+    ]
+    split = [r for r in reports if r.form in forms]
     chosen = None
     if split:
         # the lower held-out median; on a tie the form listed first (the paper's first)
