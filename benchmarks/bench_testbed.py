@@ -263,6 +263,54 @@ def pooled_jobs(rows: list[dict], key: str) -> Spread | None:
     return Spread.of(runs)
 
 
+def choices(
+    new_path: Path,
+    old_path: Path,
+    best_limit: float,
+    instances: tuple[tuple[tuple[int, ...], int, int], ...],
+    make: Any,
+) -> list[dict]:
+    """``best`` on each instance under the presets at ``new_path`` and ``old_path``; when
+    the schedules differ, both executed back to back on one emulation (same load), and
+    each predicted on both presets."""
+    new, old = read_preset(new_path), read_preset(old_path)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp:
+        for caps, n, seed in instances:
+            base = make(caps, n, seed, preset=old)
+            runs = {
+                key: sjfbco.solve(calibrated(base, p), "best", seed=0, time_limit=best_limit)
+                for key, p in (("new", new), ("old", old))
+            }
+            row: dict[str, Any] = {"instance": base.name}
+            for key, res in runs.items():
+                assert res.schedule is not None
+                row[f"{key}_schedule"] = res.schedule.to_dict(base)
+                for pkey, p in (("new", new), ("old", old)):
+                    ev = evaluate(calibrated(base, p), res.schedule)
+                    row[f"{key}_predicted_{pkey}"] = float(ev.makespan)
+            row["differs"] = row["new_schedule"] != row["old_schedule"]
+            if row["differs"]:
+                with Network(rates_of(base)) as net:
+                    for key, res in runs.items():
+                        assert res.schedule is not None
+                        folder = Path(tmp) / f"{base.name}-{key}"
+                        ex = execute(Hosts(net), base, res.schedule, folder)
+                        row[f"{key}_executed"] = ex.executed_makespan
+            out.append(row)
+            print(
+                f"{base.name:28s} differs {row['differs']}; "
+                + ", ".join(
+                    f"{k}: executed {row.get(f'{k}_executed', float('nan')):.2f} s, predicted "
+                    f"{row[f'{k}_predicted_new']:.2f} (new) {row[f'{k}_predicted_old']:.2f} (old)"
+                    for k in ("new", "old")
+                )
+                + f" ({load()})",
+                flush=True,
+            )
+    return out
+
+
 def ranking(rows: list[dict], key: str) -> tuple[int, int]:
     """Pairs of one instance whose ``key`` predictions differ by > 5%, and how many agree."""
     pairs = agree = 0
@@ -339,11 +387,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )  # fmt: skip
     ap.add_argument("--as", dest="as_key", default="refit", help="name of --repredict's figures")
     ap.add_argument(
+        "--choice", nargs=2, metavar=("NEW.json", "OLD.json"),
+        help="execute nothing else: on each instance of --set, best's schedule under preset "
+        "NEW and under preset OLD, both executed back to back when they differ (does best "
+        "choose differently under the new form, and does that choice run faster?); write --out",
+    )  # fmt: skip
+    ap.add_argument(
         "--quick", action="store_true",
         help="the bundled preset, one 6-job instance, sjf-bco and ff (about a minute)",
     )  # fmt: skip
     args = ap.parse_args(argv)
     print(load())
+    if args.choice is not None:
+        new, old = (Path(p) for p in args.choice)
+        names = ["uniform", "mixed"] if args.set == "all" else [args.set]
+        got = [r for n in names for r in choices(new, old, args.best_limit, *SETS[n][:2])]
+        doc = {"choice": got, "presets": [str(new), str(old)], "load_end": os.getloadavg()}
+        if args.out is not None:
+            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+            print(f"wrote {args.out}")
+        return doc
     if args.repredict is not None:
         doc = json.loads(Path(args.repredict).read_text())
         repredict(doc["rows"], Path(args.preset), args.as_key)
