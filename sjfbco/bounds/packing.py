@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from sjfbco.bounds.closed import closed_bound
-from sjfbco.cost import min_run_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -51,7 +50,7 @@ MAX_CHOICES = 64
 
 def run_times(data: ProblemData) -> np.ndarray:
     """``rho_j`` (F1) for every job, slots."""
-    return np.array([min_run_time(job, data) for job in data.jobs], dtype=float)
+    return np.array(data.rates.min_run_times(), dtype=float)
 
 
 def round_up(data: ProblemData, value: float) -> float:
