@@ -155,15 +155,24 @@ def _fewest_servers_by_sorting(pool: IdlePool, g: int, n_split: list[int]) -> li
 
 @settings(max_examples=300, deadline=None)
 @given(st.data())
-def test_fewest_servers_walk_equals_the_sort(data: st.DataObject) -> None:
-    """The walk down the sorted index picks the servers and counts the full sort picked:
-    random clusters, GPUs taken, running split jobs per server (ties on every key)."""
+def test_idle_pool_buckets_equal_the_full_sort(data: st.DataObject) -> None:
+    """After random takes and releases, best fit and the fewest-servers walk over the idle
+    buckets pick what a full sort of every server picked: random clusters, GPUs taken,
+    running split jobs per server (ties on every key)."""
     caps = data.draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=12))
     pool = IdlePool(Cluster(tuple(caps)))
-    for s, cap in enumerate(caps):
-        busy = data.draw(st.integers(0, cap))
-        if busy:
-            pool.take(s, busy)
+    held: list[list[int]] = []
+    for _ in range(data.draw(st.integers(0, 8))):
+        s = data.draw(st.integers(0, len(caps) - 1))
+        if pool.idle[s] and data.draw(st.booleans()):
+            held.append(pool.take(s, data.draw(st.integers(1, len(pool.idle[s])))))
+        elif held:
+            pool.release(held.pop(data.draw(st.integers(0, len(held) - 1))))
+    idle = [len(pool.idle[s]) for s in range(len(caps))]
+    assert pool.total == sum(idle)
+    for g in range(1, max(caps) + 2):
+        fits = [(c, s) for s, c in enumerate(idle) if c >= g]
+        assert pool.best_fit(g) == (min(fits)[1] if fits else None)
     if pool.total == 0:
         return
     n_split = data.draw(st.lists(st.integers(0, 2), min_size=len(caps), max_size=len(caps)))
