@@ -670,6 +670,7 @@ class RateCache:
         self._rows: dict[tuple[int, int, int], dict[int, float]] = {}
         #: class -> :func:`best_rate`; and every job's :func:`min_run_time` once asked
         self._best: dict[int, float] = {}
+        self._shape: dict[int, Shape] = {}
         self._min_run: tuple[float, ...] | None = None
 
     def class_of(self, job: int) -> int:
@@ -693,6 +694,15 @@ class RateCache:
             d = self._data
             r = self._best[c] = best_rate(d.jobs[job], d.cluster, d.cost)
         return r
+
+    def best_shape(self, job: int) -> Shape:
+        """:func:`best_shape` of job ``job``, computed once per class."""
+        c = self._class_of[job]
+        shape = self._shape.get(c)
+        if shape is None:
+            d = self._data
+            shape = self._shape[c] = best_shape(d.jobs[job], d.cluster, d.cost)
+        return shape
 
     def min_run_times(self) -> tuple[float, ...]:
         """:func:`min_run_time` of every job, in job order (slots), computed once per

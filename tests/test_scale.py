@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, limits
-from sjfbco.cost import least_shape, min_run_time, slots_to_finish, slots_to_finish_many
+from sjfbco.cost import best_shape, least_shape, min_run_time, slots_to_finish, slots_to_finish_many
 from sjfbco.errors import LimitError
 from sjfbco.files import json_text
 from sjfbco.solvers.sgs import IdlePool, alone_durations
@@ -46,6 +46,8 @@ def test_per_class_paths_equal_the_per_job_ones(data: ProblemData) -> None:
     slow = [min_run_time(job, data) for job in data.jobs]
     assert list(fast) == slow
     assert [type(x) for x in fast] == [type(x) for x in slow]
+    shapes = [best_shape(job, data.cluster, data.cost) for job in data.jobs]
+    assert [data.rates.best_shape(j) for j in range(data.num_jobs)] == shapes
     # a second instance object gets its own table, the same figures
     assert data.replace().rates.min_run_times() == fast
     assert np.array_equal(alone_durations(data), _alone_durations_job_by_job(data))

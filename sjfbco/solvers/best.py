@@ -395,8 +395,10 @@ def strong_bounds(
     limit = engine.budget.whole.limit
     if params.bound in ("lp", "relaxation") and not engine.done:
         lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
-        bound, lp_bounds = lower_bounds(data, "lp", lp)
-        bounds.update(lp_bounds)
+        # the closed and packing bounds are in ``bounds`` already (step 0): only the LP is new
+        # (recomputing them cost seconds a million jobs)
+        bounds["cutting_stock"] = cutting_stock_bound(data, bound, lp)
+        bound = max(bound, bounds["cutting_stock"])
         engine.target = bound
     if params.bound == "relaxation" and not engine.done and limit is not None:
         assert engine.best is not None

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.cost import ConfigurationError, best_shape
+from sjfbco.cost import ConfigurationError
 from sjfbco.evaluate import Simulator, makespan_of
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Schedule
@@ -151,7 +151,7 @@ def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
         if job.rho_hat is not None:
             out[j] = job.rho_hat
             continue
-        n, g = best_shape(job, data.cluster, data.cost)
+        n, g = rates.best_shape(j)  # best_shape(job, ...), once per class
         out[j] = rates.alone_slots(j, n, g)  # finite: validation checks the best shape
         if method == "spread" and n < min(job.num_gpus, data.cluster.num_servers):
             n = min(job.num_gpus, data.cluster.num_servers)
