@@ -51,21 +51,24 @@ import json, sys, time
 from sjfbco import evaluate, read_instance, read_schedule, solve, write_schedule
 step, inst, sched, limit = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 out = {}
+def clock():
+    return time.perf_counter(), time.process_time()
+def lap(t):
+    out["seconds"], out["cpu"] = time.perf_counter() - t[0], time.process_time() - t[1]
 if step == "read":
-    t = time.perf_counter(); read_instance(inst); out["seconds"] = time.perf_counter() - t
+    t = clock(); read_instance(inst); lap(t)
 elif step == "sjf-bco":
     data = read_instance(inst)
-    t = time.perf_counter(); res = solve(data, "sjf-bco"); out["seconds"] = time.perf_counter() - t
+    t = clock(); res = solve(data, "sjf-bco"); lap(t)
     out["makespan"] = res.makespan
     write_schedule(res.schedule, sched)
 elif step == "evaluate":
     data = read_instance(inst); schedule = read_schedule(sched, data)
-    t = time.perf_counter(); ev = evaluate(data, schedule); out["seconds"] = time.perf_counter() - t
+    t = clock(); ev = evaluate(data, schedule); lap(t)
     out["makespan"] = ev.makespan
 elif step == "best":
     data = read_instance(inst)
-    t = time.perf_counter(); res = solve(data, "best", time_limit=limit)
-    out["seconds"] = time.perf_counter() - t
+    t = clock(); res = solve(data, "best", time_limit=limit); lap(t)
     out.update(runtime=res.runtime, makespan=res.makespan, bound=res.lower_bound,
                phases=res.stats["phase_seconds"], stopped_by=res.stats["stopped_by"],
                iterations=res.stats["iterations"], portfolio=sorted(res.stats["portfolio"]))
@@ -78,8 +81,8 @@ def load() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
-def child(argv: list[str]) -> tuple[float, float, str]:
-    """Run ``argv`` to its end: (wall seconds, peak resident GB, stdout)."""
+def child(argv: list[str]) -> tuple[float, float, float, str]:
+    """Run ``argv`` to its end: (wall seconds, CPU seconds, peak resident GB, stdout)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
     t0 = time.perf_counter()
@@ -92,7 +95,8 @@ def child(argv: list[str]) -> tuple[float, float, str]:
         text = out.read().decode()
     if proc.returncode != 0:
         raise SystemExit(f"step failed ({proc.returncode}): {' '.join(argv)}")
-    return wall, usage.ru_maxrss / 1e6, text  # ru_maxrss: kB on Linux
+    cpu = usage.ru_utime + usage.ru_stime
+    return wall, cpu, usage.ru_maxrss / 1e6, text  # ru_maxrss: kB on Linux
 
 
 def write_swf(path: Path, jobs: int, seed: int) -> None:
@@ -125,10 +129,11 @@ def size(n: int, limit: float, seed: int, folder: Path) -> dict[str, Any]:
     }  # fmt: skip
     for step, argv in steps.items():
         before = load()
-        wall, peak, text = child(argv)
+        wall, cpu, peak, text = child(argv)
         got = json.loads(text.strip().splitlines()[-1]) if step != "generate" else {}
         got.update(wall=wall, peak_gb=peak, load=f"{before} -> {load()}")
         got.setdefault("seconds", wall)
+        got.setdefault("cpu", cpu)
         row[step] = got
         extra = ""
         if step == "best":
@@ -141,7 +146,8 @@ def size(n: int, limit: float, seed: int, folder: Path) -> dict[str, Any]:
         elif "makespan" in got:
             extra = f"; makespan {got['makespan']}"
         print(
-            f"  {step:9} {got['seconds']:8.2f} s (process {wall:7.2f} s), peak {peak:5.2f} GB, "
+            f"  {step:9} {got['seconds']:8.2f} s, CPU {got['cpu']:8.2f} s (process {wall:7.2f} s), "
+            f"peak {peak:5.2f} GB, "
             f"load {got['load']}{extra}",
             flush=True,
         )
@@ -150,21 +156,26 @@ def size(n: int, limit: float, seed: int, folder: Path) -> dict[str, Any]:
     before = load()
     argv = [*py, "-m", "sjfbco", "convert", "swf", str(trace), "-o", str(out), "--cluster",
             f"{servers}x8", "--seed", str(seed)]  # fmt: skip
-    wall, peak, _ = child(argv)
-    row["convert"] = {"seconds": wall, "wall": wall, "peak_gb": peak}
+    wall, cpu, peak, _ = child(argv)
+    row["convert"] = {"seconds": wall, "cpu": cpu, "wall": wall, "peak_gb": peak}
     row["convert"]["load"] = f"{before} -> {load()}"
-    print(f"  convert   {wall:8.2f} s, peak {peak:5.2f} GB, load {row['convert']['load']}")
+    print(
+        f"  convert   {wall:8.2f} s, CPU {cpu:8.2f} s, peak {peak:5.2f} GB, "
+        f"load {row['convert']['load']}",
+        flush=True,
+    )
     for f in (inst, sched, trace):
         f.unlink(missing_ok=True)
     return row
 
 
-def exponents(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Least-squares slope of log seconds on log jobs, per step (``nan`` with one size)."""
+def exponents(rows: list[dict[str, Any]], what: str = "seconds") -> dict[str, float]:
+    """Least-squares slope of log ``what`` (``seconds``: wall, ``cpu``: CPU seconds) on log
+    jobs, per step (``nan`` with one size)."""
     n = np.log([r["jobs"] for r in rows])
     out = {}
     for step in STEPS:
-        t = np.log([max(r[step]["seconds"], 1e-6) for r in rows])
+        t = np.log([max(r[step][what], 1e-6) for r in rows])
         out[step] = float(np.polyfit(n, t, 1)[0]) if len(rows) > 1 else math.nan
     return out
 
@@ -187,14 +198,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         folder.mkdir(parents=True, exist_ok=True)
         pairs = zip(args.jobs, args.time_limit, strict=True)
         rows = [size(n, t, args.seed, folder) for n, t in pairs]
-    exps = exponents(rows)
-    print("growth exponent of the seconds over the sizes (1 = linear):")
+    exps, cpu = exponents(rows), exponents(rows, "cpu")
+    print("growth exponent over the sizes (1 = linear), of wall seconds and of CPU seconds:")
     for step, e in exps.items():
         ratios = [
             f"{b[step]['seconds'] / a[step]['seconds']:.1f}x" for a, b in itertools.pairwise(rows)
         ]
-        print(f"  {step:9} {e:5.2f}  (each size over the one before: {', '.join(ratios)})")
-    return {"rows": rows, "exponents": exps}
+        print(
+            f"  {step:9} {e:5.2f} wall, {cpu[step]:5.2f} CPU  (wall of each size over the one "
+            f"before: {', '.join(ratios)})"
+        )
+    return {"rows": rows, "exponents": exps, "cpu_exponents": cpu}
 
 
 if __name__ == "__main__":
