@@ -61,7 +61,7 @@ elif step == "sjf-bco":
     data = read_instance(inst)
     t = clock(); res = solve(data, "sjf-bco"); lap(t)
     out["makespan"] = res.makespan
-    write_schedule(res.schedule, sched)
+    write_schedule(res.schedule, data, sched)
 elif step == "evaluate":
     data = read_instance(inst); schedule = read_schedule(sched, data)
     t = clock(); ev = evaluate(data, schedule); lap(t)
