@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from sjfbco.cost import ConfigurationError
-from sjfbco.evaluate import Simulator, makespan_of
+from sjfbco.evaluate import Simulator, gc_paused, makespan_of
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
@@ -266,6 +266,12 @@ class TrialRunner:
 
     def _offline(
         self, order: Sequence[int], rule: Rule, theta: float, need: np.ndarray | None = None
+    ) -> Trial:
+        with gc_paused():  # a pass makes no reference cycles (see build in sgs.py)
+            return self._offline_pass(order, rule, theta, need)
+
+    def _offline_pass(
+        self, order: Sequence[int], rule: Rule, theta: float, need: np.ndarray | None
     ) -> Trial:
         n = self.data.num_jobs
         state: LoadState = (
