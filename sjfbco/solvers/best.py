@@ -742,9 +742,12 @@ def best_solve(
     )
     assert engine.best is not None and built.genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline
-    # (two when server phases follow: handing out their schedule costs about two)
+    # (two when server phases follow: handing out their schedule costs about two), and one
+    # more for solve()'s evaluation of the answer, after the solver but within the wait (at
+    # a million jobs about a decode; without it solve() took 1.19 x the limit while the
+    # solver kept to 0.85 x: docs/benchmarks/2026-12-million.md)
     walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
-    budget.reserve = built.decode_seconds * (2 if walk.local else 1)
+    budget.reserve = built.decode_seconds * (3 if walk.local else 2)
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)
