@@ -396,7 +396,7 @@ def strong_bounds(
     if params.bound in ("lp", "relaxation") and not engine.done:
         lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
         # the closed and packing bounds are in ``bounds`` already (step 0): only the LP is new
-        # (recomputing them cost seconds a million jobs)
+        # (recomputing them cost seconds at a million jobs)
         bounds["cutting_stock"] = cutting_stock_bound(data, bound, lp)
         bound = max(bound, bounds["cutting_stock"])
         engine.target = bound
