@@ -507,6 +507,20 @@ def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
     return math.ceil(iterations / rate)  # not produced by the model: plain float ceil
 
 
+def slots_to_finish_many(iterations: np.ndarray, rate: float, cost: CostParams) -> np.ndarray:
+    """:func:`slots_to_finish` of every entry of ``iterations`` (integers) at one ``rate``,
+    as floats: each entry equals ``float(slots_to_finish(int(i), rate, cost))`` exactly
+    (ceiling division on int64 for an integral rate; else the same float division and
+    ceiling as the scalar call; iterations stay below ``2**53``, so their conversion to
+    float is exact)."""
+    its = np.asarray(iterations, dtype=np.int64)
+    if cost.time_model == "continuous":
+        return its / rate
+    if isinstance(rate, int) or float(rate).is_integer():
+        return (-(-its // int(rate))).astype(float)
+    return np.ceil(its / rate)
+
+
 def _fewest_at_most(caps_desc: Sequence[int], workers: int) -> int:
     """Smallest ``g`` with ``sum(min(c, g) for c in caps_desc) >= workers`` (caps all used)."""
     lo, hi = -(-workers // len(caps_desc)), caps_desc[0]
@@ -746,11 +760,54 @@ class RateCache:
         ]
         #: (class, servers, max_per_server or 0) -> {p: rate}
         self._rows: dict[tuple[int, int, int], dict[float, float]] = {}
+        #: class -> :func:`best_rate`; and every job's :func:`min_run_time` once asked
+        self._best: dict[int, float] = {}
+        self._shape: dict[int, Shape] = {}
+        self._min_run: tuple[float, ...] | None = None
 
     def class_of(self, job: int) -> int:
         """Job ``job``'s class (a number): jobs of one class have the same rates on every
         placement, whatever their iterations."""
         return self._class_of[job]
+
+    def classes(self) -> dict[int, list[int]]:
+        """The jobs of each class, in job order, by class number in order of first job."""
+        out: dict[int, list[int]] = {}
+        for j, c in enumerate(self._class_of):
+            out.setdefault(c, []).append(j)
+        return out
+
+    def best_rate(self, job: int) -> float:
+        """:func:`best_rate` of job ``job``, computed once per class (it reads only the
+        job's class: its GPUs, compute time and gradient)."""
+        c = self._class_of[job]
+        r = self._best.get(c)
+        if r is None:
+            d = self._data
+            r = self._best[c] = best_rate(d.jobs[job], d.cluster, d.cost)
+        return r
+
+    def best_shape(self, job: int) -> Shape:
+        """:func:`best_shape` of job ``job``, computed once per class."""
+        c = self._class_of[job]
+        shape = self._shape.get(c)
+        if shape is None:
+            d = self._data
+            shape = self._shape[c] = best_shape(d.jobs[job], d.cluster, d.cost)
+        return shape
+
+    def min_run_times(self) -> tuple[float, ...]:
+        """:func:`min_run_time` of every job, in job order (slots), computed once per
+        instance from :meth:`best_rate`: the same values, one best placement per class
+        instead of one per job and call (the closed and packing bounds ask for them
+        several times: at a million jobs each pass cost seconds)."""
+        if self._min_run is None:
+            cost = self._data.cost
+            self._min_run = tuple(
+                slots_to_finish(job.iterations, self.best_rate(j), cost)
+                for j, job in enumerate(self._data.jobs)
+            )
+        return self._min_run
 
     def row(
         self, job: int, num_servers: int, max_per_server: int | None = None

@@ -445,6 +445,9 @@ class ProblemData:
         limits.JOB_GPUS.check(sum(job.num_gpus for job in self.jobs), where="jobs")
         seen: dict[str, int] = {}
         n_gpus = self.cluster.num_gpus
+        # tau on the best placement by class (GPUs, compute, gradient: all eq. 8 reads of a
+        # job, as sjfbco.cost.RateCache): a million jobs of a few dozen classes
+        taus: dict[tuple[int, float, float], float] = {}
 
         for j, job in enumerate(self.jobs):
             where = f"jobs[{j}]"
@@ -470,7 +473,12 @@ class ProblemData:
                     else f"{where}.backward_seconds",
                 )
             if self.cost.time_model == "slotted":
-                tau = best_iteration_time(job, self.cluster, self.cost) / self.cost.slot_seconds
+                key = (job.num_gpus, job.compute, job.gradient_mb)
+                tau = taus.get(key)
+                if tau is None:
+                    tau = taus[key] = (
+                        best_iteration_time(job, self.cluster, self.cost) / self.cost.slot_seconds
+                    )
                 if tau > 1:
                     raise InputError(
                         f"job {job.id!r}: one iteration takes {tau:.3g} slots even alone on "

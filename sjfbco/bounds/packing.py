@@ -35,7 +35,6 @@ import numpy as np
 from sjfbco.bounds.closed import closed_bound
 from sjfbco.bounds.idle import idle_bound
 from sjfbco.caps import DEFAULT_CAPS
-from sjfbco.cost import min_run_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -52,7 +51,7 @@ DFF_K = tuple(range(1, 21))
 
 def run_times(data: ProblemData) -> np.ndarray:
     """``rho_j`` (F1) for every job, slots."""
-    return np.array([min_run_time(job, data) for job in data.jobs], dtype=float)
+    return np.array(data.rates.min_run_times(), dtype=float)
 
 
 def round_up(data: ProblemData, value: float) -> float:

@@ -419,8 +419,10 @@ def strong_bounds(
     limit = engine.budget.whole.limit
     if params.bound in ("lp", "relaxation") and not engine.done:
         lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
-        bound, lp_bounds = lower_bounds(data, "lp", lp)
-        bounds.update(lp_bounds)
+        # the closed and packing bounds are in ``bounds`` already (step 0): only the LP is new
+        # (recomputing them cost seconds at a million jobs)
+        bounds["cutting_stock"] = cutting_stock_bound(data, bound, lp)
+        bound = max(bound, bounds["cutting_stock"])
         engine.target = bound
     if params.bound == "relaxation" and data.cost.neighbour_terms:
         relaxation = NEIGHBOUR_OFF
@@ -758,9 +760,15 @@ def best_solve(
     )
     assert engine.best is not None and built.genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline
-    # (two when server phases follow: handing out their schedule costs about two)
+    # (two when server phases follow: handing out their schedule costs about two), and one
+    # more for solve()'s evaluation of the answer, after the solver but within the wait (at
+    # a million jobs about a decode; without it solve() took 1.19 x the limit while the
+    # solver kept to 0.85 x: docs/benchmarks/2026-12-million.md)
     walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
-    budget.reserve = built.decode_seconds * (params.moves.handout_decodes if walk.local else 1)
+    # (+ 1: solve()'s evaluation of the answer after the run, docs/benchmarks/2026-12-million.md)
+    budget.reserve = built.decode_seconds * (
+        (params.moves.handout_decodes if walk.local else 1) + 1
+    )
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)
