@@ -2,20 +2,29 @@
 
 Needs root, iproute2 and the ``testbed`` extra. Steps, each on a fresh emulated cluster:
 
-1. Calibration: ``sjfbco testbed measure`` and ``contention`` on a 3 x 4-GPU
-   cluster with every job kind of :data:`sjfbco.testbed.workload.KINDS`, fitted by
-   ``sjfbco calibrate`` into a preset (written to ``--preset``, by default
-   ``sjfbco/workloads/testbed.json``, the bundled ``testbed`` preset).
-2. Instances (:data:`INSTANCES`: 8 to 16 jobs on 3 or 4 servers of 2 to 4 GPUs)
-   on the calibrated constants; each solved by ``best`` (``--best-limit`` s),
-   ``sjf-bco``, ``ls``, ``ff`` and ``rand`` (seed 0), each schedule executed.
-3. Figures: executed against predicted makespan with the calibrated constants and
-   with the paper's (``alpha`` 0.275, ``xi1`` 1, ``xi2`` 0.005, no interleaving, on
-   the shaped link rate); ranking agreement over pairs of schedules of one
-   instance whose calibrated predictions differ by more than 5%; the contention
-   table against both slowdown forms.
+1. Calibration: ``sjfbco testbed measure`` and ``contention`` (identical jobs, then
+   pairs and triples of different kinds) on a 3 x 4-GPU cluster with every job kind
+   of :data:`sjfbco.testbed.workload.KINDS`, fitted by ``sjfbco calibrate`` into a
+   preset (written to ``--preset``, by default ``sjfbco/workloads/testbed.json``, the
+   bundled ``testbed`` preset: the form with the lower held-out median among every
+   form), and the count-only forms alone into a second preset beside it (today's
+   model before issue 43, ``*.count-only.json``).
+2. Instances: ``--set uniform`` (:data:`INSTANCES`, issue 29: 8 to 16 jobs on 3 or 4
+   servers of 2 to 4 GPUs; ``best``, ``sjf-bco``, ``ls``, ``ff``, ``rand``) and
+   ``--set mixed`` (:data:`MIXED`, issue 43: every kind mixed on split placements;
+   ``best``, ``sjf-bco``, ``ls``, ``rand``), drawn on the calibrated constants; each
+   solved (``best`` for ``--best-limit`` s, the others with seed 0) and executed.
+3. Figures: executed against predicted makespan, and per job (run times, median,
+   p90, worst), on the calibrated constants (``calibrated``), on the count-only
+   calibration (``count_only``) and on the paper's constants (``paper``: ``alpha``
+   0.275, ``xi1`` 1, ``xi2`` 0.005, no interleaving, on the shaped link rate);
+   ranking agreement over pairs of schedules of one instance whose predictions
+   differ by more than 5%. Every execution is stored with its instance and schedule:
+   ``--repredict RESULTS.json --preset P --as NAME`` predicts them again on another
+   preset without executing.
 
-Usage: ``python benchmarks/bench_testbed.py [--out benchmarks/results/testbed.json] [--quick]``.
+Usage: ``python benchmarks/bench_testbed.py [--out benchmarks/results/testbed.json] [--quick]
+[--set uniform|mixed|all]``.
 Prints the load average before and after: the emulation sleeps through compute,
 but a loaded host delays wake-ups and MPI progress (``docs/testbed.md``).
 """
@@ -93,8 +102,19 @@ def load() -> str:
     return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+#: The slowdown forms of the model before issue 43: a job's rate depends on how many split
+#: jobs share its servers, not on which.
+COUNT_ONLY = ("paper", "interleave")
+
+
+def count_only_path(preset_path: Path) -> Path:
+    """Where the count-only preset is written beside ``preset_path``."""
+    return preset_path.with_name(preset_path.stem + ".count-only.json")
+
+
 def calibrate(folder: Path, preset_path: Path) -> dict:
-    """Measure on a 3 x 4-GPU cluster with every job kind; fit; write the preset."""
+    """Measure on a 3 x 4-GPU cluster with every job kind; fit every form, and the
+    count-only forms alone; write both presets (the second at :func:`count_only_path`)."""
     jobs = [
         sjfbco.Job(id=k, num_gpus=1, iterations=1, gradient_mb=mb, compute_seconds=c, model=k)
         for k, (mb, c) in KINDS.items()
@@ -109,27 +129,34 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
         mixed = measure_mixed(Hosts(net), data, folder / "x")
     t_all = time.monotonic() - t
     write_rows(folder / "steps.csv", STEP_HEADER, steps)
-    write_rows(folder / "slowdowns.csv", SLOWDOWN_HEADER[:11], slow)
+    write_rows(folder / "slowdowns.csv", SLOWDOWN_HEADER, slow)
     write_rows(folder / "mixed.csv", SLOWDOWN_HEADER, mixed)
-    fit = fit_testbed(
-        [read_sized(folder / "steps.csv")], [read_slowdowns(folder / "slowdowns.csv")]
+    write_rows(folder / "contention.csv", SLOWDOWN_HEADER, slow + mixed)  # fitted together
+    sized, slowdowns = (
+        [read_sized(folder / "steps.csv")],
+        [read_slowdowns(folder / "contention.csv")],
     )
-    write_preset(
-        fit.preset,
-        preset_path,
-        form="testbed",
-        sources=["sjfbco testbed measure", "sjfbco testbed contention"],
-        fit=fit.report(),
-        note="written by benchmarks/bench_testbed.py on the emulated cluster (docs/testbed.md)",
-    )
+    fit = fit_testbed(sized, slowdowns)
+    # today's model beside it: the form chosen among the count-only forms alone
+    count = fit_testbed(sized, slowdowns, forms=COUNT_ONLY)
+    for chosen, path in ((fit, preset_path), (count, count_only_path(preset_path))):
+        write_preset(
+            chosen.preset,
+            path,
+            form="testbed",
+            sources=["sjfbco testbed measure", "sjfbco testbed contention"],
+            fit=chosen.report(),
+            note="written by benchmarks/bench_testbed.py on the emulated cluster "
+            "(docs/testbed.md)" + ("" if chosen is fit else "; count-only forms"),
+        )
     print(
         f"calibration: {len(steps)} step rows in {t_steps:.0f} s, {len(slow)} slowdown rows, "
         f"{len(mixed)} mixed rows; "
         f"{t_all:.0f} s in all ({load()})"
     )
     return {
-        "report": fit.report(), "seconds": t_all, "steps": steps, "slowdowns": slow,
-        "mixed": mixed,
+        "report": fit.report(), "count_only": count.report(), "seconds": t_all, "steps": steps,
+        "slowdowns": slow, "mixed": mixed,
     }  # fmt: skip
 
 
@@ -142,6 +169,8 @@ def run_instances(
     make: Any = emulated_instance,
 ) -> list[dict]:
     cal = read_preset(preset_path)
+    count_path = count_only_path(preset_path)
+    count = read_preset(count_path) if count_path.is_file() else None
     out = []
     for caps, n, seed in instances:
         data = make(caps, n, seed, preset=cal)
@@ -182,6 +211,8 @@ def run_instances(
                         for j in ex.jobs
                     ],
                 }  # fmt: skip
+                if count is not None:  # today's count-only model, calibrated the same way
+                    predict_row(row, count, "count_only")
                 out.append(row)
                 pj = ex.per_job_calibrated
                 print(f"{data.name:28s} {solver:8s} executed {row['executed']:7.2f} s, "
@@ -196,24 +227,30 @@ def _spread(spread: Spread | None) -> dict[str, Any] | None:
     return None if spread is None else spread.to_dict()
 
 
+def predict_row(row: dict, preset: Any, key: str) -> None:
+    """Predict one stored execution on ``preset``'s constants: ``row[key]``,
+    ``row["error_" + key]``, ``row["job_runs_" + key]`` and ``row["per_job_" + key]``, from
+    the stored instance, schedule and executed times."""
+    data = sjfbco.ProblemData.from_dict(row["instance_doc"])
+    sched = Schedule.from_dict(row["schedule_doc"], data)
+    ev = evaluate(calibrated(data, preset), sched)
+    ran = {i: (a, b) for i, a, b in row["executed_jobs"]}
+    row[key] = float(ev.makespan)
+    row[f"error_{key}"] = row[key] / row["executed"] - 1
+    runs = [
+        [job.id, ran[job.id][1] - ran[job.id][0], float(ev.end[j] - ev.start[j])]
+        for j, job in enumerate(data.jobs)
+    ]
+    row[f"job_runs_{key}"] = runs
+    row[f"per_job_{key}"] = _spread(Spread.of([(i, e, p) for i, e, p in runs]))
+
+
 def repredict(rows: list[dict], preset_path: Path, key: str) -> None:
     """Predict every stored execution again on the constants of ``preset_path`` (a form
-    fitted later, e.g. on the mixed rows): ``row[key]``, ``row["error_" + key]`` and
-    ``row["per_job_" + key]``, from the stored instance, schedule and executed times."""
+    fitted later): :func:`predict_row` on each."""
     preset = read_preset(preset_path)
     for row in rows:
-        data = sjfbco.ProblemData.from_dict(row["instance_doc"])
-        sched = Schedule.from_dict(row["schedule_doc"], data)
-        ev = evaluate(calibrated(data, preset), sched)
-        ran = {i: (a, b) for i, a, b in row["executed_jobs"]}
-        row[key] = float(ev.makespan)
-        row[f"error_{key}"] = row[key] / row["executed"] - 1
-        runs = [
-            [job.id, ran[job.id][1] - ran[job.id][0], float(ev.end[j] - ev.start[j])]
-            for j, job in enumerate(data.jobs)
-        ]
-        row[f"job_runs_{key}"] = runs
-        row[f"per_job_{key}"] = _spread(Spread.of([(i, e, p) for i, e, p in runs]))
+        predict_row(row, preset, key)
 
 
 def pooled_jobs(rows: list[dict], key: str) -> Spread | None:
@@ -224,6 +261,54 @@ def pooled_jobs(rows: list[dict], key: str) -> Spread | None:
         for job, executed, predicted in row[f"job_runs_{key}"]
     ]
     return Spread.of(runs)
+
+
+def choices(
+    new_path: Path,
+    old_path: Path,
+    best_limit: float,
+    instances: tuple[tuple[tuple[int, ...], int, int], ...],
+    make: Any,
+) -> list[dict]:
+    """``best`` on each instance under the presets at ``new_path`` and ``old_path``; when
+    the schedules differ, both executed back to back on one emulation (same load), and
+    each predicted on both presets."""
+    new, old = read_preset(new_path), read_preset(old_path)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp:
+        for caps, n, seed in instances:
+            base = make(caps, n, seed, preset=old)
+            runs = {
+                key: sjfbco.solve(calibrated(base, p), "best", seed=0, time_limit=best_limit)
+                for key, p in (("new", new), ("old", old))
+            }
+            row: dict[str, Any] = {"instance": base.name}
+            for key, res in runs.items():
+                assert res.schedule is not None
+                row[f"{key}_schedule"] = res.schedule.to_dict(base)
+                for pkey, p in (("new", new), ("old", old)):
+                    ev = evaluate(calibrated(base, p), res.schedule)
+                    row[f"{key}_predicted_{pkey}"] = float(ev.makespan)
+            row["differs"] = row["new_schedule"] != row["old_schedule"]
+            if row["differs"]:
+                with Network(rates_of(base)) as net:
+                    for key, res in runs.items():
+                        assert res.schedule is not None
+                        folder = Path(tmp) / f"{base.name}-{key}"
+                        ex = execute(Hosts(net), base, res.schedule, folder)
+                        row[f"{key}_executed"] = ex.executed_makespan
+            out.append(row)
+            print(
+                f"{base.name:28s} differs {row['differs']}; "
+                + ", ".join(
+                    f"{k}: executed {row.get(f'{k}_executed', float('nan')):.2f} s, predicted "
+                    f"{row[f'{k}_predicted_new']:.2f} (new) {row[f'{k}_predicted_old']:.2f} (old)"
+                    for k in ("new", "old")
+                )
+                + f" ({load()})",
+                flush=True,
+            )
+    return out
 
 
 def ranking(rows: list[dict], key: str) -> tuple[int, int]:
@@ -302,15 +387,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )  # fmt: skip
     ap.add_argument("--as", dest="as_key", default="refit", help="name of --repredict's figures")
     ap.add_argument(
+        "--choice", nargs=2, metavar=("NEW.json", "OLD.json"),
+        help="execute nothing else: on each instance of --set, best's schedule under preset "
+        "NEW and under preset OLD, both executed back to back when they differ (does best "
+        "choose differently under the new form, and does that choice run faster?); write --out",
+    )  # fmt: skip
+    ap.add_argument(
         "--quick", action="store_true",
         help="the bundled preset, one 6-job instance, sjf-bco and ff (about a minute)",
     )  # fmt: skip
     args = ap.parse_args(argv)
     print(load())
+    if args.choice is not None:
+        new, old = (Path(p) for p in args.choice)
+        names = ["uniform", "mixed"] if args.set == "all" else [args.set]
+        got = [r for n in names for r in choices(new, old, args.best_limit, *SETS[n][:2])]
+        doc = {"choice": got, "presets": [str(new), str(old)], "load_end": os.getloadavg()}
+        if args.out is not None:
+            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+            print(f"wrote {args.out}")
+        return doc
     if args.repredict is not None:
         doc = json.loads(Path(args.repredict).read_text())
         repredict(doc["rows"], Path(args.preset), args.as_key)
-        keys = tuple(k for k in ("calibrated", "paper", args.as_key) if k in doc["rows"][0])
+        keys = tuple(
+            k for k in ("calibrated", "count_only", "paper", args.as_key) if k in doc["rows"][0]
+        )
         doc["summary"] = summary(doc["rows"], keys)
         doc.setdefault("repredicted", {})[args.as_key] = str(args.preset)
         report(doc["summary"], keys)
@@ -326,6 +428,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if not (args.skip_calibration or args.quick):
             cal = calibrate(folder, Path(args.preset))
             if args.out is not None:
+                shutil.copy(
+                    count_only_path(Path(args.preset)),
+                    Path(args.out).with_suffix(".count-only.preset.json"),
+                )
                 for name in ("steps.csv", "slowdowns.csv", "mixed.csv"):
                     shutil.copy(folder / name, Path(args.out).with_suffix(f".{name}"))
         rows = []
@@ -339,12 +445,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 folder, Path(args.preset), args.best_limit, instances, solvers, make
             )
             rows += [{**r, "set": name} for r in got]
-    s = summary(rows)
+    keys = tuple(k for k in ("calibrated", "count_only", "paper") if rows and k in rows[0])
+    s = summary(rows, keys)
     for name in chosen if not args.quick else []:
         mine = [r for r in rows if r["set"] == name]
-        s[f"set_{name}"] = summary(mine)
+        s[f"set_{name}"] = summary(mine, keys)
     wall = time.monotonic() - t
-    report(s, ("calibrated", "paper"))
+    report(s, keys)
     print(f"wall {wall / 60:.1f} min ({load()})")
     doc = {"rows": rows, "summary": s, "calibration": cal, "wall_s": wall,
            "load_end": os.getloadavg(), "python": sys.version.split()[0],

@@ -76,11 +76,36 @@ def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[
     return max(split_jobs_on_server[s] for s in job_servers)
 
 
-def effective_contention(p: int, cost: CostParams) -> float:
+def neighbour_weight(share: float, cost: CostParams) -> float:
+    """What one *other* split job on a shared server adds to a split job's contention
+    count under the traffic term: ``1 - beta + beta u`` with ``beta =
+    cost.traffic_weight`` and ``u`` its :func:`link_share` (1 for every job when
+    ``beta = 0``: the paper's count)."""
+    beta = cost.traffic_weight
+    return 1.0 - beta + beta * share
+
+
+def weighted_count(own_weight: float, server_loads: Iterable[float]) -> float:
+    """A split job's contention count under the traffic term (extended form).
+
+    ``server_loads``: for each server the job holds GPUs on, the sum of
+    :func:`neighbour_weight` over the running split jobs holding a GPU there, the job's
+    own ``own_weight`` included. The count is the largest over its servers of ``1 +``
+    the others' weights: the job's own transfer counts whole, each co-runner by its
+    weight. At least 1, at most eq. 6's count (every weight is at most 1); equal to it
+    when every weight is 1. Rounded to 12 decimals, so that sums taken in another order
+    give the same count.
+    """
+    return round(max(1.0 + load - own_weight for load in server_loads), 12)
+
+
+def effective_contention(p: float, cost: CostParams) -> float:
     """Effective contention ``k_j = xi1 * p_j`` (eq. 7).
 
     Decision (docs/model.md section 2): ``max(1, k_j)`` for a split job (``p >= 1``), so
-    a split job never gets more than ``b_inter``. Returns 0 for ``p == 0``.
+    a split job never gets more than ``b_inter``. Returns 0 for ``p == 0``. ``p`` is the
+    count of eq. 6, or the weighted count of :func:`weighted_count` (a float >= 1) under
+    ``cost.traffic_weight``.
     """
     if p <= 0:
         return 0.0
@@ -137,7 +162,7 @@ def bandwidth(
     )
 
 
-def degradation_factor(p: int, cost: CostParams) -> float:
+def degradation_factor(p: float, cost: CostParams) -> float:
     """``f(alpha, k_j)`` at contention count ``p >= 1`` (eq. 7 and the degradation).
 
     A :class:`ConfigurationError` unless it is a finite number >= 1 (a
@@ -203,6 +228,7 @@ def iteration_seconds(
     gpu_speed: float,
     cost: CostParams,
     exact: bool = True,
+    server_gpus: Num | None = None,
 ) -> Num:
     """Eq. 8 with the extensions: the one formula, on floats or numpy arrays (broadcast).
 
@@ -215,17 +241,63 @@ def iteration_seconds(
     :func:`interleaved`. Units: s, MB, MB/s. Callers with a :class:`Job` use
     :func:`iteration_time`; this form serves vectorised fits
     (:mod:`sjfbco.calibration`), which pass ``exact=False`` (:func:`combine`).
+    With ``cost.intra_sharing > 0`` a job inside one server exchanges at
+    :func:`intra_bandwidth` of ``server_gpus``, the GPUs in use on its server (default
+    ``workers``: the job alone there).
     """
     share = gradient_mb * (workers - 1) / workers
     per_mb = sharing_factor(num_servers, max_per_server, cost) / bandwidth_inter
     if cost.interleave > 0:
         contention = interleaved(contention, compute, 2.0 * share * per_mb, cost.interleave)
     inter = contention * per_mb
-    inv_b = _select(num_servers > 1, inter, 1.0 / bandwidth_intra)
+    if cost.intra_sharing > 0:
+        used = workers if server_gpus is None else server_gpus
+        intra = 1.0 / intra_bandwidth(bandwidth_intra, used, cost)
+    else:
+        intra = 1.0 / bandwidth_intra
+    inv_b = _select(num_servers > 1, inter, intra)
     comm = 2.0 * share * inv_b + share / gpu_speed + overhead(num_servers, cost)
     if cost.ring_latency > 0:
         comm = comm + ring_steps_seconds(gradient_mb, workers, cost)
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
+
+
+def intra_bandwidth(bandwidth_intra: float, server_gpus: Num, cost: CostParams) -> Num:
+    """Bandwidth inside one server with ``server_gpus`` GPUs in use on it (extended form):
+    ``b_intra / (1 + eta (G_s - 1))``, ``eta = cost.intra_sharing`` (``b_intra`` at
+    ``eta = 0`` or one GPU in use). Falls as ``G_s`` grows; elementwise on arrays."""
+    return bandwidth_intra / (1.0 + cost.intra_sharing * (server_gpus - 1))
+
+
+def link_share(
+    compute: Num,
+    gradient_mb: Num,
+    workers: Num,
+    num_servers: Num,
+    max_per_server: Num,
+    *,
+    bandwidth_intra: float,
+    bandwidth_inter: float,
+    gpu_speed: float,
+    cost: CostParams,
+) -> Num:
+    """``u``: the share of a split job's iteration alone its inter-server transfer takes.
+
+    ``u = T / tau`` with ``T = 2 m (w-1)/w h / b_inter`` (the ring's transfer over the
+    link at contention 1, :func:`sharing_factor` ``h``) and ``tau`` the iteration alone
+    (:func:`iteration_seconds` at contention 1), both on the job's own placement, so no
+    fixed point is needed. In ``[0, 1]`` (``tau >= T``, :func:`combine` is at least its
+    communication); 0 for a job inside one server (it sends nothing over a link).
+    Elementwise on arrays.
+    """
+    share = gradient_mb * (workers - 1) / workers
+    transfer = 2.0 * share * sharing_factor(num_servers, max_per_server, cost) / bandwidth_inter
+    tau = iteration_seconds(
+        compute, gradient_mb, workers, num_servers, max_per_server, 1.0,
+        bandwidth_intra=bandwidth_intra, bandwidth_inter=bandwidth_inter,
+        gpu_speed=gpu_speed, cost=cost,
+    )  # fmt: skip
+    return _select(num_servers > 1, np.minimum(transfer / tau, 1.0), 0.0 * transfer)
 
 
 def ring_steps_seconds(gradient_mb: Num, workers: Num, cost: CostParams) -> Num:
@@ -305,11 +377,12 @@ def check_shape(job: Job, num_servers: int, max_per_server: int) -> None:
 def iteration_time(
     job: Job,
     num_servers: int,
-    p: int,
+    p: float,
     cluster: Cluster,
     cost: CostParams,
     *,
     max_per_server: int | None = None,
+    server_gpus: int | None = None,
 ) -> float:
     """Per-iteration time ``tau_j`` in seconds (eq. 8; extended form if ``cost`` asks).
 
@@ -319,11 +392,17 @@ def iteration_time(
     (:func:`combine`). ``p`` is the contention count (0 when ``num_servers ==
     1``). ``max_per_server``: the job's GPUs on its fullest server; needed for
     a split job only when ``cost.node_sharing > 0`` (a :class:`ValueError`
-    otherwise: the time depends on it).
+    otherwise: the time depends on it). ``p`` may be a weighted count
+    (:func:`weighted_count`). ``server_gpus``: for a job inside one server, the GPUs in
+    use on it (read only with ``cost.intra_sharing > 0``; default: its own).
     """
     if num_servers == 1:
         p = 0
         g = job.num_gpus
+        if server_gpus is not None and server_gpus < g:
+            raise ValueError(
+                f"job {job.id!r} holds {g} GPUs of its server; {server_gpus} in use is too few"
+            )
     else:
         if p < 1:
             raise ValueError(f"job {job.id!r} is split over {num_servers} servers; p must be >= 1")
@@ -349,6 +428,7 @@ def iteration_time(
             bandwidth_inter=cluster.bandwidth_inter,
             gpu_speed=cluster.gpu_speed,
             cost=cost,
+            server_gpus=server_gpus if num_servers == 1 else None,
         )
     )
 
@@ -391,17 +471,20 @@ def progress_per_slot(tau_slots: float, cost: CostParams, job_id: str = "?") -> 
 def rate_at(
     job: Job,
     num_servers: int,
-    p: int,
+    p: float,
     cluster: Cluster,
     cost: CostParams,
     *,
     max_per_server: int | None = None,
+    server_gpus: int | None = None,
 ) -> float:
     """Iterations per slot of ``job`` on ``num_servers`` servers at contention ``p``.
 
-    ``max_per_server`` as in :func:`iteration_time`.
+    ``max_per_server`` and ``server_gpus`` as in :func:`iteration_time`.
     """
-    tau = iteration_time(job, num_servers, p, cluster, cost, max_per_server=max_per_server)
+    tau = iteration_time(
+        job, num_servers, p, cluster, cost, max_per_server=max_per_server, server_gpus=server_gpus
+    )
     return progress_per_slot(tau / cost.slot_seconds, cost, job.id)
 
 
@@ -422,6 +505,20 @@ def slots_to_finish(iterations: float, rate: float, cost: CostParams) -> float:
     if isinstance(iterations, int) and isinstance(rate, int):
         return -(-iterations // rate)
     return math.ceil(iterations / rate)  # not produced by the model: plain float ceil
+
+
+def slots_to_finish_many(iterations: np.ndarray, rate: float, cost: CostParams) -> np.ndarray:
+    """:func:`slots_to_finish` of every entry of ``iterations`` (integers) at one ``rate``,
+    as floats: each entry equals ``float(slots_to_finish(int(i), rate, cost))`` exactly
+    (ceiling division on int64 for an integral rate; else the same float division and
+    ceiling as the scalar call; iterations stay below ``2**53``, so their conversion to
+    float is exact)."""
+    its = np.asarray(iterations, dtype=np.int64)
+    if cost.time_model == "continuous":
+        return its / rate
+    if isinstance(rate, int) or float(rate).is_integer():
+        return (-(-its // int(rate))).astype(float)
+    return np.ceil(its / rate)
 
 
 def _fewest_at_most(caps_desc: Sequence[int], workers: int) -> int:
@@ -469,8 +566,10 @@ def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     least ``tau(n, g(n))`` for its ``n``. In the paper's model (no sharing
     terms) the fewest servers win outright: one server avoids ``b_inter``
     altogether, and once split, ``tau`` grows only with ``xi2 * servers``; so
-    only that ``n`` is tried. ``tests/test_cost.py`` checks the claim against
-    every placement of small clusters.
+    only that ``n`` is tried. With ``cost.intra_sharing > 0`` a job alone on one
+    server exchanges at :func:`intra_bandwidth` of its own GPUs, which may be slower
+    than across servers, so every ``n`` from the fewest is tried.
+    ``tests/test_cost.py`` checks the claim against every placement of small clusters.
     """
     w = job.num_gpus
     n_min = cluster.min_servers_for(w)
@@ -479,6 +578,8 @@ def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     caps = cluster.capacities_desc
     last = n_min
     if n_min > 1 and (cost.node_sharing > 0 or cost.two_server_sharing > 0):
+        last = min(w, cluster.num_servers)
+    if cost.intra_sharing > 0:  # one server is no longer surely the fastest
         last = min(w, cluster.num_servers)
     best: Shape | None = None
     best_tau = math.inf
@@ -569,6 +670,8 @@ def best_iteration_times(
     n_min = np.searchsorted(prefix[1:], w, side="left") + 1  # Cluster.min_servers_for
     shared = cost.node_sharing > 0 or cost.two_server_sharing > 0
     last = np.where((n_min > 1) & shared, np.minimum(w, len(caps)), n_min)
+    if cost.intra_sharing > 0:  # as in best_shape: one server may be slower than a split
+        last = np.minimum(w, len(caps))
     f1 = degradation_factor(1, cost) if bool(np.any(last > 1)) else 1.0
     best = np.full(len(w), math.inf)
     for extra in range(int((last - n_min).max(initial=0)) + 1):  # servers beyond the fewest
@@ -646,6 +749,9 @@ class RateCache:
     def __init__(self, data: ProblemData):
         self._data = data
         self._by_node = data.cost.node_sharing > 0
+        self._intra = data.cost.intra_sharing > 0
+        #: (class, servers, max_per_server or 0) -> the link share (:meth:`weight`)
+        self._weights: dict[tuple[int, int, int], float] = {}
         classes: dict[tuple[int, float, float], int] = {}
         #: the class of each job: jobs with the same GPUs, compute time and gradient
         self._class_of = [
@@ -653,16 +759,59 @@ class RateCache:
             for job in data.jobs
         ]
         #: (class, servers, max_per_server or 0) -> {p: rate}
-        self._rows: dict[tuple[int, int, int], dict[int, float]] = {}
+        self._rows: dict[tuple[int, int, int], dict[float, float]] = {}
+        #: class -> :func:`best_rate`; and every job's :func:`min_run_time` once asked
+        self._best: dict[int, float] = {}
+        self._shape: dict[int, Shape] = {}
+        self._min_run: tuple[float, ...] | None = None
 
     def class_of(self, job: int) -> int:
         """Job ``job``'s class (a number): jobs of one class have the same rates on every
         placement, whatever their iterations."""
         return self._class_of[job]
 
+    def classes(self) -> dict[int, list[int]]:
+        """The jobs of each class, in job order, by class number in order of first job."""
+        out: dict[int, list[int]] = {}
+        for j, c in enumerate(self._class_of):
+            out.setdefault(c, []).append(j)
+        return out
+
+    def best_rate(self, job: int) -> float:
+        """:func:`best_rate` of job ``job``, computed once per class (it reads only the
+        job's class: its GPUs, compute time and gradient)."""
+        c = self._class_of[job]
+        r = self._best.get(c)
+        if r is None:
+            d = self._data
+            r = self._best[c] = best_rate(d.jobs[job], d.cluster, d.cost)
+        return r
+
+    def best_shape(self, job: int) -> Shape:
+        """:func:`best_shape` of job ``job``, computed once per class."""
+        c = self._class_of[job]
+        shape = self._shape.get(c)
+        if shape is None:
+            d = self._data
+            shape = self._shape[c] = best_shape(d.jobs[job], d.cluster, d.cost)
+        return shape
+
+    def min_run_times(self) -> tuple[float, ...]:
+        """:func:`min_run_time` of every job, in job order (slots), computed once per
+        instance from :meth:`best_rate`: the same values, one best placement per class
+        instead of one per job and call (the closed and packing bounds ask for them
+        several times: at a million jobs each pass cost seconds)."""
+        if self._min_run is None:
+            cost = self._data.cost
+            self._min_run = tuple(
+                slots_to_finish(job.iterations, self.best_rate(j), cost)
+                for j, job in enumerate(self._data.jobs)
+            )
+        return self._min_run
+
     def row(
         self, job: int, num_servers: int, max_per_server: int | None = None
-    ) -> dict[int, float]:
+    ) -> dict[float, float]:
         """The memoised rates of job ``job`` on ``num_servers`` servers, by ``p``: a live
         dict that :meth:`rate` fills (shared by the jobs of one class), for callers that
         ask one placement's rate at many ``p`` (the evaluator keeps it per running job).
@@ -676,22 +825,49 @@ class RateCache:
             row = self._rows[key] = {}
         return row
 
-    def rate(self, job: int, num_servers: int, p: int, max_per_server: int | None = None) -> float:
+    def rate(
+        self, job: int, num_servers: int, p: float, max_per_server: int | None = None
+    ) -> float:
         """Iterations per slot of job ``job`` on ``num_servers`` servers at contention ``p``.
 
         ``max_per_server``: the job's GPUs on its fullest server; required for a
-        split job when ``cost.node_sharing > 0`` (see :func:`iteration_time`).
+        split job when ``cost.node_sharing > 0`` (see :func:`iteration_time`). ``p``:
+        for a split job its contention count (eq. 6, or :func:`weighted_count` under
+        the traffic term); for a job inside one server, the GPUs in use on its server
+        under the intra term (``cost.intra_sharing > 0``; 0 or below its own GPUs:
+        alone), ignored otherwise.
         """
         row = self.row(job, num_servers, max_per_server)
         if num_servers == 1:
-            p = 0
+            own = self._data.jobs[job].num_gpus
+            p = int(max(p, own)) if self._intra else 0
         r = row.get(p)
         if r is None:
             d = self._data
             g = max_per_server if self._by_node else None
-            r = rate_at(d.jobs[job], num_servers, p, d.cluster, d.cost, max_per_server=g)
+            used = int(p) if num_servers == 1 and self._intra else None
+            r = rate_at(
+                d.jobs[job], num_servers, p, d.cluster, d.cost, max_per_server=g, server_gpus=used
+            )
             row[p] = r
         return r
+
+    def weight(self, job: int, num_servers: int, max_per_server: int) -> float:
+        """What split job ``job`` on this placement adds to a co-runner's contention count
+        under the traffic term: :func:`neighbour_weight` of its :func:`link_share`."""
+        key = (self._class_of[job], num_servers, max_per_server)
+        share = self._weights.get(key)
+        if share is None:
+            d, j = self._data, self._data.jobs[job]
+            c = d.cluster
+            share = self._weights[key] = float(
+                link_share(
+                    j.compute, j.gradient_mb, j.num_gpus, num_servers, max_per_server,
+                    bandwidth_intra=c.bandwidth_intra, bandwidth_inter=c.bandwidth_inter,
+                    gpu_speed=c.gpu_speed, cost=d.cost,
+                )
+            )  # fmt: skip
+        return neighbour_weight(share, self._data.cost)
 
     def alone(self, job: int, num_servers: int, max_per_server: int | None = None) -> float:
         """Rate without contention from other jobs (``p = 1`` if split)."""

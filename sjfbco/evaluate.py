@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import ConfigurationError, contention_count, slots_to_finish
+from sjfbco.cost import ConfigurationError, contention_count, slots_to_finish, weighted_count
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
@@ -47,12 +47,13 @@ class _Run:
     gpu_ids: tuple[int, ...]
     servers: tuple[int, ...]
     max_per_server: int  # the job's GPUs on its fullest server (cost.shape_of)
-    p: int
+    p: float  # eq. 6 count, weighted count, or GPUs in use on its server (intra term)
     rate: float  # iterations per slot at contention p (an int when slotted)
     remaining: float  # iterations left at time ``since`` (an int when slotted)
     since: float
-    rates: dict[int, float]  # the job's memoised rates on this placement by p (RateCache.row)
+    rates: dict[float, float]  # the job's memoised rates on this placement by p (RateCache.row)
     end: _Bucket | None = None  # the calendar's bucket of its current end; None once ended
+    weight: float = 1.0  # what it adds to a co-runner's count (traffic term; 1: eq. 6)
 
 
 class Simulator:
@@ -95,6 +96,14 @@ class Simulator:
         self.gpu_ids_of: dict[int, tuple[int, ...]] = {}
         self.servers_of: dict[int, tuple[int, ...]] = {}
         self.max_per_server_of: dict[int, int] = {}
+        #: the neighbour terms (docs/model.md section 2): rates then follow which jobs run
+        #: beside a job, recomputed by :meth:`_neighbours_changed`, not by the counts alone
+        self._traffic = data.cost.traffic_weight > 0
+        self._intra = data.cost.intra_sharing > 0
+        self._neighbour = self._traffic or self._intra
+        #: GPUs in use on each server, and the running jobs inside each (intra term)
+        self._used = [0] * data.cluster.num_servers
+        self._local_runs: list[list[_Run]] = [[] for _ in range(data.cluster.num_servers)]
 
     # -- queries -----------------------------------------------------------------
     @property
@@ -126,8 +135,9 @@ class Simulator:
         """Global indices of the GPUs no job holds now."""
         return [g for g, o in enumerate(self._owner) if o < 0]
 
-    def contention(self, job: int) -> int:
-        """Current contention count ``p_j`` of a running job (eq. 6; 0 if inside one server)."""
+    def contention(self, job: int) -> float:
+        """Current contention count ``p_j`` of a running job (eq. 6; 0 if inside one server;
+        with the neighbour terms, the weighted count, or the GPUs in use on its server)."""
         return self._runs[job].p
 
     def next_completion(self) -> float | None:
@@ -143,6 +153,8 @@ class Simulator:
         """
         if self._continuous:
             return True
+        if self._neighbour:
+            return self._fits_neighbours(job, gpu_ids)
         server_of = self._server_of
         per_server: dict[int, int] = {}
         for g in gpu_ids:
@@ -196,6 +208,10 @@ class Simulator:
         rates = self._rates.row(job, len(servers), g_max)
         run = _Run(job, gpus, servers, g_max, 0, 0, remaining, self.now, rates)
         self._runs[job] = run
+        if self._neighbour:
+            self._add(run, per_server)
+            self._neighbours_changed(servers, run)
+            return
         if len(servers) > 1:
             for s in servers:
                 self._n_split[s] += 1
@@ -231,6 +247,9 @@ class Simulator:
                     ending.append(run)
             ending.sort(key=_job_of)  # by (end, job), as the jobs are reported
             finished += ending
+        if self._neighbour:
+            self._finish(finished, t)
+            return [run.job for run in finished]
         dropped: dict[int, int] = {}  # server -> split jobs that left it
         owner, n_split = self._owner, self._n_split
         for run in finished:
@@ -282,7 +301,102 @@ class Simulator:
                     if p != run.p:
                         self._set_rate(run, p)
 
-    def _set_rate(self, run: _Run, p: int) -> None:
+    # -- the neighbour terms (docs/model.md section 2) ------------------------------
+    def _add(self, run: _Run, per_server: dict[int, int]) -> None:
+        """Enter a started run in the per-server state of the neighbour terms."""
+        for s, k in per_server.items():
+            self._used[s] += k
+        if len(run.servers) > 1:
+            if self._traffic:
+                run.weight = self._rates.weight(run.job, len(run.servers), run.max_per_server)
+            for s in run.servers:
+                self._n_split[s] += 1
+                self._split_runs[s].append(run)
+        else:
+            self._local_runs[run.servers[0]].append(run)
+
+    def _remove(self, run: _Run) -> None:
+        """Take an ended run out of the per-server state of the neighbour terms."""
+        server_of = self._server_of
+        for g in run.gpu_ids:
+            self._used[server_of[g]] -= 1
+        if len(run.servers) > 1:
+            for s in run.servers:
+                self._n_split[s] -= 1
+                self._split_runs[s].remove(run)
+        else:
+            self._local_runs[run.servers[0]].remove(run)
+
+    def _finish(self, finished: list[_Run], t: float) -> None:
+        """:meth:`advance`'s bookkeeping of the ended runs under the neighbour terms."""
+        touched: set[int] = set()
+        owner = self._owner
+        for run in finished:
+            del self._runs[run.job]
+            for g in run.gpu_ids:
+                owner[g] = -1
+            self.end_time[run.job] = t
+            self._remove(run)
+            touched.update(run.servers)
+        self._neighbours_changed(sorted(touched), None)
+
+    def _level(self, run: _Run) -> float:
+        """The run's rate key now: its contention count if split (eq. 6, or the
+        weighted count of the traffic term), else the GPUs in use on its server (intra
+        term; 0 without it)."""
+        if len(run.servers) > 1:
+            if not self._traffic:
+                return max(self._n_split[s] for s in run.servers)
+            loads = (sum(r.weight for r in self._split_runs[s]) for s in run.servers)
+            return weighted_count(run.weight, loads)
+        return self._used[run.servers[0]] if self._intra else 0
+
+    def _affected(self, servers: Iterable[int]) -> list[_Run]:
+        """The runs whose rate may follow a change on ``servers`` (each once, in order)."""
+        seen: dict[int, _Run] = {}
+        for s in servers:
+            for r in self._split_runs[s]:
+                seen.setdefault(r.job, r)
+            if self._intra:
+                for r in self._local_runs[s]:
+                    seen.setdefault(r.job, r)
+        return list(seen.values())
+
+    def _neighbours_changed(self, servers: Iterable[int], new: _Run | None) -> None:
+        """Re-rate every run on ``servers`` whose key moved (and ``new``, just started).
+
+        Under the traffic term a split job's count follows the weights of the split jobs
+        on its servers; under the intra term a job inside one server follows the GPUs in
+        use there; so an event re-reads every such run of the servers it touches."""
+        if new is not None:  # a job inside one server is among the affected only with intra
+            self._set_rate(new, self._level(new))
+        for run in self._affected(servers):
+            if run is not new:
+                level = self._level(run)
+                if level != run.p:
+                    self._set_rate(run, level)
+
+    def _fits_neighbours(self, job: int, gpu_ids: Sequence[int]) -> bool:
+        """:meth:`fits` under the neighbour terms: the start is made, every affected rate
+        asked of the cost model, and the start taken back."""
+        server_of = self._server_of
+        per_server: dict[int, int] = {}
+        for g in gpu_ids:
+            per_server[server_of[g]] = per_server.get(server_of[g], 0) + 1
+        servers = tuple(sorted(per_server))
+        g_max = max(per_server.values())
+        trial = _Run(job, tuple(gpu_ids), servers, g_max, 0, 0, 0, self.now, {})
+        self._add(trial, per_server)
+        try:
+            for run in [trial, *self._affected(servers)]:
+                self._rates.rate(run.job, len(run.servers), self._level(run), run.max_per_server)
+        except ConfigurationError:
+            return False
+        finally:
+            self._remove(trial)
+        return True
+
+    def _set_rate(self, run: _Run, p: float) -> None:
         now = self.now
         if run.rate > 0:
             run.remaining -= (now - run.since) * run.rate

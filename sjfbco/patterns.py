@@ -67,6 +67,19 @@ def check_deadline(deadline: Deadline | None, what: str) -> None:
         raise BuildTimeout(f"building the {what} ran out of time")
 
 
+def require_count_only(data: ProblemData, what: str) -> None:
+    """Raise :class:`InputError` when ``data``'s cost has neighbour terms
+    (``cost.neighbour_terms``): every model here reads a job's rate from its pattern and
+    the count of split jobs on its servers, and a job inside one server at its time alone,
+    so under those terms its optimum and its bound would not be the evaluator's."""
+    if data.cost.neighbour_terms:
+        raise InputError(
+            f"{what} models contention by the count of split jobs alone; instance "
+            f"{data.name!r} sets cost.traffic_weight or cost.intra_sharing, which it cannot "
+            "represent (the 'exact' and 'best' solvers switch such models off)"
+        )
+
+
 def require_slotted(data: ProblemData, what: str) -> None:
     """Raise ``ValueError`` unless ``data`` uses the slotted time model."""
     if data.cost.time_model != "slotted":

@@ -236,6 +236,18 @@ class CostParams:
         communication grows by ``2 (w - 1) m lambda`` (``lambda`` = per-step
         latency / bucket size; fitted to measured step times,
         ``docs/calibration.md``). 0 (default, the paper's): no such term.
+    traffic_weight
+        Extended form: ``beta`` in [0, 1]; in a split job's contention count each
+        *other* split job on a shared server weighs ``1 - beta + beta u`` instead of 1,
+        ``u`` its link share (its inter-server transfer alone over its iteration alone
+        on its placement, :func:`sjfbco.cost.link_share`): a co-runner that mostly
+        computes slows the link less than one that mostly sends (``docs/model.md``
+        section 2). 0 (default, the paper's): every co-runner counts 1.
+    intra_sharing
+        Extended form: ``eta`` in [0, 1]; a job inside one server exchanges its
+        gradient at ``b_intra / (1 + eta (G_s - 1))``, ``G_s`` the GPUs in use on its
+        server by every running job (its own included): the server's PCIe and host
+        links are shared. 0 (default, the paper's): ``b_intra`` whatever runs beside it.
 
     The extension fields are written to JSON only when set (not at the
     paper's values), so instance files of the paper's model do not change;
@@ -253,6 +265,8 @@ class CostParams:
     two_server_sharing: float = 0.0
     interleave: float = 0.0
     ring_latency: float = 0.0
+    traffic_weight: float = 0.0
+    intra_sharing: float = 0.0
 
     def __post_init__(self) -> None:
         check_range(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -277,6 +291,16 @@ class CostParams:
         check_range(self.two_server_sharing, "cost.two_server_sharing", 0, 1)
         check_range(self.interleave, "cost.interleave", 0, 1)
         check_range(self.ring_latency, "cost.ring_latency", 0, MAX_RING_LATENCY)
+        check_range(self.traffic_weight, "cost.traffic_weight", 0, 1)
+        check_range(self.intra_sharing, "cost.intra_sharing", 0, 1)
+
+    @property
+    def neighbour_terms(self) -> bool:
+        """Whether a job's rate depends on *which* jobs run beside it, not only on how many
+        split jobs share its servers (``traffic_weight`` or ``intra_sharing`` on). The
+        bound models and the exact models that assume the count alone, or a job inside one
+        server at its time alone, are switched off then (``docs/model.md`` section 4)."""
+        return self.traffic_weight > 0 or self.intra_sharing > 0
 
     @property
     def extended(self) -> bool:
@@ -299,6 +323,8 @@ EXTENSION_DEFAULTS: dict[str, float] = {
     "two_server_sharing": 0.0,
     "interleave": 0.0,
     "ring_latency": 0.0,
+    "traffic_weight": 0.0,
+    "intra_sharing": 0.0,
 }
 
 
@@ -419,6 +445,9 @@ class ProblemData:
         limits.JOB_GPUS.check(sum(job.num_gpus for job in self.jobs), where="jobs")
         seen: dict[str, int] = {}
         n_gpus = self.cluster.num_gpus
+        # tau on the best placement by class (GPUs, compute, gradient: all eq. 8 reads of a
+        # job, as sjfbco.cost.RateCache): a million jobs of a few dozen classes
+        taus: dict[tuple[int, float, float], float] = {}
 
         for j, job in enumerate(self.jobs):
             where = f"jobs[{j}]"
@@ -444,7 +473,12 @@ class ProblemData:
                     else f"{where}.backward_seconds",
                 )
             if self.cost.time_model == "slotted":
-                tau = best_iteration_time(job, self.cluster, self.cost) / self.cost.slot_seconds
+                key = (job.num_gpus, job.compute, job.gradient_mb)
+                tau = taus.get(key)
+                if tau is None:
+                    tau = taus[key] = (
+                        best_iteration_time(job, self.cluster, self.cost) / self.cost.slot_seconds
+                    )
                 if tau > 1:
                     raise InputError(
                         f"job {job.id!r}: one iteration takes {tau:.3g} slots even alone on "

@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import effective_contention, iteration_time
+from sjfbco.cost import effective_contention, iteration_time, link_share
 
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
@@ -29,6 +29,17 @@ def _queues(data: ProblemData, schedule: Schedule) -> tuple[list[list[int]], lis
     return gpus, queue
 
 
+def _weight(data: ProblemData, q: int, counts: Counter[int]) -> float:
+    """What split job q adds to another's count under the traffic term (docs/model.md)."""
+    job, cl, beta = data.jobs[q], data.cluster, data.cost.traffic_weight
+    u = link_share(
+        job.compute, job.gradient_mb, job.num_gpus, len(counts), max(counts.values()),
+        bandwidth_intra=cl.bandwidth_intra, bandwidth_inter=cl.bandwidth_inter,
+        gpu_speed=cl.gpu_speed, cost=data.cost,
+    )  # fmt: skip
+    return 1.0 - beta + beta * float(u)
+
+
 def _tau_slots(
     data: ProblemData,
     j: int,
@@ -36,18 +47,44 @@ def _tau_slots(
     running: list[int],
     servers_of: dict[int, set[int]],
     max_per_server: int,
+    counts_of: dict[int, Counter[int]] | None = None,
 ) -> float:
-    """tau of job j from scratch: eq. 6 by counting split jobs per server."""
-    p = 0
+    """tau of job j from scratch: eq. 6 by counting split jobs per server; with the
+    neighbour terms (``counts_of``: each job's GPUs per server), each other split job
+    weighted by its link share, and the GPUs in use on a one-server job's server."""
+    p: float = 0
+    used = None
     if len(servers) > 1:
         p = max(
             sum(1 for q in running if len(servers_of[q]) > 1 and s in servers_of[q])
             for s in servers
         )
+        if data.cost.traffic_weight > 0:
+            assert counts_of is not None
+            p = max(
+                1.0
+                + sum(
+                    _weight(data, q, counts_of[q])
+                    for q in running
+                    if q != j and len(servers_of[q]) > 1 and s in servers_of[q]
+                )
+                for s in servers
+            )
+            p = round(p, 12)  # the documented rounding of sjfbco.cost.weighted_count
         assert effective_contention(p, data.cost) >= 1
+    elif data.cost.intra_sharing > 0:
+        assert counts_of is not None
+        (s,) = servers
+        used = sum(counts_of[q][s] for q in running)
     return (
         iteration_time(
-            data.jobs[j], len(servers), p, data.cluster, data.cost, max_per_server=max_per_server
+            data.jobs[j],
+            len(servers),
+            p,
+            data.cluster,
+            data.cost,
+            max_per_server=max_per_server,
+            server_gpus=used,
         )
         / data.cost.slot_seconds
     )
@@ -79,9 +116,8 @@ def slotted_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[int], li
     n = data.num_jobs
     gpus, queue = _queues(data, schedule)
     servers_of = {j: {data.cluster.server_of_gpu[g] for g in gpus[j]} for j in range(n)}
-    fullest = {
-        j: max(Counter(data.cluster.server_of_gpu[g] for g in gpus[j]).values()) for j in range(n)
-    }
+    counts_of = {j: Counter(data.cluster.server_of_gpu[g] for g in gpus[j]) for j in range(n)}
+    fullest = {j: max(counts_of[j].values()) for j in range(n)}
     start: dict[int, int] = {}
     ended: dict[int, float] = {}
     done = [0] * n
@@ -95,7 +131,7 @@ def slotted_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[int], li
                 start[j] = t
         running = [j for j in start if j not in ended]
         for j in running:
-            tau = _tau_slots(data, j, servers_of[j], running, servers_of, fullest[j])
+            tau = _tau_slots(data, j, servers_of[j], running, servers_of, fullest[j], counts_of)
             assert tau <= 1
             done[j] += math.floor(1 / tau + 1e-9)
         t += 1
@@ -109,9 +145,8 @@ def continuous_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[float
     eps = 1e-9
     gpus, queue = _queues(data, schedule)
     servers_of = {j: {data.cluster.server_of_gpu[g] for g in gpus[j]} for j in range(n)}
-    fullest = {
-        j: max(Counter(data.cluster.server_of_gpu[g] for g in gpus[j]).values()) for j in range(n)
-    }
+    counts_of = {j: Counter(data.cluster.server_of_gpu[g] for g in gpus[j]) for j in range(n)}
+    fullest = {j: max(counts_of[j].values()) for j in range(n)}
     start: dict[int, float] = {}
     ended: dict[int, float] = {}
     left = [float(job.iterations) for job in data.jobs]
@@ -125,7 +160,7 @@ def continuous_oracle(data: ProblemData, schedule: Schedule) -> tuple[list[float
                 start[j] = t
         running = [j for j in start if j not in ended]
         rates = {
-            j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of, fullest[j])
+            j: 1 / _tau_slots(data, j, servers_of[j], running, servers_of, fullest[j], counts_of)
             for j in running
         }
         nxt = [t + left[j] / rates[j] for j in running]

@@ -45,6 +45,7 @@ COVERED = {
     "bench_exact_limits",
     "bench_fuzz",
     "bench_idle_bound",
+    "bench_million",
     "bench_odd_shapes",
     "bench_online",
     "bench_paper_ratios",
@@ -126,6 +127,41 @@ def test_bench_scale_accounts_for_every_construction(monkeypatch: pytest.MonkeyP
     assert set(PORTFOLIO) <= done and len([k for k in done if k.startswith("list")]) == 20
     assert all(row["skipped"].values())
     assert row["makespan"] <= min(row["portfolio"].values())
+
+
+@pytest.mark.slow
+def test_bench_million_at_its_smallest_reproduces_the_paper_instance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run at 160 and 320 jobs (each step a process): at 160 jobs on 20 servers the
+    generated file is the paper's seed-0 instance, so SJF-BCO gives the README's 397, the
+    evaluator re-scores its written schedule to the same figure, and ``best`` is no worse."""
+    out = run("bench_million", ["--jobs", "160", "320", "--time-limit", "2", "2"], monkeypatch)
+    small, big = out["rows"]
+    assert (small["jobs"], small["servers"], big["servers"]) == (160, 20, 40)
+    assert small["sjf-bco"]["makespan"] == small["evaluate"]["makespan"] == S20_SEED0["sjf-bco"]
+    assert big["evaluate"]["makespan"] == big["sjf-bco"]["makespan"]
+    for row in (small, big):
+        assert row["best"]["makespan"] <= row["sjf-bco"]["makespan"]
+        assert row["best"]["runtime"] <= row["best"]["seconds"]  # solve() adds its evaluation
+        assert all(row[step]["peak_gb"] > 0 for step in ("read", "sjf-bco", "convert"))
+    assert set(out["exponents"]) == set(out["cpu_exponents"]) == {
+        "generate", "read", "sjf-bco", "evaluate", "best", "convert"
+    }  # fmt: skip
+
+
+def test_bench_million_exponent_is_the_slope_of_log_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seconds proportional to n give exponent 1; to n**1.5 (10 -> 316.2 from 10^4 to 10^6,
+    sqrt(10**3) = 31.62 per decade times 10) give 1.5."""
+    mod = bench("bench_million", monkeypatch)
+    steps = mod.STEPS
+    linear = [{"jobs": n, **{s: {"seconds": n / 1e3} for s in steps}} for n in (10**4, 10**6)]
+    assert mod.exponents(linear) == pytest.approx(dict.fromkeys(steps, 1.0))
+    power = [
+        {"jobs": n, **{s: {"seconds": 10 * (n / 1e4) ** 1.5} for s in steps}}
+        for n in (10**4, 10**5, 10**6)
+    ]
+    assert mod.exponents(power)["evaluate"] == pytest.approx(1.5)
 
 
 def test_bench_paper_ratios_gives_the_readme_makespans(monkeypatch: pytest.MonkeyPatch) -> None:

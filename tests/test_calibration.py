@@ -22,8 +22,6 @@ from sjfbco.calibration.fit import (
     EXTENSION_PARAMS,
     GPU_SPEED,
     Distinct,
-    Scores,
-    bounds_of,
     column_groups,
     compute_seconds,
     depends_on,
@@ -36,13 +34,7 @@ from sjfbco.calibration.fit import (
     solve_bounded,
     sync_residuals,
 )
-from sjfbco.calibration.identify import (
-    REFIT_LEG,
-    Identifiability,
-    pinned_by,
-    status_of,
-    with_identifiability,
-)
+from sjfbco.calibration.identify import status_of, with_identifiability
 from sjfbco.calibration.measurements import (
     StepTimes,
     model_of_file,
@@ -51,6 +43,7 @@ from sjfbco.calibration.measurements import (
     read_measurements,
 )
 from sjfbco.calibration.preset import compute_split
+from sjfbco.calibration.types import REFIT_LEG, Identifiability, Scores, bounds_of, pinned_by
 from sjfbco.cli import main
 from sjfbco.cost import iteration_time
 from sjfbco.problem import InputError

@@ -176,6 +176,7 @@ def _placements(caps: tuple[int, ...], w: int) -> list[tuple[int, ...]]:
             "node_sharing": st.sampled_from([0.0, 0.2, 1.0]),
             "two_server_sharing": st.sampled_from([0.0, 0.5, 1.0]),
             "ring_latency": st.sampled_from([0.0, 1e-3]),
+            "intra_sharing": st.sampled_from([0.0, 0.0, 0.3, 1.0]),
         }
     ),
 )

@@ -32,6 +32,7 @@ JOB = Job("j", num_gpus=1, iterations=10, gradient_mb=97.5, compute_seconds=0.31
     st.sampled_from(["linear", "power"]),
     st.floats(0.0, 0.05),
     st.sampled_from([0.0, 0.9]),
+    st.sampled_from([0.0, 0.0, 0.5]),
 )
 def test_every_count_equals_the_scalar_call(
     caps: list[int],
@@ -41,6 +42,7 @@ def test_every_count_equals_the_scalar_call(
     degradation: str,
     xi2: float,
     interleave: float,
+    intra: float,
 ) -> None:
     cluster = Cluster(tuple(caps), bandwidth_intra=100.0, bandwidth_inter=10.0, gpu_speed=50.0)
     cost = CostParams(
@@ -54,6 +56,7 @@ def test_every_count_equals_the_scalar_call(
         degradation=degradation,
         interleave=interleave,
         ring_latency=1e-3 * (interleave > 0),
+        intra_sharing=intra,
     )
     ks = np.arange(1, cluster.num_gpus + 1)
     vector = best_iteration_times(JOB, cluster, cost, ks)

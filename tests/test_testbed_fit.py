@@ -146,6 +146,13 @@ def test_testbed_preset_from_both_files(tmp_path: Path) -> None:
     data = emulated_instance((2, 2, 2), 8, seed=1)
     cal = calibrated(data, p)
     assert cal.jobs == data.jobs and cal.cluster.bandwidth_inter == p.bandwidth_inter
+    # the choice among the count-only forms alone: the paper's form, no neighbour term
+    slow = [read_slowdowns(DATA / "testbed_slowdowns.csv")]
+    paper = fit_testbed([read_sized(steps)], slow, forms=("paper",))
+    assert paper.chosen is not None and paper.chosen.form == "paper"
+    assert paper.preset.interleave == 0 and paper.preset.traffic_weight == 0
+    with pytest.raises(InputError, match="forms: \\['pooled'\\]"):
+        fit_testbed([read_sized(steps)], slow, forms=("pooled",))
 
 
 def test_bad_slowdown_file_names_file_line_and_column(tmp_path: Path) -> None:

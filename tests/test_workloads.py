@@ -413,6 +413,7 @@ def test_a_mix_over_the_gpu_limit_is_refused_before_any_job_is_drawn(
 
     monkeypatch.setattr(paper, "_randint", no_draw)
     monkeypatch.setattr(paper, "draw_servers", no_draw)
-    # 1,000,000 jobs of the paper's mix ask for 4,025,000 GPUs; the limit is 4,000,000
-    with pytest.raises(InputError, match=r"4,025,000 GPUs asked for .* SJFBCO_MAX_JOB_GPUS"):
-        paper.paper_instance(servers=3, jobs=1_000_000)
+    # 2,000,000 jobs of the paper's mix ask for 644 * 2,000,000 / 160 = 8,050,000 GPUs; the
+    # limit is 5,000,000
+    with pytest.raises(InputError, match=r"8,050,000 GPUs asked for .* SJFBCO_MAX_JOB_GPUS"):
+        paper.paper_instance(servers=3, jobs=2_000_000)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import min_run_time
-
 if TYPE_CHECKING:
     from sjfbco.problem import ProblemData
 
@@ -20,7 +18,8 @@ def job_bound(data: ProblemData) -> float:
     contention never speeds a job up), so it ends no earlier than their sum,
     and the makespan is at least the latest end.
     """
-    return max((job.arrival + min_run_time(job, data) for job in data.jobs), default=0.0)
+    rho = data.rates.min_run_times()
+    return max((job.arrival + r for job, r in zip(data.jobs, rho, strict=True)), default=0.0)
 
 
 def area_bound(data: ProblemData) -> float:
@@ -31,7 +30,8 @@ def area_bound(data: ProblemData) -> float:
     ``sum_j G_j rho_j^min <= N C_max``. (The identity width function of
     :func:`sjfbco.bounds.packing.energy_bound` at ``r = 0``.)
     """
-    total = sum(job.num_gpus * min_run_time(job, data) for job in data.jobs)
+    rho = data.rates.min_run_times()
+    total = sum(job.num_gpus * r for job, r in zip(data.jobs, rho, strict=True))
     return total / data.cluster.num_gpus
 
 

@@ -8,7 +8,11 @@ Both families rest on two facts about every feasible schedule (``docs/algorithms
 1 (in the paper's model the fewest servers; in the extended form the best
 shape), and contention ``p >= 1`` never speeds a split job up (``f``
 increases and ``k = max(1, xi1 p)``, so the communication time only grows, and
-the per-iteration time increases in it). In the slotted model ``D_j`` and
+the per-iteration time increases in it). Under the neighbour terms
+(``docs/model.md`` section 2) too: the weighted count is at least 1, a job
+inside one server sees at least its own GPUs in use, and ``best_shape`` then
+tries every number of servers (``tests/test_neighbour_terms.py`` checks these
+bounds against brute force). In the slotted model ``D_j`` and
 ``rho_j`` are whole slots (``rho_j = ceil(F_j / rate)``), and so is the
 makespan.
 
@@ -31,7 +35,6 @@ import numpy as np
 from sjfbco.bounds.closed import closed_bound
 from sjfbco.bounds.idle import idle_bound
 from sjfbco.caps import DEFAULT_CAPS
-from sjfbco.cost import min_run_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -48,7 +51,7 @@ DFF_K = tuple(range(1, 21))
 
 def run_times(data: ProblemData) -> np.ndarray:
     """``rho_j`` (F1) for every job, slots."""
-    return np.array([min_run_time(job, data) for job in data.jobs], dtype=float)
+    return np.array(data.rates.min_run_times(), dtype=float)
 
 
 def round_up(data: ProblemData, value: float) -> float:

@@ -34,11 +34,13 @@ from sjfbco.calibration.fit import GPU_SPEED
 from sjfbco.calibration.measurements import check_text_at, parse_placement
 from sjfbco.calibration.slowdown import (
     FORMS,
+    INTRA_FORM,
     Constant,
     SlowdownReport,
     Slowdowns,
     bootstrap,
     fit_slowdowns,
+    forms_of,
     has_columns,
     parse_value,
     table_rows,
@@ -50,10 +52,15 @@ from sjfbco.workloads.models import Model
 from sjfbco.workloads.paper import Preset
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
 SIZED_COLUMNS: tuple[str, ...] = ("placement", "step_time", "gradient_mb", "compute_seconds")
-SIZED_OPTIONAL: tuple[str, ...] = ("model", "local_bsz", "sync_time", "workers", "servers")
+SIZED_OPTIONAL: tuple[str, ...] = (
+    "model", "local_bsz", "sync_time", "workers", "servers", "link_mb_per_s",
+)  # fmt: skip
+#: The optional column stating the inter-server link's shaped (or nominal) rate, MB/s: a
+#: fitted ``bandwidth_inter`` above it contradicts the measurement (``docs/calibration.md``).
+LINK_COLUMN = "link_mb_per_s"
 NAMES: tuple[str, ...] = ("bandwidth_inter", "bandwidth_intra", "xi2")
 BOUNDS: dict[str, tuple[float, float]] = {
     "bandwidth_inter": (MIN_BANDWIDTH, MAX_BANDWIDTH),
@@ -81,6 +88,12 @@ class SizedSteps:
     gradient: np.ndarray
     compute: np.ndarray
     step: np.ndarray
+    #: the link's rate each row states (``link_mb_per_s``, MB/s; ``nan``: not stated)
+    link: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.link is None:
+            object.__setattr__(self, "link", np.full(len(self.step), math.nan))
 
     def __len__(self) -> int:
         return len(self.step)
@@ -89,9 +102,16 @@ class SizedSteps:
         return SizedSteps(
             self.source, *(getattr(self, n)[mask] for n in (
                 "model", "placement", "workers", "servers", "per_server", "gradient", "compute",
-                "step",
+                "step", "link",
             ))
         )  # fmt: skip
+
+    def link_limit(self) -> float | None:
+        """The fastest the inter-server link can carry, MB/s: the lowest rate the rows state
+        (``None`` when none does)."""
+        assert self.link is not None
+        stated = self.link[np.isfinite(self.link)]
+        return float(stated.min()) if stated.size else None
 
 
 def is_sized_file(path: str | Path) -> bool:
@@ -114,13 +134,16 @@ def read_sized(path: str | Path) -> SizedSteps:
         except ValueError as err:
             raise InputError(str(err), source=src, where=f"line {line}, column placement") from None
         nums = [parse_value(cells[col[n]], src, line, n, lo, hi) for n, (lo, hi) in RANGES.items()]
+        rate = math.nan
+        if LINK_COLUMN in col and cells[col[LINK_COLUMN]].strip():
+            rate = parse_value(cells[col[LINK_COLUMN]], src, line, LINK_COLUMN, *LINK_RANGE)
         rows.append(
-            (model, "-".join(map(str, counts)), sum(counts), len(counts), max(counts), *nums)
+            (model, "-".join(map(str, counts)), sum(counts), len(counts), max(counts), *nums, rate)
         )
     if not rows:
         raise InputError("no measurements after the header", source=src)
     cols = list(zip(*rows, strict=True))
-    step, gradient, compute = (np.array(c, dtype=float) for c in cols[5:])
+    step, gradient, compute, link = (np.array(c, dtype=float) for c in cols[5:])
     return SizedSteps(
         src,
         model=np.array(cols[0]),
@@ -131,7 +154,12 @@ def read_sized(path: str | Path) -> SizedSteps:
         gradient=gradient,
         compute=compute,
         step=step,
+        link=link,
     )
+
+
+#: Range of a stated link rate, MB/s (the instance format's bandwidths).
+LINK_RANGE = (MIN_BANDWIDTH, MAX_BANDWIDTH)
 
 
 def predict(params: dict[str, float], rows: SizedSteps) -> np.ndarray:
@@ -239,6 +267,7 @@ def concat(parts: list[SizedSteps]) -> SizedSteps:
         "gradient",
         "compute",
         "step",
+        "link",
     )
     source = ", ".join(p.source for p in parts)
     return SizedSteps(source, *(np.concatenate([getattr(p, n) for p in parts]) for n in names))
@@ -256,9 +285,12 @@ def fit_cluster(rows: SizedSteps, seed: int = 0) -> ClusterReport:
         rest = rows.subset(~mask)
         if len(rest) >= len(NAMES):
             heldout[mask] = predict(_fit(rest), rows.subset(mask))
+    limit = rows.link_limit()
+    limits = None if limit is None else {"bandwidth_inter": (0.0, limit)}
     params = bootstrap(
-        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick)), _loss(rows), seed
-    )
+        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick)), _loss(rows), seed,
+        limits=limits,
+    )  # fmt: skip
     return ClusterReport(params, rows, predicted, heldout)
 
 
@@ -272,12 +304,15 @@ class TestbedFit:
     cluster: ClusterReport | None
     slowdowns: list[SlowdownReport]
     chosen: SlowdownReport | None
+    #: the intra-server fit of the slowdowns' ``intra`` rows, if any
+    intra: SlowdownReport | None = None
 
     def constants(self) -> dict[str, Constant]:
         """Every fitted constant of the preset with its interval and status."""
         out = dict(self.cluster.params) if self.cluster is not None else {}
-        if self.chosen is not None:
-            out.update(self.chosen.params)
+        for report in (self.chosen, self.intra):
+            if report is not None:
+                out.update(report.params)
         return out
 
     def report(self) -> dict[str, Any]:
@@ -294,28 +329,45 @@ def fit_testbed(
     name: str = "testbed",
     slot_seconds: float = 1.0,
     seed: int = 0,
+    forms: Sequence[str] = FORMS,
 ) -> TestbedFit:
     """One preset from sized step times (the links) and slowdowns (contention).
 
+    ``forms``: the slowdown forms the choice is made among (default every form of
+    :data:`~sjfbco.calibration.slowdown.FORMS`; ``("paper", "interleave")`` gives the
+    count-only model, a job's rate depending on how many split jobs share its servers
+    and not on which).
+
     The slowdown form kept is the one with the lower held-out median error
-    (in-sample when the slowdowns hold one contention level above 1; ``paper`` on
-    a tie); the models are the step files' job kinds with their
-    known gradient and compute (``backward_seconds``, ``batch_size`` 1). Without
-    slowdowns ``alpha`` is 0 and ``xi1`` 1 (not measured: the report says so).
+    (in-sample when the slowdowns hold one contention level above 1; on a tie the
+    first of :data:`~sjfbco.calibration.slowdown.FORMS`, the paper's first), fitted to
+    the split rows; ``intra`` rows give ``intra_sharing`` (0 without them); the models
+    are the step files' job kinds with their known gradient and compute
+    (``backward_seconds``, ``batch_size`` 1). Without slowdowns ``alpha`` is 0 and
+    ``xi1`` 1 (not measured: the report says so).
     """
     if not sized:
         raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
     rows = concat(sized)
     cluster = fit_cluster(rows, seed)
-    reports = [fit_slowdowns(s, form, seed) for s in slowdowns for form in FORMS]
+    unknown = sorted(set(forms) - set(FORMS))
+    if unknown or not forms:
+        raise InputError(f"forms: {unknown or 'none'}; known: {', '.join(FORMS)}")
+    reports = [
+        fit_slowdowns(s, form, seed)
+        for s in slowdowns
+        for form in forms_of(s)
+        if form in forms or form not in FORMS  # the intra form is fitted apart
+    ]
+    split = [r for r in reports if r.form in forms]
     chosen = None
-    if reports:
-        chosen = min(
-            reports,
-            key=lambda r: (r.selection_error(), r.form != "paper"),
-        )
+    if split:
+        # the lower held-out median; on a tie the form listed first (the paper's first)
+        chosen = min(split, key=lambda r: (r.selection_error(), FORMS.index(r.form)))
+    intra = [r for r in reports if r.form == INTRA_FORM]
     links = cluster.values()
     cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}
+    eta = intra[0].values()["intra_sharing"] if intra else 0.0
     models = []
     for model in sorted(set(rows.model.tolist())):
         mask = rows.model == model
@@ -339,6 +391,8 @@ def fit_testbed(
         xi2=links["xi2"],
         time_model="continuous",
         interleave=cont.get("interleave", 0.0),
+        traffic_weight=cont.get("traffic_weight", 0.0),
+        intra_sharing=eta,
         models=tuple(models),
     )
-    return TestbedFit(preset, cluster, reports, chosen)
+    return TestbedFit(preset, cluster, reports, chosen, intra[0] if intra else None)

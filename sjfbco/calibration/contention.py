@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from sjfbco.calibration.fit import LOSS_SCALE, Scores
+from sjfbco.calibration.fit import LOSS_SCALE
 from sjfbco.calibration.measurements import ContentionTimes
+from sjfbco.calibration.types import Scores
 from sjfbco.cost import degradation_factor
 from sjfbco.errors import InputError
 from sjfbco.limits import MAX_ALPHA

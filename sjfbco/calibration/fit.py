@@ -74,14 +74,19 @@ from scipy.optimize._numdiff import _adjust_scheme_to_bounds, _compute_absolute_
 from threadpoolctl import threadpool_limits
 
 from sjfbco.calibration.measurements import StepTimes
+from sjfbco.calibration.types import (
+    TABLE_PREFIX,
+    TAIL_QUANTILE,
+    Identifiability,
+    Scores,
+    bounds_of,
+)
 from sjfbco.cost import iteration_seconds
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_OVERLAP_EXPONENT, MAX_RING_LATENCY, CostParams
+from sjfbco.problem import CostParams
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-
-    from sjfbco.calibration.identify import Identifiability  # noqa: TC004 (a cycle at run time; dataclass annotations stay strings)
 
 
 Form = Literal["paper", "extended"]
@@ -99,8 +104,6 @@ MAX_SYNC_WEIGHT = 10.0
 Compute = Literal["affine", "table", "auto"]
 COMPUTE_FORMS: tuple[str, ...] = ("affine", "table")
 AFFINE_COMPUTE: tuple[str, ...] = ("compute_fixed", "compute_per_sample")
-#: Name prefix of a table compute entry: ``compute_at_32`` is the compute time at batch 32.
-TABLE_PREFIX = "compute_at_"
 COMM_PARAMS: tuple[str, ...] = ("gradient_mb", "inter_intra_ratio", "xi2")
 PAPER_PARAMS: tuple[str, ...] = COMM_PARAMS + AFFINE_COMPUTE
 EXTENSION_PARAMS: tuple[str, ...] = (
@@ -109,18 +112,6 @@ EXTENSION_PARAMS: tuple[str, ...] = (
     "two_server_sharing",
     "ring_latency",
 )
-#: Bounds of every fitted parameter (see the module docstring).
-BOUNDS: dict[str, tuple[float, float]] = {
-    "gradient_mb": (1e-9, math.inf),
-    "inter_intra_ratio": (1.0, math.inf),
-    "xi2": (0.0, 1.0),
-    "compute_fixed": (0.0, math.inf),
-    "compute_per_sample": (0.0, math.inf),
-    "overlap_exponent": (1.0, MAX_OVERLAP_EXPONENT),
-    "node_sharing": (0.0, 1.0),
-    "two_server_sharing": (0.0, 1.0),
-    "ring_latency": (0.0, MAX_RING_LATENCY),
-}
 
 
 def compute_names(compute: str, batches: np.ndarray | Sequence[float] = ()) -> tuple[str, ...]:
@@ -148,13 +139,6 @@ def param_names(
 def compute_form_of(params: dict[str, float]) -> str:
     """``affine`` or ``table``, from the names of fitted ``params``."""
     return "affine" if "compute_per_sample" in params else "table"
-
-
-def bounds_of(name: str) -> tuple[float, float]:
-    """Bounds of a fitted parameter (a table entry is a time >= 0)."""
-    if name.startswith(TABLE_PREFIX):
-        return (0.0, math.inf)
-    return BOUNDS[name]
 
 
 def compute_seconds(params: dict[str, float], batch: np.ndarray) -> np.ndarray:
@@ -237,42 +221,6 @@ class Distinct:
     def predict(self, params: dict[str, float]) -> np.ndarray:
         """:func:`predict` on every row of ``rows``."""
         return predict(params, self.unique)[self.index]
-
-
-#: Quantile of the relative errors reported as the tail (``p90_rel_error``).
-TAIL_QUANTILE = 0.9
-
-
-@dataclass(frozen=True)
-class Scores:
-    """Goodness of fit: ``r2`` (on seconds), median, 90th percentile and max relative error.
-
-    Errors are fractions (0.025 = 2.5%); the percentile is numpy's linear
-    interpolation between the sorted errors.
-    """
-
-    r2: float
-    median_rel_error: float
-    p90_rel_error: float
-    max_rel_error: float
-
-    @classmethod
-    def of(cls, predicted: np.ndarray, measured: np.ndarray) -> Scores:
-        rel = np.abs(predicted - measured) / measured
-        ss_tot = float(np.sum((measured - measured.mean()) ** 2))
-        ss_res = float(np.sum((predicted - measured) ** 2))
-        r2 = 1.0 - ss_res / ss_tot if ss_tot > 0 else math.nan
-        tail = float(np.quantile(rel, TAIL_QUANTILE))
-        return cls(r2, float(np.median(rel)), tail, float(rel.max()))
-
-    def to_json(self, prefix: str = "") -> dict[str, float]:
-        """``{prefix}r2``, ``{prefix}median_rel_error``, ... (the ``--json`` keys)."""
-        return {
-            f"{prefix}r2": self.r2,
-            f"{prefix}median_rel_error": self.median_rel_error,
-            f"{prefix}p90_rel_error": self.p90_rel_error,
-            f"{prefix}max_rel_error": self.max_rel_error,
-        }
 
 
 def placement_classes(rows: StepTimes) -> list[tuple[str, np.ndarray]]:

@@ -48,14 +48,19 @@ and the bootstrap ``resamples`` times that.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from sjfbco.calibration.fit import TABLE_PREFIX, bounds_of, fit_within, param_names, predict
+from sjfbco.calibration.fit import fit_within, param_names, predict
 from sjfbco.calibration.preset import PER_MODEL, fit_preset
+from sjfbco.calibration.types import (
+    REFIT_LEG,
+    Identifiability,
+    bounds_of,
+)
 from sjfbco.errors import InputError
 
 if TYPE_CHECKING:
@@ -73,12 +78,6 @@ DEFAULT_RESAMPLES = 20
 #: a refit's cost grows with its rows (an SVD of the Jacobian per step), and fewer rows
 #: only widen an interval, so a larger file is judged conservatively, not wrongly.
 BOOTSTRAP_ROWS = 20_000
-#: Model evaluations of each of a refit's two legs (``least_squares``' ``max_nfev``; the
-#: Jacobians' are on top): converging refits of the six Pollux files take 5 to 152, the
-#: ones walking a flat valley 728 to 1,300 (module docstring).
-REFIT_LEG = 100
-#: Most model evaluations of one refit (besides its Jacobians).
-REFIT_MAX_EVALUATIONS = 2 * REFIT_LEG
 #: A constant that an unsettled refit's second leg moved by more than this share is
 #: still moving: unidentified (module docstring).
 STILL_MOVING = 0.1
@@ -91,79 +90,6 @@ MAX_RELATIVE_WIDTH = 1.0
 #: Smallest relative change of some prediction, for a 10% change of the constant, that
 #: counts as the data depending on it.
 MIN_SENSITIVITY = 1e-9
-
-#: What to measure to pin each constant down (``compute_at_<b>`` below).
-PINNED_BY: dict[str, str] = {
-    "gradient_mb": "step times on one server with 2, 3 and 4 GPUs at a small batch",
-    "inter_intra_ratio": "placements over 2 or more servers at small batches "
-    "(communication-bound) beside the same GPU count on one server",
-    "xi2": "placements over 3, 4 and more servers with the same GPUs per server",
-    "compute_fixed": "one-GPU step times at 3 or more batch sizes, the smallest near 1",
-    "compute_per_sample": "one-GPU step times at 3 or more batch sizes spanning 10x",
-    "overlap_exponent": "split placements at batches where compute and communication take "
-    "similar times (measure sync_time too)",
-    "node_sharing": "placements over the same servers with 1, 2 and 4 GPUs on the fullest server",
-    "two_server_sharing": "placements over 2 servers beside 3 and 4 servers with the same "
-    "GPUs per server",
-    "ring_latency": "placements of 2 to 16 or more GPUs over the same servers at a small batch "
-    "(communication-bound)",
-}
-
-
-def pinned_by(name: str) -> str:
-    """The measurement that would pin constant ``name`` down."""
-    if name.startswith(TABLE_PREFIX):
-        return f"one-GPU step times at local batch {name[len(TABLE_PREFIX) :]} on more placements"
-    return PINNED_BY[name]
-
-
-@dataclass(frozen=True)
-class Identifiability:
-    """One fitted constant: its value, bootstrap interval and status (module docstring)."""
-
-    name: str
-    value: float
-    low: float
-    high: float
-    status: str
-    resamples: int
-    #: refits stopped unsettled that moved the constant (module docstring)
-    unsettled: int = 0
-    #: some measured row's prediction moves with the constant (:func:`sensitivity`)
-    moves_rows: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "interval": [self.low, self.high],
-            "resamples": self.resamples,
-            "moves_rows": self.moves_rows,
-        }
-
-    def warning(self, model: str, kind: str = "model") -> str | None:
-        """One line for stderr unless the constant is identified (``kind``: model or preset)."""
-        if self.status == "identified":
-            return None
-        span = f"bootstrap 90% interval [{self.low:.3g}, {self.high:.3g}]"
-        if self.status == "at_bound":
-            lo, hi = bounds_of(self.name)
-            side, bound = (
-                ("lower", lo) if abs(self.value - lo) <= abs(self.value - hi) else ("upper", hi)
-            )
-            what = f"is at its {side} bound {bound:g} ({span})"
-        elif not self.moves_rows:
-            what = (
-                f"= {self.value:.3g} moves no measured step time (its starting value, not a "
-                "fit: these placements cannot see it)"
-            )
-        else:
-            if self.unsettled:
-                span += (
-                    f"; {self.unsettled} of {self.resamples} refits still moving it after "
-                    f"{REFIT_MAX_EVALUATIONS} evaluations"
-                )
-            what = f"= {self.value:.3g} is not pinned down ({span})"
-        return f"{kind} {model!r}: {self.name} {what}; to pin it, measure {pinned_by(self.name)}"
 
 
 def sensitivity(rows: StepTimes, values: dict[str, float], name: str) -> float:

@@ -34,7 +34,6 @@ from sjfbco.calibration.fit import (
     BANDWIDTH_INTRA,
     GPU_SPEED,
     Distinct,
-    Scores,
     compute_form_of,
     compute_names,
     compute_seconds,
@@ -43,6 +42,7 @@ from sjfbco.calibration.fit import (
     predict,
     solve_bounded,
 )
+from sjfbco.calibration.types import Scores
 from sjfbco.errors import InputError
 from sjfbco.workloads.models import Model
 from sjfbco.workloads.paper import Preset

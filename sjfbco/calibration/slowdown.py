@@ -15,9 +15,26 @@ taken as negligible, as it is in the published form.
 
 Forms (:data:`FORMS`): ``paper`` fits ``alpha`` and ``xi1`` of eq. 7 (every job
 sends all the time, at once); ``interleave`` adds the extended form's
-``interleave`` ``omega`` (:func:`sjfbco.cost.interleaved`). Held-out figures
-leave one contention level ``p`` out at a time. Every constant is reported with
-a bootstrap interval (rows resampled, seeded) and whether it ended at a bound.
+``interleave`` ``omega`` (:func:`sjfbco.cost.interleaved`); ``traffic`` adds
+``traffic_weight`` ``beta`` instead (each co-runner weighs by its link share,
+:func:`sjfbco.cost.weighted_count`) and ``traffic-interleave`` both. Held-out
+figures leave one contention level ``p`` out at a time. Every constant is reported
+with a bootstrap interval (rows resampled, seeded) and whether it ended at a bound.
+
+**Mixed rows** (issue 43): a row may name its co-runners, which need not be copies of
+it: ``neighbours`` (their kinds), ``neighbour_shares`` (each one's compute share
+alone), ``neighbour_transfer`` (each one's transfer alone over this job's, on the
+shared link) and ``neighbour_gpus`` (the GPUs each holds on the shared server),
+semicolon-separated, ``p - 1`` values each. A missing or empty cell means ``p - 1``
+copies of the row's own job. A co-runner's link share is then that of a two-server
+job with its share and transfer (:func:`sjfbco.cost.link_share`).
+
+**Intra rows** (``layout`` ``intra``): ``p`` jobs inside *one* server; the row's job
+holds ``workers`` GPUs of it and its co-runners ``neighbour_gpus``. They are fitted
+apart, by the form ``intra`` (:data:`INTRA_FORM`): ``intra_sharing`` ``eta``, the
+prediction that of a one-server job whose ring alone takes the iteration's
+communication, at :func:`sjfbco.cost.intra_bandwidth` of its own GPUs alone and of
+all the GPUs in use together. The contention forms fit the other rows.
 """
 
 from __future__ import annotations
@@ -31,7 +48,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from sjfbco.calibration.measurements import check_text_at, read_rows
-from sjfbco.cost import degradation_factor, iteration_seconds
+from sjfbco.cost import degradation_factor, iteration_seconds, link_share, weighted_count
 from sjfbco.errors import InputError
 from sjfbco.problem import MAX_ALPHA, MAX_GPUS_PER_SERVER, CostParams
 
@@ -39,21 +56,39 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 SLOWDOWN_COLUMNS: tuple[str, ...] = ("jobs", "compute_share", "slowdown")
+#: The co-runner columns of mixed rows (module docstring), semicolon-separated.
+NEIGHBOUR_COLUMNS: tuple[str, ...] = (
+    "neighbours", "neighbour_shares", "neighbour_transfer", "neighbour_gpus",
+)  # fmt: skip
 SLOWDOWN_OPTIONAL: tuple[str, ...] = (
     "model", "layout", "seconds", "alone_seconds", "gradient_mb", "compute_seconds", "workers",
-    "servers",
+    "servers", *NEIGHBOUR_COLUMNS,
 )  # fmt: skip
-FORMS: tuple[str, ...] = ("paper", "interleave")
+#: ``layout`` values: ``pair`` (every job 1 GPU on each of the same 2 servers), ``star``
+#: (all share one hub server), ``intra`` (inside one server); empty or missing: ``pair``.
+LAYOUTS: tuple[str, ...] = ("pair", "star", "intra")
+FORMS: tuple[str, ...] = ("paper", "interleave", "traffic", "traffic-interleave")
+#: The form of the ``intra`` rows (fitted apart from the contention forms).
+INTRA_FORM = "intra"
 #: Bounds of each fitted constant.
 BOUNDS: dict[str, tuple[float, float]] = {
     "alpha": (0.0, MAX_ALPHA),
     "xi1": (0.05, 1.0),
     "interleave": (0.0, 1.0),
+    "traffic_weight": (0.0, 1.0),
+    "intra_sharing": (0.0, 1.0),
 }
 PARAMS: dict[str, tuple[str, ...]] = {
     "paper": ("alpha", "xi1"),
     "interleave": ("alpha", "xi1", "interleave"),
+    "traffic": ("alpha", "xi1", "traffic_weight"),
+    "traffic-interleave": ("alpha", "xi1", "interleave", "traffic_weight"),
+    INTRA_FORM: ("intra_sharing",),
 }
+#: Where each fit starts (inside every bound).
+START: dict[str, float] = {
+    "alpha": 0.1, "xi1": 0.9, "interleave": 0.5, "traffic_weight": 0.5, "intra_sharing": 0.2,
+}  # fmt: skip
 #: Largest compute share (the compute phase is ``s / (1 - s)`` times the transfer).
 MAX_SHARE = 0.99
 #: Bootstrap resamples of the intervals.
@@ -62,21 +97,59 @@ BOOTSTRAP = 60
 
 @dataclass(frozen=True)
 class Slowdowns:
-    """Measured slowdowns (one per row) of one source file."""
+    """Measured slowdowns (one per row) of one source file.
+
+    ``jobs``, ``share``, ``slowdown`` and ``line`` as read; the rest per row, filled
+    when not given: ``layout`` (``pair``), ``workers`` (the job's GPUs; 2 for a split
+    job, one on each server), and the co-runners' compute shares, transfer ratios and
+    GPUs on the shared server (``p - 1`` copies of the row's job: its share, ratio 1, its
+    GPUs), as tuples in object arrays.
+    """
 
     source: str
     jobs: np.ndarray
     share: np.ndarray
     slowdown: np.ndarray
     line: np.ndarray
+    layout: np.ndarray | None = None
+    workers: np.ndarray | None = None
+    neighbour_shares: np.ndarray | None = None
+    neighbour_transfer: np.ndarray | None = None
+    neighbour_gpus: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.slowdown)
+        if self.layout is None:
+            object.__setattr__(self, "layout", np.array(["pair"] * n))
+        if self.workers is None:
+            object.__setattr__(self, "workers", np.full(n, 2, dtype=int))
+        assert self.workers is not None
+        copies = {
+            "neighbour_shares": lambda k: (float(self.share[k]),),
+            "neighbour_transfer": lambda k: (1.0,),
+            "neighbour_gpus": lambda k: (int(self.workers[k]),),  # type: ignore[index]
+        }
+        for name, one in copies.items():
+            if getattr(self, name) is None:
+                cells = np.empty(n, dtype=object)
+                cells[:] = [one(k) * (int(self.jobs[k]) - 1) for k in range(n)]
+                object.__setattr__(self, name, cells)
 
     def __len__(self) -> int:
         return len(self.slowdown)
 
     def subset(self, mask: np.ndarray) -> Slowdowns:
         return Slowdowns(
-            self.source, self.jobs[mask], self.share[mask], self.slowdown[mask], self.line[mask]
-        )
+            self.source, self.jobs[mask], self.share[mask], self.slowdown[mask], self.line[mask],
+            *(getattr(self, n)[mask] for n in (
+                "layout", "workers", "neighbour_shares", "neighbour_transfer", "neighbour_gpus",
+            )),
+        )  # fmt: skip
+
+    @property
+    def intra(self) -> np.ndarray:
+        """Rows of jobs inside one server (``layout`` ``intra``)."""
+        return np.asarray(self.layout == "intra", dtype=bool)
 
 
 def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
@@ -122,7 +195,7 @@ def read_slowdowns(path: str | Path) -> Slowdowns:
     """Read a slowdown file; one :class:`InputError` naming the file, line and column."""
     src = str(path)
     col, body = table_rows(path, SLOWDOWN_COLUMNS, SLOWDOWN_OPTIONAL, "slowdown")
-    rows = []
+    rows, extra = [], []
     for line, cells in body:
         if "model" in col:
             check_text_at(cells[col["model"]].strip(), src, f"line {line}, column model")
@@ -135,10 +208,99 @@ def read_slowdowns(path: str | Path) -> Slowdowns:
                 "must be a whole number", source=src, where=f"line {line}, column jobs"
             )
         rows.append((*values, line))
+        extra.append(_mixed_cells(cells, col, src, line, int(values[0]), values[1]))
     if not rows:
         raise InputError("no measurements after the header", source=src)
     a = np.array(rows, dtype=float)
-    return Slowdowns(src, a[:, 0].astype(int), a[:, 1], a[:, 2], a[:, 3].astype(int))
+    layout, workers, *neighbours = zip(*extra, strict=True)
+    columns = []
+    for column in neighbours:
+        arr = np.empty(len(rows), dtype=object)
+        arr[:] = list(column)
+        columns.append(arr)
+    return Slowdowns(
+        src, a[:, 0].astype(int), a[:, 1], a[:, 2], a[:, 3].astype(int),
+        np.array(layout), np.array(workers, dtype=int), *columns,
+    )  # fmt: skip
+
+
+def _cell(cells: list[str], col: dict[str, int], name: str) -> str:
+    """The stripped cell of column ``name`` ('' when the file has no such column)."""
+    return cells[col[name]].strip() if name in col else ""
+
+
+def _mixed_cells(
+    cells: list[str], col: dict[str, int], src: str, line: int, p: int, share: float
+) -> tuple[str, int, tuple[float, ...], tuple[float, ...], tuple[int, ...]]:
+    """A row's layout, GPUs, and co-runners' shares, transfer ratios and GPUs (each
+    ``p - 1`` values; copies of the row's job where a cell is empty or missing)."""
+
+    def where(name: str) -> str:
+        return f"line {line}, column {name}"
+
+    layout = _cell(cells, col, "layout") or "pair"
+    if layout not in LAYOUTS:
+        raise InputError(
+            f"must be one of {', '.join(LAYOUTS)}, got {layout[:40]!r}", source=src,
+            where=where("layout"),
+        )  # fmt: skip
+    text = _cell(cells, col, "workers")
+    workers = 2 if layout != "intra" else 0
+    if text:
+        workers = int(parse_value(text, src, line, "workers", 1, MAX_GPUS_PER_SERVER))
+        if workers != float(text):
+            raise InputError("must be a whole number", source=src, where=where("workers"))
+    servers = _cell(cells, col, "servers")
+    if layout == "intra":
+        if not workers:
+            raise InputError(
+                "an intra row needs the job's GPUs on its server", source=src,
+                where=where("workers"),
+            )  # fmt: skip
+        if servers and servers != "1":
+            raise InputError(
+                f"an intra row's job is inside one server, got {servers[:40]!r}", source=src,
+                where=where("servers"),
+            )  # fmt: skip
+    kinds = _cell(cells, col, "neighbours")
+    if kinds:
+        for k in kinds.split(";"):
+            check_text_at(k.strip(), src, where("neighbours"))
+        _count(len(kinds.split(";")), p, src, where("neighbours"))
+    shares = _listed(cells, col, "neighbour_shares", src, line, p, (0.0, MAX_SHARE))
+    ratios = _listed(cells, col, "neighbour_transfer", src, line, p, (1e-6, 1e6))
+    gpus = _listed(cells, col, "neighbour_gpus", src, line, p, (1, MAX_GPUS_PER_SERVER))
+    if gpus is not None and any(g != int(g) for g in gpus):
+        raise InputError("GPUs must be whole numbers", source=src, where=where("neighbour_gpus"))
+    return (
+        layout,
+        workers or 2,
+        shares if shares is not None else (share,) * (p - 1),
+        ratios if ratios is not None else (1.0,) * (p - 1),
+        tuple(int(g) for g in gpus) if gpus is not None else (workers or 2,) * (p - 1),
+    )
+
+
+def _count(got: int, p: int, src: str, where: str) -> None:
+    if got != p - 1:
+        raise InputError(
+            f"{got} co-runners listed for jobs = {p} (it needs {p - 1}, ';'-separated)",
+            source=src,
+            where=where,
+        )
+
+
+def _listed(
+    cells: list[str], col: dict[str, int], name: str, src: str, line: int, p: int,
+    limits: tuple[float, float],
+) -> tuple[float, ...] | None:  # fmt: skip
+    """A ';'-separated list of ``p - 1`` numbers within ``limits``, or ``None`` if empty."""
+    text = _cell(cells, col, name)
+    if not text:
+        return None
+    values = tuple(parse_value(v, src, line, name, *limits) for v in text.split(";"))
+    _count(len(values), p, src, f"line {line}, column {name}")
+    return values
 
 
 #: Ranges of the three columns: contention levels, compute shares, slowdowns.
@@ -164,19 +326,62 @@ def parse_value(cell: str, src: str, line: int, name: str, lo: float, hi: float)
 
 def cost_of(params: dict[str, float]) -> CostParams:
     return CostParams(
-        alpha=params["alpha"],
-        xi1=params["xi1"],
+        alpha=params.get("alpha", 0.0),
+        xi1=params.get("xi1", 1.0),
         xi2=0.0,
         interleave=params.get("interleave", 0.0),
+        traffic_weight=params.get("traffic_weight", 0.0),
+        intra_sharing=params.get("intra_sharing", 0.0),
         time_model="continuous",
     )
 
 
-def predict(params: dict[str, float], jobs: np.ndarray, share: np.ndarray) -> np.ndarray:
-    """Predicted slowdowns (see the module docstring)."""
+def neighbour_link_shares(rows: Slowdowns) -> np.ndarray:
+    """Per row, the sum of its co-runners' link shares alone (:func:`sjfbco.cost.link_share`
+    of a two-server job, one GPU on each, whose transfer is the given ratio of the row's
+    1 s and whose compute has the given share of its iteration)."""
+    cost = CostParams(xi2=0.0, time_model="continuous")
+    out = np.zeros(len(rows))
+    assert rows.neighbour_shares is not None and rows.neighbour_transfer is not None
+    for k, (shares, ratios) in enumerate(
+        zip(rows.neighbour_shares, rows.neighbour_transfer, strict=True)
+    ):
+        if shares:
+            s, r = np.asarray(shares, dtype=float), np.asarray(ratios, dtype=float)
+            out[k] = float(np.sum(link_share(
+                s / (1.0 - s) * r, r, 2, 2, 1, bandwidth_intra=1.0, bandwidth_inter=1.0,
+                gpu_speed=math.inf, cost=cost,
+            )))  # fmt: skip
+    return out
+
+
+def predict(
+    params: dict[str, float],
+    jobs: np.ndarray,
+    share: np.ndarray,
+    link_shares: np.ndarray | None = None,
+) -> np.ndarray:
+    """Predicted slowdowns of split jobs (see the module docstring).
+
+    ``link_shares``: per row, the sum of the co-runners' link shares
+    (:func:`neighbour_link_shares`); default ``p - 1`` copies of the row's job, whose
+    link share is ``1 - s``. Read only under ``traffic_weight``: the contention count
+    is then :func:`sjfbco.cost.weighted_count`, ``1 + (p - 1)(1 - beta) + beta U``.
+    """
     cost = cost_of(params)
     compute = share / (1.0 - share)
-    f = np.array([degradation_factor(int(p), cost) for p in jobs], dtype=float)
+    if cost.traffic_weight > 0:
+        u = (jobs - 1) * (1.0 - share) if link_shares is None else link_shares
+        # the others' weights add up to (p - 1)(1 - beta) + beta U (cost.neighbour_weight)
+        counts = [
+            weighted_count(
+                1.0, [1.0 + (p - 1) * (1.0 - cost.traffic_weight) + cost.traffic_weight * x]
+            )
+            for p, x in zip(jobs.tolist(), np.asarray(u, dtype=float).tolist(), strict=True)
+        ]
+    else:
+        counts = [int(p) for p in jobs]
+    f = np.array([degradation_factor(c, cost) for c in counts], dtype=float)
 
     def tau(deg: np.ndarray) -> np.ndarray:
         # two servers, one GPU each, 1 MB over 1 MB/s: the ring sends 2 * 1 * 1/2 = 1 MB, in 1 s
@@ -189,9 +394,50 @@ def predict(params: dict[str, float], jobs: np.ndarray, share: np.ndarray) -> np
     return tau(f) / tau(np.ones_like(f))
 
 
-def _loss(rows: Slowdowns) -> Callable[[dict[str, float]], np.ndarray]:
+def predict_intra(params: dict[str, float], rows: Slowdowns) -> np.ndarray:
+    """Predicted slowdowns of jobs inside one server (``intra`` rows): a one-server job of
+    ``workers`` GPUs whose communication alone takes a share ``1 - s`` of its iteration,
+    alone (its own GPUs in use) against beside its co-runners (theirs too), through
+    :func:`sjfbco.cost.iteration_seconds`."""
+    cost = cost_of(params)
+    assert rows.workers is not None and rows.neighbour_gpus is not None
+    g = rows.workers.astype(float)
+    used = g + np.array([sum(n) for n in rows.neighbour_gpus], dtype=float)
+
+    def tau(compute: np.ndarray, gpus: np.ndarray) -> np.ndarray:
+        # 1 MB over 1 MB/s inside one server, no reduction time: comm alone
+        # 2 (g - 1) / g (1 + eta (g - 1)) s, the compute scaled to the row's share below
+        out: np.ndarray = iteration_seconds(
+            compute, 1.0, g, 1, g, 1.0, bandwidth_intra=1.0, bandwidth_inter=1.0,
+            gpu_speed=math.inf, cost=cost, server_gpus=gpus,
+        )  # fmt: skip
+        return out
+
+    comm = tau(np.zeros(len(rows)), g)
+    compute = rows.share / (1.0 - rows.share) * comm
+    alone = tau(compute, g)
+    out: np.ndarray = np.where(alone > 0, tau(compute, used) / np.where(alone > 0, alone, 1), 1.0)
+    return out
+
+
+def predict_rows(params: dict[str, float], rows: Slowdowns, form: str) -> np.ndarray:
+    """Predicted slowdowns of ``rows`` in ``form`` (:func:`predict_intra` for the intra
+    form, else :func:`predict` with the co-runners' link shares)."""
+    if form == INTRA_FORM:
+        return predict_intra(params, rows)
+    return predict(params, rows.jobs, rows.share, neighbour_link_shares(rows))
+
+
+def _loss(rows: Slowdowns, form: str) -> Callable[[dict[str, float]], np.ndarray]:
+    shares = neighbour_link_shares(rows) if form != INTRA_FORM else None
+
     def residuals(params: dict[str, float]) -> np.ndarray:
-        res: np.ndarray = (predict(params, rows.jobs, rows.share) - rows.slowdown) / rows.slowdown
+        pred = (
+            predict_intra(params, rows)
+            if form == INTRA_FORM
+            else predict(params, rows.jobs, rows.share, shares)
+        )
+        res: np.ndarray = (pred - rows.slowdown) / rows.slowdown
         return res
 
     return residuals
@@ -201,8 +447,8 @@ def _fit(rows: Slowdowns, form: str) -> dict[str, float]:
     names = PARAMS[form]
     lo = np.array([BOUNDS[n][0] for n in names])
     hi = np.array([BOUNDS[n][1] for n in names])
-    x0 = np.clip(np.array([0.1, 0.9, 0.5][: len(names)]), lo, hi)
-    loss = _loss(rows)
+    x0 = np.clip(np.array([START[n] for n in names]), lo, hi)
+    loss = _loss(rows, form)
     sol = least_squares(
         lambda x: loss(dict(zip(names, x, strict=True))), x0, bounds=(lo, hi), method="trf"
     )
@@ -216,7 +462,7 @@ class Constant:
     value: float
     low: float
     high: float
-    status: str  # "identified", "at_bound", "unidentified"
+    status: str  # "identified", "at_bound", "unidentified", CONTRADICTS
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "interval90": [self.low, self.high], "status": self.status}
@@ -266,22 +512,37 @@ class SlowdownReport:
 
 
 def fit_slowdowns(rows: Slowdowns, form: str, seed: int = 0) -> SlowdownReport:
-    """Fit ``form`` to ``rows``: constants with intervals, in-sample and held-out predictions."""
-    if form not in FORMS:
-        raise InputError(f"unknown slowdown form {form!r}; known: {', '.join(FORMS)}")
+    """Fit ``form`` to its rows of ``rows`` (the ``intra`` rows for :data:`INTRA_FORM`, the
+    others for a contention form): constants with intervals, in-sample and held-out
+    predictions (one contention level ``p`` left out at a time)."""
+    if form not in (*FORMS, INTRA_FORM):
+        known = ", ".join((*FORMS, INTRA_FORM))
+        raise InputError(f"unknown slowdown form {form!r}; known: {known}")
+    mine = rows.intra if form == INTRA_FORM else ~rows.intra
+    if not mine.any():
+        what = "intra" if form == INTRA_FORM else "split (pair or star)"
+        raise InputError(f"{rows.source}: no {what} rows to fit the {form} form to")
+    rows = rows.subset(mine)
     best = _fit(rows, form)
-    predicted = predict(best, rows.jobs, rows.share)
+    predicted = predict_rows(best, rows, form)
     heldout = np.array(predicted, dtype=float)
     levels = np.unique(rows.jobs[rows.jobs > 1])
     if len(levels) > 1:  # leave one contention level out; p = 1 is 1 by definition
         for p in levels:
             mask = rows.jobs == p
             sub = _fit(rows.subset(~mask), form)
-            heldout[mask] = predict(sub, rows.jobs[mask], rows.share[mask])
+            heldout[mask] = predict_rows(sub, rows.subset(mask), form)
     params = bootstrap(
-        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), _loss(rows), seed
-    )
+        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), _loss(rows, form),
+        seed,
+    )  # fmt: skip
     return SlowdownReport(form, params, predicted, heldout, rows, has_heldout=len(levels) > 1)
+
+
+def forms_of(rows: Slowdowns) -> tuple[str, ...]:
+    """The forms ``rows`` can be fitted in: the contention forms if some row is of split
+    jobs, :data:`INTRA_FORM` if some row is inside one server."""
+    return (*(FORMS if (~rows.intra).any() else ()), *((INTRA_FORM,) if rows.intra.any() else ()))
 
 
 def bootstrap(
@@ -292,8 +553,14 @@ def bootstrap(
     residuals: Callable[[dict[str, float]], np.ndarray],
     seed: int = 0,
     draws: int = BOOTSTRAP,
+    limits: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, Constant]:
     """Each constant of ``best`` with a 90% bootstrap interval and a status.
+
+    ``limits``: physical limits a constant must keep, as the measurements state them
+    (e.g. a bandwidth no higher than the link's shaped rate); a value outside its limit
+    has the status :data:`CONTRADICTS` whatever else holds: the fit traded it against
+    another constant, and it is not a measurement of the thing named.
 
     ``refit(pick)`` fits the rows ``pick`` (indices drawn with replacement, seeded);
     ``residuals(params)`` are the fit's relative residuals. Status:
@@ -316,8 +583,15 @@ def bootstrap(
         loose = (high / max(low, 1e-300) > 10) if wide else (high - low > 0.5 * span)
         loose = loose or _flat(best, name, residuals, scale(value), span, wide)
         status = "unidentified" if loose else "at_bound" if near else "identified"
+        lim = (limits or {}).get(name)
+        if lim is not None and not lim[0] <= value <= lim[1]:
+            status = CONTRADICTS
         out[name] = Constant(value, low, high, status)
     return out
+
+
+#: The status of a constant whose fitted value breaks a physical limit (:func:`bootstrap`).
+CONTRADICTS = "contradicts limit"
 
 
 def _flat(
@@ -347,6 +621,10 @@ def pinning_hint(name: str) -> str:
         "alpha": "slowdowns at three or more contention levels with compute share 0",
         "xi1": "slowdowns at p = 2 and p = 4 with compute share 0",
         "interleave": "slowdowns at compute shares 0.25 to 0.75 for p >= 2",
+        "traffic_weight": "slowdowns of jobs beside co-runners of other compute shares "
+        "(neighbour_shares), p >= 2",
+        "intra_sharing": "intra slowdowns: jobs of 2 or more GPUs inside one server beside "
+        "co-runners holding more of its GPUs",
         "bandwidth_inter": "step times of split placements (two or more servers)",
         "bandwidth_intra": "step times of several GPUs on one server",
         "xi2": "step times of one job on 1, 2 and 4 servers with the same GPUs",

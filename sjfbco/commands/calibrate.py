@@ -18,10 +18,10 @@ if TYPE_CHECKING:
     import argparse
 
     from sjfbco.calibration.contention import ContentionReport
-    from sjfbco.calibration.fit import FitReport, Scores
-    from sjfbco.calibration.identify import Identifiability
+    from sjfbco.calibration.fit import FitReport
     from sjfbco.calibration.measurements import StepTimes
     from sjfbco.calibration.preset import PresetFit
+    from sjfbco.calibration.types import Identifiability, Scores
 
 
 def add_parser(sub: Any) -> None:
@@ -184,7 +184,8 @@ _STATUS = {"identified": "ok", "at_bound": "bound", "unidentified": "?"}
 
 def _identifiability_table(reports: list[FitReport]) -> str:
     """Per model and constant: status and interval; table compute entries counted."""
-    from sjfbco.calibration.fit import TABLE_PREFIX, compute_names
+    from sjfbco.calibration.fit import compute_names
+    from sjfbco.calibration.types import TABLE_PREFIX
 
     rows: list[dict[str, Any]] = []
     names: list[str] = []
@@ -428,11 +429,17 @@ def _testbed_files(paths: list[str]) -> tuple[list[str], list[str]] | None:
 
 def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) -> int:
     """Fit links (sized step times) and contention (slowdowns); print; write one preset."""
-    from sjfbco.calibration.slowdown import pinning_hint
+    from sjfbco.calibration.slowdown import CONTRADICTS, pinning_hint
 
     docs, constants = _fit_testbed(args, sized, slow)
     for name, c in constants.items():
-        if c.status != "identified":
+        if c.status == CONTRADICTS:
+            warn(
+                f"{name} = {c.value:.4g} contradicts a limit the measurements state (e.g. a "
+                "bandwidth above the link's link_mb_per_s): the fit traded it against another "
+                f"constant, it is not measured; measure {pinning_hint(name)} to pin it"
+            )
+        elif c.status != "identified":
             warn(
                 f"{name} = {c.value:.4g} is {c.status} (90% interval {c.low:.4g} to "
                 f"{c.high:.4g}); measure {pinning_hint(name)} to pin it"
@@ -452,14 +459,12 @@ def _fit_testbed(
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The testbed fits' ``--json`` documents and their constants; the preset written to -o."""
     from sjfbco.calibration.cluster import fit_testbed, read_sized
-    from sjfbco.calibration.slowdown import fit_slowdowns, read_slowdowns
+    from sjfbco.calibration.slowdown import fit_slowdowns, forms_of, read_slowdowns
 
     steps = [read_sized(p) for p in sized]
     slowdowns = [read_slowdowns(p) for p in slow]  # every file read before any fit
     if not steps:
-        reports = [
-            fit_slowdowns(s, f, args.seed) for s in slowdowns for f in ("paper", "interleave")
-        ]
+        reports = [fit_slowdowns(s, f, args.seed) for s in slowdowns for f in forms_of(s)]
         if args.output is not None:
             raise InputError("-o: a preset needs sized step times (sjfbco testbed measure)")
         return [r.to_json() for r in reports], {k: c for r in reports for k, c in r.params.items()}

@@ -10,7 +10,7 @@ from sjfbco.commands import options
 from sjfbco.commands.common import add_output
 from sjfbco.errors import InputError
 from sjfbco.files import json_line, read_instance
-from sjfbco.patterns import model_patterns, require_slotted
+from sjfbco.patterns import model_patterns, require_count_only, require_slotted
 from sjfbco.solvers import exact
 
 if TYPE_CHECKING:
@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         size = _paper(data, out, info)
     else:
         require_slotted(data, f"the {args.kind} model")
+        require_count_only(data, f"the {args.kind} model")
 
         horizon = args.horizon
         if horizon is None:

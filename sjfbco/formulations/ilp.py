@@ -43,6 +43,7 @@ from sjfbco.patterns import (
     model_bound,
     model_patterns,
     rate,
+    require_count_only,
     require_slotted,
     slot_levels,
 )
@@ -156,6 +157,7 @@ class TimeIndexedILP:
         size_caps: SizeCaps = DEFAULT_CAPS,
     ):
         require_slotted(data, "the time-indexed ILP")
+        require_count_only(data, "the time-indexed ILP")
         self.data = data
         self.horizon = int(horizon)
         self.lower = lower

@@ -50,6 +50,7 @@ from sjfbco.patterns import (
     max_level,
     model_patterns,
     rate,
+    require_count_only,
     require_slotted,
 )
 
@@ -112,6 +113,7 @@ class NonconvexModel:
         from ortools.sat.python import cp_model
 
         require_slotted(data, "the non-convex model")
+        require_count_only(data, "the non-convex model")
         self.data = data
         self.horizon = int(horizon)
         self.patterns = model_patterns(data, self.horizon, patterns, size_caps)

@@ -86,6 +86,7 @@ from sjfbco.patterns import (
     max_level,
     pattern_durations,
     rate,
+    require_count_only,
     require_slotted,
 )
 from sjfbco.relaxations.timeindexed import TimeIndexedBound, finish_bound, pooled_shapes
@@ -160,6 +161,7 @@ class Configuration:
         size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the configuration bound")
+        require_count_only(data, "the configuration bound")
         self.data, self.horizon, self.size_caps = data, horizon, size_caps
         self.closed = int(closed_bound(data))
         self.shapes: list[dict[Any, tuple[int, Any]]] = []

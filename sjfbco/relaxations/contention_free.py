@@ -87,6 +87,7 @@ from sjfbco.patterns import (
     max_level,
     pattern_durations,
     rate,
+    require_count_only,
     require_slotted,
 )
 
@@ -210,6 +211,7 @@ class ContentionFree:
         size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the contention-free relaxation")
+        require_count_only(data, "the contention-free relaxation")
         t0 = time.perf_counter()
         self.data, self.pairwise, self.gpu_time = data, pairwise, gpu_time
         self.size_caps = size_caps

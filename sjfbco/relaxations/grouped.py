@@ -83,6 +83,7 @@ from sjfbco.patterns import (
     BuildTimeout,
     check_deadline,
     identical_server_groups,
+    require_count_only,
     require_slotted,
 )
 from sjfbco.relaxations.timeindexed import TimeIndexedBound
@@ -216,6 +217,7 @@ class GroupedConfiguration:
         size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the grouped configuration bound")
+        require_count_only(data, "the grouped configuration bound")
         self.data, self.horizon, self.size_caps = data, horizon, size_caps
         self.start = max(int(closed_bound(data)), start or 0)
         self.modes = instance_modes(data)

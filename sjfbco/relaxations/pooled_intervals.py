@@ -55,6 +55,7 @@ from sjfbco.patterns import (
     check_deadline,
     identical_job_groups,
     model_bound,
+    require_count_only,
     require_slotted,
 )
 from sjfbco.relaxations.timeindexed import TimeIndexedBound, form_columns
@@ -86,6 +87,7 @@ class PooledIntervals:
         size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the pooled relaxation")
+        require_count_only(data, "the pooled relaxation")
         self.data, self.horizon, self.size_caps = data, horizon, size_caps
         self.columns, self.capacity = form_columns(
             data, patterns or Patterns(data, size_caps=size_caps), horizon, pooled=True

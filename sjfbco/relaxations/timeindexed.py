@@ -102,6 +102,7 @@ from sjfbco.patterns import (
     identical_server_groups,
     model_bound,
     pattern_durations,
+    require_count_only,
     require_slotted,
 )
 
@@ -411,6 +412,7 @@ class TimeIndexed:
         size_caps: SizeCaps = DEFAULT_CAPS,
     ) -> None:
         require_slotted(data, "the time-indexed relaxation")
+        require_count_only(data, "the time-indexed relaxation")
         t0 = time.perf_counter()
         self.data, self.horizon, self.pooled = data, horizon, pooled
         self.size_caps = size_caps

@@ -393,6 +393,15 @@ def relaxation_bound(
     return found, res.status
 
 
+#: ``stats["relaxation"]`` under the neighbour terms: the bound chain is not run.
+NEIGHBOUR_OFF = (
+    "off: the cost has neighbour terms (cost.traffic_weight or cost.intra_sharing); the "
+    "bound chain models contention by the count of split jobs and a job inside one server "
+    "at its time alone, so its bounds would not be proven (closed, packing and LP bounds "
+    "stay valid)"
+)
+
+
 def strong_bounds(
     data: ProblemData,
     params: BestParams,
@@ -410,10 +419,14 @@ def strong_bounds(
     limit = engine.budget.whole.limit
     if params.bound in ("lp", "relaxation") and not engine.done:
         lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
-        bound, lp_bounds = lower_bounds(data, "lp", lp)
-        bounds.update(lp_bounds)
+        # the closed and packing bounds are in ``bounds`` already (step 0): only the LP is new
+        # (recomputing them cost seconds at a million jobs)
+        bounds["cutting_stock"] = cutting_stock_bound(data, bound, lp)
+        bound = max(bound, bounds["cutting_stock"])
         engine.target = bound
-    if params.bound == "relaxation" and not engine.done and limit is not None:
+    if params.bound == "relaxation" and data.cost.neighbour_terms:
+        relaxation = NEIGHBOUR_OFF
+    elif params.bound == "relaxation" and not engine.done and limit is not None:
         assert engine.best is not None
         part = engine.budget.part().share_of_limit(params.bound_share)
         rel, relaxation = relaxation_bound(data, engine.best.makespan, part, params, seed)
@@ -747,9 +760,15 @@ def best_solve(
     )
     assert engine.best is not None and built.genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline
-    # (two when server phases follow: handing out their schedule costs about two)
+    # (two when server phases follow: handing out their schedule costs about two), and one
+    # more for solve()'s evaluation of the answer, after the solver but within the wait (at
+    # a million jobs about a decode; without it solve() took 1.19 x the limit while the
+    # solver kept to 0.85 x: docs/benchmarks/2026-12-million.md)
     walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
-    budget.reserve = built.decode_seconds * (params.moves.handout_decodes if walk.local else 1)
+    # (+ 1: solve()'s evaluation of the answer after the run, docs/benchmarks/2026-12-million.md)
+    budget.reserve = built.decode_seconds * (
+        (params.moves.handout_decodes if walk.local else 1) + 1
+    )
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.cost import ConfigurationError, best_shape
-from sjfbco.evaluate import Simulator, makespan_of
+from sjfbco.cost import ConfigurationError
+from sjfbco.evaluate import Simulator, gc_paused, makespan_of
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Schedule
 from sjfbco.solvers.loads import ArrayLoads, Chosen, IndexedLoads, LoadState
@@ -151,7 +151,7 @@ def estimates(data: ProblemData, method: Estimate = "alone") -> np.ndarray:
         if job.rho_hat is not None:
             out[j] = job.rho_hat
             continue
-        n, g = best_shape(job, data.cluster, data.cost)
+        n, g = rates.best_shape(j)  # best_shape(job, ...), once per class
         out[j] = rates.alone_slots(j, n, g)  # finite: validation checks the best shape
         if method == "spread" and n < min(job.num_gpus, data.cluster.num_servers):
             n = min(job.num_gpus, data.cluster.num_servers)
@@ -266,6 +266,12 @@ class TrialRunner:
 
     def _offline(
         self, order: Sequence[int], rule: Rule, theta: float, need: np.ndarray | None = None
+    ) -> Trial:
+        with gc_paused():  # a pass makes no reference cycles (see build in sgs.py)
+            return self._offline_pass(order, rule, theta, need)
+
+    def _offline_pass(
+        self, order: Sequence[int], rule: Rule, theta: float, need: np.ndarray | None
     ) -> Trial:
         n = self.data.num_jobs
         state: LoadState = (

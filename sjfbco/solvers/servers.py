@@ -14,7 +14,10 @@ priority order, at the earliest slot from which enough GPUs stay free for its
 run time), and searches over which server each job goes to and the priority
 order, re-packing only the servers a move touches. The makespan it computes
 is the evaluator's (argument in :meth:`ServerSearch.schedule`; the ``best``
-solver re-evaluates every answer anyway, and a test checks the identity).
+solver re-evaluates every answer anyway, and a test checks the identity). Under the
+intra term (``cost.intra_sharing > 0``) a job inside one server slows with its
+neighbours, so the figure is only an estimate there; the answer is the evaluator's all
+the same (:meth:`ServerSearch.schedule` scores it).
 """
 
 from __future__ import annotations

@@ -35,12 +35,12 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from sjfbco.cost import least_shape
-from sjfbco.evaluate import EPS, Simulator, dispatch
+from sjfbco.cost import ConfigurationError, least_shape, slots_to_finish_many
+from sjfbco.evaluate import EPS, Simulator, dispatch, gc_paused
 from sjfbco.schedule import Schedule
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from sjfbco.problem import Cluster, ProblemData
 
@@ -136,45 +136,83 @@ def candidate_from(
 
 
 class IdlePool:
-    """Idle GPUs per server, with a sorted index of ``(idle count, server)`` for best fit."""
+    """Idle GPUs per server, with the servers of each idle count for best fit.
+
+    Each idle count above 0 has its servers in index order (a bucket), and the counts with
+    a non-empty bucket are kept sorted: taking or releasing GPUs moves one server between
+    two buckets. (One sorted list of ``(idle count, server)`` pairs moved up to every
+    server's entry per start and end: at 125,000 servers that made a decode quadratic.)
+    """
 
     def __init__(self, cluster: Cluster):
         self.caps = cluster.gpus_per_server
         self.server_of = cluster.server_of_gpu
         self.idle = idle_stacks(cluster)  # a stack per server: pop() gives the lowest index
         self.total = cluster.num_gpus
-        self._index = sorted((c, s) for s, c in enumerate(self.caps))
+        #: idle count (> 0) -> its servers, by index; and the counts that have servers
+        self._bucket: dict[int, list[int]] = {}
+        for s, c in enumerate(self.caps):
+            self._bucket.setdefault(c, []).append(s)
+        self._counts = sorted(self._bucket)
 
     def _move(self, s: int, before: int) -> None:
-        idx = self._index
-        del idx[bisect.bisect_left(idx, (before, s))]
-        bisect.insort(idx, (len(self.idle[s]), s))
+        after = len(self.idle[s])
+        if after == before:
+            return
+        if before > 0:
+            bucket = self._bucket[before]
+            del bucket[bisect.bisect_left(bucket, s)]
+            if not bucket:
+                del self._bucket[before]
+                del self._counts[bisect.bisect_left(self._counts, before)]
+        if after > 0:
+            if after not in self._bucket:
+                self._bucket[after] = []
+                bisect.insort(self._counts, after)
+            bisect.insort(self._bucket[after], s)
 
     def best_fit(self, g: int) -> int | None:
         """The server with the fewest idle GPUs that still holds ``g`` (ties: lowest index)."""
-        k = bisect.bisect_left(self._index, (g, -1))
-        return self._index[k][1] if k < len(self._index) else None
+        k = bisect.bisect_left(self._counts, g)
+        return self._bucket[self._counts[k]][0] if k < len(self._counts) else None
 
     def fewest_servers(self, g: int, n_split: Sequence[int]) -> list[tuple[int, int]]:
         """``(server, count)`` over the fewest servers holding ``g`` idle GPUs (needs ``g <=
         total``): the servers with the most idle GPUs first (ties: fewer running split jobs,
-        then index); the last share goes to the best-fitting remaining server."""
-        order = sorted(
-            (s for s in range(len(self.caps)) if self.idle[s]),
-            key=lambda s: (-len(self.idle[s]), n_split[s], s),
-        )
+        then index); the last share goes to the best-fitting remaining server.
+
+        Walks the buckets from the most idle GPUs down instead of sorting every server:
+        the work grows with the servers it takes, not with the cluster (sorting 125,000
+        servers per split job made a million-job decode quadratic)."""
         out: list[tuple[int, int]] = []
+        taken: set[int] = set()
         need = g
-        for k, s in enumerate(order):
-            have = len(self.idle[s])
-            if have >= need:  # the last share: best fit among the servers left
-                rest = [t for t in order[k:] if len(self.idle[t]) >= need]
-                s = min(rest, key=lambda t: (len(self.idle[t]), n_split[t], t))
-                out.append((s, need))
-                return out
-            out.append((s, have))
-            need -= have
+        for have in reversed(self._counts):
+            for s in _by_split(self._bucket[have], n_split):
+                if have >= need:  # the last share: best fit among the servers left
+                    out.append((self._best_fit_except(need, taken, n_split), need))
+                    return out
+                out.append((s, have))
+                taken.add(s)
+                need -= have
         raise AssertionError("fewest_servers needs g <= total idle")  # pragma: no cover
+
+    def _best_fit_except(self, need: int, taken: set[int], n_split: Sequence[int]) -> int:
+        """The server not in ``taken`` with at least ``need`` idle GPUs and the least
+        ``(idle, running split jobs, index)``."""
+        counts = self._counts
+        for k in range(bisect.bisect_left(counts, need), len(counts)):
+            best = -1
+            for s in self._bucket[counts[k]]:
+                if s in taken:
+                    continue
+                if n_split[s] == 0:  # the least possible key in this count: the first by index
+                    return s
+                if best < 0 or (n_split[s], s) < (n_split[best], best):
+                    best = s
+            if best >= 0:
+                return best
+        raise AssertionError("no server left with enough idle GPUs")  # pragma: no cover
 
     def take(self, s: int, count: int) -> list[int]:
         stack = self.idle[s]
@@ -195,6 +233,15 @@ class IdlePool:
             stack.sort(reverse=True)
             self.total += len(gs)
             self._move(s, before)
+
+
+def _by_split(servers: Sequence[int], n_split: Sequence[int]) -> Iterator[int]:
+    """``servers`` (one idle count, by index) by ``(running split jobs, index)``: those
+    with none first, as listed, lazily; the others sorted only if the walk gets there."""
+    for s in servers:
+        if n_split[s] == 0:
+            yield s
+    yield from sorted((s for s in servers if n_split[s] > 0), key=lambda s: (n_split[s], s))
 
 
 def parallel_sgs(
@@ -374,11 +421,21 @@ def alone_durations(data: ProblemData) -> np.ndarray:
     kmax = min(cl.num_servers, max((job.num_gpus for job in data.jobs), default=1))
     out = np.full((data.num_jobs, kmax + 1), np.inf)
     rates = data.rates
-    for j, job in enumerate(data.jobs):
-        lo = cl.min_servers_for(job.num_gpus)
-        for k in range(lo, min(job.num_gpus, kmax) + 1):
-            g = least_shape(cl, job.num_gpus, k).max_per_server
-            out[j, k] = rates.alone_slots(j, k, g)
+    iterations = np.fromiter((job.iterations for job in data.jobs), np.int64, data.num_jobs)
+    # a column per class and k: the rate is the class's (RateCache), the slots each job's
+    # (slots_to_finish_many equals RateCache.alone_slots entry by entry; a million jobs
+    # took about 40 s job by job)
+    for members in rates.classes().values():
+        first = members[0]
+        w = data.jobs[first].num_gpus
+        idx = np.asarray(members, dtype=np.intp)
+        for k in range(cl.min_servers_for(w), min(w, kmax) + 1):
+            g = least_shape(cl, w, k).max_per_server
+            try:
+                rate = rates.alone(first, k, g)
+            except ConfigurationError:
+                continue  # inf: one iteration takes more than a slot even alone there
+            out[idx, k] = slots_to_finish_many(iterations[idx], rate, data.cost)
     return out
 
 
@@ -675,9 +732,13 @@ def build(
     split_ok: Sequence[bool] | None = None,
     durations: np.ndarray | None = None,
 ) -> Candidate:
-    """Run the ``parallel`` or ``serial`` scheme."""
-    if scheme == "parallel":
-        return parallel_sgs(data, order, split_ok)
-    if scheme == "serial":
+    """Run the ``parallel`` or ``serial`` scheme, without the cyclic garbage collector (a
+    decode makes no reference cycles; the collector's full passes over a million jobs'
+    objects were a sixth of a decode at 100,000 jobs and more above, as in
+    :func:`~sjfbco.evaluate.gc_paused`)."""
+    if scheme not in ("parallel", "serial"):
+        raise ValueError(f"unknown scheme {scheme!r}; known: parallel, serial")
+    with gc_paused():
+        if scheme == "parallel":
+            return parallel_sgs(data, order, split_ok)
         return serial_sgs(data, order, split_ok, durations)
-    raise ValueError(f"unknown scheme {scheme!r}; known: parallel, serial")

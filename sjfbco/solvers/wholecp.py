@@ -23,7 +23,11 @@ contends, and a split job never meets another split job on a server, so every jo
 runs exactly its run time alone; GPUs are handed out in planned start order
 (:func:`~sjfbco.solvers.sgs.hand_out`), so each job starts at its planned slot.
 The evaluator's makespan is then at most the model's (less where a run time was
-rounded up to a whole slot).
+rounded up to a whole slot). Not so under the intra term (``cost.intra_sharing > 0``,
+``docs/model.md`` section 2): a job inside one server then slows with the GPUs its
+neighbours use there, so the model's run times are only its fastest; its schedule is
+still scored by the evaluator (:func:`~sjfbco.solvers.sgs.hand_out`), so what ``best``
+reports stays the evaluator's, only the model's guidance is looser.
 
 The model is hinted with the incumbent's single-server jobs (server and start).
 Issue 31 measured it on ``generate paper --servers 20 --seed 100``: ``best`` at 10 s

@@ -4,8 +4,9 @@
 cluster, on every placement its GPU counts allow (one server; two servers; one
 GPU per server), and writes rows in the step-time layout ``sjfbco calibrate``
 reads (``model, placement, local_bsz, step_time, sync_time``) with the known
-``gradient_mb`` and ``compute_seconds`` beside them. ``local_bsz`` is 1: the
-emulated compute is a fixed sleep, not a batch.
+``gradient_mb`` and ``compute_seconds`` beside them, and ``link_mb_per_s``, the rate
+the uplinks are shaped to (``calibrate`` flags a fitted ``bandwidth_inter`` above it).
+``local_bsz`` is 1: the emulated compute is a fixed sleep, not a batch.
 
 :func:`measure_contention` runs ``p = 1..4`` identical split jobs at once, each
 with one GPU on each of the same two servers (so all ``p`` share both uplinks
@@ -61,6 +62,7 @@ MIXED_GROUPS = (2, 3)
 
 STEP_HEADER = (
     "model", "placement", "local_bsz", "step_time", "sync_time", "gradient_mb", "compute_seconds",
+    "link_mb_per_s",
 )  # fmt: skip
 SLOWDOWN_HEADER = (
     "model", "layout", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds",
@@ -163,6 +165,7 @@ def measure_placements(
 ) -> list[dict[str, object]]:
     """Step-time rows of every job kind alone on every placement (see the module docstring)."""
     caps = data.cluster.gpus_per_server[: hosts.num_servers]
+    rate = data.cluster.bandwidth_inter  # the stated (emulated: shaped) rate, a limit
     rows: list[dict[str, object]] = []
     for name, (mb, compute) in sorted(kinds(data).items()):
         for w in (1, 2, 3, 4):
@@ -172,7 +175,7 @@ def measure_placements(
                 rows.append({
                     "model": name, "placement": _placement_text(counts), "local_bsz": 1,
                     "step_time": t.step, "sync_time": t.sync, "gradient_mb": mb,
-                    "compute_seconds": compute,
+                    "compute_seconds": compute, "link_mb_per_s": rate,
                 })  # fmt: skip
     return rows
 

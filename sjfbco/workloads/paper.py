@@ -79,6 +79,9 @@ class Preset:
     overlap_exponent, node_sharing, two_server_sharing, interleave, ring_latency
         The cost model's extended form (``docs/formats.md``); the defaults
         turn it off.
+    traffic_weight, intra_sharing
+        The extended form's neighbour terms (``docs/model.md`` section 2); 0 turns
+        them off.
     models
         The model table jobs are drawn from (default: Wang et al.'s,
         :data:`sjfbco.workloads.models.MODELS`).
@@ -99,6 +102,8 @@ class Preset:
     two_server_sharing: float = 0.0
     interleave: float = 0.0
     ring_latency: float = 0.0
+    traffic_weight: float = 0.0
+    intra_sharing: float = 0.0
     models: tuple[Model, ...] = MODELS
 
     def with_changes(
@@ -141,6 +146,8 @@ class Preset:
             two_server_sharing=self.two_server_sharing,
             interleave=self.interleave,
             ring_latency=self.ring_latency,
+            traffic_weight=self.traffic_weight,
+            intra_sharing=self.intra_sharing,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,6 +223,8 @@ class Preset:
             two_server_sharing=k.two_server_sharing,
             interleave=k.interleave,
             ring_latency=k.ring_latency,
+            traffic_weight=k.traffic_weight,
+            intra_sharing=k.intra_sharing,
             models=tuple(models),
         )
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from sjfbco.cost import best_rate, min_run_time
+from sjfbco.cost import best_rate
 from sjfbco.problem import Cluster, CostParams, InputError, Job, ProblemData
 from sjfbco.workloads.models import MODELS, Model
 
@@ -219,7 +219,8 @@ def model_job(
 
 def gpu_work(data: ProblemData) -> float:
     """``sum_j G_j * rho_min_j``: GPU-slots the jobs ask for, each alone on its best placement."""
-    return float(sum(j.num_gpus * min_run_time(j, data) for j in data.jobs))
+    rho = data.rates.min_run_times()  # min_run_time of each job, once per job class
+    return float(sum(j.num_gpus * r for j, r in zip(data.jobs, rho, strict=True)))
 
 
 def offered_load(data: ProblemData) -> float:
@@ -232,7 +233,8 @@ def offered_load(data: ProblemData) -> float:
     if not data.jobs:
         return 0.0
     first = min(j.arrival for j in data.jobs)
-    horizon = max(j.arrival + min_run_time(j, data) for j in data.jobs) - first
+    rho = data.rates.min_run_times()
+    horizon = max(j.arrival + r for j, r in zip(data.jobs, rho, strict=True)) - first
     return gpu_work(data) / (data.cluster.num_gpus * horizon)
 
 
@@ -246,7 +248,7 @@ def arrival_factor(data: ProblemData, at: Sequence[float], load: float) -> float
     """
     if not (math.isfinite(load) and load > 0):
         raise InputError(f"load must be a finite number > 0, got {load!r}")
-    rho = [min_run_time(j, data) for j in data.jobs]
+    rho = list(data.rates.min_run_times())
     work = gpu_work(data)
     ceiling = work / (data.cluster.num_gpus * max(rho))
     if load > ceiling:
@@ -314,8 +316,8 @@ def run_time_error(data: ProblemData, jobs: Sequence[TraceJob], scale: float) ->
     """Largest ``|rho_min - d / scale / slot|`` over the jobs, in slots (a check of the mapping)."""
     slot = data.cost.slot_seconds
     return max(
-        abs(min_run_time(j, data) - max(1.0, tj.duration / scale / slot))
-        for j, tj in zip(data.jobs, jobs, strict=True)
+        abs(r - max(1.0, tj.duration / scale / slot))
+        for r, tj in zip(data.rates.min_run_times(), jobs, strict=True)
     )
 
 

@@ -182,7 +182,7 @@ def run_exact(
     deadline = Deadline.start(time_limit, stop=interrupt.requested)
     closed = int(lower_bound(data))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
-    if spare_wanted(p, deadline):
+    if spare_wanted(p, deadline) and not data.cost.neighbour_terms:
         first = start_spare(data, closed, deadline, parts.shares, parts.spare, parts.size_caps)
         spares += [first] if first is not None else []
     try:
@@ -219,11 +219,15 @@ def _solve(
 ) -> SolverOutput:
     """:func:`run_exact` once the spare core (if any) is started; see the module doc."""
     shares = parts.shares
+    # under the neighbour terms the warm start is the answer (:func:`without_models`): it
+    # gets the whole limit, not its share of it
+    warm_deadline = (
+        deadline
+        if data.cost.neighbour_terms
+        else deadline.share_of_limit(shares.best + shares.warm_others)
+    )
     name, warm, warm_ev = best_warm_start(
-        data,
-        seed=seed,
-        deadline=deadline.share_of_limit(shares.best + shares.warm_others),
-        solvers=parts.warm,
+        data, seed=seed, deadline=warm_deadline, solvers=parts.warm
     )
     stats = Stats(
         backend=p.backend,
@@ -245,6 +249,8 @@ def _solve(
         spares=spares,
         size_caps=parts.size_caps,
     )
+    if data.cost.neighbour_terms:
+        return without_models(run)
     refusal = pattern_refusal(data, parts.size_caps)
     phases = parts.phases(p, shares)
     if refusal is not None:
@@ -256,6 +262,34 @@ def _solve(
     if refusal is not None and not run.proven:
         return past_pattern_limit(run, deadline, remainder, refusal)
     return finish(run, p, deadline, shares, time_limit, parts.model, remainder)
+
+
+#: ``stats["note"]`` of a run under the neighbour terms (:func:`without_models`).
+NEIGHBOUR_NOTE = (
+    "bound phases and model switched off: the cost has neighbour terms "
+    "(cost.traffic_weight or cost.intra_sharing), and they model a job's rate by the count "
+    "of split jobs alone, with a job inside one server at its time alone; the answer is the "
+    "warm start with the closed-form and packing bounds, valid under every term"
+)
+
+
+def without_models(run: Run) -> SolverOutput:
+    """The answer under the neighbour terms (``cost.neighbour_terms``): the warm start (its
+    heuristics given the whole time limit) and the closed-form and packing bound only.
+
+    The relaxations and the exact models read a job's rate from its placement and the
+    count of split jobs on its servers, and a job inside one server at its time alone;
+    under the traffic term a co-runner weighs less than 1 and under the intra term a job
+    inside one server slows with its neighbours, so their optimum is not the
+    evaluator's and their bounds are not proven. The packing bounds rest only on every
+    job running at least its time alone on its best placement (still true: the weighted
+    count is at least 1 and the GPUs in use on a server at least the job's own, and
+    :func:`~sjfbco.cost.best_shape` tries every server count under the intra term) and
+    on the GPUs' capacity, so ``optimal`` is still reported when they meet the makespan.
+    """
+    run.stats.note = NEIGHBOUR_NOTE
+    run.stats.skipped += ["bound phases", "model"]
+    return run.output(Status.FEASIBLE)
 
 
 def pattern_refusal(data: ProblemData, size_caps: SizeCaps = DEFAULT_CAPS) -> str | None:

@@ -1,0 +1,88 @@
+"""``best`` under the cost model's neighbour terms (issue 43 item 2): quality and speed.
+
+Run: ``PYTHONPATH=. python benchmarks/bench_neighbour_terms.py [--time-limit 10]
+[--instances paper/paper-s10-seed0,...] [--json]``.
+
+For each instance and each cost form (the paper's; ``traffic_weight`` 1; ``intra_sharing``
+0.3; both) ``best`` runs once (seed 0) under a time limit. Per run: the makespan, the
+bound ``best`` reports and the gap between them, the candidates it scored (its speed:
+the evaluator's neighbour path is slower than the count-only one), and one evaluation of
+its schedule timed. Under a neighbour form it also scores the schedule ``best`` found
+under the paper's form with the new form's evaluator: whether the term changes what
+``best`` chooses, and whether its choice is better under the term.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import replace
+from typing import Any
+
+from sjfbco import datasets, evaluate, read_instance, solve
+
+#: The cost forms compared, as fields of ``CostParams`` set on the instance.
+FORMS: dict[str, dict[str, float]] = {
+    "paper": {},
+    "traffic": {"traffic_weight": 1.0},
+    "intra": {"intra_sharing": 0.3},
+    "both": {"traffic_weight": 1.0, "intra_sharing": 0.3},
+}
+INSTANCES = ("paper/paper-s10-seed0", "paper/paper-s10-seed1", "paper/paper-s15-seed0")
+
+
+def run(name: str, time_limit: float) -> list[dict[str, Any]]:
+    base = read_instance(datasets.path(name))
+    rows = []
+    paper_schedule = None
+    for form, fields in FORMS.items():
+        data = replace(base, cost=replace(base.cost, **fields))
+        res = solve(data, "best", time_limit=time_limit, seed=0)
+        assert res.schedule is not None
+        tick = time.perf_counter()
+        ev = evaluate(data, res.schedule)
+        seconds = time.perf_counter() - tick
+        if form == "paper":
+            paper_schedule = res.schedule
+        assert paper_schedule is not None
+        rows.append(
+            {
+                "instance": name,
+                "form": form,
+                "makespan": ev.makespan,
+                "bound": res.lower_bound,
+                "gap": (ev.makespan - res.lower_bound) / ev.makespan,
+                "scored": res.stats.get("evaluated"),
+                "evaluate_s": round(seconds, 4),
+                "paper_choice_makespan": evaluate(data, paper_schedule).makespan,
+                "relaxation": res.stats.get("relaxation"),
+            }
+        )
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=10.0)
+    ap.add_argument("--instances", default=",".join(INSTANCES))
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    load = os.getloadavg()
+    for name in args.instances.split(","):
+        for row in run(name, args.time_limit):
+            if args.json:
+                print(json.dumps(row))
+            else:
+                print(
+                    f"{row['instance']:24} {row['form']:8} makespan {row['makespan']:6g} "
+                    f"bound {row['bound']:6g} gap {100 * row['gap']:5.1f}% "
+                    f"scored {row['scored']} evaluate {row['evaluate_s']:.4f} s "
+                    f"paper's choice {row['paper_choice_makespan']:6g}"
+                )
+    print(f"load before: {load}, after: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    main()
