@@ -63,15 +63,24 @@ def run(name: str, time_limit: float) -> list[dict[str, Any]]:
     return rows
 
 
-def main() -> None:
+#: ``--quick``: one small instance of the benchmark set, one second per run.
+QUICK = ("bench/x8-s3-seed0",)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=10.0)
     ap.add_argument("--instances", default=",".join(INSTANCES))
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
+    ap.add_argument("--quick", action="store_true", help="one 8-job instance, 1 s per run")
+    args = ap.parse_args(argv)
+    names = list(QUICK) if args.quick else args.instances.split(",")
+    limit = 1.0 if args.quick else args.time_limit
     load = os.getloadavg()
-    for name in args.instances.split(","):
-        for row in run(name, args.time_limit):
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        for row in run(name, limit):
+            rows.append(row)
             if args.json:
                 print(json.dumps(row))
             else:
@@ -82,6 +91,7 @@ def main() -> None:
                     f"paper's choice {row['paper_choice_makespan']:6g}"
                 )
     print(f"load before: {load}, after: {os.getloadavg()}")
+    return {"rows": rows, "load_before": load, "load_after": os.getloadavg()}
 
 
 if __name__ == "__main__":

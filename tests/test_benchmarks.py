@@ -46,6 +46,7 @@ COVERED = {
     "bench_fuzz",
     "bench_idle_bound",
     "bench_million",
+    "bench_neighbour_terms",
     "bench_odd_shapes",
     "bench_online",
     "bench_paper_ratios",
@@ -659,3 +660,14 @@ def test_digest_results_quick_is_the_one_before_the_clock(
     assert mod.main(["--quick", "--json"]) == 0  # every exact run proven: no time in it
     doc = json.loads(capsys.readouterr().out)
     assert doc["digest"] == "768f31d1616c80bb"
+
+
+def test_bench_neighbour_terms_quick_is_the_evaluators(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each form's makespan is the evaluator's under that form, never below its bound; under
+    the paper's form its own choice is the paper's choice."""
+    out = run("bench_neighbour_terms", ["--quick"], monkeypatch)
+    rows = out["rows"]
+    assert [r["form"] for r in rows] == ["paper", "traffic", "intra", "both"]
+    for r in rows:
+        assert r["bound"] <= r["makespan"] and 0 <= r["gap"] < 1
+    assert rows[0]["paper_choice_makespan"] == rows[0]["makespan"]
