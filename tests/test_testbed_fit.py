@@ -11,13 +11,20 @@ import pytest
 from sjfbco import CostParams, InputError
 from sjfbco.calibration.cluster import SizedSteps, fit_cluster, fit_testbed, read_sized
 from sjfbco.calibration.cluster import predict as predict_steps
-from sjfbco.calibration.slowdown import Slowdowns, fit_slowdowns, predict, read_slowdowns
+from sjfbco.calibration.slowdown import (
+    Slowdowns,
+    fit_slowdowns,
+    pinning_hint,
+    predict,
+    read_slowdowns,
+)
 from sjfbco.commands.testbed import parse_kind
 from sjfbco.cost import interleaved, iteration_seconds
 from sjfbco.launch import launch_plan, schedule_of
 from sjfbco.testbed.measure import placements
 from sjfbco.testbed.replay import Execution, JobTimes, Spread, calibrated
 from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance, mixed_instance
+from sjfbco.workloads.paper import Preset
 
 DATA = Path(__file__).parent / "data"
 RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
@@ -144,6 +151,18 @@ def test_cluster_fit_recovers_a_fixed_latency_per_ring_step() -> None:
     off = fit_cluster(_sized(truth))
     assert "ring_step_seconds" not in off.params
     assert max(c["heldout_p90_rel_error"] for c in off.by_class()) > 0.01
+    # no latency in the rows: fitted at its bound 0 (the optimiser stops a hair above it),
+    # and the warning has a hint to give
+    zero = fit_cluster(_sized({**truth, "ring_step_seconds": 0.0}), ring_steps=True)
+    assert zero.values()["ring_step_seconds"] < 1e-6  # 1 microsecond: 1e-5 of its range
+    assert zero.params["ring_step_seconds"].status == "at_bound"
+    assert "one server" in pinning_hint("ring_step_seconds")
+    # into the preset, and through its JSON (cost block) and back
+    preset = fit_testbed([_sized(truth)], [], ring_steps=True).preset
+    assert preset.ring_step_seconds == pytest.approx(0.0034, rel=1e-3)
+    assert preset.to_dict()["cost"]["ring_step_seconds"] == preset.ring_step_seconds
+    assert Preset.from_dict(preset.to_dict()) == preset
+    assert fit_testbed([_sized(truth)], []).preset.ring_step_seconds == 0.0
 
 
 def test_ring_steps_refit_of_the_mixed_testbed_lowers_the_one_server_error() -> None:
