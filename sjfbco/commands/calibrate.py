@@ -225,6 +225,11 @@ def run(args: argparse.Namespace) -> int:
 
     _check_outputs(args)
     testbed = _testbed_files(args.measurements)
+    if args.ring_steps and (testbed is None or not testbed[0]):
+        raise InputError(
+            "--ring-steps: the fixed latency per ring step is fitted from sized step times "
+            "only (sjfbco testbed measure; docs/calibration.md)"
+        )
     if testbed is not None:
         return _run_testbed(args, *testbed)
     if args.folds < 2:
