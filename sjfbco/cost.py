@@ -233,7 +233,8 @@ def iteration_seconds(
     """Eq. 8 with the extensions: the one formula, on floats or numpy arrays (broadcast).
 
     ``comm = 2 m (w-1)/w / B + m (w-1)/w / C + xi2 n`` (plus
-    :func:`ring_steps_seconds` with ``cost.ring_latency > 0``) with ``B = b_intra``
+    :func:`ring_steps_seconds` with ``cost.ring_latency > 0``, and ``2 (w-1) lambda0``
+    with ``lambda0 = cost.ring_step_seconds > 0``, inside one server or across) with ``B = b_intra``
     for ``n == 1`` and ``b_inter / (f h)`` otherwise (``f = contention``, the
     degradation ``f(alpha, k)``, 1 without contention; ``h`` from
     :func:`sharing_factor`), and ``tau = combine(compute, comm, q)``
@@ -259,6 +260,8 @@ def iteration_seconds(
     comm = 2.0 * share * inv_b + share / gpu_speed + overhead(num_servers, cost)
     if cost.ring_latency > 0:
         comm = comm + ring_steps_seconds(gradient_mb, workers, cost)
+    if cost.ring_step_seconds > 0:  # a fixed latency per ring step: 2 (w - 1) lambda0
+        comm = comm + 2.0 * (workers - 1) * cost.ring_step_seconds
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
 
 

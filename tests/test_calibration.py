@@ -485,6 +485,15 @@ def test_sync_weight_refusals(
     assert message in err and err.count("\n") == 1
 
 
+def test_ring_steps_needs_sized_step_times(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # the Pollux-style step fit does not fit the fixed latency per ring step: refused, exit 2
+    path = synthetic_csv(tmp_path, "paper")
+    assert main(["calibrate", str(path), "--ring-steps"]) == 2
+    err = capsys.readouterr().err
+    assert "--ring-steps: the fixed latency per ring step is fitted from sized" in err
+    assert err.count("\n") == 1
+
+
 def test_placement_folds_are_grouped_and_seeded(tmp_path: Path) -> None:
     (rows,), _ = read_measurements(synthetic_csv(tmp_path, "paper"))
     folds = placement_folds(rows, 5, seed=3)

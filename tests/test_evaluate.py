@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -138,16 +139,25 @@ def _check_against_oracle(data: ProblemData, schedule: Schedule) -> None:
             evaluate(data, schedule, strict=True)
 
 
+def _with_step(case: tuple, lam0: float) -> tuple[ProblemData, Schedule]:
+    """The case with a fixed latency per ring step (``cost.ring_step_seconds``)."""
+    data, schedule = case
+    return replace(data, cost=replace(data.cost, ring_step_seconds=lam0)), schedule
+
+
+# lambda0: 0 (the paper's) and 3.4 ms per ring step (the testbed's one-server fit)
+@pytest.mark.parametrize("lam0", [0.0, 3.4e-3])
 @settings(max_examples=300)
 @given(instance_and_schedule(time_model="slotted"))
-def test_slotted_evaluator_matches_slot_by_slot_oracle(case: tuple) -> None:
-    _check_against_oracle(*case)
+def test_slotted_evaluator_matches_slot_by_slot_oracle(lam0: float, case: tuple) -> None:
+    _check_against_oracle(*_with_step(case, lam0))
 
 
+@pytest.mark.parametrize("lam0", [0.0, 3.4e-3])
 @settings(max_examples=300)
 @given(instance_and_schedule(time_model="continuous"))
-def test_continuous_evaluator_matches_event_oracle(case: tuple) -> None:
-    _check_against_oracle(*case)
+def test_continuous_evaluator_matches_event_oracle(lam0: float, case: tuple) -> None:
+    _check_against_oracle(*_with_step(case, lam0))
 
 
 @pytest.mark.parametrize("time_model", ["slotted", "continuous"])

@@ -9,20 +9,22 @@ from sjfbco import Cluster, CostParams, Job, ProblemData
 
 def extensions() -> st.SearchStrategy[dict[str, float]]:
     """Extended-form fields of ``CostParams``: overlap, sharing (``h <= 4``), interleave,
-    ring latency."""
+    ring latency, a fixed latency per ring step (at most 2 * 15 * 5 ms = 0.15 s)."""
     sharing = st.sampled_from([(0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.0, 1.0), (0.5, 0.5)])
     return st.builds(
-        lambda q, sr, w, lam: {
+        lambda q, sr, w, lam, lam0: {
             "overlap_exponent": q,
             "node_sharing": sr[0],
             "two_server_sharing": sr[1],
             "interleave": w,
             "ring_latency": lam,
+            "ring_step_seconds": lam0,
         },
         st.sampled_from([1.0, 1.0, 2.0, 8.0]),
         sharing,
         st.sampled_from([0.0, 0.0, 0.5, 1.0]),
         st.sampled_from([0.0, 0.0, 1e-4]),
+        st.sampled_from([0.0, 0.0, 0.005]),
     )
 
 
