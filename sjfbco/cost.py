@@ -233,8 +233,8 @@ def iteration_seconds(
     """Eq. 8 with the extensions: the one formula, on floats or numpy arrays (broadcast).
 
     ``comm = 2 m (w-1)/w / B + m (w-1)/w / C + xi2 n`` (plus
-    :func:`ring_steps_seconds` with ``cost.ring_latency > 0``, and ``2 (w-1) lambda0``
-    with ``lambda0 = cost.ring_step_seconds > 0``, inside one server or across) with ``B = b_intra``
+    :func:`ring_steps_seconds` with ``cost.ring_latency > 0``, and, for a job inside one
+    server, ``2 (w-1) lambda0`` with ``lambda0 = cost.intra_step_seconds > 0``) with ``B = b_intra``
     for ``n == 1`` and ``b_inter / (f h)`` otherwise (``f = contention``, the
     degradation ``f(alpha, k)``, 1 without contention; ``h`` from
     :func:`sharing_factor`), and ``tau = combine(compute, comm, q)``
@@ -260,8 +260,9 @@ def iteration_seconds(
     comm = 2.0 * share * inv_b + share / gpu_speed + overhead(num_servers, cost)
     if cost.ring_latency > 0:
         comm = comm + ring_steps_seconds(gradient_mb, workers, cost)
-    if cost.ring_step_seconds > 0:  # a fixed latency per ring step: 2 (w - 1) lambda0
-        comm = comm + 2.0 * (workers - 1) * cost.ring_step_seconds
+    if cost.intra_step_seconds > 0:  # a fixed latency per ring step inside one server
+        steps = 2.0 * (workers - 1) * cost.intra_step_seconds
+        comm = comm + _select(num_servers > 1, 0.0 * steps, steps)
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
 
 
@@ -570,8 +571,10 @@ def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     terms) the fewest servers win outright: one server avoids ``b_inter``
     altogether, and once split, ``tau`` grows only with ``xi2 * servers``; so
     only that ``n`` is tried. With ``cost.intra_sharing > 0`` a job alone on one
-    server exchanges at :func:`intra_bandwidth` of its own GPUs, which may be slower
-    than across servers, so every ``n`` from the fewest is tried.
+    server exchanges at :func:`intra_bandwidth` of its own GPUs, and with
+    ``cost.intra_step_seconds > 0`` it pays a latency per ring step that a split job
+    does not: either may be slower than across servers, so every ``n`` from the
+    fewest is tried.
     ``tests/test_cost.py`` checks the claim against every placement of small clusters.
     """
     w = job.num_gpus
@@ -582,7 +585,7 @@ def best_shape(job: Job, cluster: Cluster, cost: CostParams) -> Shape:
     last = n_min
     if n_min > 1 and (cost.node_sharing > 0 or cost.two_server_sharing > 0):
         last = min(w, cluster.num_servers)
-    if cost.intra_sharing > 0:  # one server is no longer surely the fastest
+    if cost.intra_sharing > 0 or cost.intra_step_seconds > 0:  # one server not surely fastest
         last = min(w, cluster.num_servers)
     best: Shape | None = None
     best_tau = math.inf

@@ -151,6 +151,6 @@ MAX_OVERLAP_EXPONENT = 50.0
 #: Largest ``cost.ring_latency``, s per MB and ring step (a 1,000 MB gradient over 16 GPUs
 #: would pay 30 s an iteration at it).
 MAX_RING_LATENCY = 1e-3
-#: Largest ``cost.ring_step_seconds``, s per ring step (a ring of 16 GPUs would pay 3 s an
+#: Largest ``cost.intra_step_seconds``, s per ring step (a ring of 16 GPUs would pay 3 s an
 #: iteration at it; the emulated testbed's one-server steps fit 3.4 ms, ``docs/model.md``).
-MAX_RING_STEP_SECONDS = 0.1
+MAX_INTRA_STEP_SECONDS = 0.1

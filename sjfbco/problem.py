@@ -27,11 +27,11 @@ from sjfbco.limits import (  # the value ranges live with the size limits
     MAX_BATCH_SIZE,
     MAX_GPUS_PER_SERVER,
     MAX_GRADIENT_MB,
+    MAX_INTRA_STEP_SECONDS,
     MAX_ITERATIONS,
     MAX_OVERLAP_EXPONENT,
     MAX_RHO_HAT,
     MAX_RING_LATENCY,
-    MAX_RING_STEP_SECONDS,
     MAX_SECONDS,
     MAX_SLOT,
     MAX_SLOT_SECONDS,
@@ -237,12 +237,14 @@ class CostParams:
         communication grows by ``2 (w - 1) m lambda`` (``lambda`` = per-step
         latency / bucket size; fitted to measured step times,
         ``docs/calibration.md``). 0 (default, the paper's): no such term.
-    ring_step_seconds
-        Extended form: ``lambda0``, a fixed latency in s per ring step whatever the
-        gradient's size, in [0, 0.1]: communication grows by ``2 (w - 1) lambda0``
-        for every job of ``w >= 2`` workers, inside one server or across servers
-        (synchronisation and wake-ups of each step, measured on the emulated
-        testbed, ``docs/model.md``). 0 (default, the paper's): no such term.
+    intra_step_seconds
+        Extended form: ``lambda0``, a fixed latency in s per ring step inside one
+        server, whatever the gradient's size, in [0, 0.1]: communication grows by
+        ``2 (w - 1) lambda0`` for every job of ``w >= 2`` workers on one server
+        (each step of a shared-memory all-reduce waits for a synchronisation and a
+        wake-up; measured on the emulated testbed, ``docs/model.md``). Across servers
+        the links pace the steps and no such term is added. 0 (default, the
+        paper's): no such term.
     traffic_weight
         Extended form: ``beta`` in [0, 1]; in a split job's contention count each
         *other* split job on a shared server weighs ``1 - beta + beta u`` instead of 1,
@@ -274,7 +276,7 @@ class CostParams:
     ring_latency: float = 0.0
     traffic_weight: float = 0.0
     intra_sharing: float = 0.0
-    ring_step_seconds: float = 0.0
+    intra_step_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         check_range(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -301,7 +303,7 @@ class CostParams:
         check_range(self.ring_latency, "cost.ring_latency", 0, MAX_RING_LATENCY)
         check_range(self.traffic_weight, "cost.traffic_weight", 0, 1)
         check_range(self.intra_sharing, "cost.intra_sharing", 0, 1)
-        check_range(self.ring_step_seconds, "cost.ring_step_seconds", 0, MAX_RING_STEP_SECONDS)
+        check_range(self.intra_step_seconds, "cost.intra_step_seconds", 0, MAX_INTRA_STEP_SECONDS)
 
     @property
     def neighbour_terms(self) -> bool:
@@ -334,7 +336,7 @@ EXTENSION_DEFAULTS: dict[str, float] = {
     "ring_latency": 0.0,
     "traffic_weight": 0.0,
     "intra_sharing": 0.0,
-    "ring_step_seconds": 0.0,
+    "intra_step_seconds": 0.0,
 }
 
 

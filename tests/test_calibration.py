@@ -485,12 +485,12 @@ def test_sync_weight_refusals(
     assert message in err and err.count("\n") == 1
 
 
-def test_ring_steps_needs_sized_step_times(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_intra_steps_needs_sized_step_times(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     # the Pollux-style step fit does not fit the fixed latency per ring step: refused, exit 2
     path = synthetic_csv(tmp_path, "paper")
-    assert main(["calibrate", str(path), "--ring-steps"]) == 2
+    assert main(["calibrate", str(path), "--intra-steps"]) == 2
     err = capsys.readouterr().err
-    assert "--ring-steps: the fixed latency per ring step is fitted from sized" in err
+    assert "--intra-steps: the fixed latency per ring step is fitted from sized" in err
     assert err.count("\n") == 1
 
 

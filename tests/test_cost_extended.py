@@ -93,15 +93,17 @@ def test_ring_latency_by_hand() -> None:
     assert "ring_latency" not in CostParams().to_dict()
 
 
-def test_ring_step_seconds_by_hand() -> None:
-    # lambda0 5 ms per ring step whatever the gradient: 4 workers -> 2 * 3 * 0.005 = 0.03 s
-    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.5, slot_seconds=10.0, ring_step_seconds=0.005)
-    # one server: the paper's 0.45 s + 0.03 = 0.48 (a step is a step inside one server too)
+def test_intra_step_seconds_by_hand() -> None:
+    # lambda0 5 ms per ring step inside one server, whatever the gradient: 4 workers ->
+    # 2 * 3 * 0.005 = 0.03 s
+    cost = CostParams(xi1=1.0, xi2=0.01, alpha=0.5, slot_seconds=10.0, intra_step_seconds=0.005)
+    # one server: the paper's 0.45 s + 0.03 = 0.48
     assert iteration_time(JOB4, 1, 0, CL, cost) == pytest.approx(0.48)
-    # split over 4 (1 each): 1.2 + 0.12 + 0.04 + 0.2 + 0.03 = 1.59
-    assert iteration_time(JOB4, 4, 1, CL, cost) == pytest.approx(1.59)
-    # contention slows the bandwidth terms only: p = 2, f = 2.5 -> 3.0 + 0.12 + 0.04 + 0.23
-    assert iteration_time(JOB4, 4, 2, CL, cost) == pytest.approx(3.39)
+    # split over 4 (1 each): no such latency across servers: 1.2 + 0.12 + 0.04 + 0.2 = 1.56
+    assert iteration_time(JOB4, 4, 1, CL, cost) == pytest.approx(1.56)
+    assert iteration_time(JOB4, 4, 2, CL, cost) == iteration_time(
+        JOB4, 4, 2, CL, replace(cost, intra_step_seconds=0.0)
+    )
     # 2 workers, 8 MB, one server: share 4 MB; ring 2 * 4 / 100 = 0.08, reduce 4 / 50 = 0.08,
     # + 0.01 + 0.2 + 2 * 1 * 0.005 = 0.38; a zero gradient still pays the step: 0.2 + 0.01 + 0.01
     two = Job("two", num_gpus=2, iterations=1, gradient_mb=8.0, compute_seconds=0.2)
@@ -113,14 +115,14 @@ def test_ring_step_seconds_by_hand() -> None:
     # beside the per-MB ring latency: 0.45 + 0.048 + 0.03 = 0.528
     both = replace(cost, ring_latency=0.001)
     assert iteration_time(JOB4, 1, 0, CL, both) == pytest.approx(0.528)
-    assert cost.extended and cost.to_dict()["ring_step_seconds"] == 0.005
-    assert "ring_step_seconds" not in CostParams().to_dict()
+    assert cost.extended and cost.to_dict()["intra_step_seconds"] == 0.005
+    assert "intra_step_seconds" not in CostParams().to_dict()
 
 
 def test_array_form_equals_the_scalar_form() -> None:
     both = CostParams(
         **{**EXT.to_dict(), "overlap_exponent": 3.0, "ring_latency": 1e-3},
-        ring_step_seconds=3.4e-3,
+        intra_step_seconds=3.4e-3,
     )
     n = np.array([1, 2, 2, 3, 4])
     g = np.array([4, 2, 3, 2, 1])
@@ -186,6 +188,12 @@ def test_best_shape_by_hand() -> None:
     assert fill_shape(JOB8, CL, Shape(3, 4)) == (4, 3, 1)
     with pytest.raises(ValueError, match="cannot take shape"):
         fill_shape(JOB8, CL, Shape(3, 2))  # at most 2 + 2 + 2 = 6 GPUs
+    # a latency per ring step inside one server only: 4 GPUs, no gradient, 50 ms a step.
+    # One server: 0.2 + 0.01 + 6 x 0.05 = 0.51 s; 2 + 2: 0.2 + 2 x 0.01 = 0.22 s: split wins
+    steps = replace(paper, intra_step_seconds=0.05)
+    light = Job("light", num_gpus=4, iterations=1, gradient_mb=0.0, compute_seconds=0.2)
+    assert best_shape(light, CL, steps) == Shape(2, 2)
+    assert best_iteration_time(light, CL, steps) == pytest.approx(0.22)
 
 
 def _placements(caps: tuple[int, ...], w: int) -> list[tuple[int, ...]]:
@@ -204,7 +212,7 @@ def _placements(caps: tuple[int, ...], w: int) -> list[tuple[int, ...]]:
             "node_sharing": st.sampled_from([0.0, 0.2, 1.0]),
             "two_server_sharing": st.sampled_from([0.0, 0.5, 1.0]),
             "ring_latency": st.sampled_from([0.0, 1e-3]),
-            "ring_step_seconds": st.sampled_from([0.0, 0.02]),
+            "intra_step_seconds": st.sampled_from([0.0, 0.02]),
             "intra_sharing": st.sampled_from([0.0, 0.0, 0.3, 1.0]),
         }
     ),
@@ -241,9 +249,9 @@ def test_best_shape_beats_every_placement(caps: tuple[int, ...], w: int, ext: di
         ("two_server_sharing", math.nan, "cost.two_server_sharing: must be a finite number"),
         ("ring_latency", -1e-6, r"cost.ring_latency: must be in \[0, 0.001\]"),
         ("ring_latency", 0.01, r"cost.ring_latency: must be in \[0, 0.001\]"),
-        ("ring_step_seconds", -1e-3, r"cost.ring_step_seconds: must be in \[0, 0.1\]"),
-        ("ring_step_seconds", 0.2, r"cost.ring_step_seconds: must be in \[0, 0.1\]"),
-        ("ring_step_seconds", math.inf, "cost.ring_step_seconds: must be a finite number"),
+        ("intra_step_seconds", -1e-3, r"cost.intra_step_seconds: must be in \[0, 0.1\]"),
+        ("intra_step_seconds", 0.2, r"cost.intra_step_seconds: must be in \[0, 0.1\]"),
+        ("intra_step_seconds", math.inf, "cost.intra_step_seconds: must be a finite number"),
     ],
 )
 def test_bad_extension_values_name_the_field(field: str, value: float, message: str) -> None:
@@ -254,12 +262,12 @@ def test_bad_extension_values_name_the_field(field: str, value: float, message: 
 def test_extended_cost_round_trips_through_json() -> None:
     both = CostParams(
         **{**EXT.to_dict(), "overlap_exponent": 2.5, "ring_latency": 2e-6},
-        ring_step_seconds=3.4e-3,
+        intra_step_seconds=3.4e-3,
     )
     data = ProblemData(CL, (JOB4, JOB8), both, name="ext")
     doc = data.to_dict()
     assert doc["cost"]["ring_latency"] == 2e-6
-    assert doc["cost"]["ring_step_seconds"] == 3.4e-3
+    assert doc["cost"]["intra_step_seconds"] == 3.4e-3
     assert doc["cost"]["overlap_exponent"] == 2.5
     assert doc["cost"]["node_sharing"] == 0.5
     assert doc["cost"]["two_server_sharing"] == 0.25

@@ -57,7 +57,7 @@ def test_every_count_equals_the_scalar_call(
         interleave=interleave,
         ring_latency=1e-3 * (interleave > 0),
         intra_sharing=intra,
-        ring_step_seconds=3.4e-3 * (node > 0),
+        intra_step_seconds=3.4e-3 * (node > 0),
     )
     ks = np.arange(1, cluster.num_gpus + 1)
     vector = best_iteration_times(JOB, cluster, cost, ks)

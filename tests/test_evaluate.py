@@ -140,9 +140,9 @@ def _check_against_oracle(data: ProblemData, schedule: Schedule) -> None:
 
 
 def _with_step(case: tuple, lam0: float) -> tuple[ProblemData, Schedule]:
-    """The case with a fixed latency per ring step (``cost.ring_step_seconds``)."""
+    """The case with a fixed latency per ring step (``cost.intra_step_seconds``)."""
     data, schedule = case
-    return replace(data, cost=replace(data.cost, ring_step_seconds=lam0)), schedule
+    return replace(data, cost=replace(data.cost, intra_step_seconds=lam0)), schedule
 
 
 # lambda0: 0 (the paper's) and 3.4 ms per ring step (the testbed's one-server fit)

@@ -18,7 +18,7 @@ def extensions() -> st.SearchStrategy[dict[str, float]]:
             "two_server_sharing": sr[1],
             "interleave": w,
             "ring_latency": lam,
-            "ring_step_seconds": lam0,
+            "intra_step_seconds": lam0,
         },
         st.sampled_from([1.0, 1.0, 2.0, 8.0]),
         sharing,

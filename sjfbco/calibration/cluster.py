@@ -14,12 +14,13 @@ step-time file without sizes only pins ratios of size to speed,
 ``p = 1``), with ``B = b_intra`` on one server and ``b_inter`` across servers,
 ``C`` pinned (the reduction is a memory copy, far below the links' time).
 Fitted: ``bandwidth_inter`` and ``bandwidth_intra`` (MB/s), ``xi2`` (s) and, asked
-for (``ring_steps=True``, ``sjfbco calibrate --ring-steps``), ``ring_step_seconds``
-(``lambda0``, s per ring step: the fixed latency of each of a ring's ``2 (w - 1)``
-steps, whatever the gradient's size; 0 otherwise), on relative residuals. It is off
-by default because on the bundled testbed step files it lowers the one-server rows'
-held-out error but raises the split rows' (``docs/calibration.md``, "A fixed latency
-per ring step"); it is fitted here only, not in the Pollux step fits of
+for (``intra_steps=True``, ``sjfbco calibrate --intra-steps``), ``intra_step_seconds``
+(``lambda0``, s per ring step inside one server: the fixed latency of each of a
+one-server ring's ``2 (w - 1)`` steps, whatever the gradient's size; 0 otherwise), on
+relative residuals. It is off by default so that presets written before it stay as
+they were (on the testbed's step files it lowers the held-out error of every file,
+``docs/calibration.md``, "A fixed latency per ring step inside one server"); it is
+fitted here only, not in the Pollux step fits of
 :mod:`sjfbco.calibration.fit`. Held-out figures leave one placement out at a time (every
 model's rows of it), and are reported by placement class (one server; servers
 used and GPUs per server). Each constant comes with a bootstrap
@@ -53,7 +54,7 @@ from sjfbco.calibration.slowdown import (
 )
 from sjfbco.cost import iteration_seconds
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_BANDWIDTH, MAX_RING_STEP_SECONDS, MIN_BANDWIDTH, CostParams
+from sjfbco.problem import MAX_BANDWIDTH, MAX_INTRA_STEP_SECONDS, MIN_BANDWIDTH, CostParams
 from sjfbco.workloads.models import Model
 from sjfbco.workloads.paper import Preset
 
@@ -67,12 +68,12 @@ SIZED_OPTIONAL: tuple[str, ...] = (
 #: The optional column stating the inter-server link's shaped (or nominal) rate, MB/s: a
 #: fitted ``bandwidth_inter`` above it contradicts the measurement (``docs/calibration.md``).
 LINK_COLUMN = "link_mb_per_s"
-NAMES: tuple[str, ...] = ("bandwidth_inter", "bandwidth_intra", "xi2", "ring_step_seconds")
+NAMES: tuple[str, ...] = ("bandwidth_inter", "bandwidth_intra", "xi2", "intra_step_seconds")
 BOUNDS: dict[str, tuple[float, float]] = {
     "bandwidth_inter": (MIN_BANDWIDTH, MAX_BANDWIDTH),
     "bandwidth_intra": (MIN_BANDWIDTH, MAX_BANDWIDTH),
     "xi2": (0.0, 1.0),
-    "ring_step_seconds": (0.0, MAX_RING_STEP_SECONDS),
+    "intra_step_seconds": (0.0, MAX_INTRA_STEP_SECONDS),
 }
 #: Ranges of the numbers of a row.
 RANGES: dict[str, tuple[float, float]] = {
@@ -171,11 +172,11 @@ LINK_RANGE = (MIN_BANDWIDTH, MAX_BANDWIDTH)
 
 def predict(params: dict[str, float], rows: SizedSteps) -> np.ndarray:
     """Predicted step times (s) of ``rows`` alone, by the cost model's formula
-    (``ring_step_seconds`` 0 when ``params`` has none)."""
+    (``intra_step_seconds`` 0 when ``params`` has none)."""
     cost = CostParams(
         xi2=params["xi2"],
         time_model="continuous",
-        ring_step_seconds=params.get("ring_step_seconds", 0.0),
+        intra_step_seconds=params.get("intra_step_seconds", 0.0),
     )
     out: np.ndarray = iteration_seconds(
         rows.compute, rows.gradient, rows.workers, rows.servers, rows.per_server,
@@ -193,7 +194,7 @@ def _loss(rows: SizedSteps) -> Callable[[dict[str, float]], np.ndarray]:
     return residuals
 
 
-def _fit(rows: SizedSteps, ring_steps: bool = False) -> dict[str, float]:
+def _fit(rows: SizedSteps, intra_steps: bool = False) -> dict[str, float]:
     # bandwidths in log space: they span orders of magnitude
     def unpack(x: np.ndarray) -> dict[str, float]:
         out = {
@@ -201,8 +202,8 @@ def _fit(rows: SizedSteps, ring_steps: bool = False) -> dict[str, float]:
             "bandwidth_intra": math.exp(x[1]),
             "xi2": float(x[2]),
         }
-        if ring_steps:
-            out["ring_step_seconds"] = float(x[3])
+        if intra_steps:
+            out["intra_step_seconds"] = float(x[3])
         return out
 
     loss = _loss(rows)
@@ -210,18 +211,18 @@ def _fit(rows: SizedSteps, ring_steps: bool = False) -> dict[str, float]:
     def residuals(x: np.ndarray) -> np.ndarray:
         return loss(unpack(x))
 
-    k = len(names_of(ring_steps))
+    k = len(names_of(intra_steps))
     lo = [math.log(MIN_BANDWIDTH), math.log(MIN_BANDWIDTH), 0.0, 0.0][:k]
-    hi = [math.log(MAX_BANDWIDTH), math.log(MAX_BANDWIDTH), 1.0, MAX_RING_STEP_SECONDS][:k]
+    hi = [math.log(MAX_BANDWIDTH), math.log(MAX_BANDWIDTH), 1.0, MAX_INTRA_STEP_SECONDS][:k]
     x0 = [math.log(100.0), math.log(1000.0), 0.001, 0.001][:k]
     sol = least_squares(residuals, x0, bounds=(lo, hi))
     return unpack(sol.x)
 
 
-def names_of(ring_steps: bool) -> tuple[str, ...]:
-    """The constants the sized-step fit fits: :data:`NAMES`, less ``ring_step_seconds``
-    unless ``ring_steps``."""
-    return NAMES if ring_steps else NAMES[:3]
+def names_of(intra_steps: bool) -> tuple[str, ...]:
+    """The constants the sized-step fit fits: :data:`NAMES`, less ``intra_step_seconds``
+    unless ``intra_steps``."""
+    return NAMES if intra_steps else NAMES[:3]
 
 
 def placement_class(rows: SizedSteps) -> np.ndarray:
@@ -296,27 +297,27 @@ def concat(parts: list[SizedSteps]) -> SizedSteps:
     return SizedSteps(source, *(np.concatenate([getattr(p, n) for p in parts]) for n in names))
 
 
-def fit_cluster(rows: SizedSteps, seed: int = 0, ring_steps: bool = False) -> ClusterReport:
+def fit_cluster(rows: SizedSteps, seed: int = 0, intra_steps: bool = False) -> ClusterReport:
     """Fit the links to ``rows``: constants with intervals, in-sample and held-out predictions.
 
-    ``ring_steps``: fit ``ring_step_seconds`` too (the module docstring says why it is off
+    ``intra_steps``: fit ``intra_step_seconds`` too (the module docstring says why it is off
     by default).
     """
-    names = names_of(ring_steps)
+    names = names_of(intra_steps)
     if len(rows) < len(names):
         raise InputError(f"{rows.source}: {len(rows)} rows cannot fit {len(names)} constants")
-    best = _fit(rows, ring_steps)
+    best = _fit(rows, intra_steps)
     predicted = predict(best, rows)
     heldout = np.array(predicted, dtype=float)
     for placement in set(rows.placement.tolist()):  # leave one placement out, every model
         mask = rows.placement == placement
         rest = rows.subset(~mask)
         if len(rest) >= len(names):
-            heldout[mask] = predict(_fit(rest, ring_steps), rows.subset(mask))
+            heldout[mask] = predict(_fit(rest, intra_steps), rows.subset(mask))
     limit = rows.link_limit()
     limits = None if limit is None else {"bandwidth_inter": (0.0, limit)}
     params = bootstrap(
-        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), ring_steps), _loss(rows),
+        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), intra_steps), _loss(rows),
         seed,
         limits=limits,
     )  # fmt: skip
@@ -359,7 +360,7 @@ def fit_testbed(
     slot_seconds: float = 1.0,
     seed: int = 0,
     forms: Sequence[str] = FORMS,
-    ring_steps: bool = False,
+    intra_steps: bool = False,
 ) -> TestbedFit:
     """One preset from sized step times (the links) and slowdowns (contention).
 
@@ -374,13 +375,13 @@ def fit_testbed(
     the split rows; ``intra`` rows give ``intra_sharing`` (0 without them); the models
     are the step files' job kinds with their known gradient and compute
     (``backward_seconds``, ``batch_size`` 1). Without slowdowns ``alpha`` is 0 and
-    ``xi1`` 1 (not measured: the report says so). ``ring_steps``: fit the fixed
+    ``xi1`` 1 (not measured: the report says so). ``intra_steps``: fit the fixed
     latency per ring step too (:func:`fit_cluster`; else it is 0).
     """
     if not sized:
         raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
     rows = concat(sized)
-    cluster = fit_cluster(rows, seed, ring_steps)
+    cluster = fit_cluster(rows, seed, intra_steps)
     unknown = sorted(set(forms) - set(FORMS))
     if unknown or not forms:
         raise InputError(f"forms: {unknown or 'none'}; known: {', '.join(FORMS)}")
@@ -424,7 +425,7 @@ def fit_testbed(
         interleave=cont.get("interleave", 0.0),
         traffic_weight=cont.get("traffic_weight", 0.0),
         intra_sharing=eta,
-        ring_step_seconds=links.get("ring_step_seconds", 0.0),
+        intra_step_seconds=links.get("intra_step_seconds", 0.0),
         models=tuple(models),
     )
     return TestbedFit(preset, cluster, reports, chosen, intra[0] if intra else None)

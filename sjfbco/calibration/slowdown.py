@@ -628,6 +628,6 @@ def pinning_hint(name: str) -> str:
         "bandwidth_inter": "step times of split placements (two or more servers)",
         "bandwidth_intra": "step times of several GPUs on one server",
         "xi2": "step times of one job on 1, 2 and 4 servers with the same GPUs",
-        "ring_step_seconds": "step times of jobs of small and large gradients on 2, 3 and 4 "
+        "intra_step_seconds": "step times of jobs of small and large gradients on 2, 3 and 4 "
         "GPUs of one server",
     }[name]

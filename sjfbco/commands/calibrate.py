@@ -77,10 +77,11 @@ def _add_fit_arguments(p: argparse.ArgumentParser) -> None:
         "compute term; 0: step times only, default; docs/calibration.md, 'The sync times')",
     )
     p.add_argument(
-        "--ring-steps",
+        "--intra-steps",
         action="store_true",
-        help="sized step files: fit a fixed latency per ring step (cost.ring_step_seconds) "
-        "beside the links and xi2 (default off: docs/calibration.md)",
+        help="sized step files: fit a fixed latency per ring step inside one server "
+        "(cost.intra_step_seconds) beside the links and xi2 (default off: "
+        "docs/calibration.md)",
     )
     p.add_argument(
         "--folds",
@@ -225,9 +226,9 @@ def run(args: argparse.Namespace) -> int:
 
     _check_outputs(args)
     testbed = _testbed_files(args.measurements)
-    if args.ring_steps and (testbed is None or not testbed[0]):
+    if args.intra_steps and (testbed is None or not testbed[0]):
         raise InputError(
-            "--ring-steps: the fixed latency per ring step is fitted from sized step times "
+            "--intra-steps: the fixed latency per ring step is fitted from sized step times "
             "only (sjfbco testbed measure; docs/calibration.md)"
         )
     if testbed is not None:
@@ -479,7 +480,9 @@ def _fit_testbed(
         if args.output is not None:
             raise InputError("-o: a preset needs sized step times (sjfbco testbed measure)")
         return [r.to_json() for r in reports], {k: c for r in reports for k, c in r.params.items()}
-    fit = fit_testbed(steps, slowdowns, name=args.name, seed=args.seed, ring_steps=args.ring_steps)
+    fit = fit_testbed(
+        steps, slowdowns, name=args.name, seed=args.seed, intra_steps=args.intra_steps
+    )
     docs = ([fit.cluster.to_json()] if fit.cluster else []) + [r.to_json() for r in fit.slowdowns]
     if args.output is not None:
         write_preset(

@@ -82,7 +82,7 @@ class Preset:
     traffic_weight, intra_sharing
         The extended form's neighbour terms (``docs/model.md`` section 2); 0 turns
         them off.
-    ring_step_seconds
+    intra_step_seconds
         The extended form's fixed latency per ring step (s); 0 turns it off.
     models
         The model table jobs are drawn from (default: Wang et al.'s,
@@ -106,7 +106,7 @@ class Preset:
     ring_latency: float = 0.0
     traffic_weight: float = 0.0
     intra_sharing: float = 0.0
-    ring_step_seconds: float = 0.0
+    intra_step_seconds: float = 0.0
     models: tuple[Model, ...] = MODELS
 
     def with_changes(
@@ -151,7 +151,7 @@ class Preset:
             ring_latency=self.ring_latency,
             traffic_weight=self.traffic_weight,
             intra_sharing=self.intra_sharing,
-            ring_step_seconds=self.ring_step_seconds,
+            intra_step_seconds=self.intra_step_seconds,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -229,7 +229,7 @@ class Preset:
             ring_latency=k.ring_latency,
             traffic_weight=k.traffic_weight,
             intra_sharing=k.intra_sharing,
-            ring_step_seconds=k.ring_step_seconds,
+            intra_step_seconds=k.intra_step_seconds,
             models=tuple(models),
         )
 
