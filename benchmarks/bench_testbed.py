@@ -7,8 +7,9 @@ Needs root, iproute2 and the ``testbed`` extra. Steps, each on a fresh emulated 
    of :data:`sjfbco.testbed.workload.KINDS`, fitted by ``sjfbco calibrate`` into a
    preset (written to ``--preset``, by default ``sjfbco/workloads/testbed.json``, the
    bundled ``testbed`` preset: the form with the lower held-out median among every
-   form), and the count-only forms alone into a second preset beside it (today's
-   model before issue 43, ``*.count-only.json``).
+   form, with the fixed latency per ring step inside one server), and the count-only
+   forms alone into a second preset beside it (today's model before issue 43, with the
+   same links, ``*.count-only.json``).
 2. Instances: ``--set uniform`` (:data:`INSTANCES`, issue 29: 8 to 16 jobs on 3 or 4
    servers of 2 to 4 GPUs; ``best``, ``sjf-bco``, ``ls``, ``ff``, ``rand``) and
    ``--set mixed`` (:data:`MIXED`, issue 43: every kind mixed on split placements;
@@ -136,9 +137,10 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
         [read_sized(folder / "steps.csv")],
         [read_slowdowns(folder / "contention.csv")],
     )
-    fit = fit_testbed(sized, slowdowns)
+    # with the fixed latency per ring step inside one server (docs/calibration.md)
+    fit = fit_testbed(sized, slowdowns, intra_steps=True)
     # today's model beside it: the form chosen among the count-only forms alone
-    count = fit_testbed(sized, slowdowns, forms=COUNT_ONLY)
+    count = fit_testbed(sized, slowdowns, forms=COUNT_ONLY, intra_steps=True)
     for chosen, path in ((fit, preset_path), (count, count_only_path(preset_path))):
         write_preset(
             chosen.preset,
