@@ -497,12 +497,14 @@ def _whole(
     part: Deadline,
     reserve: float,
     seed: int,
+    on_solution: Callable[[Candidate], None] | None = None,
 ) -> tuple[Candidate | None, Candidate | None]:
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
     with :func:`whole_hint`, on ``params.whole_workers`` workers: by ``part`` (its share of
     the run less the walk's ``reserve``), or ``params.whole_effort`` deterministic seconds
     without a limit. One worker searches the same way whatever its time, so a longer share finds
-    a schedule at least as good (the answer stays monotone in the limit). The hint and
+    a schedule at least as good (the answer stays monotone in the limit). Each solution
+    goes to ``on_solution`` as CP-SAT finds it, scored by the evaluator. The hint and
     what the model found (``None``: nothing)."""
     assert engine.best is not None
     if too_large(data):
@@ -526,6 +528,7 @@ def _whole(
                 deterministic=params.whole_effort if part.unlimited else None,
                 workers=params.whole_workers,
                 seed=seed,
+                on_solution=on_solution,
             )
     except ConfigurationError:  # the hand-out put a job above one slot per iteration
         return None, None
@@ -666,38 +669,54 @@ class Walk:
 
 def whole_step(data: ProblemData, params: BestParams, walk: Walk, seed: int) -> dict[str, Any]:
     """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
-    the deadline has come. Without a time limit (deterministic) its schedule joins the
-    walk and the walk starts from it; under one it joins the answer only. What it did
-    (``stats["whole"]``): the hint's makespan and the model's (``None``: none)."""
+    the deadline has come. Each solution CP-SAT finds joins the answer as it is found
+    (scored by the evaluator, :mod:`sjfbco.solvers.anytime`), so that the step never
+    holds the only copy of a schedule better than the incumbent and a stop at any moment
+    returns it. Without a time limit (deterministic) the step's final schedule also joins
+    the walk and the walk starts from it; under one the walk never sees it (monotone in
+    the limit). What it did (``stats["whole"]``): the hint's makespan, the model's
+    (``None``: none) and how many solutions CP-SAT reported."""
     engine, budget = walk.engine, walk.budget
     unlimited = budget.whole.unlimited
     if params.whole_share <= 0 or engine.done or budget.whole.expired():
-        return {"hint": None, "found": None}
+        return {"hint": None, "found": None, "solutions": 0}
     share = params.whole_share
     if data.num_jobs > params.whole_dense * data.cluster.num_servers:
         share /= 2  # many jobs per server: the model rarely improves its hint in time
     part = budget.deadline.share_of_limit(share)
-    hint, found = _whole(data, engine, params, part, budget.reserve, seed)
+    solutions = [0]
+
+    def joined(cand: Candidate) -> None:  # the answer, never the walk: it depends on time
+        solutions[0] += 1
+        engine.offer_outside(cand, "cp-sat (whole)")
+
+    hint, found = _whole(data, engine, params, part, budget.reserve, seed, joined)
     if found is not None and unlimited and engine.offer(found, "cp-sat (whole)"):
         walk.start = genome_of(found, data, walk.start.split)
-    elif found is not None and not unlimited:
-        engine.offer_outside(found, "cp-sat (whole)")
     return {
         "hint": None if hint is None else hint.makespan,
         "found": None if found is None else found.makespan,
+        "solutions": solutions[0],
     }
 
 
 class Reporter:
-    """Records each new answer of ``best`` (trajectory, log line, progress report)."""
+    """Records each new answer of ``best`` (trajectory, log line, progress report) and
+    each rise of its lower bound: the progress report
+    ``"best: makespan M, bound B (source)"`` carries both, so the display shows the
+    incumbent, the bound and their gap as they move (``sjfbco.commands.common``)."""
 
     def __init__(self, t0: float, time_limit: float | None):
         self.traj = Trajectory(t0)
         self.t0 = t0
         self.time_limit = time_limit
+        #: the best lower bound known (slots; ``None``: none yet) and the last answer
+        self.bound: float | None = None
+        self.last: tuple[Candidate, str] | None = None
 
     def __call__(self, cand: Candidate, source: str) -> None:
         self.traj.add(cand, source)
+        self.last = (cand, source)
         elapsed = time.perf_counter() - self.t0
         log.info(
             "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
@@ -706,7 +725,23 @@ class Reporter:
             source,
             elapsed,
         )
-        report(f"best: makespan {cand.makespan} ({source})", elapsed, self.time_limit, "s")
+        self._report()
+
+    def bound_moved(self, bound: float) -> None:
+        """The lower bound is now ``bound`` (slots): reported with the answer if it rose."""
+        if self.bound is not None and bound <= self.bound:
+            return
+        self.bound = bound
+        log.info("best: lower bound %g after %.2f s", bound, time.perf_counter() - self.t0)
+        self._report()
+
+    def _report(self) -> None:
+        if self.last is None:
+            return
+        cand, source = self.last
+        bound = "" if self.bound is None else f", bound {self.bound:g}"
+        elapsed = time.perf_counter() - self.t0
+        report(f"best: makespan {cand.makespan}{bound} ({source})", elapsed, self.time_limit, "s")
 
     def improvements(self) -> list[dict[str, Any]]:
         return [
@@ -726,6 +761,7 @@ def best_solve(
     reporter = Reporter(deadline.begun, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
+    reporter.bound_moved(bound)
     budget = Tally(deadline, params.iterations)
     engine = Engine(data, random.Random(seed), budget, bound, reporter)
     laps = Laps()
@@ -746,6 +782,7 @@ def best_solve(
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)
+    reporter.bound_moved(bound)
     laps.lap("bound")
     # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
     whole = whole_step(data, params, walk, seed)

@@ -35,23 +35,27 @@ import contextlib
 import contextvars
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from sjfbco import interrupt
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
+from sjfbco.solvers.anytime import Watch
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from ortools.sat.python import cp_model
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
+    from sjfbco.solvers.anytime import Values
     from sjfbco.solvers.sgs import Candidate
+
+R = TypeVar("R")
 
 #: At most this many split patterns per job (fewest servers first).
 MAX_PATTERNS = 24
@@ -246,10 +250,13 @@ def solve_within(
     *,
     workers: int,
     seed: int,
+    watch: Watch[Any] | None = None,
 ) -> cp_model.CpSolver | None:
     """Solve ``model`` with CP-SAT by ``deadline`` (``None``: none) and within
     ``deterministic`` seconds of deterministic time; the solver when it found a solution,
-    ``None`` when it found none or less than the least useful slice was left."""
+    ``None`` when it found none or less than the least useful slice was left. A ``watch``
+    (:class:`~sjfbco.solvers.anytime.Watch`) gets each solution as CP-SAT finds it and,
+    before this returns, the final one (:meth:`~sjfbco.solvers.anytime.Watch.finish`)."""
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
@@ -264,8 +271,56 @@ def solve_within(
     seconds = None if deadline is None else deadline.seconds()
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
-    status = interrupt.solve_cp(solver, model)
-    return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    if watch is None:
+        status = interrupt.solve_cp(solver, model)
+    else:
+        status = interrupt.solve_cp(solver, model, watch.callback(), watch.poll)
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    if watch is not None:
+        watch.finish(solver if found else None)
+    return solver if found else None
+
+
+def solve_scored(
+    model: cp_model.CpModel,
+    read: Callable[[Values], R],
+    score: Callable[[R], Candidate],
+    deadline: Deadline | None,
+    deterministic: float | None,
+    *,
+    workers: int,
+    seed: int,
+    on_solution: Callable[[Candidate], None] | None = None,
+) -> Candidate | None:
+    """:func:`solve_within`; its final solution, read by ``read`` and scored by ``score``
+    (``None``: none).
+    With ``on_solution``, every solution CP-SAT finds is read, scored and handed to it as
+    it comes (:class:`~sjfbco.solvers.anytime.Watch`; the final one too, before this
+    returns), and the search also stops when ``deadline``'s stop test turns true. Without a
+    time limit every solution is handed on, in order (a run with ``iterations`` repeats
+    exactly); under one a solution still waiting when a later one comes is passed over."""
+    if on_solution is None:
+        solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
+        return None if solver is None else score(read(solver))
+    last: list[Candidate] = []
+
+    def take(raw: R) -> None:
+        cand = score(raw)
+        last[:] = [cand]
+        on_solution(cand)
+
+    if deadline is None or deadline.unlimited:  # a run that must repeat: every solution
+        watch = Watch(
+            read, take, stop=_never if deadline is None else deadline.interrupted, every=True
+        )
+    else:
+        watch = Watch(read, take, stop=deadline.interrupted)
+    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed, watch=watch)
+    return last[0] if solver is not None and last else None
+
+
+def _never() -> bool:
+    return False
 
 
 #: Most server x slot cells (8 bytes each: 80 MB) :func:`retime` lays a plan out on;
@@ -338,6 +393,7 @@ def repack(
     deterministic: float,
     seed: int = 0,
     split: bool = True,
+    on_solution: Callable[[Candidate], None] | None = None,
 ) -> Candidate | None:
     """Re-pack the jobs that lie on ``servers`` (see the module docstring).
 
@@ -359,6 +415,9 @@ def repack(
     split
         Offer split modes to every job of two or more GPUs (jobs that no chosen
         server holds get them anyway).
+    on_solution
+        Called with each solution as CP-SAT finds it, scored by the evaluator
+        (:func:`solve_scored`).
 
     Returns
     -------
@@ -380,15 +439,22 @@ def repack(
         return None
     blocks = _frozen_blocks(base, frozen, parts_of, chosen)
     model, packing = _model(data, base, free, modes, parts_of, blocks)
-    solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
-    if solver is None:
-        return None
-    plan: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
+    fixed: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
     for j in frozen:
-        plan[j] = (round(base.began[j]), base.end[j], parts_of[j])
-    for j in free:
-        plan[j] = chosen_mode(solver, packing.choice[j], modes[j], packing.start[j])
-    return hand_out(data, plan, list(base.rank))
+        fixed[j] = (round(base.began[j]), base.end[j], parts_of[j])
+
+    def read(values: Values) -> list[StartPlan]:
+        plan = list(fixed)
+        for j in free:
+            plan[j] = chosen_mode(values, packing.choice[j], modes[j], packing.start[j])
+        return plan
+
+    def score(plan: list[StartPlan]) -> Candidate:
+        return hand_out(data, plan, list(base.rank))
+
+    return solve_scored(
+        model, read, score, deadline, deterministic, workers=1, seed=seed, on_solution=on_solution
+    )
 
 
 def _model(
@@ -472,12 +538,13 @@ def _frozen_blocks(
 
 
 def chosen_mode(
-    solver: cp_model.CpSolver,
+    solver: Values,
     lits: Sequence[cp_model.IntVar],
     modes: Sequence[tuple[ServerGpus, int]],
     start: cp_model.IntVar,
 ) -> StartPlan:
-    """A job's plan entry from the solution: its start, end and the mode chosen."""
+    """A job's plan entry from the solution (the solver's, or a callback's while it
+    searches): its start, end and the mode chosen."""
     m = next(m for m, lit in enumerate(lits) if solver.boolean_value(lit))
     pattern, w = modes[m]
     t = int(solver.value(start))

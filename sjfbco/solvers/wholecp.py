@@ -43,16 +43,17 @@ from sjfbco.solvers.cprepack import (
     chosen_mode,
     mode_slots,
     server_subsets,
-    solve_within,
+    solve_scored,
     split_patterns,
 )
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
+    from sjfbco.solvers.anytime import Values
     from sjfbco.solvers.sgs import Candidate
 
 #: Jobs x servers above which the model is not built (each pair is an optional interval;
@@ -80,6 +81,7 @@ def whole_pack(
     workers: int = 1,
     seed: int = 0,
     split: Split = "all",
+    on_solution: Callable[[Candidate], None] | None = None,
 ) -> Candidate | None:
     """Solve the model of the module docstring, hinted with ``base``; the evaluated result.
 
@@ -99,6 +101,10 @@ def whole_pack(
     split
         The split modes of a job no server holds whole: ``"all"`` or ``"filled"``
         (module docstring).
+    on_solution
+        Called with each solution CP-SAT finds, scored by the evaluator, as it finds it
+        (in CP-SAT's thread or the caller's: :mod:`sjfbco.solvers.anytime`), the last
+        one before this returns; ``deadline``'s stop test then also ends the search.
 
     Returns
     -------
@@ -128,13 +134,23 @@ def whole_pack(
         *(job.arrival + min(w for _, w in modes[j]) for j, job in enumerate(data.jobs)),
     )
     model, jobs = _model(data, base, modes, horizon)
-    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
-    if solver is None:
-        return None
-    plan: list[StartPlan] = [
-        chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
-    ]
-    return hand_out(data, plan, [float(p[0]) for p in plan])
+
+    def read(values: Values) -> list[StartPlan]:
+        return [chosen_mode(values, lits, modes[j], t) for j, (t, _, lits) in enumerate(jobs)]
+
+    def score(plan: list[StartPlan]) -> Candidate:
+        return hand_out(data, plan, [float(p[0]) for p in plan])
+
+    return solve_scored(
+        model,
+        read,
+        score,
+        deadline,
+        deterministic,
+        workers=workers,
+        seed=seed,
+        on_solution=on_solution,
+    )
 
 
 def _model(
