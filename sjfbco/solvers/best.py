@@ -59,6 +59,8 @@ from sjfbco.bounds.cutting_stock import cutting_stock_bound
 from sjfbco.bounds.packing import packing_bounds
 from sjfbco.clock import MIN_SLICE, Deadline
 from sjfbco.cost import ConfigurationError
+from sjfbco.errors import InputError
+from sjfbco.knobs import UNTUNED, knob
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
@@ -76,6 +78,7 @@ from sjfbco.solvers.exact.phases import (
     run_phases,
 )
 from sjfbco.solvers.exact.state import Run
+from sjfbco.solvers.lns import lns_move
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Tally, Trajectory
 from sjfbco.solvers.servers import ServerSearch, server_search
@@ -174,6 +177,21 @@ class BestParams:
         construction whose estimated cost does not fit in what is left of it is
         skipped (``stats["portfolio_skipped"]``), SJF-BCO stops between its passes
         at its end (:mod:`sjfbco.solvers.portfolio`), and the search gets the rest.
+    lns_moves
+        Large-neighbourhood moves per round (:mod:`sjfbco.solvers.lns`: a start window,
+        the tail or a server set destroyed, repaired by CP-SAT), after the CP-SAT
+        re-packings (0: none); each counts one candidate.
+    lns_jobs
+        About how many jobs a large-neighbourhood move frees.
+    lns_effort
+        CP-SAT's deterministic time limit per large-neighbourhood repair (deterministic
+        for the reason ``cp_effort`` is).
+    whole_walk
+        Under a time limit, run the whole-instance model as without one: for
+        ``whole_effort`` deterministic seconds (cut only by the deadline), its schedule
+        joining the walk, which goes on from it; ``False``: ``whole_share`` of the clock,
+        its schedule joining the answer only. Both keep ``best`` monotone in its limit
+        (``docs/algorithms.md``).
     """
 
     iterations: int | None = None
@@ -195,6 +213,10 @@ class BestParams:
     serial_limit: int = 250_000
     portfolio_limit: int = 5_000
     portfolio_share: float = 0.3
+    lns_moves: int = knob(0, UNTUNED)
+    lns_jobs: int = knob(40, UNTUNED)
+    lns_effort: float = knob(0.5, UNTUNED)
+    whole_walk: bool = knob(False, UNTUNED)
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -225,6 +247,15 @@ class BestParams:
             "whole_share", self.whole_share, "in [0, 1 - bound_share)", lambda v: 0 <= v < 1 - share
         )
         check_number("whole_effort", self.whole_effort, "> 0", lambda v: v > 0)
+        check_number(
+            "lns_moves", self.lns_moves, "an integer >= 0", lambda v: isinstance(v, int) and v >= 0
+        )
+        check_count("lns_jobs", self.lns_jobs)
+        check_number("lns_effort", self.lns_effort, "> 0", lambda v: v > 0)
+        if not isinstance(self.whole_walk, bool):
+            raise InputError(
+                f"parameter whole_walk: must be true or false, got {self.whole_walk!r}"
+            )
 
 
 def cp_move(
@@ -498,12 +529,14 @@ def _whole(
     reserve: float,
     seed: int,
     on_solution: Callable[[Candidate], None] | None = None,
+    walked: bool = False,
 ) -> tuple[Candidate | None, Candidate | None]:
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
     with :func:`whole_hint`, on ``params.whole_workers`` workers: by ``part`` (its share of
     the run less the walk's ``reserve``), or ``params.whole_effort`` deterministic seconds
-    without a limit. One worker searches the same way whatever its time, so a longer share finds
-    a schedule at least as good (the answer stays monotone in the limit). Each solution
+    without a limit or when ``walked``. One worker searches the same way whatever its time, so a
+    longer share finds a schedule at least as good (the answer stays monotone in the limit).
+    Each solution
     goes to ``on_solution`` as CP-SAT finds it, scored by the evaluator. The hint and
     what the model found (``None``: nothing)."""
     assert engine.best is not None
@@ -525,7 +558,7 @@ def _whole(
                 data,
                 hint,
                 deadline=part,
-                deterministic=params.whole_effort if part.unlimited else None,
+                deterministic=params.whole_effort if part.unlimited or walked else None,
                 workers=params.whole_workers,
                 seed=seed,
                 on_solution=on_solution,
@@ -549,7 +582,7 @@ class Laps:
 
 
 #: The phases of ``best``, as ``stats["phase_seconds"]`` lists them.
-PHASES = ("portfolio", "bound", "global", "servers", "cp-sat", "whole")
+PHASES = ("portfolio", "bound", "global", "servers", "cp-sat", "whole", "lns")
 
 
 class Walk:
@@ -598,6 +631,7 @@ class Walk:
             if not servers:
                 continue
             self.cp_phase()
+            self.lns_phase()
 
     def global_phase(self) -> bool:
         """Late-acceptance hill climbing from the incumbent's genome; whether to go on."""
@@ -666,32 +700,60 @@ class Walk:
                 engine.best_genome = genome_of(found, self.data, self.start.split)
         self.laps.lap("cp-sat")
 
+    def lns_phase(self) -> None:
+        """``lns_moves`` large-neighbourhood moves (:mod:`sjfbco.solvers.lns`) from the
+        incumbent, each accepted when the evaluator finds it better."""
+        engine, budget, params = self.engine, self.budget, self.params
+        for _ in range(params.lns_moves):
+            if engine.done or budget.stopped_by is not None or not budget.spend():
+                break
+            assert engine.best is not None
+            part = budget.part().reserve(budget.reserve)  # less the model's set-up
+            try:
+                kind, found = lns_move(
+                    self.data,
+                    engine.best,
+                    engine.rng,
+                    jobs=params.lns_jobs,
+                    effort=params.lns_effort,
+                    deadline=part,
+                )
+            except ConfigurationError:  # the repair put a job above one slot per iteration
+                continue
+            if found is not None and engine.offer(found, f"search (lns {kind})"):
+                engine.best_genome = genome_of(found, self.data, self.start.split)
+        self.laps.lap("lns")
+
 
 def whole_step(data: ProblemData, params: BestParams, walk: Walk, seed: int) -> dict[str, Any]:
     """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
     the deadline has come. Each solution CP-SAT finds joins the answer as it is found
     (scored by the evaluator, :mod:`sjfbco.solvers.anytime`), so that the step never
     holds the only copy of a schedule better than the incumbent and a stop at any moment
-    returns it. Without a time limit (deterministic) the step's final schedule also joins
-    the walk and the walk starts from it; under one the walk never sees it (monotone in
-    the limit). What it did (``stats["whole"]``): the hint's makespan, the model's
+    returns it. Without a time limit (deterministic), or with ``whole_walk``, the step runs
+    ``whole_effort`` deterministic seconds (cut only by the deadline), its final schedule
+    also joins the walk and the walk starts from it: a longer limit goes further along
+    the same search, and once the step ends within the limit the walk after it is the same
+    for every longer limit (a step cut by the deadline ends the run). Otherwise it has
+    ``whole_share`` of the clock and the walk never sees it. Both keep ``best`` monotone in
+    its limit. What it did (``stats["whole"]``): the hint's makespan, the model's
     (``None``: none) and how many solutions CP-SAT reported."""
     engine, budget = walk.engine, walk.budget
-    unlimited = budget.whole.unlimited
+    walked = budget.whole.unlimited or params.whole_walk
     if params.whole_share <= 0 or engine.done or budget.whole.expired():
         return {"hint": None, "found": None, "solutions": 0}
     share = params.whole_share
     if data.num_jobs > params.whole_dense * data.cluster.num_servers:
         share /= 2  # many jobs per server: the model rarely improves its hint in time
-    part = budget.deadline.share_of_limit(share)
+    part = budget.deadline if walked else budget.deadline.share_of_limit(share)
     solutions = [0]
 
     def joined(cand: Candidate) -> None:  # the answer, never the walk: it depends on time
         solutions[0] += 1
         engine.offer_outside(cand, "cp-sat (whole)")
 
-    hint, found = _whole(data, engine, params, part, budget.reserve, seed, joined)
-    if found is not None and unlimited and engine.offer(found, "cp-sat (whole)"):
+    hint, found = _whole(data, engine, params, part, budget.reserve, seed, joined, walked)
+    if found is not None and walked and engine.offer(found, "cp-sat (whole)"):
         walk.start = genome_of(found, data, walk.start.split)
     return {
         "hint": None if hint is None else hint.makespan,

@@ -394,8 +394,10 @@ def repack(
     seed: int = 0,
     split: bool = True,
     on_solution: Callable[[Candidate], None] | None = None,
+    free: Sequence[int] | None = None,
 ) -> Candidate | None:
-    """Re-pack the jobs that lie on ``servers`` (see the module docstring).
+    """Re-pack the jobs that lie on ``servers`` (see the module docstring), or the jobs
+    ``free`` on ``servers``.
 
     Parameters
     ----------
@@ -404,7 +406,7 @@ def repack(
     base
         The evaluated schedule to improve.
     servers
-        The chosen servers.
+        The chosen servers: where the freed jobs may go.
     deadline
         The :class:`~sjfbco.clock.Deadline` by which CP-SAT must stop (``None``: none);
         the time building the model counts.
@@ -418,6 +420,12 @@ def repack(
     on_solution
         Called with each solution as CP-SAT finds it, scored by the evaluator
         (:func:`solve_scored`).
+    free
+        The jobs to free (``None``: every job that lies on ``servers`` only). Any set will
+        do: the frozen jobs keep their servers, GPU counts and start slots, so the module
+        docstring's argument holds (a freed job's old place, on ``servers`` or not, is
+        simply left empty); the large-neighbourhood moves of :mod:`sjfbco.solvers.lns`
+        free a start window or the tail with every server chosen.
 
     Returns
     -------
@@ -430,10 +438,12 @@ def repack(
     if any(abs(b - round(b)) > EPS for b in base.began):
         return None
     parts_of = server_parts(data, base)
-    free = [j for j in range(data.num_jobs) if all(s in chosen for s, _ in parts_of[j])]
+    if free is None:
+        free = [j for j in range(data.num_jobs) if all(s in chosen for s, _ in parts_of[j])]
     if not free:
         return None
-    frozen = [j for j in range(data.num_jobs) if j not in set(free)]
+    freed = set(free)
+    frozen = [j for j in range(data.num_jobs) if j not in freed]
     modes = _free_modes(data, free, chosen, split)
     if modes is None:  # pragma: no cover - the jobs lay on these servers, so a mode fits
         return None
