@@ -71,6 +71,20 @@ def test_the_tail_repair_finds_the_optimum_by_hand() -> None:
     assert sorted(zip(found.end[3:], found.began[3:], strict=True)) == [(7, 1), (7, 2), (7, 3)]
 
 
+def test_shifting_the_kept_jobs_closes_the_hole_a_freed_job_leaves() -> None:
+    """Job 2 (3 slots) freed from server 2, where job 5 (6 slots) waits for it until 3. In
+    place, job 5 still ends at 3 + 6 = 9 whatever job 2 does. Shifted, job 5 starts at 0
+    on server 2 (ends 6) and job 2 goes after jobs 0 and 3 on server 0 (1 + 4 + 3 = 8;
+    after job 5: 9; after jobs 1 and 4: 10): 8."""
+    data, order = _line()
+    base = serial_sgs(data, order)
+    kept = repack(data, base, [0, 1, 2], deadline=None, deterministic=2.0, free=[2])
+    moved = repack(data, base, [0, 1, 2], deadline=None, deterministic=2.0, free=[2], shift=True)
+    assert kept is not None and kept.makespan == 9
+    assert moved is not None and moved.makespan == 8
+    assert moved.began[5] == 0 and server_parts(data, moved)[5] == [(2, 1)]  # kept its server
+
+
 def test_a_move_is_a_function_of_its_random_source() -> None:
     data, order = _line()
     base = serial_sgs(data, order)
@@ -87,20 +101,27 @@ def test_a_move_is_a_function_of_its_random_source() -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(instances(time_model="slotted", max_jobs=7), st.integers(0, 1000), st.sampled_from(DESTROYS))
+@given(
+    instances(time_model="slotted", max_jobs=7),
+    st.integers(0, 1000),
+    st.sampled_from(DESTROYS),
+    st.booleans(),
+)
 def test_a_repair_is_the_evaluators_and_keeps_the_frozen_jobs(
-    data: ProblemData, seed: int, kind: str
+    data: ProblemData, seed: int, kind: str, shift: bool
 ) -> None:
     """Whatever the destroy: the repaired schedule's figures are the evaluator's, each
-    freed job starts at its planned slot, each frozen job keeps its servers, GPU counts
-    and start, and no job ends later than the frozen jobs allow (the model's argument in
-    ``cprepack``)."""
+    freed job starts at its planned slot, each other job keeps its servers and GPU counts
+    and (in place) its start, never ending later (the model's argument in ``cprepack``);
+    shifted, every job starts at its planned slot."""
     rng = random.Random(seed)
     base = parallel_sgs(data, rng.sample(range(data.num_jobs), data.num_jobs))
     jobs = rng.randint(1, max(1, data.num_jobs))
     free, servers = destroy(data, base, kind, jobs, random.Random(seed))  # type: ignore[arg-type]
     assert set(free) <= set(range(data.num_jobs))
-    cand = repack(data, base, servers, deadline=None, deterministic=1.0, seed=seed, free=free)
+    cand = repack(
+        data, base, servers, deadline=None, deterministic=1.0, seed=seed, free=free, shift=shift
+    )
     if cand is None:
         assert not free
         return
@@ -108,10 +129,12 @@ def test_a_repair_is_the_evaluators_and_keeps_the_frozen_jobs(
     assert ev.makespan == cand.makespan
     before, after = server_parts(data, base), server_parts(data, cand)
     for j in range(data.num_jobs):
-        if j in free:
+        if j in free or shift:
             assert cand.began[j] == cand.start[j]
-        else:
-            assert after[j] == before[j] and cand.began[j] == base.began[j]
+        if j not in free:
+            assert after[j] == before[j]
+        if j not in free and not shift:
+            assert cand.began[j] == base.began[j]
             assert cand.end[j] <= base.end[j] + 1e-9  # a frozen split job never slows down
 
 
@@ -144,6 +167,7 @@ def test_best_with_lns_is_monotone_in_its_iterations() -> None:
 
 
 def test_lns_parameters_are_checked() -> None:
-    for bad in ({"lns_moves": -1}, {"lns_jobs": 0}, {"lns_effort": 0}, {"whole_walk": 1}):
+    bad_ones = [{"lns_moves": -1}, {"lns_jobs": 0}, {"lns_effort": 0}]
+    for bad in [*bad_ones, {"whole_walk": 1}, {"lns_shift": "no"}]:
         with pytest.raises(InputError, match=f"parameter {next(iter(bad))}: must be"):
             BestParams(**bad)  # type: ignore[arg-type]

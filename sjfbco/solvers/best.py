@@ -186,6 +186,9 @@ class BestParams:
     lns_effort
         CP-SAT's deterministic time limit per large-neighbourhood repair (deterministic
         for the reason ``cp_effort`` is).
+    lns_shift
+        The jobs a large-neighbourhood move does not free keep their servers but may move
+        in time (``True``), or stay at their start slots too.
     whole_walk
         Under a time limit, run the whole-instance model as without one: for
         ``whole_effort`` deterministic seconds (cut only by the deadline), its schedule
@@ -216,6 +219,7 @@ class BestParams:
     lns_moves: int = knob(0, UNTUNED)
     lns_jobs: int = knob(40, UNTUNED)
     lns_effort: float = knob(0.5, UNTUNED)
+    lns_shift: bool = knob(True, UNTUNED)
     whole_walk: bool = knob(False, UNTUNED)
 
     def __post_init__(self) -> None:
@@ -252,10 +256,11 @@ class BestParams:
         )
         check_count("lns_jobs", self.lns_jobs)
         check_number("lns_effort", self.lns_effort, "> 0", lambda v: v > 0)
-        if not isinstance(self.whole_walk, bool):
-            raise InputError(
-                f"parameter whole_walk: must be true or false, got {self.whole_walk!r}"
-            )
+        for name in ("whole_walk", "lns_shift"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(
+                    f"parameter {name}: must be true or false, got {getattr(self, name)!r}"
+                )
 
 
 def cp_move(
@@ -717,6 +722,7 @@ class Walk:
                     jobs=params.lns_jobs,
                     effort=params.lns_effort,
                     deadline=part,
+                    shift=params.lns_shift,
                 )
             except ConfigurationError:  # the repair put a job above one slot per iteration
                 continue

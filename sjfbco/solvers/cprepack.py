@@ -395,6 +395,7 @@ def repack(
     split: bool = True,
     on_solution: Callable[[Candidate], None] | None = None,
     free: Sequence[int] | None = None,
+    shift: bool = False,
 ) -> Candidate | None:
     """Re-pack the jobs that lie on ``servers`` (see the module docstring), or the jobs
     ``free`` on ``servers``.
@@ -426,6 +427,12 @@ def repack(
         docstring's argument holds (a freed job's old place, on ``servers`` or not, is
         simply left empty); the large-neighbourhood moves of :mod:`sjfbco.solvers.lns`
         free a start window or the tail with every server chosen.
+    shift
+        The other jobs keep their servers and GPU counts but not their start slots: each
+        is a job of the model with its one mode (its run time alone there, split ones in
+        the servers' no-overlap like every split run), so the model may move them in time
+        (close the holes the freed jobs leave). Every job then runs at contention 1, and
+        the module docstring's argument holds for all of them.
 
     Returns
     -------
@@ -447,6 +454,14 @@ def repack(
     modes = _free_modes(data, free, chosen, split)
     if modes is None:  # pragma: no cover - the jobs lay on these servers, so a mode fits
         return None
+    if shift:  # the rest keep their modes, not their slots: jobs of the model too
+        for j in frozen:
+            w = mode_slots(data, j, parts_of[j])
+            if w is None:  # pragma: no cover - the job ran there
+                return None
+            modes[j] = [(tuple(parts_of[j]), w)]
+        free, frozen = [*free, *frozen], []
+        chosen = sorted({*chosen, *(s for j in free for s, _ in parts_of[j])})
     blocks = _frozen_blocks(base, frozen, parts_of, chosen)
     model, packing = _model(data, base, free, modes, parts_of, blocks)
     fixed: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs

@@ -1,8 +1,9 @@
 """Large-neighbourhood search for ``best``: destroy a part of a schedule, repair it exactly
 with CP-SAT, accept by the evaluator (issue 44 item 2).
 
-A move frees about ``jobs`` jobs of an evaluated schedule and keeps the rest where they
-are (servers, GPU counts and start slots): one of three *destroys*, chosen at random,
+A move frees about ``jobs`` jobs of an evaluated schedule and keeps the rest on their
+servers with their GPU counts, at their start slots or (``shift``, the default) free to
+move in time: one of three *destroys*, chosen at random,
 
 - ``window``: the jobs that start in a window of the schedule (about ``jobs`` jobs
   consecutive in start order, from a random one on), so that a crowded stretch can be
@@ -86,12 +87,14 @@ def lns_move(
     jobs: int,
     effort: float,
     deadline: Deadline,
+    shift: bool = True,
     on_solution: Callable[[Candidate], None] | None = None,
 ) -> tuple[Destroy, Candidate | None]:
     """One move from ``base``: a destroy drawn from ``rng`` (:data:`DESTROYS`), repaired by
-    CP-SAT in ``effort`` deterministic seconds or by ``deadline``. The destroy and the
-    repaired schedule, scored by the evaluator (``None``: CP-SAT found none in time, or a
-    start of ``base`` is not a whole slot)."""
+    CP-SAT in ``effort`` deterministic seconds or by ``deadline``; with ``shift`` the
+    jobs not freed keep their servers but may move in time (``repack``'s ``shift``). The
+    destroy and the repaired schedule, scored by the evaluator (``None``: CP-SAT found
+    none in time, or a start of ``base`` is not a whole slot)."""
     kind = rng.choice(DESTROYS)
     free, servers = destroy(data, base, kind, jobs, rng)
     seed = rng.randrange(2**31)
@@ -105,5 +108,6 @@ def lns_move(
         deterministic=effort,
         seed=seed,
         free=free,
+        shift=shift,
         on_solution=on_solution,
     )
