@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import threading
 import time
@@ -220,6 +221,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.quick:
         configs = dict(list(configs.items())[:2])
     instances = [(n, s) for n in servers for s in seeds]
+    if threading.current_thread() is threading.main_thread():
+        # a job started in the background of a shell ignores SIGINT, and solve() then
+        # leaves Ctrl-C alone (sjfbco.interrupt.catching): the stops need Python's handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     out: dict[str, Any] = {"load_at_start": load()}
     if "mix" in args.part and args.iterations is not None:
         its = {name: {"iterations": args.iterations, **p} for name, p in configs.items()}

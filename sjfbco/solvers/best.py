@@ -19,8 +19,9 @@
    makespan equal to the bound is optimal and ends the run.
    Then the whole instance in one CP-SAT model without splits
    (:mod:`sjfbco.solvers.wholecp`, ``whole_share`` of the limit), hinted with the
-   incumbent laid out without splits; its schedule joins the answer (and, without a
-   time limit, the search starts from it).
+   incumbent laid out without splits; each solution joins the answer as CP-SAT finds
+   it (:mod:`sjfbco.solvers.anytime`), so a stop at any moment returns the best so far
+   (and, without a time limit or with ``whole_walk``, the search starts from its last).
 3. **Search**, in rounds until the budget ends:
 
    - *global*: late-acceptance hill climbing over priority lists and split
@@ -29,7 +30,9 @@
    - *servers*: from the incumbent, the split jobs frozen, the jobs inside one
      server re-packed server by server (move a job to another server, swap two,
      re-order one), re-packing only the servers a move touches
-     (:mod:`sjfbco.solvers.servers`).
+     (:mod:`sjfbco.solvers.servers`);
+   - *CP-SAT* re-packings of a few servers (:mod:`sjfbco.solvers.cprepack`) and, with
+     ``lns_moves``, large-neighbourhood moves (:mod:`sjfbco.solvers.lns`).
 
 Every answer is the evaluator's: candidates of the global search are
 decoded through the evaluator's simulator or dispatch; the server search's
@@ -180,7 +183,9 @@ class BestParams:
     lns_moves
         Large-neighbourhood moves per round (:mod:`sjfbco.solvers.lns`: a start window,
         the tail or a server set destroyed, repaired by CP-SAT), after the CP-SAT
-        re-packings (0: none); each counts one candidate.
+        re-packings (0, default: none; measured on the paper workload they cost more CPU
+        than their gains earn against the whole-instance step); each counts one
+        candidate.
     lns_jobs
         About how many jobs a large-neighbourhood move frees.
     lns_effort
@@ -188,7 +193,8 @@ class BestParams:
         for the reason ``cp_effort`` is).
     lns_shift
         The jobs a large-neighbourhood move does not free keep their servers but may move
-        in time (``True``), or stay at their start slots too.
+        in time (``True``), or stay at their start slots too (``False``, default: in 0.5
+        deterministic seconds the larger model found nothing where the smaller did).
     whole_walk
         Under a time limit, run the whole-instance model as without one: for
         ``whole_effort`` deterministic seconds (cut only by the deadline), its schedule
@@ -216,10 +222,10 @@ class BestParams:
     serial_limit: int = 250_000
     portfolio_limit: int = 5_000
     portfolio_share: float = 0.3
-    lns_moves: int = knob(0, UNTUNED)
+    lns_moves: int = knob(0, "docs/benchmarks/2026-12-anytime.md#mix")
     lns_jobs: int = knob(40, UNTUNED)
     lns_effort: float = knob(0.5, UNTUNED)
-    lns_shift: bool = knob(True, UNTUNED)
+    lns_shift: bool = knob(False, "docs/benchmarks/2026-12-anytime.md#shift")
     whole_walk: bool = knob(False, UNTUNED)
 
     def __post_init__(self) -> None:
@@ -539,11 +545,10 @@ def _whole(
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
     with :func:`whole_hint`, on ``params.whole_workers`` workers: by ``part`` (its share of
     the run less the walk's ``reserve``), or ``params.whole_effort`` deterministic seconds
-    without a limit or when ``walked``. One worker searches the same way whatever its time, so a
-    longer share finds a schedule at least as good (the answer stays monotone in the limit).
-    Each solution
-    goes to ``on_solution`` as CP-SAT finds it, scored by the evaluator. The hint and
-    what the model found (``None``: nothing)."""
+    without a limit or when ``walked``. One worker searches the same way whatever its
+    time, so a longer share finds a schedule at least as good (the answer stays monotone
+    in the limit). Each solution goes to ``on_solution`` as CP-SAT finds it, scored by the
+    evaluator. The hint and what the model found (``None``: nothing)."""
     assert engine.best is not None
     if too_large(data):
         return None, None  # whole_pack does not build the model

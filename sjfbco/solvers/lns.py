@@ -2,8 +2,8 @@
 with CP-SAT, accept by the evaluator (issue 44 item 2).
 
 A move frees about ``jobs`` jobs of an evaluated schedule and keeps the rest on their
-servers with their GPU counts, at their start slots or (``shift``, the default) free to
-move in time: one of three *destroys*, chosen at random,
+servers with their GPU counts, at their start slots or (``shift``) free to move in
+time: one of three *destroys*, chosen at random,
 
 - ``window``: the jobs that start in a window of the schedule (about ``jobs`` jobs
   consecutive in start order, from a random one on), so that a crowded stretch can be
@@ -87,7 +87,7 @@ def lns_move(
     jobs: int,
     effort: float,
     deadline: Deadline,
-    shift: bool = True,
+    shift: bool = False,
     on_solution: Callable[[Candidate], None] | None = None,
 ) -> tuple[Destroy, Candidate | None]:
     """One move from ``base``: a destroy drawn from ``rng`` (:data:`DESTROYS`), repaired by
