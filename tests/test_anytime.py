@@ -14,7 +14,7 @@ from sjfbco import evaluate, interrupt, read_instance, solve
 from sjfbco.clock import Deadline
 from sjfbco.progress import Progress, listen
 from sjfbco.solvers.anytime import INLINE_S, Watch
-from sjfbco.solvers.best import WHOLE_CP_PARAMETERS, whole_hint
+from sjfbco.solvers.best import WHOLE_CP_PARAMETERS, Stall, whole_hint
 from sjfbco.solvers.cprepack import cp_parameters
 from sjfbco.solvers.wholecp import whole_pack
 from tests.conftest import INSTANCES
@@ -213,3 +213,25 @@ def test_with_every_each_waiting_solution_is_taken_in_order() -> None:
     assert taken == [] and watch.seen == 3
     assert watch.finish(_Values(3)) == 3
     assert taken == [1, 2, 3]  # all of them, in order, the final one once
+
+
+def test_a_stall_ends_the_whole_step_after_its_share_of_silence() -> None:
+    """``whole_stall=0.5``: the step ends once it has found nothing for half its time so
+    far (a fake clock, no sleeping)."""
+    clock = [0.0]
+    stop = [False]
+    part = Deadline.start(100.0, now=lambda: clock[0], stop=lambda: stop[0])
+    stall = Stall(part, 0.5)
+    test = stall.deadline()
+    clock[0] = 4.0
+    stall.found()  # a solution at 4 s
+    clock[0] = 7.9  # 3.9 s of silence against 0.5 x 7.9 = 3.95: not yet
+    assert not test.interrupted() and not stall.ended
+    clock[0] = 8.1  # 4.1 s against 4.05
+    assert test.interrupted() and stall.ended
+    assert not part.interrupted()  # the run's own deadline is untouched
+    # the run's stop test still counts; a share of 0 adds nothing
+    none = Stall(part, 0.0)
+    assert none.deadline() is part
+    stop[0] = True
+    assert Stall(part, 0.5).deadline().interrupted()

@@ -201,6 +201,12 @@ class BestParams:
         joining the walk, which goes on from it; ``False``: ``whole_share`` of the clock,
         its schedule joining the answer only. Both keep ``best`` monotone in its limit
         (``docs/algorithms.md``).
+    whole_stall
+        Under a time limit (``whole_walk`` false), the whole step ends once CP-SAT has found
+        no new solution for this share of the step's time so far, and the walk gets the
+        rest (:class:`Stall`; 0, default: never). On ``paper --servers 10`` and ``20 --seed
+        200`` the model stalls after 3 solutions and holds a 300 s run's answer above a 10 s
+        run's until 210 s (``docs/benchmarks/2026-12-anytime.md#interrupt``).
     """
 
     iterations: int | None = None
@@ -227,6 +233,7 @@ class BestParams:
     lns_effort: float = knob(0.5, UNTUNED)
     lns_shift: bool = knob(False, "docs/benchmarks/2026-12-anytime.md#shift")
     whole_walk: bool = knob(False, UNTUNED)
+    whole_stall: float = knob(0.0, UNTUNED)
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -262,6 +269,7 @@ class BestParams:
         )
         check_count("lns_jobs", self.lns_jobs)
         check_number("lns_effort", self.lns_effort, "> 0", lambda v: v > 0)
+        check_number("whole_stall", self.whole_stall, ">= 0", lambda v: v >= 0)
         for name in ("whole_walk", "lns_shift"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(
@@ -752,25 +760,64 @@ def whole_step(data: ProblemData, params: BestParams, walk: Walk, seed: int) -> 
     engine, budget = walk.engine, walk.budget
     walked = budget.whole.unlimited or params.whole_walk
     if params.whole_share <= 0 or engine.done or budget.whole.expired():
-        return {"hint": None, "found": None, "solutions": 0}
+        return {"hint": None, "found": None, "solutions": 0, "stalled": False}
     share = params.whole_share
     if data.num_jobs > params.whole_dense * data.cluster.num_servers:
         share /= 2  # many jobs per server: the model rarely improves its hint in time
     part = budget.deadline if walked else budget.deadline.share_of_limit(share)
     solutions = [0]
+    stall = Stall(part, 0.0 if walked else params.whole_stall)
 
     def joined(cand: Candidate) -> None:  # the answer, never the walk: it depends on time
         solutions[0] += 1
+        stall.found()
         engine.offer_outside(cand, "cp-sat (whole)")
 
-    hint, found = _whole(data, engine, params, part, budget.reserve, seed, joined, walked)
+    hint, found = _whole(
+        data, engine, params, stall.deadline(), budget.reserve, seed, joined, walked
+    )
     if found is not None and walked and engine.offer(found, "cp-sat (whole)"):
         walk.start = genome_of(found, data, walk.start.split)
     return {
         "hint": None if hint is None else hint.makespan,
         "found": None if found is None else found.makespan,
         "solutions": solutions[0],
+        "stalled": stall.ended,
     }
+
+
+class Stall:
+    """Ends the whole step once its CP-SAT search has found nothing new for ``share`` of
+    the step's time so far (``whole_stall``; 0: never): a stop test added to the step's
+    part of the deadline, read at each solution and between the caller's waits
+    (:mod:`sjfbco.solvers.anytime`; on the path ``solve()`` takes, where CP-SAT runs in a
+    worker thread). The step's search is the same whatever the limit, so a longer share
+    stalls at the same point or later and holds every schedule a shorter one found: the
+    answer stays monotone in the limit, and the walk gets the time the step no longer
+    uses."""
+
+    def __init__(self, part: Deadline, share: float):
+        self.part = part
+        self.share = share
+        self.began = self.last = part.now()
+        #: whether the step ended on a stall
+        self.ended = False
+
+    def found(self) -> None:
+        """A new solution: the stall starts again."""
+        self.last = self.part.now()
+
+    def stalled(self) -> bool:
+        """The run's stop test, or a stall (noted in :attr:`ended`)."""
+        if self.part.stop():
+            return True
+        now = self.part.now()
+        self.ended = self.ended or now - self.last > self.share * (now - self.began)
+        return self.ended
+
+    def deadline(self) -> Deadline:
+        """The step's part with the stall as its stop test too (the part itself: none)."""
+        return self.part if self.share <= 0 else replace(self.part, stop=self.stalled)
 
 
 class Reporter:
