@@ -18,7 +18,7 @@ from sjfbco.solvers.best import WHOLE_CP_PARAMETERS, Stall, whole_hint
 from sjfbco.solvers.cprepack import cp_parameters
 from sjfbco.solvers.wholecp import whole_pack
 from tests.conftest import INSTANCES
-from tests.test_best_whole import _engine
+from tests.solvers.test_best_whole import _engine
 
 if TYPE_CHECKING:
     from sjfbco.solvers.sgs import Candidate
