@@ -105,7 +105,9 @@ def active() -> bool:
     return _ACTIVE.is_set()
 
 
-def run_stoppable(call: Callable[[], T], stop: Callable[[], None]) -> T:
+def run_stoppable(
+    call: Callable[[], T], stop: Callable[[], None], poll: Callable[[], None] | None = None
+) -> T:
     """``call()``, stopped by ``stop()`` on a stop request.
 
     While :func:`catching` listens (and in the main thread), ``call`` runs in a
@@ -136,19 +138,24 @@ def run_stoppable(call: Callable[[], T], stop: Callable[[], None]) -> T:
             worker.join(POLL_S)
             if _STOP.is_set():
                 stop()
+            if poll is not None:
+                poll()
     if "error" in box:
         raise box["error"]
     value: T = box["value"]
     return value
 
 
-def solve_cp(solver: Any, model: Any, callback: Any = None) -> Any:
+def solve_cp(
+    solver: Any, model: Any, callback: Any = None, poll: Callable[[], None] | None = None
+) -> Any:
     """``solver.solve(model, callback)`` of OR-Tools CP-SAT, stopped (``stop_search``) on a
-    stop request. CP-SAT's own SIGINT catching is turned off: it would swallow the
-    Ctrl-C, stop only this solve and leave the solver around it searching on."""
+    stop request, ``poll`` called as :func:`run_stoppable` says. CP-SAT's own SIGINT
+    catching is turned off: it would swallow the Ctrl-C, stop only this solve and leave
+    the solver around it searching on."""
     solver.parameters.catch_sigint_signal = False
     try:
-        return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search)
+        return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search, poll)
     except IndexError:
         # OR-Tools 9.15's presolve can fail on a valid model with a feasible solution hint
         # ("absl::btree_map::at"; tests/solvers/test_best.py keeps such a model as an example): the
@@ -156,7 +163,7 @@ def solve_cp(solver: Any, model: Any, callback: Any = None) -> Any:
         if not model.proto.solution_hint.vars:
             raise
         model.clear_hints()
-        return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search)
+        return run_stoppable(lambda: solver.solve(model, callback), solver.stop_search, poll)
 
 
 def run_highs(h: Any) -> None:

@@ -36,6 +36,7 @@ S20_SEED0 = {"sjf-bco": 397, "ls": 572, "ff": 593}
 
 #: Every benchmark script and the test that runs it (a new script must be added here).
 COVERED = {
+    "bench_anytime",
     "bench_batch",
     "bench_best",
     "bench_bound160",
@@ -342,6 +343,34 @@ def test_bench_odd_shapes_checks_its_targets(monkeypatch: pytest.MonkeyPatch) ->
     assert mod.misses("x", "best", refused, 10.0) != []  # best refuses nothing
     killed = {"rc": -9, "wall_s": 90.0, "peak_mb": 50, "stderr": "killed after 90 s"}
     assert mod.misses("x", "exact", killed, 10.0) == ["x exact: exit -9: killed after 90 s"]
+
+
+@pytest.mark.slow  # about 30 s of runs of best with a time limit
+def test_bench_anytime_quick_measures_the_mix_and_the_stops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two configurations of best on one paper instance, and a 12 s run stopped at 4 and
+    8 s beside runs of 2 and 4 s: every figure is a schedule over a valid bound, the cut
+    runs say they were interrupted, and the pairs are counted (the target itself depends
+    on the machine: never asserted)."""
+    out = run("bench_anytime", ["--quick"], monkeypatch)
+    rows = out["mix"]["rows"]
+    assert [(r["config"], r["servers"], r["seed"], r["limit"]) for r in rows] == [
+        ("default", 10, 200, 3.0),
+        ("lns", 10, 200, 3.0),
+    ]
+    for r in rows:
+        assert r["bound"] <= r["makespan"] and r["gap"] == pytest.approx(
+            r["makespan"] / r["bound"], abs=1e-4
+        )
+    assert sum(s["best_of_configs"] for s in out["mix"]["summary"].values()) >= 1
+    pairs = out["interrupt"]["pairs"]
+    assert [p["moment"] for p in pairs] == [4.0, 8.0]
+    for p in pairs:
+        assert p["stopped"]["status"] in ("interrupted", "optimal")  # optimal: ended early
+        assert p["half"]["limit"] == p["moment"] / 2
+        assert p["ok"] == (p["stopped"]["makespan"] <= p["half"]["makespan"])
+    assert out["interrupt"]["violations"] == sum(not p["ok"] for p in pairs)
 
 
 def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -236,3 +236,18 @@ def test_an_anytime_run_inside_compare_gets_its_clock_until_the_next_run() -> No
         assert str(bar.bar).startswith("x: run: fcfs-gang:") and "8/12" in str(bar.bar)
     finally:
         bar.__exit__(None, None, None)
+
+
+def test_the_clock_shows_the_bound_the_solver_reports_as_it_rises() -> None:
+    from sjfbco.commands.common import ProgressBar
+    from sjfbco.progress import Progress
+
+    bar = ProgressBar(True)
+    try:
+        bar.clock("best: ", 10.0, 250.0)
+        bar(Progress("best: makespan 300, bound 270 (list)", 1.0, 10.0, "s"))
+        assert bar.bar.unit == "incumbent 300, bound 270, gap 1.111"  # 300 / 270
+        bar(Progress("best: makespan 290, bound 260 (cp-sat (whole))", 2.0, 10.0, "s"))
+        assert bar.bar.unit == "incumbent 290, bound 270, gap 1.074"  # never falls: 290 / 270
+    finally:
+        bar.__exit__(None, None, None)

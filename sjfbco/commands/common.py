@@ -88,9 +88,11 @@ def progress_enabled(args: argparse.Namespace) -> bool:
 
 
 #: An anytime solver's report of a new incumbent (``sjfbco.progress``'s convention, e.g.
-#: best's ``"best: makespan 380 (list)"``, seconds against its time limit).
+#: best's ``"best: makespan 380 (list)"``, seconds against its time limit), with the
+#: solver's lower bound when it has one (``"best: makespan 380, bound 351 (list)"``).
 INCUMBENT = re.compile(
-    r"^(?P<solver>[^:]+): makespan (?P<makespan>[0-9.eE+-]+)(?: \((?P<source>.*)\))?$"
+    r"^(?P<solver>[^:]+): makespan (?P<makespan>[0-9.eE+-]+)"
+    r"(?:, bound (?P<bound>[0-9.eE+-]+))?(?: \((?P<source>.*)\))?$"
 )
 
 
@@ -213,6 +215,8 @@ class ProgressBar:
             return False
         if found:
             c["incumbent"] = float(found.group("makespan"))
+            if found.group("bound") is not None:  # the solver's own bound, when it rises
+                c["bound"] = max(c["bound"] or 0.0, float(found.group("bound")))
         elif not p.unit:
             c["phase"] = p.task
         else:

@@ -19,8 +19,9 @@
    makespan equal to the bound is optimal and ends the run.
    Then the whole instance in one CP-SAT model without splits
    (:mod:`sjfbco.solvers.wholecp`, ``whole_share`` of the limit), hinted with the
-   incumbent laid out without splits; its schedule joins the answer (and, without a
-   time limit, the search starts from it).
+   incumbent laid out without splits; each solution joins the answer as CP-SAT finds
+   it (:mod:`sjfbco.solvers.anytime`), so a stop at any moment returns the best so far
+   (and, without a time limit or with ``whole_walk``, the search starts from its last).
 3. **Search**, in rounds until the budget ends:
 
    - *global*: late-acceptance hill climbing over priority lists and split
@@ -29,7 +30,9 @@
    - *servers*: from the incumbent, the split jobs frozen, the jobs inside one
      server re-packed server by server (move a job to another server, swap two,
      re-order one), re-packing only the servers a move touches
-     (:mod:`sjfbco.solvers.servers`).
+     (:mod:`sjfbco.solvers.servers`);
+   - *CP-SAT* re-packings of a few servers (:mod:`sjfbco.solvers.cprepack`) and, with
+     ``lns_moves``, large-neighbourhood moves (:mod:`sjfbco.solvers.lns`).
 
 Every answer is the evaluator's: candidates of the global search are
 decoded through the evaluator's simulator or dispatch; the server search's
@@ -78,6 +81,7 @@ from sjfbco.solvers.chain import (
 )
 from sjfbco.solvers.contract import SolverOutput, Status, register
 from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
+from sjfbco.solvers.lns import lns_move
 from sjfbco.solvers.moves import DEFAULT_MOVES, Moves
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
 from sjfbco.solvers.search import Engine, Genome, Tally, Trajectory
@@ -188,6 +192,34 @@ class BestParams:
         (:class:`~sjfbco.solvers.moves.Moves`; a library caller's object, not a ``--param``
         string).
 
+    lns_moves
+        Large-neighbourhood moves per round (:mod:`sjfbco.solvers.lns`: a start window,
+        the tail or a server set destroyed, repaired by CP-SAT), after the CP-SAT
+        re-packings (0, default: none; measured on the paper workload they cost more CPU
+        than their gains earn against the whole-instance step); each counts one
+        candidate.
+    lns_jobs
+        About how many jobs a large-neighbourhood move frees.
+    lns_effort
+        CP-SAT's deterministic time limit per large-neighbourhood repair (deterministic
+        for the reason ``cp_effort`` is).
+    lns_shift
+        The jobs a large-neighbourhood move does not free keep their servers but may move
+        in time (``True``), or stay at their start slots too (``False``, default: in 0.5
+        deterministic seconds the larger model found nothing where the smaller did).
+    whole_walk
+        Under a time limit, run the whole-instance model as without one: for
+        ``whole_effort`` deterministic seconds (cut only by the deadline), its schedule
+        joining the walk, which goes on from it; ``False``: ``whole_share`` of the clock,
+        its schedule joining the answer only. Both keep ``best`` monotone in its limit
+        (``docs/algorithms.md``).
+    whole_stall
+        Under a time limit (``whole_walk`` false), the whole step ends once CP-SAT has found
+        no new solution for this share of the step's time so far, and the walk gets the
+        rest (:class:`Stall`; 0, default: never). On ``paper --servers 10`` and ``20 --seed
+        200`` the model stalls after 3 solutions and holds a 300 s run's answer above a 10 s
+        run's until 210 s; 0.5 fixes that but costs 11 to 19 slots at 30 s where the step
+        was still finding schedules (``docs/benchmarks/2026-12-anytime.md#stall``).
     Every field is a :func:`~sjfbco.knobs.knob` with its source: ``untuned``, or the
     section "Where best's parameters came from" of
     ``docs/benchmarks/2026-12-best-paper.md`` (with the figures).
@@ -214,6 +246,12 @@ class BestParams:
     portfolio_limit: int = knob(5_000, UNTUNED)
     portfolio_share: float = knob(0.3, UNTUNED)
     moves: Moves = knob(DEFAULT_MOVES, _PARAMETERS)
+    lns_moves: int = knob(0, "docs/benchmarks/2026-12-anytime.md#mix")
+    lns_jobs: int = knob(40, UNTUNED)
+    lns_effort: float = knob(0.5, UNTUNED)
+    lns_shift: bool = knob(False, "docs/benchmarks/2026-12-anytime.md#shift")
+    whole_walk: bool = knob(False, UNTUNED)
+    whole_stall: float = knob(0.0, "docs/benchmarks/2026-12-anytime.md#stall")
 
     def __post_init__(self) -> None:
         check_count("iterations", self.iterations)
@@ -249,6 +287,17 @@ class BestParams:
             raise InputError(
                 f"parameter moves: must be a sjfbco.solvers.moves.Moves, got {short(self.moves)}"
             )
+        check_number(
+            "lns_moves", self.lns_moves, "an integer >= 0", lambda v: isinstance(v, int) and v >= 0
+        )
+        check_count("lns_jobs", self.lns_jobs)
+        check_number("lns_effort", self.lns_effort, "> 0", lambda v: v > 0)
+        check_number("whole_stall", self.whole_stall, ">= 0", lambda v: v >= 0)
+        for name in ("whole_walk", "lns_shift"):
+            if not isinstance(getattr(self, name), bool):
+                raise InputError(
+                    f"parameter {name}: must be true or false, got {getattr(self, name)!r}"
+                )
 
 
 def cp_move(
@@ -516,13 +565,16 @@ def _whole(
     part: Deadline,
     reserve: float,
     seed: int,
+    on_solution: Callable[[Candidate], None] | None = None,
+    walked: bool = False,
 ) -> tuple[Candidate | None, Candidate | None]:
     """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
     with :func:`whole_hint`, on ``params.whole_workers`` workers: by ``part`` (its share of
     the run less the walk's ``reserve``), or ``params.whole_effort`` deterministic seconds
-    without a limit. One worker searches the same way whatever its time, so a longer share finds
-    a schedule at least as good (the answer stays monotone in the limit). The hint and
-    what the model found (``None``: nothing)."""
+    without a limit or when ``walked``. One worker searches the same way whatever its
+    time, so a longer share finds a schedule at least as good (the answer stays monotone
+    in the limit). Each solution goes to ``on_solution`` as CP-SAT finds it, scored by the
+    evaluator. The hint and what the model found (``None``: nothing)."""
     assert engine.best is not None
     if too_large(data):
         return None, None  # whole_pack does not build the model
@@ -542,9 +594,10 @@ def _whole(
                 data,
                 hint,
                 deadline=part,
-                deterministic=params.whole_effort if part.unlimited else None,
+                deterministic=params.whole_effort if part.unlimited or walked else None,
                 workers=params.whole_workers,
                 seed=seed,
+                on_solution=on_solution,
             )
     except ConfigurationError:  # the hand-out put a job above one slot per iteration
         return None, None
@@ -565,7 +618,7 @@ class Laps:
 
 
 #: The phases of ``best``, as ``stats["phase_seconds"]`` lists them.
-PHASES = ("portfolio", "bound", "global", "servers", "cp-sat", "whole")
+PHASES = ("portfolio", "bound", "global", "servers", "cp-sat", "whole", "lns")
 
 
 class Walk:
@@ -614,6 +667,7 @@ class Walk:
             if not servers:
                 continue
             self.cp_phase()
+            self.lns_phase()
 
     def global_phase(self) -> bool:
         """Late-acceptance hill climbing from the incumbent's genome; whether to go on."""
@@ -683,41 +737,125 @@ class Walk:
                 engine.best_genome = genome_of(found, self.data, self.start.split)
         self.laps.lap("cp-sat")
 
+    def lns_phase(self) -> None:
+        """``lns_moves`` large-neighbourhood moves (:mod:`sjfbco.solvers.lns`) from the
+        incumbent, each accepted when the evaluator finds it better."""
+        engine, budget, params = self.engine, self.budget, self.params
+        for _ in range(params.lns_moves):
+            if engine.done or budget.stopped_by is not None or not budget.spend():
+                break
+            assert engine.best is not None
+            part = budget.part().reserve(budget.reserve)  # less the model's set-up
+            try:
+                kind, found = lns_move(
+                    self.data,
+                    engine.best,
+                    engine.rng,
+                    jobs=params.lns_jobs,
+                    effort=params.lns_effort,
+                    deadline=part,
+                    shift=params.lns_shift,
+                )
+            except ConfigurationError:  # the repair put a job above one slot per iteration
+                continue
+            if found is not None and engine.offer(found, f"search (lns {kind})"):
+                engine.best_genome = genome_of(found, self.data, self.start.split)
+        self.laps.lap("lns")
+
 
 def whole_step(data: ProblemData, params: BestParams, walk: Walk, seed: int) -> dict[str, Any]:
     """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
-    the deadline has come. Without a time limit (deterministic) its schedule joins the
-    walk and the walk starts from it; under one it joins the answer only. What it did
-    (``stats["whole"]``): the hint's makespan and the model's (``None``: none)."""
+    the deadline has come. Each solution CP-SAT finds joins the answer as it is found
+    (scored by the evaluator, :mod:`sjfbco.solvers.anytime`), so that the step never
+    holds the only copy of a schedule better than the incumbent and a stop at any moment
+    returns it. Without a time limit (deterministic), or with ``whole_walk``, the step runs
+    ``whole_effort`` deterministic seconds (cut only by the deadline), its final schedule
+    also joins the walk and the walk starts from it: a longer limit goes further along
+    the same search, and once the step ends within the limit the walk after it is the same
+    for every longer limit (a step cut by the deadline ends the run). Otherwise it has
+    ``whole_share`` of the clock and the walk never sees it. Both keep ``best`` monotone in
+    its limit. What it did (``stats["whole"]``): the hint's makespan, the model's
+    (``None``: none) and how many solutions CP-SAT reported."""
     engine, budget = walk.engine, walk.budget
-    unlimited = budget.whole.unlimited
+    walked = budget.whole.unlimited or params.whole_walk
     if params.whole_share <= 0 or engine.done or budget.whole.expired():
-        return {"hint": None, "found": None}
+        return {"hint": None, "found": None, "solutions": 0, "stalled": False}
     share = params.whole_share
     if data.num_jobs > params.whole_dense * data.cluster.num_servers:
         share /= 2  # many jobs per server: the model rarely improves its hint in time
-    part = budget.deadline.share_of_limit(share)
-    hint, found = _whole(data, engine, params, part, budget.reserve, seed)
-    if found is not None and unlimited and engine.offer(found, "cp-sat (whole)"):
+    part = budget.deadline if walked else budget.deadline.share_of_limit(share)
+    solutions = [0]
+    stall = Stall(part, 0.0 if walked else params.whole_stall)
+
+    def joined(cand: Candidate) -> None:  # the answer, never the walk: it depends on time
+        solutions[0] += 1
+        stall.found()
+        engine.offer_outside(cand, "cp-sat (whole)")
+
+    hint, found = _whole(
+        data, engine, params, stall.deadline(), budget.reserve, seed, joined, walked
+    )
+    if found is not None and walked and engine.offer(found, "cp-sat (whole)"):
         walk.start = genome_of(found, data, walk.start.split)
-    elif found is not None and not unlimited:
-        engine.offer_outside(found, "cp-sat (whole)")
     return {
         "hint": None if hint is None else hint.makespan,
         "found": None if found is None else found.makespan,
+        "solutions": solutions[0],
+        "stalled": stall.ended,
     }
 
 
+class Stall:
+    """Ends the whole step once its CP-SAT search has found nothing new for ``share`` of
+    the step's time so far (``whole_stall``; 0: never): a stop test added to the step's
+    part of the deadline, read at each solution and between the caller's waits
+    (:mod:`sjfbco.solvers.anytime`; on the path ``solve()`` takes, where CP-SAT runs in a
+    worker thread). The step's search is the same whatever the limit, so a longer share
+    stalls at the same point or later and holds every schedule a shorter one found: the
+    answer stays monotone in the limit, and the walk gets the time the step no longer
+    uses."""
+
+    def __init__(self, part: Deadline, share: float):
+        self.part = part
+        self.share = share
+        self.began = self.last = part.now()
+        #: whether the step ended on a stall
+        self.ended = False
+
+    def found(self) -> None:
+        """A new solution: the stall starts again."""
+        self.last = self.part.now()
+
+    def stalled(self) -> bool:
+        """The run's stop test, or a stall (noted in :attr:`ended`)."""
+        if self.part.stop():
+            return True
+        now = self.part.now()
+        self.ended = self.ended or now - self.last > self.share * (now - self.began)
+        return self.ended
+
+    def deadline(self) -> Deadline:
+        """The step's part with the stall as its stop test too (the part itself: none)."""
+        return self.part if self.share <= 0 else replace(self.part, stop=self.stalled)
+
+
 class Reporter:
-    """Records each new answer of ``best`` (trajectory, log line, progress report)."""
+    """Records each new answer of ``best`` (trajectory, log line, progress report) and
+    each rise of its lower bound: the progress report
+    ``"best: makespan M, bound B (source)"`` carries both, so the display shows the
+    incumbent, the bound and their gap as they move (``sjfbco.commands.common``)."""
 
     def __init__(self, t0: float, time_limit: float | None):
         self.traj = Trajectory(t0)
         self.t0 = t0
         self.time_limit = time_limit
+        #: the best lower bound known (slots; ``None``: none yet) and the last answer
+        self.bound: float | None = None
+        self.last: tuple[Candidate, str] | None = None
 
     def __call__(self, cand: Candidate, source: str) -> None:
         self.traj.add(cand, source)
+        self.last = (cand, source)
         elapsed = time.perf_counter() - self.t0
         log.info(
             "best: makespan %s, mean JCT %.1f (%s) after %.2f s",
@@ -726,7 +864,23 @@ class Reporter:
             source,
             elapsed,
         )
-        report(f"best: makespan {cand.makespan} ({source})", elapsed, self.time_limit, "s")
+        self._report()
+
+    def bound_moved(self, bound: float) -> None:
+        """The lower bound is now ``bound`` (slots): reported with the answer if it rose."""
+        if self.bound is not None and bound <= self.bound:
+            return
+        self.bound = bound
+        log.info("best: lower bound %g after %.2f s", bound, time.perf_counter() - self.t0)
+        self._report()
+
+    def _report(self) -> None:
+        if self.last is None:
+            return
+        cand, source = self.last
+        bound = "" if self.bound is None else f", bound {self.bound:g}"
+        elapsed = time.perf_counter() - self.t0
+        report(f"best: makespan {cand.makespan}{bound} ({source})", elapsed, self.time_limit, "s")
 
     def improvements(self) -> list[dict[str, Any]]:
         return [
@@ -746,6 +900,7 @@ def best_solve(
     reporter = Reporter(deadline.begun, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)
+    reporter.bound_moved(bound)
     budget = Tally(deadline, params.iterations)
     engine = Engine(data, random.Random(seed), budget, bound, reporter, params.moves)
     laps = Laps()
@@ -772,6 +927,7 @@ def best_solve(
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget
     bound, relaxation = strong_bounds(data, params, engine, seed, bound, bounds)
+    reporter.bound_moved(bound)
     laps.lap("bound")
     # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
     whole = whole_step(data, params, walk, seed)

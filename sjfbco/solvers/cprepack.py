@@ -35,7 +35,7 @@ import contextlib
 import contextvars
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -43,16 +43,21 @@ from sjfbco import interrupt
 from sjfbco.caps import DEFAULT_CAPS, SizeCaps
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
+from sjfbco.solvers.anytime import Watch
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from ortools.sat.python import cp_model
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
+    from sjfbco.solvers.anytime import Values
     from sjfbco.solvers.sgs import Candidate
+
+R = TypeVar("R")
+
 
 #: Where a mode puts a job's GPUs: ``((server, GPUs), ...)``.
 ServerGpus = tuple[tuple[int, int], ...]
@@ -244,10 +249,13 @@ def solve_within(
     *,
     workers: int,
     seed: int,
+    watch: Watch[Any] | None = None,
 ) -> cp_model.CpSolver | None:
     """Solve ``model`` with CP-SAT by ``deadline`` (``None``: none) and within
     ``deterministic`` seconds of deterministic time; the solver when it found a solution,
-    ``None`` when it found none or less than the least useful slice was left."""
+    ``None`` when it found none or less than the least useful slice was left. A ``watch``
+    (:class:`~sjfbco.solvers.anytime.Watch`) gets each solution as CP-SAT finds it and,
+    before this returns, the final one (:meth:`~sjfbco.solvers.anytime.Watch.finish`)."""
     from ortools.sat.python import cp_model
 
     solver = cp_model.CpSolver()
@@ -262,8 +270,56 @@ def solve_within(
     seconds = None if deadline is None else deadline.seconds()
     if seconds is not None:
         solver.parameters.max_time_in_seconds = seconds
-    status = interrupt.solve_cp(solver, model)
-    return solver if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) else None
+    if watch is None:
+        status = interrupt.solve_cp(solver, model)
+    else:
+        status = interrupt.solve_cp(solver, model, watch.callback(), watch.poll)
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    if watch is not None:
+        watch.finish(solver if found else None)
+    return solver if found else None
+
+
+def solve_scored(
+    model: cp_model.CpModel,
+    read: Callable[[Values], R],
+    score: Callable[[R], Candidate],
+    deadline: Deadline | None,
+    deterministic: float | None,
+    *,
+    workers: int,
+    seed: int,
+    on_solution: Callable[[Candidate], None] | None = None,
+) -> Candidate | None:
+    """:func:`solve_within`; its final solution, read by ``read`` and scored by ``score``
+    (``None``: none).
+    With ``on_solution``, every solution CP-SAT finds is read, scored and handed to it as
+    it comes (:class:`~sjfbco.solvers.anytime.Watch`; the final one too, before this
+    returns), and the search also stops when ``deadline``'s stop test turns true. Without a
+    time limit every solution is handed on, in order (a run with ``iterations`` repeats
+    exactly); under one a solution still waiting when a later one comes is passed over."""
+    if on_solution is None:
+        solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
+        return None if solver is None else score(read(solver))
+    last: list[Candidate] = []
+
+    def take(raw: R) -> None:
+        cand = score(raw)
+        last[:] = [cand]
+        on_solution(cand)
+
+    if deadline is None or deadline.unlimited:  # a run that must repeat: every solution
+        watch = Watch(
+            read, take, stop=_never if deadline is None else deadline.interrupted, every=True
+        )
+    else:
+        watch = Watch(read, take, stop=deadline.interrupted)
+    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed, watch=watch)
+    return last[0] if solver is not None and last else None
+
+
+def _never() -> bool:
+    return False
 
 
 def retime(
@@ -337,8 +393,12 @@ def repack(
     seed: int = 0,
     split: bool = True,
     size_caps: SizeCaps = DEFAULT_CAPS,
+    on_solution: Callable[[Candidate], None] | None = None,
+    free: Sequence[int] | None = None,
+    shift: bool = False,
 ) -> Candidate | None:
-    """Re-pack the jobs that lie on ``servers`` (see the module docstring).
+    """Re-pack the jobs that lie on ``servers`` (see the module docstring), or the jobs
+    ``free`` on ``servers``.
 
     Parameters
     ----------
@@ -347,7 +407,7 @@ def repack(
     base
         The evaluated schedule to improve.
     servers
-        The chosen servers.
+        The chosen servers: where the freed jobs may go.
     deadline
         The :class:`~sjfbco.clock.Deadline` by which CP-SAT must stop (``None``: none);
         the time building the model counts.
@@ -360,6 +420,21 @@ def repack(
         server holds get them anyway).
     size_caps
         The caps on split patterns (:func:`split_patterns`).
+    on_solution
+        Called with each solution as CP-SAT finds it, scored by the evaluator
+        (:func:`solve_scored`).
+    free
+        The jobs to free (``None``: every job that lies on ``servers`` only). Any set will
+        do: the frozen jobs keep their servers, GPU counts and start slots, so the module
+        docstring's argument holds (a freed job's old place, on ``servers`` or not, is
+        simply left empty); the large-neighbourhood moves of :mod:`sjfbco.solvers.lns`
+        free a start window or the tail with every server chosen.
+    shift
+        The other jobs keep their servers and GPU counts but not their start slots: each
+        is a job of the model with its one mode (its run time alone there, split ones in
+        the servers' no-overlap like every split run), so the model may move them in time
+        (close the holes the freed jobs leave). Every job then runs at contention 1, and
+        the module docstring's argument holds for all of them.
 
     Returns
     -------
@@ -372,24 +447,41 @@ def repack(
     if any(abs(b - round(b)) > EPS for b in base.began):
         return None
     parts_of = server_parts(data, base)
-    free = [j for j in range(data.num_jobs) if all(s in chosen for s, _ in parts_of[j])]
+    if free is None:
+        free = [j for j in range(data.num_jobs) if all(s in chosen for s, _ in parts_of[j])]
     if not free:
         return None
-    frozen = [j for j in range(data.num_jobs) if j not in set(free)]
+    freed = set(free)
+    frozen = [j for j in range(data.num_jobs) if j not in freed]
     modes = _free_modes(data, free, chosen, split, size_caps)
     if modes is None:  # pragma: no cover - the jobs lay on these servers, so a mode fits
         return None
+    if shift:  # the rest keep their modes, not their slots: jobs of the model too
+        for j in frozen:
+            w = mode_slots(data, j, parts_of[j])
+            if w is None:  # pragma: no cover - the job ran there
+                return None
+            modes[j] = [(tuple(parts_of[j]), w)]
+        free, frozen = [*free, *frozen], []
+        chosen = sorted({*chosen, *(s for j in free for s, _ in parts_of[j])})
     blocks = _frozen_blocks(base, frozen, parts_of, chosen)
     model, packing = _model(data, base, free, modes, parts_of, blocks)
-    solver = solve_within(model, deadline, deterministic, workers=1, seed=seed)
-    if solver is None:
-        return None
-    plan: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
+    fixed: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
     for j in frozen:
-        plan[j] = (round(base.began[j]), base.end[j], parts_of[j])
-    for j in free:
-        plan[j] = chosen_mode(solver, packing.choice[j], modes[j], packing.start[j])
-    return hand_out(data, plan, list(base.rank))
+        fixed[j] = (round(base.began[j]), base.end[j], parts_of[j])
+
+    def read(values: Values) -> list[StartPlan]:
+        plan = list(fixed)
+        for j in free:
+            plan[j] = chosen_mode(values, packing.choice[j], modes[j], packing.start[j])
+        return plan
+
+    def score(plan: list[StartPlan]) -> Candidate:
+        return hand_out(data, plan, list(base.rank))
+
+    return solve_scored(
+        model, read, score, deadline, deterministic, workers=1, seed=seed, on_solution=on_solution
+    )
 
 
 def _model(
@@ -477,12 +569,13 @@ def _frozen_blocks(
 
 
 def chosen_mode(
-    solver: cp_model.CpSolver,
+    solver: Values,
     lits: Sequence[cp_model.IntVar],
     modes: Sequence[tuple[ServerGpus, int]],
     start: cp_model.IntVar,
 ) -> StartPlan:
-    """A job's plan entry from the solution: its start, end and the mode chosen."""
+    """A job's plan entry from the solution (the solver's, or a callback's while it
+    searches): its start, end and the mode chosen."""
     m = next(m for m, lit in enumerate(lits) if solver.boolean_value(lit))
     pattern, w = modes[m]
     t = int(solver.value(start))

@@ -48,16 +48,17 @@ from sjfbco.solvers.cprepack import (
     chosen_mode,
     mode_slots,
     server_subsets,
-    solve_within,
+    solve_scored,
     split_patterns,
 )
 from sjfbco.solvers.sgs import StartPlan, hand_out
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
+    from sjfbco.solvers.anytime import Values
     from sjfbco.solvers.sgs import Candidate
 
 
@@ -83,6 +84,7 @@ def whole_pack(
     seed: int = 0,
     split: Split = "all",
     size_caps: SizeCaps = DEFAULT_CAPS,
+    on_solution: Callable[[Candidate], None] | None = None,
 ) -> Candidate | None:
     """Solve the model of the module docstring, hinted with ``base``; the evaluated result.
 
@@ -104,6 +106,10 @@ def whole_pack(
         (module docstring).
     size_caps
         The model's size cap (:func:`too_large`) and the caps on split modes.
+    on_solution
+        Called with each solution CP-SAT finds, scored by the evaluator, as it finds it
+        (in CP-SAT's thread or the caller's: :mod:`sjfbco.solvers.anytime`), the last
+        one before this returns; ``deadline``'s stop test then also ends the search.
 
     Returns
     -------
@@ -133,13 +139,23 @@ def whole_pack(
         *(job.arrival + min(w for _, w in modes[j]) for j, job in enumerate(data.jobs)),
     )
     model, jobs = _model(data, base, modes, horizon)
-    solver = solve_within(model, deadline, deterministic, workers=workers, seed=seed)
-    if solver is None:
-        return None
-    plan: list[StartPlan] = [
-        chosen_mode(solver, lits, modes[j], start) for j, (start, _, lits) in enumerate(jobs)
-    ]
-    return hand_out(data, plan, [float(p[0]) for p in plan])
+
+    def read(values: Values) -> list[StartPlan]:
+        return [chosen_mode(values, lits, modes[j], t) for j, (t, _, lits) in enumerate(jobs)]
+
+    def score(plan: list[StartPlan]) -> Candidate:
+        return hand_out(data, plan, [float(p[0]) for p in plan])
+
+    return solve_scored(
+        model,
+        read,
+        score,
+        deadline,
+        deterministic,
+        workers=workers,
+        seed=seed,
+        on_solution=on_solution,
+    )
 
 
 def _model(
