@@ -9,7 +9,7 @@ Needs root, iproute2 and the ``testbed`` extra. Steps, each on a fresh emulated 
    bundled ``testbed`` preset: the form with the lower held-out median among every
    form, with the fixed latency per ring step inside one server), and the count-only
    forms alone into a second preset beside it (today's model before issue 43, with the
-   same links, ``*.count-only.json``).
+   same links, beside ``--out`` as ``*.count-only.preset.json``).
 2. Instances: ``--set uniform`` (:data:`INSTANCES`, issue 29: 8 to 16 jobs on 3 or 4
    servers of 2 to 4 GPUs; ``best``, ``sjf-bco``, ``ls``, ``ff``, ``rand``) and
    ``--set mixed`` (:data:`MIXED`, issue 43: every kind mixed on split placements;
@@ -108,14 +108,18 @@ def load() -> str:
 COUNT_ONLY = ("paper", "interleave")
 
 
-def count_only_path(preset_path: Path) -> Path:
-    """Where the count-only preset is written beside ``preset_path``."""
-    return preset_path.with_name(preset_path.stem + ".count-only.json")
+def count_only_path(folder: Path, out: str | None) -> Path:
+    """Where the count-only preset goes: beside ``--out`` (``X.count-only.preset.json``),
+    else in the run's temporary ``folder`` (never beside the bundled preset, inside the
+    package)."""
+    if out is not None:
+        return Path(out).with_suffix(".count-only.preset.json")
+    return folder / "count-only.preset.json"
 
 
-def calibrate(folder: Path, preset_path: Path) -> dict:
+def calibrate(folder: Path, preset_path: Path, count_path: Path) -> dict:
     """Measure on a 3 x 4-GPU cluster with every job kind; fit every form, and the
-    count-only forms alone; write both presets (the second at :func:`count_only_path`)."""
+    count-only forms alone; write both presets (the second at ``count_path``)."""
     jobs = [
         sjfbco.Job(id=k, num_gpus=1, iterations=1, gradient_mb=mb, compute_seconds=c, model=k)
         for k, (mb, c) in KINDS.items()
@@ -141,7 +145,7 @@ def calibrate(folder: Path, preset_path: Path) -> dict:
     fit = fit_testbed(sized, slowdowns, intra_steps=True)
     # today's model beside it: the form chosen among the count-only forms alone
     count = fit_testbed(sized, slowdowns, forms=COUNT_ONLY, intra_steps=True)
-    for chosen, path in ((fit, preset_path), (count, count_only_path(preset_path))):
+    for chosen, path in ((fit, preset_path), (count, count_path)):
         write_preset(
             chosen.preset,
             path,
@@ -169,10 +173,10 @@ def run_instances(
     instances: tuple[tuple[tuple[int, ...], int, int], ...] = INSTANCES,
     solvers: tuple[str, ...] = SOLVERS,
     make: Any = emulated_instance,
+    count_path: Path | None = None,
 ) -> list[dict]:
     cal = read_preset(preset_path)
-    count_path = count_only_path(preset_path)
-    count = read_preset(count_path) if count_path.is_file() else None
+    count = read_preset(count_path) if count_path is not None else None
     out = []
     for caps, n, seed in instances:
         data = make(caps, n, seed, preset=cal)
@@ -427,13 +431,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp:
         folder = Path(tmp)
         cal = None
+        count_path: Path | None = None
         if not (args.skip_calibration or args.quick):
-            cal = calibrate(folder, Path(args.preset))
+            count_path = count_only_path(folder, args.out)
+            cal = calibrate(folder, Path(args.preset), count_path)
             if args.out is not None:
-                shutil.copy(
-                    count_only_path(Path(args.preset)),
-                    Path(args.out).with_suffix(".count-only.preset.json"),
-                )
                 for name in ("steps.csv", "slowdowns.csv", "mixed.csv"):
                     shutil.copy(folder / name, Path(args.out).with_suffix(f".{name}"))
         rows = []
@@ -444,7 +446,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name in [] if args.quick else chosen:
             instances, make, solvers = SETS[name]
             got = run_instances(
-                folder, Path(args.preset), args.best_limit, instances, solvers, make
+                folder, Path(args.preset), args.best_limit, instances, solvers, make, count_path
             )
             rows += [{**r, "set": name} for r in got]
     keys = tuple(k for k in ("calibrated", "count_only", "paper") if rows and k in rows[0])
