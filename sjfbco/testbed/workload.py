@@ -56,23 +56,32 @@ def emulated_instance(
     out = []
     for k in range(jobs):
         kind = names[int(rng.integers(len(names)))]
-        mb, compute = KINDS[kind]
         gpus = int(rng.choice(sizes, p=_size_weights(sizes, biggest)))
-        out.append(
-            Job(
-                id=f"{kind}-{k}",
-                num_gpus=gpus,
-                iterations=int(rng.integers(8, 41)),
-                gradient_mb=mb,
-                compute_seconds=compute,
-                model=kind,
-            )
-        )
+        out.append(_job(kind, k, gpus, rng))
+    return _instance("testbed", gpus_per_server, out, seed, preset)
+
+
+def _job(kind: str, k: int, gpus: int, rng: np.random.Generator) -> Job:
+    """Job ``k`` of ``kind`` on ``gpus`` GPUs, 8 to 40 iterations drawn from ``rng``."""
+    mb, compute = KINDS[kind]
+    return Job(
+        id=f"{kind}-{k}",
+        num_gpus=gpus,
+        iterations=int(rng.integers(8, 41)),
+        gradient_mb=mb,
+        compute_seconds=compute,
+        model=kind,
+    )
+
+
+def _instance(
+    prefix: str, gpus_per_server: tuple[int, ...], jobs: list[Job], seed: int, preset: Preset
+) -> ProblemData:
     return ProblemData(
         preset.cluster(gpus_per_server),
-        tuple(out),
+        tuple(jobs),
         preset.cost(),
-        name=f"testbed-{'-'.join(map(str, gpus_per_server))}-j{jobs}-seed{seed}",
+        name=f"{prefix}-{'-'.join(map(str, gpus_per_server))}-j{len(jobs)}-seed{seed}",
     )
 
 
@@ -107,21 +116,6 @@ def mixed_instance(
     weights = np.array([MIXED_SIZES[g] for g in sizes])
     out = []
     for k in range(jobs):
-        kind = names[k % len(names)]
-        mb, compute = KINDS[kind]
-        out.append(
-            Job(
-                id=f"{kind}-{k}",
-                num_gpus=int(rng.choice(sizes, p=weights / weights.sum())),
-                iterations=int(rng.integers(8, 41)),
-                gradient_mb=mb,
-                compute_seconds=compute,
-                model=kind,
-            )
-        )
-    return ProblemData(
-        preset.cluster(gpus_per_server),
-        tuple(out),
-        preset.cost(),
-        name=f"mixed-{'-'.join(map(str, gpus_per_server))}-j{jobs}-seed{seed}",
-    )
+        gpus = int(rng.choice(sizes, p=weights / weights.sum()))
+        out.append(_job(names[k % len(names)], k, gpus, rng))
+    return _instance("mixed", gpus_per_server, out, seed, preset)
