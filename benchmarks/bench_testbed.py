@@ -199,8 +199,8 @@ def run_instances(
                     "launch_median_s": statistics.median(ex.launch_seconds),
                     "release_latency_max_ms": 1000 * max(ex.release_latency_s),
                     "wall_s": wall,
-                    "per_job_calibrated": _spread(ex.per_job_calibrated),
-                    "per_job_paper": _spread(ex.per_job),
+                    "per_job_calibrated": Spread.dict_of(ex.per_job_calibrated),
+                    "per_job_paper": Spread.dict_of(ex.per_job),
                     "split_jobs": sum(len({s for s, _ in g}) > 1 for g in sched.gpus),
                     # what re-predicting on other constants needs (--repredict)
                     "instance_doc": data.to_dict(),
@@ -229,10 +229,6 @@ def run_instances(
     return out
 
 
-def _spread(spread: Spread | None) -> dict[str, Any] | None:
-    return None if spread is None else spread.to_dict()
-
-
 def predict_row(row: dict, preset: Any, key: str) -> None:
     """Predict one stored execution on ``preset``'s constants: ``row[key]``,
     ``row["error_" + key]``, ``row["job_runs_" + key]`` and ``row["per_job_" + key]``, from
@@ -248,7 +244,7 @@ def predict_row(row: dict, preset: Any, key: str) -> None:
         for j, job in enumerate(data.jobs)
     ]
     row[f"job_runs_{key}"] = runs
-    row[f"per_job_{key}"] = _spread(Spread.of([(i, e, p) for i, e, p in runs]))
+    row[f"per_job_{key}"] = Spread.dict_of(Spread.of([(i, e, p) for i, e, p in runs]))
 
 
 def repredict(rows: list[dict], preset_path: Path, key: str) -> None:
@@ -340,7 +336,7 @@ def summary(rows: list[dict], keys: tuple[str, ...] = ("calibrated", "paper")) -
             "max_abs_error": max(errs),
             "ranked_pairs": pairs,
             "agreeing_pairs": agree,
-            "per_job": _spread(jobs),
+            "per_job": Spread.dict_of(jobs),
         }
     gains = []
     for inst in {r["instance"] for r in rows}:

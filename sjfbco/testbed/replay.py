@@ -84,6 +84,11 @@ class Spread:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @staticmethod
+    def dict_of(spread: Spread | None) -> dict[str, Any] | None:
+        """``spread.to_dict()``, or ``None`` without a spread (the JSON form)."""
+        return None if spread is None else spread.to_dict()
+
     def text(self) -> str:
         """One line: median, p90 and worst, with the worst job named."""
         return (
@@ -158,10 +163,8 @@ class Execution:
             "executed_makespan_s": self.executed_makespan * self.slot_seconds,
             "error": self.error,
             "error_calibrated": self.error_calibrated,
-            "per_job": None if self.per_job is None else self.per_job.to_dict(),
-            "per_job_calibrated": None
-            if self.per_job_calibrated is None
-            else self.per_job_calibrated.to_dict(),
+            "per_job": Spread.dict_of(self.per_job),
+            "per_job_calibrated": Spread.dict_of(self.per_job_calibrated),
             "launch_seconds": {
                 "median": statistics.median(self.launch_seconds) if self.launch_seconds else 0.0,
                 "max": max(self.launch_seconds, default=0.0),

@@ -203,7 +203,7 @@ class SlurmExecution:
             "error": err(self.predicted_makespan),
             "error_expected": err(self.expected_makespan),
             "job_error_expected": stats(self.job_errors()),
-            "per_job": None if self.per_job is None else self.per_job.to_dict(),
+            "per_job": Spread.dict_of(self.per_job),
             "launch_s": stats(runs),
             "moved": [j.id for j in self.jobs if j.moved],
             "jobs": [
