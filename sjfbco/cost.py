@@ -262,7 +262,7 @@ def iteration_seconds(
         comm = comm + ring_steps_seconds(gradient_mb, workers, cost)
     if cost.intra_step_seconds > 0:  # a fixed latency per ring step inside one server
         steps = 2.0 * (workers - 1) * cost.intra_step_seconds
-        comm = comm + _select(num_servers > 1, 0.0 * steps, steps)
+        comm = comm + _select(num_servers > 1, 0.0, steps)
     return combine(compute, comm, cost.overlap_exponent, exact=exact)
 
 
