@@ -106,21 +106,27 @@ def active() -> bool:
 
 
 def run_stoppable(
-    call: Callable[[], T], stop: Callable[[], None], poll: Callable[[], None] | None = None
+    call: Callable[[], T], stop: Callable[[], None], poll: Callable[[], bool | None] | None = None
 ) -> T:
     """``call()``, stopped by ``stop()`` on a stop request.
 
     While :func:`catching` listens (and in the main thread), ``call`` runs in a
     worker thread and the main thread waits in :data:`POLL_S` joins, so the
     SIGINT handler runs at once and calls ``stop``; ``call`` must then return
-    soon with what it has. Otherwise ``call()`` runs here, with ``stop`` as a hook.
+    soon with what it has. So does a caller outside the main thread that gives a
+    ``poll`` (a step that runs beside the main thread's work, e.g. ``best``'s
+    whole-instance step, :class:`sjfbco.solvers.anytime.Beside`): its polls come
+    every :data:`POLL_S` all the same. A ``poll`` that returns true also calls
+    ``stop`` (its own stop test: a caller that wants the backend to end early).
+    Otherwise ``call()`` runs here, with ``stop`` as a hook.
 
     Once a stop is requested, ``stop`` is called again at every join: a backend
     that was not running yet when the request came (CP-SAT's ``stop_search``
     before ``solve`` has begun is lost, ``solve`` starts afresh) is stopped as
     soon as it runs, instead of searching to its own limit.
     """
-    if not active() or threading.current_thread() is not threading.main_thread():
+    main = threading.current_thread() is threading.main_thread()
+    if not (active() and main) and (main or poll is None):
         with stopping(stop):
             return call()
     box: dict[str, Any] = {}
@@ -138,8 +144,8 @@ def run_stoppable(
             worker.join(POLL_S)
             if _STOP.is_set():
                 stop()
-            if poll is not None:
-                poll()
+            if poll is not None and poll():
+                stop()
     if "error" in box:
         raise box["error"]
     value: T = box["value"]
@@ -147,7 +153,7 @@ def run_stoppable(
 
 
 def solve_cp(
-    solver: Any, model: Any, callback: Any = None, poll: Callable[[], None] | None = None
+    solver: Any, model: Any, callback: Any = None, poll: Callable[[], bool | None] | None = None
 ) -> Any:
     """``solver.solve(model, callback)`` of OR-Tools CP-SAT, stopped (``stop_search``) on a
     stop request, ``poll`` called as :func:`run_stoppable` says. CP-SAT's own SIGINT

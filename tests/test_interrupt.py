@@ -116,3 +116,28 @@ def test_sigint_stops_exact_with_its_bound(tmp_path: Path) -> None:
     assert code == 130
     assert doc["status"] == "interrupted"
     assert 0 < doc["lower_bound"] <= doc["makespan"]
+
+
+def test_a_backend_beside_the_main_thread_is_polled_and_its_poll_can_stop_it() -> None:
+    """Outside the main thread with a ``poll`` (``best``'s whole step beside its walk), the
+    call runs in a worker and is polled every ``POLL_S`` all the same; a poll that returns
+    true calls ``stop``. Before, such a call ran in place, unpolled, to its own limit."""
+    polls = [0]
+    stopped = threading.Event()
+    box: dict[str, str] = {}
+
+    def poll() -> bool:
+        polls[0] += 1
+        return polls[0] >= 3  # the third poll asks the backend to stop
+
+    def backend() -> str:
+        return "stopped" if stopped.wait(60) else "ran to its limit"
+
+    def beside() -> None:
+        box["r"] = interrupt.run_stoppable(backend, stopped.set, poll)
+
+    with interrupt.catching():  # (which also clears a request an earlier test left)
+        t = threading.Thread(target=beside)
+        t.start()
+        t.join(30)
+    assert box == {"r": "stopped"} and polls[0] >= 3

@@ -137,13 +137,17 @@ class Watch(Generic[R]):
         if self.stop() or self.error is not None:
             stop_search()
 
-    def poll(self) -> None:
-        """Between the caller's waits (its own thread): take the pending solution; stop the
-        search if the stop test says so."""
+    def poll(self) -> bool:
+        """Between the caller's waits (its own thread): take the pending solution; whether
+        the search must stop (the stop test, or a take's error), stopping it if a solution
+        has given the means already (:func:`sjfbco.interrupt.run_stoppable` stops it
+        otherwise)."""
         self._polled = True
         self._drain(True)
-        if self._stop_search is not None and (self.stop() or self.error is not None):
+        ending = self.error is not None or self.stop()
+        if ending and self._stop_search is not None:
             self._stop_search()
+        return ending
 
     def finish(self, final: Values | None) -> R | None:
         """After the solve (the caller's thread): take what is pending, then ``final``'s
@@ -182,3 +186,60 @@ class Watch(Generic[R]):
                 self.cost = time.perf_counter() - tick
                 self.taken += 1
                 self.last = raw
+
+
+T = TypeVar("T")
+
+
+class Beside(Generic[T]):
+    """A step run on a thread of its own, beside the caller's work (``best``'s
+    whole-instance CP-SAT step beside its walk: CP-SAT releases the interpreter while it
+    searches, so the two use both cores).
+
+    ``make`` is called on the new thread with the step's halt test (true once
+    :meth:`halt` is called: the step must then end soon, e.g. by reading it in its
+    deadline's stop test) and returns the step's result. The thread runs in a copy of
+    the caller's context (:mod:`contextvars`: progress reports and CP-SAT's extra
+    parameters reach it). A solve inside it is polled as the main thread's are
+    (:func:`sjfbco.interrupt.run_stoppable`), so a halt or a Ctrl-C is felt within
+    :data:`sjfbco.clock.POLL_S`. What the step hands on while it runs (e.g.
+    :meth:`sjfbco.solvers.search.Engine.offer_outside`) must be safe beside the caller's
+    work; :meth:`result` halts, waits and returns the result or raises the step's error.
+    """
+
+    def __init__(self, make: Callable[[Callable[[], bool]], T], name: str = "sjfbco-beside"):
+        self._halt = threading.Event()
+        self._box: dict[str, Any] = {}
+        context = contextvars.copy_context()
+        self.began = time.perf_counter()
+        #: seconds the step ran (set when it ends)
+        self.seconds: float | None = None
+        self._thread = threading.Thread(
+            target=context.run, args=(self._work, make), name=name, daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, make: Callable[[Callable[[], bool]], T]) -> None:
+        try:
+            self._box["value"] = make(self._halt.is_set)
+        except BaseException as err:  # raised in the caller's thread by result()
+            self._box["error"] = err
+        finally:
+            self.seconds = time.perf_counter() - self.began
+
+    def halt(self) -> None:
+        """Ask the step to end (at once if it reads its halt test)."""
+        self._halt.set()
+
+    def running(self) -> bool:
+        """Whether the step has not ended yet."""
+        return self._thread.is_alive()
+
+    def result(self) -> T:
+        """Halt the step, wait for it, and return its result (or raise its error)."""
+        self.halt()
+        self._thread.join()
+        if "error" in self._box:
+            raise self._box["error"]
+        value: T = self._box["value"]
+        return value

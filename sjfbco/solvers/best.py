@@ -52,6 +52,7 @@ import contextlib
 import logging
 import math
 import random
+import threading
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -68,6 +69,7 @@ from sjfbco.knobs import UNTUNED, knob
 from sjfbco.patterns import Patterns
 from sjfbco.progress import report
 from sjfbco.relaxations.contention_free import ContentionFree
+from sjfbco.solvers.anytime import Beside
 from sjfbco.solvers.chain import (
     NO_TIME,
     ConfigurationPhase,
@@ -103,6 +105,7 @@ DEFAULT_TIME_LIMIT = 10.0
 _PAGE = "docs/benchmarks/2026-12-best-paper.md"
 _PARAMETERS = f"{_PAGE}#where-bests-parameters-came-from"
 _WHOLE_FIX = f"{_PAGE}#why-the-whole-instance-step-found-nothing-and-the-fix-2026-12-04-later"
+_ANYTIME = "docs/benchmarks/2026-12-anytime.md#the-whole-step-beside-the-walk"
 BoundKind = Literal["closed", "packing", "lp", "relaxation"]
 
 
@@ -122,7 +125,13 @@ class BestParams:
         default).
     bound_share
         Largest share of the time limit the LP bound may use, and the
-        relaxation too, in ``(0, 1)``.
+        relaxation too, in ``(0, 1)``; of ``bound_horizon`` at most.
+    bound_horizon
+        Seconds of limit beyond which the bound phases get no longer (> 0): each gets
+        ``bound_share`` of the smaller of the limit and this. The bound phases hold up
+        every step that finds schedules, so a longer limit that gave them longer would
+        reach the search later than a shorter run does, and a long run stopped early
+        could hold a worse answer than the short run (issue 44: the anytime target).
     relaxation_limit
         Largest number of placement modes (patterns summed over jobs) for which
         the relaxation is tried; larger instances keep the LP bound.
@@ -149,7 +158,8 @@ class BestParams:
         without splits (:func:`whole_hint`), after the bound phase (0: none); skipped when
         no schedule without splits can beat the incumbent (:func:`no_split_floor`) or the
         hint is more than ``whole_hint_slack`` times the incumbent.
-        Without a time limit it runs for ``whole_effort`` deterministic seconds.
+        Without a time limit it runs for ``whole_effort`` deterministic seconds; beside the
+        walk (``whole_beside``) to the end of the run, any share above 0.
     whole_hint_slack
         The whole-instance model is not solved when its hint is longer than the incumbent
         by more than this factor (> 0): it would then have to close more than the whole
@@ -213,6 +223,12 @@ class BestParams:
         joining the walk, which goes on from it; ``False``: ``whole_share`` of the clock,
         its schedule joining the answer only. Both keep ``best`` monotone in its limit
         (``docs/algorithms.md``).
+    whole_beside
+        Under a time limit (``whole_walk`` false), the whole step runs beside the walk, on
+        a thread of its own (CP-SAT on the second core, :class:`~sjfbco.solvers.anytime.Beside`),
+        for ``whole_share`` of the limit, instead of before it (``False``): both start once
+        the bound phases end, whatever the limit, so a run stopped at any moment has
+        searched at least as far as a run whose limit was that moment, in each of the two.
     whole_stall
         Under a time limit (``whole_walk`` false), the whole step ends once CP-SAT has found
         no new solution for this share of the step's time so far, and the walk gets the
@@ -228,6 +244,7 @@ class BestParams:
     iterations: int | None = knob(None, UNTUNED)
     bound: BoundKind = knob("relaxation", UNTUNED)
     bound_share: float = knob(0.15, UNTUNED)
+    bound_horizon: float = knob(30.0, _ANYTIME)
     relaxation_limit: int = knob(2_000, UNTUNED)
     global_moves: int = knob(50, UNTUNED)
     global_work: int = knob(100_000, UNTUNED)
@@ -251,6 +268,7 @@ class BestParams:
     lns_effort: float = knob(0.5, UNTUNED)
     lns_shift: bool = knob(False, "docs/benchmarks/2026-12-anytime.md#shift")
     whole_walk: bool = knob(False, UNTUNED)
+    whole_beside: bool = knob(True, _ANYTIME)
     whole_stall: float = knob(0.0, "docs/benchmarks/2026-12-anytime.md#stall")
 
     def __post_init__(self) -> None:
@@ -293,7 +311,8 @@ class BestParams:
         check_count("lns_jobs", self.lns_jobs)
         check_number("lns_effort", self.lns_effort, "> 0", lambda v: v > 0)
         check_number("whole_stall", self.whole_stall, ">= 0", lambda v: v >= 0)
-        for name in ("whole_walk", "lns_shift"):
+        check_number("bound_horizon", self.bound_horizon, "> 0", lambda v: v > 0)
+        for name in ("whole_walk", "lns_shift", "whole_beside"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(
                     f"parameter {name}: must be true or false, got {getattr(self, name)!r}"
@@ -466,8 +485,10 @@ def strong_bounds(
     it did not run)."""
     relaxation = "not tried"
     limit = engine.budget.whole.limit
+    # each phase's seconds: a share of the limit, but of no more than bound_horizon
+    seconds = None if limit is None else params.bound_share * min(limit, params.bound_horizon)
     if params.bound in ("lp", "relaxation") and not engine.done:
-        lp = None if limit is None else engine.budget.whole.within(params.bound_share * limit)
+        lp = None if seconds is None else engine.budget.whole.within(seconds)
         # the closed and packing bounds are in ``bounds`` already (step 0): only the LP is new
         # (recomputing them cost seconds at a million jobs)
         bounds["cutting_stock"] = cutting_stock_bound(data, bound, lp)
@@ -477,7 +498,7 @@ def strong_bounds(
         relaxation = NEIGHBOUR_OFF
     elif params.bound == "relaxation" and not engine.done and limit is not None:
         assert engine.best is not None
-        part = engine.budget.part().share_of_limit(params.bound_share)
+        part = engine.budget.part().within(seconds)
         rel, relaxation = relaxation_bound(data, engine.best.makespan, part, params, seed)
         if rel is not None:
             bounds["relaxation"] = rel
@@ -558,39 +579,51 @@ WHOLE_CP_PARAMETERS: dict[str, Any] = {
 }
 
 
-def _whole(
-    data: ProblemData,
-    engine: Engine,
-    params: BestParams,
-    part: Deadline,
-    reserve: float,
-    seed: int,
-    on_solution: Callable[[Candidate], None] | None = None,
-    walked: bool = False,
-) -> tuple[Candidate | None, Candidate | None]:
-    """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
-    with :func:`whole_hint`, on ``params.whole_workers`` workers: by ``part`` (its share of
-    the run less the walk's ``reserve``), or ``params.whole_effort`` deterministic seconds
-    without a limit or when ``walked``. One worker searches the same way whatever its
-    time, so a longer share finds a schedule at least as good (the answer stays monotone
-    in the limit). Each solution goes to ``on_solution`` as CP-SAT finds it, scored by the
-    evaluator. The hint and what the model found (``None``: nothing)."""
+def _whole_hint(
+    data: ProblemData, engine: Engine, params: BestParams, part: Deadline, reserve: float
+) -> tuple[Candidate | None, bool]:
+    """The hint of the whole-instance model (:func:`whole_hint`, the incumbent laid out
+    without splits; ``None``: none) and whether the model is worth solving: not when it is
+    too large, has no room by ``part``, cannot beat the incumbent without splits
+    (:func:`no_split_floor`), or its hint is more than ``whole_hint_slack`` times the
+    incumbent."""
     assert engine.best is not None
     if too_large(data):
-        return None, None  # whole_pack does not build the model
+        return None, False  # whole_pack does not build the model
     # the hint costs about four evaluations (a decode, two lay-outs and their scores;
     # Moves.room_reserves): not begun without room
     if part.too_short(max(MIN_SLICE, params.moves.room_reserves * reserve)):
-        return None, None
+        return None, False
     modes = instance_modes(data)
     if modes is None or no_split_floor(data, modes) >= engine.best.makespan:
-        return None, None  # nothing without splits is shorter than the incumbent
+        return None, False  # nothing without splits is shorter than the incumbent
     try:
         hint = whole_hint(data, engine, modes)
-        if hint is None or hint.makespan > params.whole_hint_slack * engine.best.makespan:
-            return hint, None
+    except ConfigurationError:  # the hand-out put a job above one slot per iteration
+        return None, False
+    ok = hint is not None and hint.makespan <= params.whole_hint_slack * engine.best.makespan
+    return hint, ok
+
+
+def _whole_solve(
+    data: ProblemData,
+    hint: Candidate,
+    params: BestParams,
+    part: Deadline,
+    seed: int,
+    on_solution: Callable[[Candidate], None] | None = None,
+    walked: bool = False,
+) -> Candidate | None:
+    """The whole-instance CP-SAT model (:func:`~sjfbco.solvers.wholecp.whole_pack`) hinted
+    with ``hint``, on ``params.whole_workers`` workers: by ``part`` (its share of the run),
+    or ``params.whole_effort`` deterministic seconds without a limit or when ``walked``.
+    One worker searches the same way whatever its time, so a longer share finds a
+    schedule at least as good (the answer stays monotone in the limit). Each solution goes
+    to ``on_solution`` as CP-SAT finds it, scored by the evaluator. What the model found
+    (``None``: nothing)."""
+    try:
         with cp_parameters(**WHOLE_CP_PARAMETERS):
-            return hint, whole_pack(
+            return whole_pack(
                 data,
                 hint,
                 deadline=part,
@@ -600,7 +633,7 @@ def _whole(
                 on_solution=on_solution,
             )
     except ConfigurationError:  # the hand-out put a job above one slot per iteration
-        return None, None
+        return None
 
 
 class Laps:
@@ -763,46 +796,92 @@ class Walk:
         self.laps.lap("lns")
 
 
-def whole_step(data: ProblemData, params: BestParams, walk: Walk, seed: int) -> dict[str, Any]:
-    """Step 3: the whole-instance CP-SAT model (:func:`_whole`) unless the bound is met or
-    the deadline has come. Each solution CP-SAT finds joins the answer as it is found
-    (scored by the evaluator, :mod:`sjfbco.solvers.anytime`), so that the step never
+class WholeStep:
+    """Step 3: the whole-instance CP-SAT model (:func:`_whole_solve`) unless the bound is
+    met or the deadline has come. Each solution CP-SAT finds joins the answer as it is
+    found (scored by the evaluator, :mod:`sjfbco.solvers.anytime`), so that the step never
     holds the only copy of a schedule better than the incumbent and a stop at any moment
-    returns it. Without a time limit (deterministic), or with ``whole_walk``, the step runs
-    ``whole_effort`` deterministic seconds (cut only by the deadline), its final schedule
-    also joins the walk and the walk starts from it: a longer limit goes further along
-    the same search, and once the step ends within the limit the walk after it is the same
-    for every longer limit (a step cut by the deadline ends the run). Otherwise it has
-    ``whole_share`` of the clock and the walk never sees it. Both keep ``best`` monotone in
-    its limit. What it did (``stats["whole"]``): the hint's makespan, the model's
-    (``None``: none) and how many solutions CP-SAT reported."""
-    engine, budget = walk.engine, walk.budget
-    walked = budget.whole.unlimited or params.whole_walk
-    if params.whole_share <= 0 or engine.done or budget.whole.expired():
-        return {"hint": None, "found": None, "solutions": 0, "stalled": False}
-    share = params.whole_share
-    if data.num_jobs > params.whole_dense * data.cluster.num_servers:
-        share /= 2  # many jobs per server: the model rarely improves its hint in time
-    part = budget.deadline if walked else budget.deadline.share_of_limit(share)
-    solutions = [0]
-    stall = Stall(part, 0.0 if walked else params.whole_stall)
+    returns it.
 
-    def joined(cand: Candidate) -> None:  # the answer, never the walk: it depends on time
-        solutions[0] += 1
-        stall.found()
-        engine.offer_outside(cand, "cp-sat (whole)")
+    - Without a time limit (deterministic), or with ``whole_walk``, the step runs
+      ``whole_effort`` deterministic seconds (cut only by the deadline) before the walk,
+      its final schedule also joins the walk and the walk starts from it: a longer limit
+      goes further along the same search, and once the step ends within the limit the walk
+      after it is the same for every longer limit (a step cut by the deadline ends the run).
+    - Otherwise the walk never sees it. With ``whole_beside`` (default) it runs on a
+      thread of its own beside the walk (:class:`~sjfbco.solvers.anytime.Beside`), which
+      starts at once, until the run ends (``whole_share`` 0: not at all); without, it has
+      ``whole_share`` of the clock (half of it above ``whole_dense``) before the walk.
 
-    hint, found = _whole(
-        data, engine, params, stall.deadline(), budget.reserve, seed, joined, walked
-    )
-    if found is not None and walked and engine.offer(found, "cp-sat (whole)"):
-        walk.start = genome_of(found, data, walk.start.split)
-    return {
-        "hint": None if hint is None else hint.makespan,
-        "found": None if found is None else found.makespan,
-        "solutions": solutions[0],
-        "stalled": stall.ended,
-    }
+    All three keep ``best`` monotone in its limit; beside the walk, the step and the walk
+    both start when the bound phases end (which ``bound_horizon`` keeps the same for every
+    limit past it), so a run stopped at any moment holds what each of the two had found by
+    then, at least what a run of that limit would. The hint is computed here, in the
+    caller's thread; :meth:`finish` ends the step and gives what it did
+    (``stats["whole"]``): the hint's makespan, the model's (``None``: none), how many
+    solutions CP-SAT reported, whether it stalled and whether it ran beside the walk (its
+    seconds beside the walk are added to ``stats["phase_seconds"]["whole"]``, so that the
+    phases' seconds then add up to more than the run's)."""
+
+    def __init__(self, data: ProblemData, params: BestParams, walk: Walk, seed: int):
+        engine, budget = walk.engine, walk.budget
+        self.engine = engine
+        self.walked = budget.whole.unlimited or params.whole_walk
+        self.beside: Beside[Candidate | None] | None = None
+        self.stall: Stall | None = None
+        self.solutions = 0
+        self.hint: Candidate | None = None
+        self.found: Candidate | None = None
+        #: seconds the step ran beside the walk (0: it did not)
+        self.seconds = 0.0
+        if params.whole_share <= 0 or engine.done or budget.whole.expired():
+            return
+        beside = params.whole_beside and not self.walked
+        share = params.whole_share
+        if data.num_jobs > params.whole_dense * data.cluster.num_servers:
+            share /= 2  # many jobs per server: the model rarely improves its hint in time
+        # beside the walk it takes no time from it: the rest of the run
+        part = budget.deadline if self.walked or beside else budget.deadline.share_of_limit(share)
+        self.hint, go = _whole_hint(data, engine, params, part, budget.reserve)
+        if not go or self.hint is None:
+            return
+        hint = self.hint
+        if beside:
+
+            def step(halted: Callable[[], bool]) -> Candidate | None:
+                ends = replace(part, stop=lambda: halted() or part.stop())
+                self.stall = Stall(ends, params.whole_stall)
+                return _whole_solve(data, hint, params, self.stall.deadline(), seed, self.joined)
+
+            self.beside = Beside(step, name="sjfbco-whole")
+            return
+        self.stall = Stall(part, 0.0 if self.walked else params.whole_stall)
+        self.found = _whole_solve(
+            data, hint, params, self.stall.deadline(), seed, self.joined, self.walked
+        )
+        if self.found is not None and self.walked and engine.offer(self.found, "cp-sat (whole)"):
+            walk.start = genome_of(self.found, data, walk.start.split)
+
+    def joined(self, cand: Candidate) -> None:
+        """A solution of the model: the answer, never the walk (it depends on time)."""
+        self.solutions += 1
+        if self.stall is not None:
+            self.stall.found()
+        self.engine.offer_outside(cand, "cp-sat (whole)")
+
+    def finish(self) -> dict[str, Any]:
+        """End the step (beside the walk: halt it and wait; its last solution joins the
+        answer) and say what it did."""
+        if self.beside is not None:
+            self.found = self.beside.result()
+            self.seconds = self.beside.seconds or 0.0
+        return {
+            "hint": None if self.hint is None else self.hint.makespan,
+            "found": None if self.found is None else self.found.makespan,
+            "solutions": self.solutions,
+            "stalled": self.stall is not None and self.stall.ended,
+            "beside": self.beside is not None,
+        }
 
 
 class Stall:
@@ -843,7 +922,11 @@ class Reporter:
     """Records each new answer of ``best`` (trajectory, log line, progress report) and
     each rise of its lower bound: the progress report
     ``"best: makespan M, bound B (source)"`` carries both, so the display shows the
-    incumbent, the bound and their gap as they move (``sjfbco.commands.common``)."""
+    incumbent, the bound and their gap as they move (``sjfbco.commands.common``).
+
+    The whole step beside the walk reports from its own thread: one report at a time (a
+    lock), and an answer no better than the last one recorded (two threads that each beat
+    the answer they read at once) is not recorded, so the trajectory only descends."""
 
     def __init__(self, t0: float, time_limit: float | None):
         self.traj = Trajectory(t0)
@@ -852,8 +935,14 @@ class Reporter:
         #: the best lower bound known (slots; ``None``: none yet) and the last answer
         self.bound: float | None = None
         self.last: tuple[Candidate, str] | None = None
+        self._lock = threading.RLock()
 
     def __call__(self, cand: Candidate, source: str) -> None:
+        with self._lock:
+            if self.last is None or cand.key < self.last[0].key:
+                self._record(cand, source)
+
+    def _record(self, cand: Candidate, source: str) -> None:
         self.traj.add(cand, source)
         self.last = (cand, source)
         elapsed = time.perf_counter() - self.t0
@@ -868,11 +957,12 @@ class Reporter:
 
     def bound_moved(self, bound: float) -> None:
         """The lower bound is now ``bound`` (slots): reported with the answer if it rose."""
-        if self.bound is not None and bound <= self.bound:
-            return
-        self.bound = bound
-        log.info("best: lower bound %g after %.2f s", bound, time.perf_counter() - self.t0)
-        self._report()
+        with self._lock:
+            if self.bound is not None and bound <= self.bound:
+                return
+            self.bound = bound
+            log.info("best: lower bound %g after %.2f s", bound, time.perf_counter() - self.t0)
+            self._report()
 
     def _report(self) -> None:
         if self.last is None:
@@ -930,10 +1020,16 @@ def best_solve(
     reporter.bound_moved(bound)
     laps.lap("bound")
     # 3. the whole instance in one CP-SAT model without splits, hinted with the incumbent
-    whole = whole_step(data, params, walk, seed)
+    # (beside the walk: on a thread of its own while 4. runs)
+    step = WholeStep(data, params, walk, seed)
     laps.lap("whole")
     # 4. search rounds
-    walk.run()
+    try:
+        walk.run()
+    finally:
+        whole = step.finish()
+    if step.beside is not None:
+        laps.seconds["whole"] += step.seconds
     if budget.stopped_by is None and budget.expired():  # expired() notes an interruption
         budget.stopped_by = "time limit"
     best = engine.answer

@@ -4,8 +4,10 @@ found, and the figures are the evaluator's."""
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from sjfbco import evaluate, interrupt, read_instance, solve
 from sjfbco.clock import Deadline
 from sjfbco.progress import Progress, listen
-from sjfbco.solvers.anytime import INLINE_S, Watch
+from sjfbco.solvers.anytime import INLINE_S, Beside, Watch
 from sjfbco.solvers.best import WHOLE_CP_PARAMETERS, Stall, whole_hint
 from sjfbco.solvers.cprepack import cp_parameters
 from sjfbco.solvers.wholecp import whole_pack
@@ -235,3 +237,73 @@ def test_a_stall_ends_the_whole_step_after_its_share_of_silence() -> None:
     assert none.deadline() is part
     stop[0] = True
     assert Stall(part, 0.5).deadline().interrupted()
+
+
+_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
+
+
+def test_beside_runs_on_its_own_thread_in_the_callers_context_until_halted() -> None:
+    seen: dict[str, str] = {}
+
+    def make(halted: Any) -> int:
+        seen["thread"] = threading.current_thread().name
+        seen["var"] = _VAR.get()
+        while not halted():
+            time.sleep(0.01)
+        return 42
+
+    token = _VAR.set("caller")
+    try:
+        beside = Beside(make, name="sjfbco-test")
+    finally:
+        _VAR.reset(token)
+    assert beside.running()  # it waits for its halt
+    assert beside.result() == 42 and not beside.running()
+    assert seen == {"thread": "sjfbco-test", "var": "caller"}
+    assert beside.seconds is not None and beside.seconds >= 0
+
+
+def test_beside_raises_its_error_in_the_caller() -> None:
+    beside: Beside[int] = Beside(lambda halted: 1 // 0)
+    with pytest.raises(ZeroDivisionError):
+        beside.result()
+
+
+def _threads(name: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == name]
+
+
+def test_best_under_a_time_limit_runs_its_whole_step_beside_the_walk() -> None:
+    """Under a time limit the step runs beside the walk (issue 44: both start when the
+    bound phases end, whatever the limit); its last solution joins the answer, the
+    trajectory only descends although two threads report, and no thread is left."""
+    data = read_instance(BENCH)
+    res = solve(data, "best", time_limit=2, seed=3, bound="packing")
+    whole = res.stats["whole"]
+    assert whole["beside"] and whole["solutions"] >= 1 and whole["found"] is not None
+    assert res.makespan <= whole["found"]
+    assert res.makespan == evaluate(data, res.schedule).makespan
+    keys = [(p["makespan"], p["mean_jct"]) for p in res.stats["improvements"]]
+    assert all(a > b for a, b in itertools.pairwise(keys))
+    assert _threads("sjfbco-whole") == []
+    before = solve(data, "best", time_limit=1, seed=3, bound="packing", whole_beside=False)
+    assert before.stats["whole"]["beside"] is False
+    walked = solve(data, "best", iterations=20, seed=3, bound="packing", whole_effort=0.2)
+    assert walked.stats["whole"]["beside"] is False  # deterministic runs: before the walk
+
+
+def test_a_stop_during_the_step_beside_the_walk_ends_both() -> None:
+    """A Ctrl-C while the step runs beside the walk (on the walk's first improvement, the
+    step having begun before the walk): the run ends interrupted, long before its limit,
+    with the evaluator's answer, and the step's thread has ended."""
+    data = read_instance(BENCH)
+
+    def listener(p: Progress) -> None:
+        if p.task.startswith("best: makespan") and "(search (" in p.task:
+            interrupt.request()
+
+    with listen(listener):
+        res = solve(data, "best", time_limit=120, seed=3, bound="packing")
+    assert res.stats["stopped_by"] == "interrupted" and res.stats["whole"]["beside"]
+    assert res.makespan == evaluate(data, res.schedule).makespan
+    assert _threads("sjfbco-whole") == []

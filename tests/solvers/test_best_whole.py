@@ -118,7 +118,13 @@ def test_no_split_floor_by_hand() -> None:
     assert no_split_floor(data, instance_modes(data) or []) == 8
     res = solve(data, "best", iterations=50, seed=0)
     assert res.makespan == 4  # the split schedule
-    assert res.stats["whole"] == {"hint": None, "found": None, "solutions": 0, "stalled": False}
+    assert res.stats["whole"] == {
+        "hint": None,
+        "found": None,
+        "solutions": 0,
+        "stalled": False,
+        "beside": False,
+    }
 
 
 def test_cp_parameters_hold_inside_their_block_only() -> None:
