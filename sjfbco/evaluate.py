@@ -74,7 +74,10 @@ class Simulator:
 
     Memory, not steps, is what grows at 100,000 jobs: an event follows references
     from a server to the runs on it and from a run to its end (``_split_runs`` and
-    the calendar hold :class:`_Run` objects, not job numbers to look up again).
+    the calendar hold :class:`_Run` objects, not job numbers to look up again), and
+    what is kept by job number is read in memory order only if the jobs start about
+    in that order (:func:`evaluate` and :func:`dispatch` number them so,
+    :meth:`~sjfbco.problem.ProblemData.reordered`).
     """
 
     def __init__(self, data: ProblemData):
