@@ -771,6 +771,25 @@ class RateCache:
         self._shape: dict[int, Shape] = {}
         self._min_run: tuple[float, ...] | None = None
 
+    def reordered(self, order: Sequence[int], data: ProblemData) -> RateCache:
+        """This cache for ``data``, the same instance with its jobs listed in ``order``
+        (:meth:`~sjfbco.problem.ProblemData.reordered`: its job ``i`` is job ``order[i]``
+        here).
+
+        The tables by class are shared, not copied: a rate either computes, the other
+        reads (the class numbers are this cache's). Only what is kept per job (each job's
+        class; :meth:`min_run_times`, computed again when asked) follows ``order``.
+        """
+        view = object.__new__(RateCache)
+        view._data = data
+        view._by_node, view._intra = self._by_node, self._intra
+        view._weights, view._rows = self._weights, self._rows
+        view._best, view._shape = self._best, self._shape
+        class_of = self._class_of
+        view._class_of = [class_of[j] for j in order]
+        view._min_run = None
+        return view
+
     def class_of(self, job: int) -> int:
         """Job ``job``'s class (a number): jobs of one class have the same rates on every
         placement, whatever their iterations."""

@@ -24,7 +24,7 @@ import heapq
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sjfbco.cost import ConfigurationError, contention_count, slots_to_finish, weighted_count
 from sjfbco.progress import Ticker
@@ -74,7 +74,10 @@ class Simulator:
 
     Memory, not steps, is what grows at 100,000 jobs: an event follows references
     from a server to the runs on it and from a run to its end (``_split_runs`` and
-    the calendar hold :class:`_Run` objects, not job numbers to look up again).
+    the calendar hold :class:`_Run` objects, not job numbers to look up again), and
+    what is kept by job number is read in memory order only if the jobs start about
+    in that order (:func:`evaluate` and :func:`dispatch` number them so,
+    :meth:`~sjfbco.problem.ProblemData.reordered`).
     """
 
     def __init__(self, data: ProblemData):
@@ -270,6 +273,23 @@ class Simulator:
         """Advance until nothing runs."""
         while self._runs:
             self.advance()
+
+    def renumbered(self, data: ProblemData, order: Sequence[int]) -> Simulator:
+        """This finished simulation of ``data.reordered(order)`` with its jobs numbered as
+        in ``data``: a copy whose dicts by job (:attr:`start_time`, :attr:`end_time`,
+        :attr:`gpu_ids_of`, ...) hold the same entries under ``order[i]`` for ``i``, in the
+        same insertion order. Nothing may run (the per-GPU state would name jobs by the
+        old numbers)."""
+        if self._runs:
+            raise ValueError("renumbered: jobs are still running")
+        out = Simulator(data)  # nothing runs: a fresh state at the same time is this one's
+        out.now = self.now
+        out.start_time = {order[i]: t for i, t in self.start_time.items()}
+        out.end_time = {order[i]: t for i, t in self.end_time.items()}
+        out.gpu_ids_of = {order[i]: g for i, g in self.gpu_ids_of.items()}
+        out.servers_of = {order[i]: s for i, s in self.servers_of.items()}
+        out.max_per_server_of = {order[i]: k for i, k in self.max_per_server_of.items()}
+        return out
 
     # -- internals ---------------------------------------------------------------
     def _count_up(self, servers: Iterable[int]) -> None:
@@ -522,8 +542,8 @@ def evaluate(data: ProblemData, schedule: Schedule, strict: bool = False) -> Eva
     with gc_paused():
         gpu_ids = check_schedule(data, schedule)
         ranks = [schedule.rank(j) for j in range(data.num_jobs)]
-        sim = dispatch(data, gpu_ids, schedule.start, ranks, strict=strict)
-        return evaluation_of(data, sim)
+        sim, order = _dispatch(data, gpu_ids, schedule.start, ranks, strict)
+        return evaluation_of(data, sim, order)
 
 
 @contextmanager
@@ -548,7 +568,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def queue_links(
-    keys: Sequence[tuple[float, int, int]],
+    keys: Sequence[tuple[float, int, int]] | None,
     gpu_ids: Sequence[Sequence[int]],
     num_gpus: int,
     keep_preds: bool = False,
@@ -559,10 +579,13 @@ def queue_links(
     Returns the successors of every job, its number of distinct predecessors and,
     with ``keep_preds``, the predecessors themselves (in queue order). Flat lists,
     no set per job: memory, not steps, is what grows at 100,000 jobs. ``order``: the
-    jobs sorted by ``keys``, if the caller has it.
+    jobs sorted by ``keys``, if the caller has it (``keys`` is then not read: it may be
+    ``None``).
     """
-    n = len(keys)
+    n = len(gpu_ids)
     if order is None:
+        if keys is None:
+            raise ValueError("queue_links needs the keys or the order of the jobs")
         order = sorted(range(n), key=keys.__getitem__)
     last_on_gpu = [-1] * num_gpus
     seen_by = [-1] * n  # seen_by[q] == j: q is already a predecessor of j
@@ -594,10 +617,13 @@ def dispatch(
     """Run jobs on global GPU indices with the dispatch semantics of :func:`evaluate`.
 
     The fast path for solvers, which build GPU sets as global indices and have
-    checked them already; returns the finished :class:`Simulator`.
+    checked them already; returns the finished :class:`Simulator`, its jobs numbered as
+    in ``data`` (its dicts by job hold what :func:`_dispatch`'s simulation of the
+    reordered jobs holds, in the same insertion order).
     """
     with gc_paused():
-        return _dispatch(data, gpu_ids, planned, ranks, strict)
+        sim, order = _dispatch(data, gpu_ids, planned, ranks, strict)
+        return sim.renumbered(data, order)
 
 
 def _dispatch(
@@ -606,36 +632,49 @@ def _dispatch(
     planned: Sequence[int],
     ranks: Sequence[int],
     strict: bool,
-) -> Simulator:
+) -> tuple[Simulator, list[int]]:
+    """:func:`dispatch`'s simulation, run on ``data.reordered(order)``, ``order`` being the
+    jobs by ``(planned start, rank, position)``: returns the finished :class:`Simulator`,
+    whose job ``i`` is job ``order[i]`` of ``data``, and ``order``.
+
+    The dispatch meets the jobs about in that order, so numbered by it, what is kept per
+    job (the queue links, the simulator's dicts, the rate classes, the jobs) is read and
+    written in memory order, not at random: at 10^6 jobs a random read of a list or dict
+    of a million entries misses the caches (``docs/benchmarks/2026-12-million.md``,
+    "evaluate's growth"). The numbers are the same: the ready queue and the per-GPU
+    queues order the jobs by place as before, and the order of simultaneous ends does
+    not change any rate.
+    """
     n = data.num_jobs
     slotted = data.cost.time_model != "continuous"
     # one number type per time model: exact ints when slotted, floats when continuous
     due: Sequence[float] = planned if slotted else [float(p) for p in planned]
     key = [(due[j], ranks[j], j) for j in range(n)]
-    # a job's place in the order (planned start, rank, position) stands for its key in the
-    # ready queue: one int per entry when slotted, ``release * n + place``
     order = sorted(range(n), key=key.__getitem__)
-    place = [0] * n
-    for i, j in enumerate(order):
-        place[j] = i
+    # from here a job is its place ``i`` in ``order`` (job ``order[i]``); its key in the
+    # ready queue is one int per entry when slotted, ``release * n + place``
+    queued = data.reordered(order)
+    gpus = [tuple(gpu_ids[j]) for j in order]  # made in place order, so stored in it too
     succ, n_pred, preds = queue_links(
-        key, gpu_ids, data.cluster.num_gpus, keep_preds=strict, order=order
+        None, gpus, data.cluster.num_gpus, keep_preds=strict, order=range(n)
     )
-    arrival = [job.arrival for job in data.jobs]
+    # a job's release: max(planned start, arrival), the planned start if they tie
+    arrival = [job.arrival for job in queued.jobs]
+    release = [a if a > d else d for d, a in zip(map(due.__getitem__, order), arrival, strict=True)]
     ready = ReadyQueue(n, slotted)
-    for j in order:
-        if n_pred[j] == 0:
-            ready.push(max(due[j], arrival[j]), place[j])
-    sim = Simulator(data)
+    for i in range(n):
+        if n_pred[i] == 0:
+            ready.push(release[i], i)
+    sim = Simulator(queued)
     eps = sim.eps
     done = 0
     ticker = Ticker("simulating", n, "job")
     while done < n:
         while ready and ready.first() <= sim.now + eps:
-            j = order[ready.pop()]
-            if preds is not None and sim.now > planned[j]:
-                _strict_violation(data, j, planned[j], sim, preds[j], gpu_ids)
-            sim.start(j, gpu_ids[j])
+            i = ready.pop()
+            if preds is not None and sim.now > planned[order[i]]:
+                _strict_violation(queued, i, planned[order[i]], sim, preds[i], gpus, order)
+            sim.start(i, gpus[i])
         finished = sim.advance(until=ready.first() if ready else None)
         if not finished and not ready and not sim.busy:  # pragma: no cover - impossible
             raise RuntimeError("evaluator stalled: per-GPU queues are not consistent")
@@ -645,8 +684,9 @@ def _dispatch(
             for s in succ[f]:
                 n_pred[s] -= 1
                 if n_pred[s] == 0:
-                    ready.push(max(due[s], arrival[s], sim.now), place[s])
-    return sim
+                    r = release[s]
+                    ready.push(sim.now if sim.now > r else r, s)
+    return sim, order
 
 
 class ReadyQueue:
@@ -684,7 +724,8 @@ class ReadyQueue:
 
 def makespan_of(data: ProblemData, gpu_ids: Sequence[Sequence[int]], ranks: Sequence[int]) -> float:
     """Makespan of GPU sets all planned at slot 0 with the given ranks (solvers' trials)."""
-    sim = dispatch(data, gpu_ids, [0] * len(gpu_ids), ranks)
+    with gc_paused():
+        sim, _ = _dispatch(data, gpu_ids, [0] * len(gpu_ids), ranks, False)
     return max(sim.end_time.values(), default=0)
 
 
@@ -695,8 +736,11 @@ def _strict_violation(
     sim: Simulator,
     preds: Sequence[int],
     gpu_ids: Sequence[Sequence[int]],
+    order: Sequence[int],
 ) -> None:
-    """Raise the strict-mode error for job ``j``, which could not start at ``planned``."""
+    """Raise the strict-mode error for job ``j``, which could not start at ``planned``
+    (``data`` is the instance reordered by ``order``, as in :func:`_dispatch`; of the
+    predecessors that end last, the one listed last in the original instance is named)."""
     job = data.jobs[j]
     late = [q for q in preds if sim.end_time[q] > planned]
     if not late:
@@ -704,7 +748,7 @@ def _strict_violation(
             f"job {job.id!r} is planned at slot {planned}, before its "
             f"arrival at slot {job.arrival} (strict mode)"
         )
-    q = max(late, key=lambda b: (sim.end_time[b], b))
+    q = max(late, key=lambda b: (sim.end_time[b], order[b]))
     s, i = data.cluster.gpu_pair(min(set(gpu_ids[j]) & set(gpu_ids[q])))
     raise ScheduleError(
         f"job {job.id!r} is planned at slot {planned} on GPU ({s}, {i}), which job "
@@ -721,19 +765,37 @@ def alone_slots(data: ProblemData, job: int, num_servers: int, max_per_server: i
     return slots_to_finish(data.jobs[job].iterations, rate, data.cost)
 
 
-def evaluation_of(data: ProblemData, sim: Simulator) -> Evaluation:
-    """Build the :class:`Evaluation` of a simulation in which every job has ended."""
+def evaluation_of(
+    data: ProblemData, sim: Simulator, order: Sequence[int] | None = None
+) -> Evaluation:
+    """Build the :class:`Evaluation` of a simulation in which every job has ended.
+
+    ``order``: the simulation ran ``data.reordered(order)`` (its job ``i`` is job
+    ``order[i]``), as :func:`_dispatch`'s does; the figures are summed in ``data``'s job
+    order all the same, so that they are the same floats.
+    """
     n = data.num_jobs
     slot = data.cost.slot_seconds
-    start = tuple(sim.start_time[j] for j in range(n))
-    end = tuple(sim.end_time[j] for j in range(n))
+
+    def by_job(values: dict[int, Any]) -> list[Any]:
+        if order is None:
+            return [values[j] for j in range(n)]
+        out: list[Any] = [None] * n
+        for i, j in enumerate(order):
+            out[j] = values[i]
+        return out
+
+    start = tuple(by_job(sim.start_time))
+    end = tuple(by_job(sim.end_time))
+    servers = by_job(sim.servers_of)
+    g_max = by_job(sim.max_per_server_of)
     makespan = max(end, default=0)
     busy = run_total = alone_total = compute_total = 0.0
     for j, job in enumerate(data.jobs):
         run = end[j] - start[j]
         busy += job.num_gpus * run
         run_total += run
-        alone_total += alone_slots(data, j, len(sim.servers_of[j]), sim.max_per_server_of[j])
+        alone_total += alone_slots(data, j, len(servers[j]), g_max[j])
         compute_total += job.iterations * job.compute / slot
     capacity = data.cluster.num_gpus * makespan
     return Evaluation(

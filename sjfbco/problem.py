@@ -41,7 +41,7 @@ from sjfbco.limits import (  # the value ranges live with the size limits
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
 
 __all__ = ["INSTANCE_FORMAT", "Cluster", "CostParams", "InputError", "Job", "ProblemData"]
@@ -513,6 +513,24 @@ class ProblemData:
         """Memoised iteration rates for this instance (see :class:`sjfbco.cost.RateCache`)."""
 
         return RateCache(self)
+
+    def reordered(self, order: Sequence[int]) -> ProblemData:
+        """The same instance with its jobs listed in ``order``, a permutation of the job
+        numbers: job ``i`` of the copy is job ``order[i]`` here.
+
+        The evaluator runs its simulation on the jobs listed in the order it starts them,
+        so that what it keeps per job is read in memory order rather than at random
+        (``sjfbco.evaluate._dispatch``). Not validated again (the jobs are this
+        instance's, checked already, and ``order`` is the caller's to get right); the
+        rate tables are shared (:meth:`~sjfbco.cost.RateCache.reordered`).
+        """
+        view = object.__new__(ProblemData)
+        for f in fields(self):
+            object.__setattr__(view, f.name, getattr(self, f.name))
+        jobs = self.jobs
+        object.__setattr__(view, "jobs", tuple([jobs[j] for j in order]))
+        view.__dict__["rates"] = self.rates.reordered(order, view)  # the cached property
+        return view
 
     def replace(self, **changes: Any) -> ProblemData:
         """A copy with some fields changed (validated again)."""

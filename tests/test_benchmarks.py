@@ -12,6 +12,7 @@ time. ``tests/test_project.py`` checks that no benchmark is left out.
 from __future__ import annotations
 
 import importlib
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -42,6 +43,7 @@ COVERED = {
     "bench_bound160",
     "bench_elastic",
     "bench_evaluate",
+    "bench_evaluate_growth",
     "bench_exact",
     "bench_exact_limits",
     "bench_fuzz",
@@ -164,6 +166,40 @@ def test_bench_million_exponent_is_the_slope_of_log_time(monkeypatch: pytest.Mon
         for n in (10**4, 10**5, 10**6)
     ]
     assert mod.exponents(power)["evaluate"] == pytest.approx(1.5)
+
+
+@pytest.mark.slow
+def test_bench_evaluate_growth_scores_sjf_bco_and_reuses_its_files(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 160 jobs on 20 servers the generated file is the paper's seed-0 instance, so the
+    evaluator scores SJF-BCO's schedule at the README's 397; a second run over the same
+    folder makes no file again and gives the same makespans."""
+    argv = ["--jobs", "160", "320", "--repeats", "2", "1", "--folder", str(tmp_path)]
+    out = run("bench_evaluate_growth", argv, monkeypatch)
+    small, big = out["rows"]
+    assert small["makespan"] == S20_SEED0["sjf-bco"]
+    assert (small["repeats"], big["repeats"]) == (2, 1)
+    assert small["cpu"] <= small["first"][0] and big["cpu"] == big["first"][0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "paper-160-seed0.json", "paper-320-seed0.json",
+        "sjf-bco-160-seed0.json", "sjf-bco-320-seed0.json",
+    ]  # fmt: skip
+    capsys.readouterr()
+    again = run("bench_evaluate_growth", argv, monkeypatch)
+    assert "made" not in capsys.readouterr().out
+    assert [r["makespan"] for r in again["rows"]] == [small["makespan"], big["makespan"]]
+
+
+def test_bench_evaluate_growth_exponent_is_the_slope_of_log_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seconds proportional to n: exponent 1; 0.1, 1.5, 22.5 s at 10^4, 10^5, 10^6 (x15 per
+    decade): log10(15) = 1.176."""
+    mod = bench("bench_evaluate_growth", monkeypatch)
+    assert mod.exponent([10**4, 10**6], [0.1, 10.0]) == pytest.approx(1.0)
+    assert mod.exponent([10**4, 10**5, 10**6], [0.1, 1.5, 22.5]) == pytest.approx(1.17609, abs=1e-5)
+    assert math.isnan(mod.exponent([10**4], [0.1]))
 
 
 def test_bench_paper_ratios_gives_the_readme_makespans(monkeypatch: pytest.MonkeyPatch) -> None:

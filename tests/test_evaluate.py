@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, ScheduleError, evaluate
-from sjfbco.evaluate import Simulator
+from sjfbco.evaluate import Simulator, dispatch, makespan_of, queue_links
 from tests.conftest import instance_and_schedule
 from tests.oracle import continuous_oracle, slotted_oracle
 
@@ -275,3 +276,70 @@ def test_rate_table_is_shared_by_jobs_of_one_class_and_errors_name_the_job() -> 
     with pytest.raises(ConfigurationError, match="'b'"):
         rates.rate(1, 2, 2, 2)
     assert 2 not in rates.row(1, 2, 2)
+
+
+@settings(max_examples=200)
+@given(instance_and_schedule(), st.randoms(use_true_random=False))
+def test_a_reordered_instance_evaluates_each_job_the_same(case: tuple, rnd: random.Random) -> None:
+    """``ProblemData.reordered`` (the evaluator simulates the jobs listed in dispatch order):
+    the jobs listed in any order, with the schedule listed the same way and the ties broken
+    as before (ranks = the original (rank, position) order), start and end as before; the
+    view shares the rate tables and each job keeps its class."""
+    data, schedule = case
+    n = data.num_jobs
+    order = list(range(n))
+    rnd.shuffle(order)
+    view = data.reordered(order)
+    tie = sorted(range(n), key=lambda j: (schedule.rank(j), j))
+    rank = {j: r for r, j in enumerate(tie)}
+    moved = Schedule.build(
+        [schedule.gpus[j] for j in order],
+        [schedule.start[j] for j in order],
+        [rank[j] for j in order],
+    )
+    ev, ev2 = evaluate(data, schedule), evaluate(view, moved)
+    assert [ev.start[j] for j in order] == list(ev2.start)
+    assert [ev.end[j] for j in order] == list(ev2.end)
+    assert ev2.makespan == ev.makespan
+    assert ev2.utilisation == pytest.approx(ev.utilisation)
+    assert ev2.contention_share == pytest.approx(ev.contention_share)
+    for i, j in enumerate(order):
+        assert view.jobs[i] is data.jobs[j]
+        assert view.rates.class_of(i) == data.rates.class_of(j)
+        assert view.rates.row(i, 1) is data.rates.row(j, 1)  # one table: what one computes
+    assert view.cluster is data.cluster and view.cost is data.cost
+
+
+def test_strict_mode_names_the_last_listed_of_predecessors_ending_together() -> None:
+    # a on (0,0),(0,1), b on (0,2),(0,3): the same job, 6 iterations -> both end at slot 1.
+    # c wants all four GPUs at slot 0: of its two late predecessors (a, b, both until 1)
+    # the one listed last (b) is named, whichever goes first in the queues (ranks)
+    two = Job("x", num_gpus=2, iterations=6, gradient_mb=8.0, compute_seconds=0.2)
+    data = ProblemData(CL, (replace(two, id="a"), replace(two, id="b"), job("c", 6)), COST)
+    gpus = [((0, 0), (0, 1)), ((0, 2), (0, 3)), ((0, 0), (0, 1), (0, 2), (0, 3))]
+    assert evaluate(data, Schedule.build(gpus)).end == (1, 1, 2)
+    for order in ([0, 1, 2], [1, 0, 2]):
+        with pytest.raises(ScheduleError, match=r"'c'.*GPU \(0, 2\).*'b' holds until slot 1"):
+            evaluate(data, Schedule.build(gpus, order=order), strict=True)
+
+
+def test_dispatch_returns_the_simulation_by_job_number() -> None:
+    """``dispatch`` simulates the jobs by their place in the queues and gives the
+    simulation back numbered as in the instance (``Simulator.renumbered``)."""
+    data = ProblemData(CL, (job("a", 12), job("b", 6), job("c", 6)), COST)
+    # c first (rank 0), then b, then a, all on the same GPUs of server 0: 22 it/slot inside
+    # one server -> a 1 slot (12 it), b and c 1 slot each
+    same = (0, 1, 2, 3)
+    sim = dispatch(data, [same, same, same], [0, 0, 0], [2, 1, 0])
+    assert sim.start_time == {2: 0, 1: 1, 0: 2}  # in start order, by job number
+    assert sim.end_time == {2: 1, 1: 2, 0: 3}
+    assert sim.gpu_ids_of[0] == same and sim.servers_of[0] == (0,)
+    assert sim.max_per_server_of == {2: 4, 1: 4, 0: 4}
+    assert sim.now == 3 and not sim.busy and sim.data is data
+    assert makespan_of(data, [same, same, same], [2, 1, 0]) == 3
+    running = Simulator(data)
+    running.start(0, same)
+    with pytest.raises(ValueError, match="still running"):
+        running.renumbered(data, [0, 1, 2])
+    with pytest.raises(ValueError, match="keys or the order"):
+        queue_links(None, [same], data.cluster.num_gpus)
