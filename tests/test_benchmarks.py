@@ -65,6 +65,7 @@ COVERED = {
     "paper_conditions",
     "sensitivity",
     "split_contention",
+    "testbed_misses",
 }
 #: Modules of ``benchmarks/`` that are helpers, not benchmarks.
 HELPERS = {"datasets"}
@@ -196,6 +197,25 @@ def test_split_contention_measures_the_readme_schedules(monkeypatch: pytest.Monk
     for r in rows:
         assert 0 <= r["split"] <= 1 and r["width"] >= 1 and r["slow"] >= 1
         assert 0 <= r["cont"] < 1 and 0 < r["util"] <= 1
+
+
+def test_testbed_misses_repredicts_the_stored_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 43's offline diagnosis: on testbed-mixed3's stored preset the re-prediction is
+    the stored one (the figures docs/testbed.md quotes), today's composition (mu = 0) is the
+    package's evaluator bit for bit, and the union with the squeezed-neighbour weights
+    lowers the worst job but leaves it above the 15% target (18.8%)."""
+    mod = bench("testbed_misses", monkeypatch)
+    out = mod.main(["--quick"])
+    cal = out["figures"]["testbed-mixed3"]["calibrated"]
+    assert round(cal["job_p90"], 3) == 0.071 and round(cal["job_worst"], 3) == 0.301
+    assert cal["worst_job"] == "mixed-2-3-2-3-j12-seed13/ls/medium-1"
+    assert round(cal["makespan_median"], 3) == 0.016 and round(cal["makespan_worst"], 3) == 0.063
+    assert out["compositions"]["mu=0"]["testbed-mixed3"] == cal
+    union = out["compositions"]["mu=1 hop2"]["testbed-mixed3"]
+    assert 0.15 < union["job_worst"] < cal["job_worst"]
+    # the ring's server pairs: ascending servers, two servers are one pair (both directions)
+    assert mod.ring_edges((3, 1)) == [(1, 3)]
+    assert mod.ring_edges((0, 2, 1)) == [(0, 1), (1, 2), (2, 0)]
 
 
 def test_bench_batch_engines_reproduce_the_serial_rows(monkeypatch: pytest.MonkeyPatch) -> None:
