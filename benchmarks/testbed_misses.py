@@ -17,14 +17,12 @@ stored with its instance and schedule) and predicts every execution again
 - **Noise**: the schedules executed more than once (the same GPUs and order in two or three
   series): how far one job's executed run time moves between executions of one schedule;
   and the spread of the calibration's mixed rows measured in each series.
-- **Compositions tried** (what-if, not in the package): the count of a split job composed
-  over both ends of each ring edge, ``shared + max(A, B) + mu min(A, B)`` (``A``, ``B``: the
-  weights of the neighbours on one end only; ``mu = 0`` is today's count, bit for bit;
-  ``mu = 1`` their union), optionally with a neighbour's weight on a server scaled by its
-  fair share there over its own bottleneck (``hop2``: a neighbour squeezed elsewhere sends
-  less here). Neither can be fitted from the contention rows (every measured layout,
-  ``pair``, ``star`` and triples, has ``A`` or ``B`` empty, where every ``mu`` gives the same
-  count), so the figures for ``mu`` in {0.5, 1} say what they would give at best.
+- **The squeeze term** (``cost.squeeze``, ``docs/model.md`` section 2): every execution
+  predicted again on each series' calibrated preset with ``squeeze`` set to each of
+  :data:`SQUEEZES`. The contention rows of these series cannot fit it (every measured
+  layout, ``pair``, ``star`` and triples, has no pair with different neighbours at its two
+  ends, where any ``squeeze`` gives the same count), so these say what a fitted value would
+  give, not what was fitted.
 
 Usage: ``python benchmarks/testbed_misses.py [--quick] [--refit] [--threshold 0.10]
 [--out FILE.json]``. Findings: ``docs/testbed.md``, "Where the targets are missed".
@@ -33,24 +31,19 @@ Usage: ``python benchmarks/testbed_misses.py [--quick] [--refit] [--threshold 0.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import tempfile
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from unittest import mock
+from typing import Any
 
 import numpy as np
 
 from benchmarks.bench_testbed import COUNT_ONLY, PAPER, predict_row, summary
 from sjfbco.calibration.cluster import fit_testbed, read_sized
 from sjfbco.calibration.slowdown import read_slowdowns
-from sjfbco.evaluate import Simulator
 from sjfbco.workloads.paper import read_preset, write_preset
-
-if TYPE_CHECKING:
-    from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"
@@ -64,8 +57,8 @@ PRESETS = {
                        "testbed-mixed2.refit43.count-only.preset.json"),
     "testbed-mixed3": ("testbed-mixed3.preset.json", "testbed-mixed3.count-only.preset.json"),
 }  # fmt: skip
-#: (mu, hop2) compositions tried; (0, False) is today's count.
-COMPOSITIONS = ((0.0, False), (0.5, False), (1.0, False), (1.0, True))
+#: ``cost.squeeze`` values re-predicted on each series' calibrated preset (0: as fitted).
+SQUEEZES = (0.0, 0.5, 1.0, 2.0, 3.0)
 
 
 def refit(series: str) -> tuple[Path, Path]:
@@ -93,76 +86,6 @@ def refit(series: str) -> tuple[Path, Path]:
             + ("" if chosen is fit else "; count-only forms"),
         )  # fmt: skip
     return paths[0], paths[1]
-
-
-def ring_edges(servers: tuple[int, ...]) -> list[tuple[int, int]]:
-    """The server pairs a job's ring crosses: its ranks lie server by server in ascending
-    order (``sjfbco.launch``), so the ring runs ``s0 -> s1 -> ... -> s0``; two servers are
-    one pair (both directions)."""
-    ss = sorted(servers)
-    if len(ss) == 2:
-        return [(ss[0], ss[1])]
-    return [(ss[i], ss[(i + 1) % len(ss)]) for i in range(len(ss))]
-
-
-@contextlib.contextmanager
-def composition(mu: float, hop2: bool) -> Iterator[None]:
-    """What-if, not in the package: the evaluator with a split job's traffic-weighted count
-    composed over both ends of each ring edge (module docstring). ``mu = 0`` without
-    ``hop2`` leaves the evaluator as it is."""
-    if mu == 0.0 and not hop2:
-        yield
-        return
-    # the what-if reads the evaluator's private state, here only (it is not in the package)
-    level, affected = Simulator._level, Simulator._affected  # noqa: SLF001
-
-    def on(sim: Any, s: int) -> list[Any]:
-        """The running split jobs holding a GPU on server ``s``."""
-        return list(sim._split_runs[s])  # noqa: SLF001
-
-    def traffic(sim: Any) -> bool:
-        return bool(sim._traffic)  # noqa: SLF001
-
-    def split_runs(sim: Any) -> list[Any]:
-        return [r for r in sim._runs.values() if len(r.servers) > 1]  # noqa: SLF001
-
-    def count(sim: Any, run: Any, weight: Any) -> float:
-        best = 0.0
-        for a, b in ring_edges(run.servers):
-            on_a = {r.job: r for r in on(sim, a) if r is not run}
-            on_b = {r.job: r for r in on(sim, b) if r is not run}
-            shared = sum(weight(r, a) for k, r in on_a.items() if k in on_b)
-            wa = sum(weight(r, a) for k, r in on_a.items() if k not in on_b)
-            wb = sum(weight(r, b) for k, r in on_b.items() if k not in on_a)
-            best = max(best, shared + max(wa, wb) + mu * min(wa, wb))
-        return 1.0 + best
-
-    def plain(r: Any, s: int) -> float:
-        return float(r.weight)
-
-    def new_level(sim: Any, run: Any) -> float:
-        if len(run.servers) < 2 or not traffic(sim):
-            return float(level(sim, run))
-        if not hop2:
-            return round(count(sim, run, plain), 12)
-
-        def squeezed(r: Any, s: int) -> float:  # its fair share at s over its bottleneck's
-            here = 1.0 + sum(x.weight for x in on(sim, s) if x is not r)
-            return float(r.weight) * min(1.0, here / count(sim, r, plain))
-
-        return round(count(sim, run, squeezed), 12)
-
-    def new_affected(sim: Any, servers: Any) -> list[Any]:
-        if not hop2:
-            return list(affected(sim, servers))
-        # two hops: every split run (a neighbour's neighbour moves its weight)
-        return split_runs(sim) + [r for r in affected(sim, servers) if len(r.servers) == 1]
-
-    with (
-        mock.patch.object(Simulator, "_level", new_level),
-        mock.patch.object(Simulator, "_affected", new_affected),
-    ):
-        yield
 
 
 def load_rows(series: str) -> list[dict]:
@@ -314,14 +237,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     help="first refit the two earlier series' presets (writes them)")  # fmt: skip
     ap.add_argument("--out", default=None, help="write the figures here (JSON)")
     ap.add_argument("--quick", action="store_true",
-                    help="testbed-mixed3 only, today's composition and mu = 1 only")  # fmt: skip
+                    help="testbed-mixed3 only, squeeze 0 and 2 only")  # fmt: skip
     args = ap.parse_args(argv)
     names = SERIES[-1:] if args.quick else SERIES
     if args.refit:
         for series in names[:-1] if not args.quick else ():
             print("refitted:", *refit(series))
     by_series = {s: load_rows(s) for s in names}
-    out: dict[str, Any] = {"figures": {}, "compositions": {}}
+    out: dict[str, Any] = {"figures": {}, "squeeze": {}}
     for series, rows in by_series.items():
         cal, count = (read_preset(RESULTS / p) for p in PRESETS[series])
         for key, preset in (("calibrated", cal), ("count_only", count), ("paper", PAPER)):
@@ -329,15 +252,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 predict_row(row, preset, key)
             f = out["figures"].setdefault(series, {})[key] = figures(rows, key)
             print(f"{series:15s} {key:10s} {fmt(f)}")
-    for mu, hop2 in COMPOSITIONS[::3] if args.quick else COMPOSITIONS:
-        name = f"mu={mu:g}" + (" hop2" if hop2 else "")
-        with composition(mu, hop2):
-            for series, rows in by_series.items():
-                cal = read_preset(RESULTS / PRESETS[series][0])
-                for row in rows:
-                    predict_row(row, cal, "what_if")
-                f = out["compositions"].setdefault(name, {})[series] = figures(rows, "what_if")
-                print(f"{name:10s} {series:15s} {fmt(f)}")
+    for mu in (0.0, 2.0) if args.quick else SQUEEZES:
+        name = f"squeeze={mu:g}"
+        for series, rows in by_series.items():
+            cal = replace(read_preset(RESULTS / PRESETS[series][0]), squeeze=mu)
+            for row in rows:
+                predict_row(row, cal, "what_if")
+            f = out["squeeze"].setdefault(name, {})[series] = figures(rows, "what_if")
+            print(f"{name:11s} {series:15s} {fmt(f)}")
     out["misses"] = misses(by_series, "calibrated", args.threshold)
     for m in out["misses"]:
         print(

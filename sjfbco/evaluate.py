@@ -26,12 +26,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sjfbco.cost import ConfigurationError, contention_count, slots_to_finish, weighted_count
+from sjfbco.cost import (
+    ConfigurationError,
+    contention_count,
+    ring_pairs,
+    slots_to_finish,
+    squeezed_count,
+    squeezed_weight,
+    weighted_count,
+)
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from sjfbco.problem import ProblemData
 
@@ -100,7 +108,10 @@ class Simulator:
         #: beside a job, recomputed by :meth:`_neighbours_changed`, not by the counts alone
         self._traffic = data.cost.traffic_weight > 0
         self._intra = data.cost.intra_sharing > 0
-        self._neighbour = self._traffic or self._intra
+        #: the squeeze term: a split job's count over its ring's pairs of servers, and a
+        #: neighbour squeezed elsewhere weighing less (rates then follow jobs two hops away)
+        self._squeeze = data.cost.squeeze
+        self._neighbour = self._traffic or self._intra or self._squeeze > 0
         #: GPUs in use on each server, and the running jobs inside each (intra term)
         self._used = [0] * data.cluster.num_servers
         self._local_runs: list[list[_Run]] = [[] for _ in range(data.cluster.num_servers)]
@@ -345,11 +356,48 @@ class Simulator:
         weighted count of the traffic term), else the GPUs in use on its server (intra
         term; 0 without it)."""
         if len(run.servers) > 1:
+            if self._squeeze > 0:
+                return squeezed_count(self._pair_loads(run, self._discounted), self._squeeze)
             if not self._traffic:
                 return max(self._n_split[s] for s in run.servers)
-            loads = (sum(r.weight for r in self._split_runs[s]) for s in run.servers)
-            return weighted_count(run.weight, loads)
+            return self._plain(run)
         return self._used[run.servers[0]] if self._intra else 0
+
+    def _plain(self, run: _Run) -> float:
+        """A split run's weighted count (:func:`~sjfbco.cost.weighted_count`; eq. 6 when
+        every weight is 1)."""
+        loads = (sum(r.weight for r in self._split_runs[s]) for s in run.servers)
+        return weighted_count(run.weight, loads)
+
+    def _pair_loads(
+        self, run: _Run, weight: Callable[[_Run], float]
+    ) -> list[tuple[float, float, float]]:
+        """For each ring pair ``(a, b)`` of a split run (:func:`~sjfbco.cost.ring_pairs`),
+        the summed ``weight`` of the other split runs on both ends, on ``a`` only and on
+        ``b`` only (the squeeze term)."""
+        out = []
+        for a, b in ring_pairs(run.servers):
+            on_a, on_b = self._split_runs[a], self._split_runs[b]
+            in_b = {id(r) for r in on_b}
+            shared = only_a = only_b = 0.0
+            for r in on_a:
+                if r is not run:
+                    if id(r) in in_b:
+                        shared += weight(r)
+                    else:
+                        only_a += weight(r)
+            in_a = {id(r) for r in on_a}
+            for r in on_b:
+                if r is not run and id(r) not in in_a:
+                    only_b += weight(r)
+            out.append((shared, only_a, only_b))
+        return out
+
+    def _discounted(self, run: _Run) -> float:
+        """What a split run adds to its neighbours' pairs under the squeeze term
+        (:func:`~sjfbco.cost.squeezed_weight`)."""
+        squeezed = squeezed_count(self._pair_loads(run, _weight_of), self._squeeze)
+        return squeezed_weight(run.weight, self._plain(run), squeezed)
 
     def _affected(self, servers: Iterable[int]) -> list[_Run]:
         """The runs whose rate may follow a change on ``servers`` (each once, in order)."""
@@ -357,6 +405,10 @@ class Simulator:
         for s in servers:
             for r in self._split_runs[s]:
                 seen.setdefault(r.job, r)
+                if self._squeeze > 0:  # its neighbours' weights follow its count
+                    for t in r.servers:
+                        for x in self._split_runs[t]:
+                            seen.setdefault(x.job, x)
             if self._intra:
                 for r in self._local_runs[s]:
                     seen.setdefault(r.job, r)
@@ -493,6 +545,10 @@ class _Ends:
         bucket = self.buckets.pop(heapq.heappop(self.times))
         self.size -= len(bucket.runs)
         return bucket
+
+
+def _weight_of(run: _Run) -> float:
+    return run.weight
 
 
 def _job_of(run: _Run) -> int:

@@ -1,0 +1,123 @@
+"""The squeeze term of the cost model (issue 43): a split job whose ring crosses a pair of
+servers held by *different* neighbours at its two ends, and what a squeezed neighbour
+leaves to the others.
+
+Hand-computed evaluations of a chain of three jobs, the term off and inert where no pair
+is squeezed (bit for bit), and what the count-only models say. The evaluator against the
+oracles and the bounds against brute force with the squeeze on are in
+``tests/test_neighbour_terms.py`` (its terms include it; its ``crowded`` draws schedules
+that squeeze).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pytest
+
+from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate, solve
+from sjfbco.cost import ring_pairs, squeezed_count, squeezed_weight
+from sjfbco.errors import InputError
+from sjfbco.formulations.ilp import TimeIndexedILP
+from sjfbco.problem import EXTENSION_DEFAULTS
+from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# four servers of 1, 2, 2, 1 GPUs; 10 MB/s links; reduction fast enough to vanish
+CHAIN = Cluster((1, 2, 2, 1), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)
+#: continuous time, 1 s slots, no overhead, f(alpha, k) = k (alpha 0), xi1 1, weights 1
+SQUEEZE = CostParams(
+    xi1=1.0, xi2=0.0, alpha=0.0, slot_seconds=1.0, time_model="continuous", squeeze=1.0
+)
+
+
+def _chain() -> tuple[ProblemData, Schedule]:
+    """x on servers 0 and 1, j on 1 and 2, y on 2 and 3: j's one pair (1, 2) has x at one
+    end and y at the other. 10 MB, compute 1 s: transfer alone 2 * 10 * 1/2 / 10 = 1 s."""
+    jobs = tuple(
+        Job(n, num_gpus=2, iterations=30, gradient_mb=10.0, compute_seconds=1.0)
+        for n in ("x", "j", "y")
+    )
+    sched = Schedule.build([[(0, 0), (1, 0)], [(1, 1), (2, 0)], [(2, 1), (3, 0)]], [0, 0, 0])
+    return ProblemData(CHAIN, jobs, SQUEEZE), sched
+
+
+def test_ring_pairs_and_the_count_by_hand() -> None:
+    assert ring_pairs((0,)) == []
+    assert ring_pairs((3, 1)) == [(1, 3)]  # two servers: one pair, both directions
+    assert ring_pairs((2, 0, 1)) == [(0, 1), (1, 2), (2, 0)]
+    # pairs (shared, only_a, only_b): 1 + max(0.5 + 1 + 0.25, 0 + 2 + mu 0) at mu 1
+    assert squeezed_count([(0.5, 1.0, 0.25), (0.0, 2.0, 0.0)], 1.0) == 3.0
+    assert squeezed_count([(0.5, 1.0, 0.25)], 2.0) == 3.0  # 1 + 0.5 + 1 + 2 * 0.25
+    assert squeezed_count([(0.5, 1.0, 0.25)], 0.0) == 2.5  # the largest end: eq. 6's
+    assert squeezed_count([], 1.0) == 1.0
+    assert squeezed_weight(0.6, 2.0, 3.0) == pytest.approx(0.4)
+
+
+def test_a_job_squeezed_between_two_others_by_hand() -> None:
+    data, sched = _chain()
+    ev = evaluate(data, sched)
+    # x: plain count 2 (j on server 1), squeezed 1 + 1 + 1 * 0 = 2: not squeezed, weight 1.
+    # j: plain 2, squeezed 1 + max(1, 1) + 1 * min(1, 1) = 3: tau_j = 1 + 3 = 4 s; its
+    # weight on x's and y's pairs 1 * 2 / 3, so x and y run at count 5/3: tau 8/3 s, their
+    # 30 iterations end at 80 s; j did 20 by then and the other 10 alone (tau 2 s): 100 s
+    # (the reduction at 1e9 MB/s adds 5e-9 s an iteration: hence rel 1e-7)
+    assert ev.end == pytest.approx((80.0, 100.0, 80.0), rel=1e-7)
+    # mu 2: j at 1 + 1 + 2 = 4 (tau 5 s), weighing 2 / 4 on x and y (tau 2.5 s, end 75 s);
+    # j did 15 by 75 s, then 15 alone: 105 s
+    two = evaluate(replace(data, cost=replace(SQUEEZE, squeeze=2.0)), sched)
+    assert two.end == pytest.approx((75.0, 105.0, 75.0), rel=1e-7)
+    # off (eq. 6): every job at count 2, 3 s an iteration: all end at 90 s
+    off = evaluate(replace(data, cost=replace(SQUEEZE, squeeze=0.0)), sched)
+    assert off.end == pytest.approx((90.0, 90.0, 90.0), rel=1e-7)
+
+
+def test_the_term_is_inert_where_no_pair_is_squeezed() -> None:
+    """Jobs on the same two servers (the calibration's pair layout) and a star (a hub and
+    one server each): every pair has its load at one end or at both, so any mu gives the
+    count of eq. 6 (and of the traffic term), bit for bit."""
+    cl = Cluster((5, 2, 1, 1, 1), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)
+    jobs = tuple(
+        Job(f"j{k}", num_gpus=2, iterations=20 + 7 * k, gradient_mb=10.0, compute_seconds=c)
+        for k, c in enumerate((0.05, 0.5, 1.5, 0.2, 0.9))
+    )
+    sched = Schedule.build(
+        [[(0, 0), (1, 0)], [(0, 1), (1, 1)], [(0, 2), (2, 0)], [(0, 3), (3, 0)], [(0, 4), (4, 0)]],
+        [0, 0, 0, 0, 0],
+    )
+    for beta in (0.0, 0.8):
+        base = replace(SQUEEZE, squeeze=0.0, traffic_weight=beta)
+        off = evaluate(ProblemData(cl, jobs, base), sched)
+        for mu in (0.5, 4.0):
+            on = evaluate(ProblemData(cl, jobs, replace(base, squeeze=mu)), sched)
+            assert on.end == off.end
+
+
+def test_the_field_is_off_by_default_and_round_trips(tmp_path: Path) -> None:
+    assert EXTENSION_DEFAULTS["squeeze"] == 0.0
+    assert "squeeze" not in CostParams().to_dict()  # paper files unchanged
+    cost = CostParams(squeeze=1.5)
+    assert cost.neighbour_terms and cost.extended
+    assert CostParams(**json.loads(json.dumps(cost.to_dict()))) == cost
+    preset = replace(PRESETS["paper"], name="sq", squeeze=1.5)
+    write_preset(preset, tmp_path / "sq.json")
+    assert read_preset(tmp_path / "sq.json").cost().squeeze == 1.5
+
+
+@pytest.mark.parametrize("value", [-0.1, 4.5, float("nan")])
+def test_bad_values_name_the_field(value: float) -> None:
+    with pytest.raises(InputError, match=r"cost\.squeeze"):
+        CostParams(squeeze=value)
+
+
+def test_the_count_only_models_refuse_the_squeeze() -> None:
+    data, _ = _chain()
+    slotted = replace(data, cost=replace(SQUEEZE, time_model="slotted", slot_seconds=10.0))
+    with pytest.raises(InputError, match=r"cost\.squeeze"):
+        TimeIndexedILP(slotted, horizon=100)
+    res = solve(slotted, "best", time_limit=1)
+    assert res.stats["relaxation"].startswith("off: the cost has neighbour terms")
