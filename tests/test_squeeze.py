@@ -18,8 +18,17 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate, solve
-from sjfbco.cost import ring_pairs, squeezed_count, squeezed_weight
+from sjfbco.calibration.slowdown import (
+    SQUEEZE_FORM,
+    each_link_share,
+    fit_slowdowns,
+    forms_of,
+    predict_triangle,
+    read_slowdowns,
+)
+from sjfbco.cost import iteration_time, ring_pairs, squeezed_count, squeezed_weight
 from sjfbco.errors import InputError
+from sjfbco.evaluate import Simulator
 from sjfbco.formulations.ilp import TimeIndexedILP
 from sjfbco.problem import EXTENSION_DEFAULTS
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
@@ -121,3 +130,77 @@ def test_the_count_only_models_refuse_the_squeeze() -> None:
         TimeIndexedILP(slotted, horizon=100)
     res = solve(slotted, "best", time_limit=1)
     assert res.stats["relaxation"].startswith("off: the cost has neighbour terms")
+
+
+def _triangle_csv(path: Path, rows: list[tuple[float, float, float, float]]) -> Path:
+    """A slowdown file of triangle rows: (own share, the neighbours' shares, slowdown);
+    every transfer alone equal (ratio 1)."""
+    lines = ["model,layout,jobs,compute_share,slowdown,neighbours,neighbour_shares,"
+             "neighbour_transfer"]  # fmt: skip
+    lines += [f"k,triangle,3,{s},{x},a;b,{a};{b},1;1" for s, a, b, x in rows]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_triangle_fit_is_the_evaluators_formula(tmp_path: Path) -> None:
+    """Three split jobs on the three pairs of three servers, through the evaluator, slow
+    down as :func:`predict_triangle` says (the fit cannot drift from the evaluator)."""
+    params = {"alpha": 0.2, "xi1": 0.9, "traffic_weight": 0.8, "squeeze": 1.5}
+    shares = (0.2, 0.5, 0.7)
+    # 1 MB over 1 MB/s on 2 GPUs: transfer alone 2 * 1 * 1/2 / 1 = 1 s; compute s / (1 - s)
+    cl = Cluster((2, 2, 2), bandwidth_intra=1000.0, bandwidth_inter=1.0, gpu_speed=1e9)
+    cost = CostParams(
+        xi2=0.0, slot_seconds=1.0, time_model="continuous",
+        alpha=params["alpha"], xi1=params["xi1"], traffic_weight=params["traffic_weight"],
+        squeeze=params["squeeze"],
+    )  # fmt: skip
+    jobs = tuple(
+        Job(f"t{k}", num_gpus=2, iterations=10, gradient_mb=1.0, compute_seconds=s / (1 - s))
+        for k, s in enumerate(shares)
+    )
+    data = ProblemData(cl, jobs, cost)
+    sim = Simulator(data)
+    for k, gpus in enumerate(([0, 2], [3, 4], [5, 1])):  # servers (0, 1), (1, 2), (2, 0)
+        sim.start(k, gpus)
+    measured = []
+    for k, job in enumerate(jobs):
+        together = iteration_time(job, 2, sim.contention(k), cl, cost, max_per_server=1)
+        measured.append(together / iteration_time(job, 2, 1, cl, cost, max_per_server=1))
+    rows = read_slowdowns(_triangle_csv(tmp_path / "t.csv", [
+        (shares[0], shares[1], shares[2], 1.0), (shares[1], shares[0], shares[2], 1.0),
+        (shares[2], shares[0], shares[1], 1.0),
+    ]))  # fmt: skip
+    predicted = predict_triangle(params, rows.share, each_link_share(rows))
+    # (the reduction at 1e9 MB/s, absent from the fit's formula, adds 5e-10 s)
+    assert predicted == pytest.approx(measured, rel=1e-8)
+    assert min(measured) > 1.0
+
+
+def test_calibrate_fits_the_squeeze_from_triangle_rows_only(tmp_path: Path) -> None:
+    fixed = {"alpha": 0.1, "xi1": 0.9, "traffic_weight": 0.85}
+    combos = [(a, b, c) for a in (0.2, 0.5, 0.8) for b in (0.3, 0.6) for c in (0.1, 0.7)]
+    truth = {**fixed, "squeeze": 1.7}
+    draft = read_slowdowns(_triangle_csv(tmp_path / "d.csv", [(*c, 1.0) for c in combos]))
+    made = predict_triangle(truth, draft.share, each_link_share(draft))
+    rows = read_slowdowns(
+        _triangle_csv(tmp_path / "t.csv", [(*c, x) for c, x in zip(combos, made, strict=True)])
+    )
+    report = fit_slowdowns(rows, SQUEEZE_FORM, fixed=fixed)
+    assert report.params["squeeze"].value == pytest.approx(1.7, rel=1e-4)
+    assert report.params["squeeze"].status == "identified"
+    # the contention forms leave triangle rows alone, and the squeeze form every other row
+    assert forms_of(rows) == ()
+    with pytest.raises(InputError, match="no triangle rows"):
+        fit_slowdowns(read_slowdowns(_pair_csv(tmp_path / "p.csv")), SQUEEZE_FORM)
+
+
+def _pair_csv(path: Path) -> Path:
+    path.write_text("jobs,compute_share,slowdown\n1,0.5,1\n2,0.5,1.3\n3,0.5,1.6\n")
+    return path
+
+
+def test_a_triangle_row_names_three_jobs(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.csv"
+    bad.write_text("layout,jobs,compute_share,slowdown\ntriangle,2,0.5,1.4\n")
+    with pytest.raises(InputError, match=r"bad\.csv.*line 2, column jobs.*3 jobs"):
+        read_slowdowns(bad)
