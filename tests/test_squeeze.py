@@ -31,6 +31,7 @@ from sjfbco.errors import InputError
 from sjfbco.evaluate import Simulator
 from sjfbco.formulations.ilp import TimeIndexedILP
 from sjfbco.problem import EXTENSION_DEFAULTS
+from sjfbco.testbed.measure import SLOWDOWN_HEADER, Timing, _mixed_row, triangle, write_rows
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
 
 if TYPE_CHECKING:
@@ -204,3 +205,37 @@ def test_a_triangle_row_names_three_jobs(tmp_path: Path) -> None:
     bad.write_text("layout,jobs,compute_share,slowdown\ntriangle,2,0.5,1.4\n")
     with pytest.raises(InputError, match=r"bad\.csv.*line 2, column jobs.*3 jobs"):
         read_slowdowns(bad)
+
+
+def test_the_triangle_layout_squeezes_every_job(tmp_path: Path) -> None:
+    """``testbed contention``'s triangle layout (measured by the lead's runs, not here):
+    its geometry, the squeeze the evaluator sees in it, and its rows read back."""
+    spots = triangle((4, 1, 4, 4))
+    assert spots == ([(0, 1), (2, 1)], [(2, 1), (3, 1)], [(3, 1), (0, 1)])
+    assert triangle((4, 4, 1)) is None  # the third server cannot hold two jobs
+    cl = Cluster((4, 1, 4, 4), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)
+    jobs = tuple(
+        Job(f"t{k}", num_gpus=2, iterations=5, gradient_mb=1.0, compute_seconds=0.1)
+        for k in range(3)
+    )
+    used: dict[int, int] = {}
+    gpus = []
+    for spot in spots:  # a fresh GPU of each server the job holds one on
+        gpus.append([cl.gpu_index(s, used.setdefault(s, 0)) for s, _ in spot])
+        for s, _ in spot:
+            used[s] += 1
+    sim = Simulator(ProblemData(cl, jobs, SQUEEZE))
+    for k, g in enumerate(gpus):
+        sim.start(k, g)
+    # each job: its neighbours, squeezed the same way, weigh 1 * 2 / 3: 1 + 2/3 + 1 * 2/3
+    assert [sim.contention(k) for k in range(3)] == pytest.approx([7 / 3] * 3)
+    every = {"a": (1.0, 0.1), "b": (2.0, 0.1), "c": (4.0, 0.1)}
+    alone = {n: Timing(step=1.0, sync=0.5) for n in every}
+    rows = [
+        _mixed_row("triangle", spots[k], ("a", "b", "c"), k, every, alone, Timing(1.6, 1.1))
+        for k in range(3)
+    ]
+    write_rows(tmp_path / "tri.csv", SLOWDOWN_HEADER, rows)
+    back = read_slowdowns(tmp_path / "tri.csv")
+    assert back.triangle.all() and list(back.jobs) == [3, 3, 3]
+    assert list(back.slowdown) == pytest.approx([1.6] * 3)
