@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 import pytest
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, Schedule, evaluate, solve
+from sjfbco.calibration.cluster import fit_testbed, read_sized
 from sjfbco.calibration.slowdown import (
     SQUEEZE_FORM,
     each_link_share,
@@ -34,8 +35,7 @@ from sjfbco.problem import EXTENSION_DEFAULTS
 from sjfbco.testbed.measure import SLOWDOWN_HEADER, Timing, _mixed_row, triangle, write_rows
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
 
-if TYPE_CHECKING:
-    from pathlib import Path
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 # four servers of 1, 2, 2, 1 GPUs; 10 MB/s links; reduction fast enough to vanish
 CHAIN = Cluster((1, 2, 2, 1), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)
@@ -239,3 +239,23 @@ def test_the_triangle_layout_squeezes_every_job(tmp_path: Path) -> None:
     back = read_slowdowns(tmp_path / "tri.csv")
     assert back.triangle.all() and list(back.jobs) == [3, 3, 3]
     assert list(back.slowdown) == pytest.approx([1.6] * 3)
+
+
+def test_a_testbed_fit_carries_the_squeeze_into_its_preset(tmp_path: Path) -> None:
+    """Triangle rows beside pair rows: the preset's squeeze is the squeeze form's fit (with
+    the chosen contention form's constants); the count-only fit beside it keeps 0."""
+    steps = read_sized(RESULTS / "testbed-mixed3.steps.csv")
+    pair = "\n".join(f"{p},0.5,{x}" for p, x in ((1, 1.0), (2, 1.27), (3, 1.62), (4, 2.0)))
+    tri = [(0.2, 0.5, 0.7, 2.1), (0.5, 0.2, 0.7, 1.8), (0.7, 0.2, 0.5, 1.4)]
+    both = tmp_path / "both.csv"
+    lines = _triangle_csv(tmp_path / "t.csv", tri).read_text().splitlines()
+    both.write_text("\n".join([lines[0], *(f"m,pair,{r},,," for r in pair.split("\n")),
+                               *lines[1:]]) + "\n")  # fmt: skip
+    rows = read_slowdowns(both)
+    fit = fit_testbed([steps], [rows], forms=("paper",))
+    assert fit.squeeze is not None and fit.chosen is not None
+    assert fit.preset.squeeze == fit.squeeze.params["squeeze"].value > 0
+    assert fit.constants()["squeeze"] is fit.squeeze.params["squeeze"]
+    count = fit_testbed([steps], [rows], forms=("paper",), squeeze=False)
+    assert count.preset.squeeze == 0.0 and count.squeeze is None
+    assert count.preset.xi1 == fit.preset.xi1  # the triangle rows never reach the forms

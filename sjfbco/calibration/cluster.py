@@ -364,6 +364,7 @@ def fit_testbed(
     seed: int = 0,
     forms: Sequence[str] = FORMS,
     intra_steps: bool = False,
+    squeeze: bool = True,
 ) -> TestbedFit:
     """One preset from sized step times (the links) and slowdowns (contention).
 
@@ -381,7 +382,9 @@ def fit_testbed(
     are the step files' job kinds with their known gradient and compute
     (``backward_seconds``, ``batch_size`` 1). Without slowdowns ``alpha`` is 0 and
     ``xi1`` 1 (not measured: the report says so). ``intra_steps``: fit the fixed
-    latency per ring step too (:func:`fit_cluster`; else it is 0).
+    latency per ring step too (:func:`fit_cluster`; else it is 0). ``squeeze``: fit the
+    squeeze term from ``triangle`` rows (``False``: 0 whatever the rows, as the count-only
+    model beside a fit keeps it).
     """
     if not sized:
         raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
@@ -406,7 +409,7 @@ def fit_testbed(
     cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}
     eta = intra[0].values()["intra_sharing"] if intra else 0.0
     squeezed = [fit_slowdowns(s, SQUEEZE_FORM, seed, fixed=cont) for s in slowdowns
-                if s.triangle.any()]  # fmt: skip
+                if squeeze and s.triangle.any()]  # fmt: skip
     reports += squeezed
     mu = squeezed[0].values()["squeeze"] if squeezed else 0.0
     models = []
