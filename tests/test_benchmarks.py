@@ -713,7 +713,7 @@ def test_bench_neighbour_terms_quick_is_the_evaluators(monkeypatch: pytest.Monke
     the paper's form its own choice is the paper's choice."""
     out = run("bench_neighbour_terms", ["--quick"], monkeypatch)
     rows = out["rows"]
-    assert [r["form"] for r in rows] == ["paper", "traffic", "intra", "both"]
+    assert [r["form"] for r in rows] == ["paper", "traffic", "intra", "both", "squeeze"]
     for r in rows:
         assert r["bound"] <= r["makespan"] and 0 <= r["gap"] < 1
     assert rows[0]["paper_choice_makespan"] == rows[0]["makespan"]
