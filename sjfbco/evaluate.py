@@ -111,6 +111,9 @@ class Simulator:
         #: the squeeze term: a split job's count over its ring's pairs of servers, and a
         #: neighbour squeezed elsewhere weighing less (rates then follow jobs two hops away)
         self._squeeze = data.cost.squeeze
+        #: each split run's squeezed weight, by job, while one event re-rates its runs
+        #: (the state does not move meanwhile; ``None`` between events)
+        self._weights_now: dict[int, float] | None = None
         self._neighbour = self._traffic or self._intra or self._squeeze > 0
         #: GPUs in use on each server, and the running jobs inside each (intra term)
         self._used = [0] * data.cluster.num_servers
@@ -395,9 +398,15 @@ class Simulator:
 
     def _discounted(self, run: _Run) -> float:
         """What a split run adds to its neighbours' pairs under the squeeze term
-        (:func:`~sjfbco.cost.squeezed_weight`)."""
+        (:func:`~sjfbco.cost.squeezed_weight`), once per run and event."""
+        memo = self._weights_now
+        if memo is not None and run.job in memo:
+            return memo[run.job]
         squeezed = squeezed_count(self._pair_loads(run, _weight_of), self._squeeze)
-        return squeezed_weight(run.weight, self._plain(run), squeezed)
+        weight = squeezed_weight(run.weight, self._plain(run), squeezed)
+        if memo is not None:
+            memo[run.job] = weight
+        return weight
 
     def _affected(self, servers: Iterable[int]) -> list[_Run]:
         """The runs whose rate may follow a change on ``servers`` (each once, in order)."""
@@ -420,13 +429,17 @@ class Simulator:
         Under the traffic term a split job's count follows the weights of the split jobs
         on its servers; under the intra term a job inside one server follows the GPUs in
         use there; so an event re-reads every such run of the servers it touches."""
-        if new is not None:  # a job inside one server is among the affected only with intra
-            self._set_rate(new, self._level(new))
-        for run in self._affected(servers):
-            if run is not new:
-                level = self._level(run)
-                if level != run.p:
-                    self._set_rate(run, level)
+        self._weights_now = {}
+        try:
+            if new is not None:  # a job inside one server is among the affected only with intra
+                self._set_rate(new, self._level(new))
+            for run in self._affected(servers):
+                if run is not new:
+                    level = self._level(run)
+                    if level != run.p:
+                        self._set_rate(run, level)
+        finally:
+            self._weights_now = None
 
     def _fits_neighbours(self, job: int, gpu_ids: Sequence[int]) -> bool:
         """:meth:`fits` under the neighbour terms: the start is made, every affected rate
@@ -439,6 +452,7 @@ class Simulator:
         g_max = max(per_server.values())
         trial = _Run(job, tuple(gpu_ids), servers, g_max, 0, 0, 0, self.now, {})
         self._add(trial, per_server)
+        self._weights_now = {}
         try:
             for run in [trial, *self._affected(servers)]:
                 self._rates.rate(run.job, len(run.servers), self._level(run), run.max_per_server)
@@ -446,6 +460,7 @@ class Simulator:
             return False
         finally:
             self._remove(trial)
+            self._weights_now = None
         return True
 
     def _set_rate(self, run: _Run, p: float) -> None:
