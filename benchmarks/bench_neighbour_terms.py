@@ -4,12 +4,13 @@ Run: ``PYTHONPATH=. python benchmarks/bench_neighbour_terms.py [--time-limit 10]
 [--instances paper/paper-s10-seed0,...] [--json]``.
 
 For each instance and each cost form (the paper's; ``traffic_weight`` 1; ``intra_sharing``
-0.3; both) ``best`` runs once (seed 0) under a time limit. Per run: the makespan, the
-bound ``best`` reports and the gap between them, the candidates it scored (its speed:
-the evaluator's neighbour path is slower than the count-only one), and one evaluation of
-its schedule timed. Under a neighbour form it also scores the schedule ``best`` found
-under the paper's form with the new form's evaluator: whether the term changes what
-``best`` chooses, and whether its choice is better under the term.
+0.3; both; ``traffic_weight`` 1 with ``squeeze`` 1) ``best`` runs once (seed 0) under a
+time limit. Per run: the makespan, the bound ``best`` reports and the gap between them,
+the candidates it scored (its speed: the evaluator's neighbour path is slower than the
+count-only one), and one evaluation of its schedule timed. Under a neighbour form it
+also scores the schedule ``best`` found under the paper's form with the new form's
+evaluator: whether the term changes what ``best`` chooses, and whether its choice is
+better under the term.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ FORMS: dict[str, dict[str, float]] = {
     "traffic": {"traffic_weight": 1.0},
     "intra": {"intra_sharing": 0.3},
     "both": {"traffic_weight": 1.0, "intra_sharing": 0.3},
+    "squeeze": {"traffic_weight": 1.0, "squeeze": 1.0},
 }
 INSTANCES = ("paper/paper-s10-seed0", "paper/paper-s10-seed1", "paper/paper-s15-seed0")
 

@@ -99,6 +99,51 @@ def weighted_count(own_weight: float, server_loads: Iterable[float]) -> float:
     return round(max(1.0 + load - own_weight for load in server_loads), 12)
 
 
+def ring_pairs(servers: Sequence[int]) -> list[tuple[int, int]]:
+    """The pairs of servers a split job's ring crosses (the squeeze term).
+
+    Its ranks lie server by server in ascending server order (``sjfbco.launch`` writes
+    them so), so the ring runs ``s0 -> s1 -> ... -> s0``: one pair per server, or one pair
+    (both directions) on two servers; none inside one server. Each pair's traffic passes
+    the uplink of both its servers.
+    """
+    ss = sorted(servers)
+    if len(ss) < 2:
+        return []
+    if len(ss) == 2:
+        return [(ss[0], ss[1])]
+    return [(ss[k], ss[(k + 1) % len(ss)]) for k in range(len(ss))]
+
+
+def squeezed_count(pairs: Iterable[tuple[float, float, float]], squeeze: float) -> float:
+    """A split job's contention count under the squeeze term (extended form).
+
+    ``pairs``: for each of its :func:`ring_pairs` ``(a, b)``, ``(shared, only_a,
+    only_b)``: the summed weights (:func:`neighbour_weight`, 1 without the traffic term) of
+    the other running split jobs holding GPUs on both ``a`` and ``b``, on ``a`` only, on
+    ``b`` only. The count is ``1 + max over pairs of shared + max(only_a, only_b) + mu
+    min(only_a, only_b)``, ``mu = squeeze``: a pair whose two ends are loaded by
+    *different* neighbours has its traffic queued behind both (docs/model.md section 2).
+    At ``mu = 0`` it is ``1 +`` the largest load over the job's servers, the count of
+    :func:`weighted_count` (every server is an end of a pair). At least 1. Rounded to 12
+    decimals, as :func:`weighted_count`.
+    """
+    worst = 0.0
+    for shared, only_a, only_b in pairs:
+        worst = max(worst, shared + max(only_a, only_b) + squeeze * min(only_a, only_b))
+    return round(1.0 + worst, 12)
+
+
+def squeezed_weight(weight: float, plain: float, squeezed: float) -> float:
+    """What a neighbour adds to the others' pairs under the squeeze term: its
+    :func:`neighbour_weight` times its count without the squeeze (``plain``,
+    :func:`weighted_count`) over its count with it (``squeezed``, :func:`squeezed_count`
+    on undiscounted weights). A neighbour squeezed elsewhere sends that much slower, so it
+    loads the others' links that much less; 1 times its weight when it is not squeezed
+    (and at ``mu = 0``)."""
+    return weight * plain / squeezed
+
+
 def effective_contention(p: float, cost: CostParams) -> float:
     """Effective contention ``k_j = xi1 * p_j`` (eq. 7).
 

@@ -26,12 +26,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.cost import ConfigurationError, contention_count, slots_to_finish, weighted_count
+from sjfbco.cost import (
+    ConfigurationError,
+    contention_count,
+    ring_pairs,
+    slots_to_finish,
+    squeezed_count,
+    squeezed_weight,
+    weighted_count,
+)
 from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from sjfbco.problem import ProblemData
 
@@ -103,7 +111,13 @@ class Simulator:
         #: beside a job, recomputed by :meth:`_neighbours_changed`, not by the counts alone
         self._traffic = data.cost.traffic_weight > 0
         self._intra = data.cost.intra_sharing > 0
-        self._neighbour = self._traffic or self._intra
+        #: the squeeze term: a split job's count over its ring's pairs of servers, and a
+        #: neighbour squeezed elsewhere weighing less (rates then follow jobs two hops away)
+        self._squeeze = data.cost.squeeze
+        #: each split run's squeezed weight, by job, while one event re-rates its runs
+        #: (the state does not move meanwhile; ``None`` between events)
+        self._weights_now: dict[int, float] | None = None
+        self._neighbour = self._traffic or self._intra or self._squeeze > 0
         #: GPUs in use on each server, and the running jobs inside each (intra term)
         self._used = [0] * data.cluster.num_servers
         self._local_runs: list[list[_Run]] = [[] for _ in range(data.cluster.num_servers)]
@@ -365,11 +379,54 @@ class Simulator:
         weighted count of the traffic term), else the GPUs in use on its server (intra
         term; 0 without it)."""
         if len(run.servers) > 1:
+            if self._squeeze > 0:
+                return squeezed_count(self._pair_loads(run, self._discounted), self._squeeze)
             if not self._traffic:
                 return max(self._n_split[s] for s in run.servers)
-            loads = (sum(r.weight for r in self._split_runs[s]) for s in run.servers)
-            return weighted_count(run.weight, loads)
+            return self._plain(run)
         return self._used[run.servers[0]] if self._intra else 0
+
+    def _plain(self, run: _Run) -> float:
+        """A split run's weighted count (:func:`~sjfbco.cost.weighted_count`; eq. 6 when
+        every weight is 1)."""
+        loads = (sum(r.weight for r in self._split_runs[s]) for s in run.servers)
+        return weighted_count(run.weight, loads)
+
+    def _pair_loads(
+        self, run: _Run, weight: Callable[[_Run], float]
+    ) -> list[tuple[float, float, float]]:
+        """For each ring pair ``(a, b)`` of a split run (:func:`~sjfbco.cost.ring_pairs`),
+        the summed ``weight`` of the other split runs on both ends, on ``a`` only and on
+        ``b`` only (the squeeze term)."""
+        out = []
+        for a, b in ring_pairs(run.servers):
+            on_a, on_b = self._split_runs[a], self._split_runs[b]
+            in_b = {id(r) for r in on_b}
+            shared = only_a = only_b = 0.0
+            for r in on_a:
+                if r is not run:
+                    if id(r) in in_b:
+                        shared += weight(r)
+                    else:
+                        only_a += weight(r)
+            in_a = {id(r) for r in on_a}
+            for r in on_b:
+                if r is not run and id(r) not in in_a:
+                    only_b += weight(r)
+            out.append((shared, only_a, only_b))
+        return out
+
+    def _discounted(self, run: _Run) -> float:
+        """What a split run adds to its neighbours' pairs under the squeeze term
+        (:func:`~sjfbco.cost.squeezed_weight`), once per run and event."""
+        memo = self._weights_now
+        if memo is not None and run.job in memo:
+            return memo[run.job]
+        squeezed = squeezed_count(self._pair_loads(run, _weight_of), self._squeeze)
+        weight = squeezed_weight(run.weight, self._plain(run), squeezed)
+        if memo is not None:
+            memo[run.job] = weight
+        return weight
 
     def _affected(self, servers: Iterable[int]) -> list[_Run]:
         """The runs whose rate may follow a change on ``servers`` (each once, in order)."""
@@ -377,6 +434,10 @@ class Simulator:
         for s in servers:
             for r in self._split_runs[s]:
                 seen.setdefault(r.job, r)
+                if self._squeeze > 0:  # its neighbours' weights follow its count
+                    for t in r.servers:
+                        for x in self._split_runs[t]:
+                            seen.setdefault(x.job, x)
             if self._intra:
                 for r in self._local_runs[s]:
                     seen.setdefault(r.job, r)
@@ -388,13 +449,17 @@ class Simulator:
         Under the traffic term a split job's count follows the weights of the split jobs
         on its servers; under the intra term a job inside one server follows the GPUs in
         use there; so an event re-reads every such run of the servers it touches."""
-        if new is not None:  # a job inside one server is among the affected only with intra
-            self._set_rate(new, self._level(new))
-        for run in self._affected(servers):
-            if run is not new:
-                level = self._level(run)
-                if level != run.p:
-                    self._set_rate(run, level)
+        self._weights_now = {}
+        try:
+            if new is not None:  # a job inside one server is among the affected only with intra
+                self._set_rate(new, self._level(new))
+            for run in self._affected(servers):
+                if run is not new:
+                    level = self._level(run)
+                    if level != run.p:
+                        self._set_rate(run, level)
+        finally:
+            self._weights_now = None
 
     def _fits_neighbours(self, job: int, gpu_ids: Sequence[int]) -> bool:
         """:meth:`fits` under the neighbour terms: the start is made, every affected rate
@@ -407,6 +472,7 @@ class Simulator:
         g_max = max(per_server.values())
         trial = _Run(job, tuple(gpu_ids), servers, g_max, 0, 0, 0, self.now, {})
         self._add(trial, per_server)
+        self._weights_now = {}
         try:
             for run in [trial, *self._affected(servers)]:
                 self._rates.rate(run.job, len(run.servers), self._level(run), run.max_per_server)
@@ -414,6 +480,7 @@ class Simulator:
             return False
         finally:
             self._remove(trial)
+            self._weights_now = None
         return True
 
     def _set_rate(self, run: _Run, p: float) -> None:
@@ -513,6 +580,10 @@ class _Ends:
         bucket = self.buckets.pop(heapq.heappop(self.times))
         self.size -= len(bucket.runs)
         return bucket
+
+
+def _weight_of(run: _Run) -> float:
+    return run.weight
 
 
 def _job_of(run: _Run) -> int:

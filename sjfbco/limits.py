@@ -154,3 +154,7 @@ MAX_RING_LATENCY = 1e-3
 #: Largest ``cost.intra_step_seconds``, s per ring step (a ring of 16 GPUs would pay 3 s an
 #: iteration at it; the emulated testbed's one-server steps fit 3.4 ms, ``docs/model.md``).
 MAX_INTRA_STEP_SECONDS = 0.1
+#: Largest ``cost.squeeze``: a split job's ring pair squeezed between two neighbours counts
+#: the smaller side up to 4 times over (TCP's two-queue unfairness is argued near 1 to 2,
+#: ``docs/model.md`` section 2).
+MAX_SQUEEZE = 4.0

@@ -35,6 +35,7 @@ from sjfbco.limits import (  # the value ranges live with the size limits
     MAX_SECONDS,
     MAX_SLOT,
     MAX_SLOT_SECONDS,
+    MAX_SQUEEZE,
     MIN_BANDWIDTH,
     MIN_ITERATION_SECONDS,
     MIN_SLOT_SECONDS,
@@ -257,6 +258,14 @@ class CostParams:
         gradient at ``b_intra / (1 + eta (G_s - 1))``, ``G_s`` the GPUs in use on its
         server by every running job (its own included): the server's PCIe and host
         links are shared. 0 (default, the paper's): ``b_intra`` whatever runs beside it.
+    squeeze
+        Extended form: ``mu`` in [0, 4]; a split job whose ring crosses a pair of servers
+        with *different* neighbours at its two ends is squeezed: its count on that pair is
+        ``1 + shared + max(A, B) + mu min(A, B)`` (``A``, ``B``: the weights of the
+        neighbours on one end only), and a squeezed neighbour weighs less on the others'
+        servers by its count without the squeeze over its count with it
+        (:func:`sjfbco.cost.squeezed_count`, ``docs/model.md`` section 2). 0 (default,
+        the paper's): the largest count over the job's servers (eq. 6).
 
     The extension fields are written to JSON only when set (not at the
     paper's values), so instance files of the paper's model do not change;
@@ -277,6 +286,7 @@ class CostParams:
     traffic_weight: float = 0.0
     intra_sharing: float = 0.0
     intra_step_seconds: float = 0.0
+    squeeze: float = 0.0
 
     def __post_init__(self) -> None:
         check_range(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -304,14 +314,16 @@ class CostParams:
         check_range(self.traffic_weight, "cost.traffic_weight", 0, 1)
         check_range(self.intra_sharing, "cost.intra_sharing", 0, 1)
         check_range(self.intra_step_seconds, "cost.intra_step_seconds", 0, MAX_INTRA_STEP_SECONDS)
+        check_range(self.squeeze, "cost.squeeze", 0, MAX_SQUEEZE)
 
     @property
     def neighbour_terms(self) -> bool:
         """Whether a job's rate depends on *which* jobs run beside it, not only on how many
-        split jobs share its servers (``traffic_weight`` or ``intra_sharing`` on). The
+        split jobs share its servers (``traffic_weight``, ``intra_sharing`` or ``squeeze``
+        on). The
         bound models and the exact models that assume the count alone, or a job inside one
         server at its time alone, are switched off then (``docs/model.md`` section 4)."""
-        return self.traffic_weight > 0 or self.intra_sharing > 0
+        return self.traffic_weight > 0 or self.intra_sharing > 0 or self.squeeze > 0
 
     @property
     def extended(self) -> bool:
@@ -337,6 +349,7 @@ EXTENSION_DEFAULTS: dict[str, float] = {
     "traffic_weight": 0.0,
     "intra_sharing": 0.0,
     "intra_step_seconds": 0.0,
+    "squeeze": 0.0,
 }
 
 

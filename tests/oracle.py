@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from sjfbco.cost import effective_contention, iteration_time, link_share
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from sjfbco.problem import ProblemData
     from sjfbco.schedule import Schedule
 
@@ -40,6 +42,47 @@ def _weight(data: ProblemData, q: int, counts: Counter[int]) -> float:
     return 1.0 - beta + beta * float(u)
 
 
+def _squeeze_count(
+    data: ProblemData,
+    j: int,
+    running: list[int],
+    servers_of: dict[int, set[int]],
+    counts_of: dict[int, Counter[int]],
+) -> float:
+    """The squeeze term's count of split job j from scratch (docs/model.md section 2):
+    over the pairs of servers its ring crosses (ascending servers, wrapping round; one
+    pair on two servers), 1 + shared + max(A, B) + mu min(A, B), each neighbour weighted
+    by its link share and by its count without the squeeze over its count with it."""
+    mu = data.cost.squeeze
+    split = [q for q in running if len(servers_of[q]) > 1]
+
+    def link(q: int) -> float:
+        return _weight(data, q, counts_of[q]) if data.cost.traffic_weight > 0 else 1.0
+
+    def plain(q: int) -> float:  # the weighted count, eq. 6 with weights
+        return round(
+            max(
+                1.0 + sum(link(x) for x in split if x != q and s in servers_of[x])
+                for s in servers_of[q]
+            ),
+            12,
+        )
+
+    def squeezed(q: int, weight: Callable[[int], float]) -> float:
+        ss = sorted(servers_of[q])
+        pairs = [(ss[0], ss[1])] if len(ss) == 2 else list(zip(ss, ss[1:] + ss[:1], strict=True))
+        worst = 0.0
+        for a, b in pairs:
+            others = [x for x in split if x != q]
+            both = sum(weight(x) for x in others if a in servers_of[x] and b in servers_of[x])
+            only_a = sum(weight(x) for x in others if a in servers_of[x] and b not in servers_of[x])
+            only_b = sum(weight(x) for x in others if b in servers_of[x] and a not in servers_of[x])
+            worst = max(worst, both + max(only_a, only_b) + mu * min(only_a, only_b))
+        return round(1.0 + worst, 12)
+
+    return squeezed(j, lambda x: link(x) * plain(x) / squeezed(x, link))
+
+
 def _tau_slots(
     data: ProblemData,
     j: int,
@@ -59,7 +102,10 @@ def _tau_slots(
             sum(1 for q in running if len(servers_of[q]) > 1 and s in servers_of[q])
             for s in servers
         )
-        if data.cost.traffic_weight > 0:
+        if data.cost.squeeze > 0:
+            assert counts_of is not None
+            p = _squeeze_count(data, j, running, servers_of, counts_of)
+        elif data.cost.traffic_weight > 0:
             assert counts_of is not None
             p = max(
                 1.0

@@ -42,6 +42,7 @@ from sjfbco.calibration.measurements import check_text_at, parse_placement
 from sjfbco.calibration.slowdown import (
     FORMS,
     INTRA_FORM,
+    SQUEEZE_FORM,
     Constant,
     SlowdownReport,
     Slowdowns,
@@ -336,11 +337,13 @@ class TestbedFit:
     chosen: SlowdownReport | None
     #: the intra-server fit of the slowdowns' ``intra`` rows, if any
     intra: SlowdownReport | None = None
+    #: the squeeze fit of the slowdowns' ``triangle`` rows, if any
+    squeeze: SlowdownReport | None = None
 
     def constants(self) -> dict[str, Constant]:
         """Every fitted constant of the preset with its interval and status."""
         out = dict(self.cluster.params) if self.cluster is not None else {}
-        for report in (self.chosen, self.intra):
+        for report in (self.chosen, self.intra, self.squeeze):
             if report is not None:
                 out.update(report.params)
         return out
@@ -361,6 +364,7 @@ def fit_testbed(
     seed: int = 0,
     forms: Sequence[str] = FORMS,
     intra_steps: bool = False,
+    squeeze: bool = True,
 ) -> TestbedFit:
     """One preset from sized step times (the links) and slowdowns (contention).
 
@@ -372,11 +376,15 @@ def fit_testbed(
     The slowdown form kept is the one with the lower held-out median error
     (in-sample when the slowdowns hold one contention level above 1; on a tie the
     first of :data:`~sjfbco.calibration.slowdown.FORMS`, the paper's first), fitted to
-    the split rows; ``intra`` rows give ``intra_sharing`` (0 without them); the models
+    the split rows; ``intra`` rows give ``intra_sharing`` (0 without them); ``triangle``
+    rows give ``squeeze``, fitted with the chosen form's constants fixed (0 without them:
+    no other layout pins it, :mod:`~sjfbco.calibration.slowdown`); the models
     are the step files' job kinds with their known gradient and compute
     (``backward_seconds``, ``batch_size`` 1). Without slowdowns ``alpha`` is 0 and
     ``xi1`` 1 (not measured: the report says so). ``intra_steps``: fit the fixed
-    latency per ring step too (:func:`fit_cluster`; else it is 0).
+    latency per ring step too (:func:`fit_cluster`; else it is 0). ``squeeze``: fit the
+    squeeze term from ``triangle`` rows (``False``: 0 whatever the rows, as the count-only
+    model beside a fit keeps it).
     """
     if not sized:
         raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
@@ -400,6 +408,10 @@ def fit_testbed(
     links = cluster.values()
     cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}
     eta = intra[0].values()["intra_sharing"] if intra else 0.0
+    squeezed = [fit_slowdowns(s, SQUEEZE_FORM, seed, fixed=cont) for s in slowdowns
+                if squeeze and s.triangle.any()]  # fmt: skip
+    reports += squeezed
+    mu = squeezed[0].values()["squeeze"] if squeezed else 0.0
     models = []
     for model in sorted(set(rows.model.tolist())):
         mask = rows.model == model
@@ -426,6 +438,10 @@ def fit_testbed(
         traffic_weight=cont.get("traffic_weight", 0.0),
         intra_sharing=eta,
         intra_step_seconds=links.get("intra_step_seconds", 0.0),
+        squeeze=mu,
         models=tuple(models),
     )
-    return TestbedFit(preset, cluster, reports, chosen, intra[0] if intra else None)
+    return TestbedFit(
+        preset, cluster, reports, chosen, intra[0] if intra else None,
+        squeezed[0] if squeezed else None,
+    )  # fmt: skip

@@ -35,6 +35,15 @@ apart, by the form ``intra`` (:data:`INTRA_FORM`): ``intra_sharing`` ``eta``, th
 prediction that of a one-server job whose ring alone takes the iteration's
 communication, at :func:`sjfbco.cost.intra_bandwidth` of its own GPUs alone and of
 all the GPUs in use together. The contention forms fit the other rows.
+
+**Triangle rows** (``layout`` ``triangle``, the squeeze term): three split jobs, each one
+GPU on each of two of three servers, each pair of servers held by one job, so each job's
+ring pair has a different neighbour at each end (and each neighbour is squeezed the same
+way). They are fitted apart, after the contention form is chosen, by the form
+``squeeze`` (:data:`SQUEEZE_FORM`): ``squeeze`` ``mu`` alone, the chosen form's constants
+fixed, the count that of :func:`sjfbco.cost.squeezed_count` with each neighbour weighted
+by :func:`sjfbco.cost.squeezed_weight` (:func:`predict_triangle`). The pair, star and
+intra rows cannot pin ``mu``: no pair of theirs has different neighbours at its two ends.
 """
 
 from __future__ import annotations
@@ -48,9 +57,17 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from sjfbco.calibration.measurements import check_text_at, read_rows
-from sjfbco.cost import degradation_factor, iteration_seconds, link_share, weighted_count
+from sjfbco.cost import (
+    degradation_factor,
+    iteration_seconds,
+    link_share,
+    neighbour_weight,
+    squeezed_count,
+    squeezed_weight,
+    weighted_count,
+)
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_ALPHA, MAX_GPUS_PER_SERVER, CostParams
+from sjfbco.problem import MAX_ALPHA, MAX_GPUS_PER_SERVER, MAX_SQUEEZE, CostParams
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -65,11 +82,14 @@ SLOWDOWN_OPTIONAL: tuple[str, ...] = (
     "servers", *NEIGHBOUR_COLUMNS,
 )  # fmt: skip
 #: ``layout`` values: ``pair`` (every job 1 GPU on each of the same 2 servers), ``star``
-#: (all share one hub server), ``intra`` (inside one server); empty or missing: ``pair``.
-LAYOUTS: tuple[str, ...] = ("pair", "star", "intra")
+#: (all share one hub server), ``intra`` (inside one server), ``triangle`` (three jobs on
+#: the three pairs of three servers); empty or missing: ``pair``.
+LAYOUTS: tuple[str, ...] = ("pair", "star", "intra", "triangle")
 FORMS: tuple[str, ...] = ("paper", "interleave", "traffic", "traffic-interleave")
 #: The form of the ``intra`` rows (fitted apart from the contention forms).
 INTRA_FORM = "intra"
+#: The form of the ``triangle`` rows (fitted apart, the contention form's constants fixed).
+SQUEEZE_FORM = "squeeze"
 #: Bounds of each fitted constant.
 BOUNDS: dict[str, tuple[float, float]] = {
     "alpha": (0.0, MAX_ALPHA),
@@ -77,6 +97,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "interleave": (0.0, 1.0),
     "traffic_weight": (0.0, 1.0),
     "intra_sharing": (0.0, 1.0),
+    "squeeze": (0.0, MAX_SQUEEZE),
 }
 PARAMS: dict[str, tuple[str, ...]] = {
     "paper": ("alpha", "xi1"),
@@ -84,10 +105,12 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "traffic": ("alpha", "xi1", "traffic_weight"),
     "traffic-interleave": ("alpha", "xi1", "interleave", "traffic_weight"),
     INTRA_FORM: ("intra_sharing",),
+    SQUEEZE_FORM: ("squeeze",),
 }
 #: Where each fit starts (inside every bound).
 START: dict[str, float] = {
     "alpha": 0.1, "xi1": 0.9, "interleave": 0.5, "traffic_weight": 0.5, "intra_sharing": 0.2,
+    "squeeze": 0.5,
 }  # fmt: skip
 #: Largest compute share (the compute phase is ``s / (1 - s)`` times the transfer).
 MAX_SHARE = 0.99
@@ -150,6 +173,20 @@ class Slowdowns:
     def intra(self) -> np.ndarray:
         """Rows of jobs inside one server (``layout`` ``intra``)."""
         return np.asarray(self.layout == "intra", dtype=bool)
+
+    @property
+    def triangle(self) -> np.ndarray:
+        """Rows of squeezed jobs (``layout`` ``triangle``)."""
+        return np.asarray(self.layout == "triangle", dtype=bool)
+
+    def rows_of(self, form: str) -> np.ndarray:
+        """The rows ``form`` fits: the intra rows (:data:`INTRA_FORM`), the triangle rows
+        (:data:`SQUEEZE_FORM`), the others (pair and star) for a contention form."""
+        if form == INTRA_FORM:
+            return self.intra
+        if form == SQUEEZE_FORM:
+            return self.triangle
+        return ~(self.intra | self.triangle)
 
 
 def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
@@ -262,6 +299,10 @@ def _mixed_cells(
                 f"an intra row's job is inside one server, got {servers[:40]!r}", source=src,
                 where=where("servers"),
             )  # fmt: skip
+    if layout == "triangle" and p != 3:
+        raise InputError(
+            f"a triangle row is one of 3 jobs, got jobs = {p}", source=src, where=where("jobs")
+        )
     kinds = _cell(cells, col, "neighbours")
     if kinds:
         for k in kinds.split(";"):
@@ -332,26 +373,30 @@ def cost_of(params: dict[str, float]) -> CostParams:
         interleave=params.get("interleave", 0.0),
         traffic_weight=params.get("traffic_weight", 0.0),
         intra_sharing=params.get("intra_sharing", 0.0),
+        squeeze=params.get("squeeze", 0.0),
         time_model="continuous",
     )
 
 
 def neighbour_link_shares(rows: Slowdowns) -> np.ndarray:
-    """Per row, the sum of its co-runners' link shares alone (:func:`sjfbco.cost.link_share`
-    of a two-server job, one GPU on each, whose transfer is the given ratio of the row's
-    1 s and whose compute has the given share of its iteration)."""
+    """Per row, the sum of its co-runners' link shares alone (:func:`each_link_share`)."""
+    return np.array([sum(u) for u in each_link_share(rows)], dtype=float)
+
+
+def each_link_share(rows: Slowdowns) -> list[tuple[float, ...]]:
+    """Per row, each co-runner's link share alone (:func:`sjfbco.cost.link_share` of a
+    two-server job, one GPU on each, whose transfer is the given ratio of the row's 1 s and
+    whose compute has the given share of its iteration)."""
     cost = CostParams(xi2=0.0, time_model="continuous")
-    out = np.zeros(len(rows))
+    out: list[tuple[float, ...]] = []
     assert rows.neighbour_shares is not None and rows.neighbour_transfer is not None
-    for k, (shares, ratios) in enumerate(
-        zip(rows.neighbour_shares, rows.neighbour_transfer, strict=True)
-    ):
-        if shares:
-            s, r = np.asarray(shares, dtype=float), np.asarray(ratios, dtype=float)
-            out[k] = float(np.sum(link_share(
-                s / (1.0 - s) * r, r, 2, 2, 1, bandwidth_intra=1.0, bandwidth_inter=1.0,
-                gpu_speed=math.inf, cost=cost,
-            )))  # fmt: skip
+    for shares, ratios in zip(rows.neighbour_shares, rows.neighbour_transfer, strict=True):
+        s, r = np.asarray(shares, dtype=float), np.asarray(ratios, dtype=float)
+        u = link_share(
+            s / (1.0 - s) * r, r, 2, 2, 1, bandwidth_intra=1.0, bandwidth_inter=1.0,
+            gpu_speed=math.inf, cost=cost,
+        ) if len(s) else np.zeros(0)  # fmt: skip
+        out.append(tuple(float(x) for x in np.atleast_1d(u)))
     return out
 
 
@@ -369,7 +414,6 @@ def predict(
     is then :func:`sjfbco.cost.weighted_count`, ``1 + (p - 1)(1 - beta) + beta U``.
     """
     cost = cost_of(params)
-    compute = share / (1.0 - share)
     if cost.traffic_weight > 0:
         u = (jobs - 1) * (1.0 - share) if link_shares is None else link_shares
         # the others' weights add up to (p - 1)(1 - beta) + beta U (cost.neighbour_weight)
@@ -381,6 +425,14 @@ def predict(
         ]
     else:
         counts = [int(p) for p in jobs]
+    return _slowdown_at(counts, share, cost)
+
+
+def _slowdown_at(counts: list[float], share: np.ndarray, cost: CostParams) -> np.ndarray:
+    """The slowdown at each row's contention count: the iteration of a two-server job
+    whose transfer alone takes 1 s and whose compute ``s / (1 - s)`` s, at ``counts``
+    against at 1 (:func:`sjfbco.cost.iteration_seconds`)."""
+    compute = share / (1.0 - share)
     f = np.array([degradation_factor(c, cost) for c in counts], dtype=float)
 
     def tau(deg: np.ndarray) -> np.ndarray:
@@ -392,6 +444,33 @@ def predict(
         return out
 
     return tau(f) / tau(np.ones_like(f))
+
+
+def predict_triangle(
+    params: dict[str, float], share: np.ndarray, shares: list[tuple[float, ...]]
+) -> np.ndarray:
+    """Predicted slowdowns of ``triangle`` rows (module docstring): each row's job has one
+    neighbour at each end of its ring pair, and each neighbour the other two at its ends.
+
+    ``share``: each row's compute share; ``shares``: each row's two neighbours' link shares
+    alone (:func:`each_link_share`). With ``v`` the weights (:func:`sjfbco.cost.
+    neighbour_weight`; the job's own link share alone is ``1 - s``), a job beside ``a`` and
+    ``b`` counts ``squeezed_count([(0, a, b)])`` on the weights ``a`` and ``b`` take once
+    squeezed themselves (:func:`sjfbco.cost.squeezed_weight`), as the evaluator computes it.
+    """
+    cost = cost_of(params)
+    mu = cost.squeeze
+    counts = []
+    for own, pair in zip((1.0 - share).tolist(), shares, strict=True):
+        v0, v1, v2 = (neighbour_weight(u, cost) for u in (own, *pair))
+
+        def weight(v: float, left: float, right: float) -> float:
+            # a neighbour of weight v between the other two, of weights left and right
+            plain = weighted_count(v, [v + left, v + right])
+            return squeezed_weight(v, plain, squeezed_count([(0.0, left, right)], mu))
+
+        counts.append(squeezed_count([(0.0, weight(v1, v0, v2), weight(v2, v0, v1))], mu))
+    return _slowdown_at(counts, share, cost)
 
 
 def predict_intra(params: dict[str, float], rows: Slowdowns) -> np.ndarray:
@@ -420,35 +499,47 @@ def predict_intra(params: dict[str, float], rows: Slowdowns) -> np.ndarray:
     return out
 
 
-def predict_rows(params: dict[str, float], rows: Slowdowns, form: str) -> np.ndarray:
+def predict_rows(
+    params: dict[str, float], rows: Slowdowns, form: str, fixed: dict[str, float] | None = None
+) -> np.ndarray:
     """Predicted slowdowns of ``rows`` in ``form`` (:func:`predict_intra` for the intra
-    form, else :func:`predict` with the co-runners' link shares)."""
+    form, :func:`predict_triangle` for the squeeze form with the contention constants
+    ``fixed``, else :func:`predict` with the co-runners' link shares)."""
+    return _predictor(rows, form, fixed)(params)
+
+
+def _predictor(
+    rows: Slowdowns, form: str, fixed: dict[str, float] | None = None
+) -> Callable[[dict[str, float]], np.ndarray]:
+    """``params -> predicted slowdowns of rows in form``, what does not depend on the
+    fitted constants computed once."""
     if form == INTRA_FORM:
-        return predict_intra(params, rows)
-    return predict(params, rows.jobs, rows.share, neighbour_link_shares(rows))
+        return lambda params: predict_intra(params, rows)
+    if form == SQUEEZE_FORM:
+        each = each_link_share(rows)
+        return lambda params: predict_triangle({**(fixed or {}), **params}, rows.share, each)
+    shares = neighbour_link_shares(rows)
+    return lambda params: predict(params, rows.jobs, rows.share, shares)
 
 
-def _loss(rows: Slowdowns, form: str) -> Callable[[dict[str, float]], np.ndarray]:
-    shares = neighbour_link_shares(rows) if form != INTRA_FORM else None
+def _loss(
+    rows: Slowdowns, form: str, fixed: dict[str, float] | None = None
+) -> Callable[[dict[str, float]], np.ndarray]:
+    predictor = _predictor(rows, form, fixed)
 
     def residuals(params: dict[str, float]) -> np.ndarray:
-        pred = (
-            predict_intra(params, rows)
-            if form == INTRA_FORM
-            else predict(params, rows.jobs, rows.share, shares)
-        )
-        res: np.ndarray = (pred - rows.slowdown) / rows.slowdown
+        res: np.ndarray = (predictor(params) - rows.slowdown) / rows.slowdown
         return res
 
     return residuals
 
 
-def _fit(rows: Slowdowns, form: str) -> dict[str, float]:
+def _fit(rows: Slowdowns, form: str, fixed: dict[str, float] | None = None) -> dict[str, float]:
     names = PARAMS[form]
     lo = np.array([BOUNDS[n][0] for n in names])
     hi = np.array([BOUNDS[n][1] for n in names])
     x0 = np.clip(np.array([START[n] for n in names]), lo, hi)
-    loss = _loss(rows, form)
+    loss = _loss(rows, form, fixed)
     sol = least_squares(
         lambda x: loss(dict(zip(names, x, strict=True))), x0, bounds=(lo, hi), method="trf"
     )
@@ -511,38 +602,43 @@ class SlowdownReport:
         }
 
 
-def fit_slowdowns(rows: Slowdowns, form: str, seed: int = 0) -> SlowdownReport:
-    """Fit ``form`` to its rows of ``rows`` (the ``intra`` rows for :data:`INTRA_FORM`, the
-    others for a contention form): constants with intervals, in-sample and held-out
-    predictions (one contention level ``p`` left out at a time)."""
-    if form not in (*FORMS, INTRA_FORM):
-        known = ", ".join((*FORMS, INTRA_FORM))
+def fit_slowdowns(
+    rows: Slowdowns, form: str, seed: int = 0, fixed: dict[str, float] | None = None
+) -> SlowdownReport:
+    """Fit ``form`` to its rows of ``rows`` (:meth:`Slowdowns.rows_of`): constants with
+    intervals, in-sample and held-out predictions (one contention level ``p`` left out at
+    a time). ``fixed``: the contention constants the squeeze form keeps (the chosen
+    contention form's; without them ``alpha`` 0, ``xi1`` 1, no traffic weight)."""
+    if form not in (*FORMS, INTRA_FORM, SQUEEZE_FORM):
+        known = ", ".join((*FORMS, INTRA_FORM, SQUEEZE_FORM))
         raise InputError(f"unknown slowdown form {form!r}; known: {known}")
-    mine = rows.intra if form == INTRA_FORM else ~rows.intra
+    mine = rows.rows_of(form)
     if not mine.any():
-        what = "intra" if form == INTRA_FORM else "split (pair or star)"
+        what = {INTRA_FORM: "intra", SQUEEZE_FORM: "triangle"}.get(form, "split (pair or star)")
         raise InputError(f"{rows.source}: no {what} rows to fit the {form} form to")
     rows = rows.subset(mine)
-    best = _fit(rows, form)
-    predicted = predict_rows(best, rows, form)
+    best = _fit(rows, form, fixed)
+    predicted = predict_rows(best, rows, form, fixed)
     heldout = np.array(predicted, dtype=float)
     levels = np.unique(rows.jobs[rows.jobs > 1])
     if len(levels) > 1:  # leave one contention level out; p = 1 is 1 by definition
         for p in levels:
             mask = rows.jobs == p
-            sub = _fit(rows.subset(~mask), form)
-            heldout[mask] = predict_rows(sub, rows.subset(mask), form)
+            sub = _fit(rows.subset(~mask), form, fixed)
+            heldout[mask] = predict_rows(sub, rows.subset(mask), form, fixed)
     params = bootstrap(
-        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form), _loss(rows, form),
-        seed,
+        best, BOUNDS, len(rows), lambda pick: _fit(rows.subset(pick), form, fixed),
+        _loss(rows, form, fixed), seed,
     )  # fmt: skip
     return SlowdownReport(form, params, predicted, heldout, rows, has_heldout=len(levels) > 1)
 
 
 def forms_of(rows: Slowdowns) -> tuple[str, ...]:
-    """The forms ``rows`` can be fitted in: the contention forms if some row is of split
-    jobs, :data:`INTRA_FORM` if some row is inside one server."""
-    return (*(FORMS if (~rows.intra).any() else ()), *((INTRA_FORM,) if rows.intra.any() else ()))
+    """The forms ``rows`` can be fitted in apart from :data:`SQUEEZE_FORM` (fitted after
+    the contention form is chosen): the contention forms if some row is of split jobs in
+    the pair or star layout, :data:`INTRA_FORM` if some row is inside one server."""
+    split = (~(rows.intra | rows.triangle)).any()
+    return (*(FORMS if split else ()), *((INTRA_FORM,) if rows.intra.any() else ()))
 
 
 def bootstrap(
@@ -625,6 +721,8 @@ def pinning_hint(name: str) -> str:
         "(neighbour_shares), p >= 2",
         "intra_sharing": "intra slowdowns: jobs of 2 or more GPUs inside one server beside "
         "co-runners holding more of its GPUs",
+        "squeeze": "triangle slowdowns: three split jobs on the three pairs of three servers, "
+        "of different link shares",
         "bandwidth_inter": "step times of split placements (two or more servers)",
         "bandwidth_intra": "step times of several GPUs on one server",
         "xi2": "step times of one job on 1, 2 and 4 servers with the same GPUs",

@@ -19,7 +19,9 @@ neighbours are copies of the job.
 
 :func:`measure_mixed` runs pairs and triples of jobs of *different* kinds
 together (issue 43), in the same layout, each row naming its own kind and its
-neighbours' (kind, compute share, transfer time, GPUs on the shared server).
+neighbours' (kind, compute share, transfer time, GPUs on the shared server); with three
+servers of two GPUs or more, also triples on a *triangle* (:func:`triangle`: each job's
+ring pair has a different neighbour at each end, the squeeze term's rows).
 
 Each figure is the median over iterations of one run, the first
 :data:`WARMUP` iterations left out (TCP slow start, phases settling).
@@ -239,7 +241,9 @@ def measure_mixed(
     compute s) beside them. Every pair and triple of distinct kinds runs together, with
     :data:`MIXED_GROUPS` as the cap fits, in two layouts: ``pair`` (each job one GPU on
     each of the two fullest servers: they share both uplinks) and ``intra`` (each job
-    two GPUs of the fullest server: they share its inside). Each kind also runs alone
+    two GPUs of the fullest server: they share its inside); with three servers of two
+    GPUs or more every triple also runs in the ``triangle`` layout (:func:`triangle`,
+    bases from the pair layout's runs alone: the same shape). Each kind also runs alone
     in each layout (a ``jobs`` 1 row): the base of its slowdowns, its compute share
     ``s`` = 1 - sync/step alone, and its transfer time, which the rows beside it divide
     by. One row per job of a group; ``neighbours``, ``neighbour_shares``,
@@ -259,10 +263,11 @@ def measure_mixed(
         ("intra", [(hub, 2)], caps[hub] // 2),
     )
     rows: list[dict[str, object]] = []
+    bases: dict[str, dict[str, Timing]] = {}
     for layout, servers, room in layouts:
         if room < 2:
             continue
-        alone: dict[str, Timing] = {}
+        alone = bases[layout] = {}
         for name, (mb, compute) in sorted(every.items()):
             (alone[name],) = run_together(hosts, folder / "x", [(servers, mb, compute)], iterations)
             rows.append(_mixed_row(layout, servers, (name,), 0, every, alone, alone[name]))
@@ -276,7 +281,30 @@ def measure_mixed(
                     _mixed_row(layout, servers, group, k, every, alone, t)
                     for k, t in enumerate(times)
                 ]
+    spots = triangle(caps)
+    if spots is not None and "pair" in bases and max(MIXED_GROUPS) >= 3:
+        for group in itertools.combinations(sorted(every), 3):
+            jobs = [(spot, *every[name]) for spot, name in zip(spots, group, strict=True)]
+            times = run_together(hosts, folder / "x", jobs, iterations, linger=True)
+            rows += [
+                _mixed_row("triangle", spots[k], group, k, every, bases["pair"], t)
+                for k, t in enumerate(times)
+            ]
     return rows
+
+
+def triangle(
+    gpus_per_server: Sequence[int],
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """Three split placements, one GPU on each of two of the three fullest servers ``a``,
+    ``b``, ``c``: ``(a, b)``, ``(b, c)``, ``(c, a)`` (the ``triangle`` layout: each job's
+    ring pair has a different job at each end); ``None`` unless three servers hold two
+    GPUs or more."""
+    order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))[:3]
+    if len(order) < 3 or gpus_per_server[order[2]] < 2:
+        return None
+    a, b, c = order
+    return [(a, 1), (b, 1)], [(b, 1), (c, 1)], [(c, 1), (a, 1)]
 
 
 def _mixed_row(

@@ -84,6 +84,8 @@ class Preset:
         them off.
     intra_step_seconds
         The extended form's fixed latency per ring step (s); 0 turns it off.
+    squeeze
+        The extended form's squeeze term (``docs/model.md`` section 2); 0 turns it off.
     models
         The model table jobs are drawn from (default: Wang et al.'s,
         :data:`sjfbco.workloads.models.MODELS`).
@@ -107,6 +109,7 @@ class Preset:
     traffic_weight: float = 0.0
     intra_sharing: float = 0.0
     intra_step_seconds: float = 0.0
+    squeeze: float = 0.0
     models: tuple[Model, ...] = MODELS
 
     def with_changes(
@@ -152,6 +155,7 @@ class Preset:
             traffic_weight=self.traffic_weight,
             intra_sharing=self.intra_sharing,
             intra_step_seconds=self.intra_step_seconds,
+            squeeze=self.squeeze,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -230,6 +234,7 @@ class Preset:
             traffic_weight=k.traffic_weight,
             intra_sharing=k.intra_sharing,
             intra_step_seconds=k.intra_step_seconds,
+            squeeze=k.squeeze,
             models=tuple(models),
         )
 

@@ -267,9 +267,10 @@ def _solve(
 #: ``stats["note"]`` of a run under the neighbour terms (:func:`without_models`).
 NEIGHBOUR_NOTE = (
     "bound phases and model switched off: the cost has neighbour terms "
-    "(cost.traffic_weight or cost.intra_sharing), and they model a job's rate by the count "
-    "of split jobs alone, with a job inside one server at its time alone; the answer is the "
-    "warm start with the closed-form and packing bounds, valid under every term"
+    "(cost.traffic_weight, cost.intra_sharing or cost.squeeze), and they model a job's rate "
+    "by the count of split jobs alone, with a job inside one server at its time alone; the "
+    "answer is the warm start with the closed-form and packing bounds, valid under every "
+    "term"
 )
 
 
@@ -279,12 +280,14 @@ def without_models(run: Run) -> SolverOutput:
 
     The relaxations and the exact models read a job's rate from its placement and the
     count of split jobs on its servers, and a job inside one server at its time alone;
-    under the traffic term a co-runner weighs less than 1 and under the intra term a job
-    inside one server slows with its neighbours, so their optimum is not the
+    under the traffic term a co-runner weighs less than 1, under the intra term a job
+    inside one server slows with its neighbours, and under the squeeze term a job's count
+    follows which jobs hold each end of its ring's pairs, so their optimum is not the
     evaluator's and their bounds are not proven. The packing bounds rest only on every
     job running at least its time alone on its best placement (still true: the weighted
-    count is at least 1 and the GPUs in use on a server at least the job's own, and
-    :func:`~sjfbco.cost.best_shape` tries every server count under the intra term) and
+    and squeezed counts are at least 1 and the GPUs in use on a server at least the job's
+    own, and :func:`~sjfbco.cost.best_shape` tries every server count under the intra
+    term) and
     on the GPUs' capacity, so ``optimal`` is still reported when they meet the makespan.
     """
     run.stats.note = NEIGHBOUR_NOTE
