@@ -61,7 +61,8 @@ def warm_candidates(
     serial one, each evaluated.
 
     ``deadline`` (default: none) bounds them all together: the anytime solver
-    ``best`` (when among them) gets two thirds of it, the others what is left.
+    ``best`` (when among them) gets two thirds of it, its whole step before its walk
+    (``whole_beside`` false: the spare core has the second core), the others what is left.
     Without a limit ``best`` is skipped (an anytime search needs a budget; the
     run stays deterministic). The serial schedule is always there (it takes no
     search).
@@ -73,13 +74,16 @@ def warm_candidates(
         if deadline.too_short(WARM_LEAST_S):
             break
         left = deadline.left()
+        # best's whole step stays before its walk: exact's spare core has the second core
+        extra: dict[str, Any] = {}
         if spec.name == "best":
             if left is None:
                 continue
             left *= 2 / 3
+            extra["whole_beside"] = False
         progress.report(f"exact: warm start ({spec.name})", k, len(specs), "heuristic")
         try:
-            sched = run_solver(spec, data, time_limit=left, seed=seed)
+            sched = run_solver(spec, data, time_limit=left, seed=seed, **extra)
         except InputError as err:  # e.g. tau > 1 slot under its contention: skip it quietly
             log.info("warm start %s failed: %s", spec.name, err)
             continue
