@@ -263,13 +263,13 @@ def test_a_testbed_fit_carries_the_squeeze_into_its_preset(tmp_path: Path) -> No
     assert count.preset.xi1 == fit.preset.xi1  # the triangle rows never reach the forms
 
 
-def test_every_solver_works_with_the_squeeze() -> None:
+@pytest.mark.parametrize("name", sorted(SOLVERS))  # the package's: read at collection, before
+def test_every_solver_works_with_the_squeeze(name: str) -> None:  # a test registers toy ones
     """Every registered solver under the squeeze (with the other neighbour terms): a
     schedule the evaluator scores as reported, a bound below it."""
     data = _mixed_instance()
     data = replace(data, cost=replace(data.cost, squeeze=1.5))
-    for name in sorted(SOLVERS):
-        res = solve(data, name, time_limit=2, seed=0)
-        assert res.schedule is not None, name
-        assert res.makespan == evaluate(data, res.schedule).makespan, name
-        assert res.lower_bound <= res.makespan, name
+    res = solve(data, name, time_limit=2, seed=0)
+    assert res.schedule is not None, name
+    assert res.makespan == evaluate(data, res.schedule).makespan, name
+    assert res.lower_bound <= res.makespan, name
