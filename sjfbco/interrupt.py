@@ -126,7 +126,8 @@ def run_stoppable(
     soon as it runs, instead of searching to its own limit.
     """
     main = threading.current_thread() is threading.main_thread()
-    if not (active() and main) and (main or poll is None):
+    threaded = active() if main else poll is not None
+    if not threaded:
         with stopping(stop):
             return call()
     box: dict[str, Any] = {}

@@ -226,9 +226,10 @@ class BestParams:
     whole_beside
         Under a time limit (``whole_walk`` false), the whole step runs beside the walk, on
         a thread of its own (CP-SAT on the second core, :class:`~sjfbco.solvers.anytime.Beside`),
-        for ``whole_share`` of the limit, instead of before it (``False``): both start once
-        the bound phases end, whatever the limit, so a run stopped at any moment has
-        searched at least as far as a run whose limit was that moment, in each of the two.
+        until the run ends, instead of for ``whole_share`` of the limit before it
+        (``False``): both start once the bound phases end, whatever the limit, so a run
+        stopped at any moment has searched at least as far as a run whose limit was that
+        moment, in each of the two.
     whole_stall
         Under a time limit (``whole_walk`` false), the whole step ends once CP-SAT has found
         no new solution for this share of the step's time so far, and the walk gets the
@@ -837,11 +838,13 @@ class WholeStep:
         if params.whole_share <= 0 or engine.done or budget.whole.expired():
             return
         beside = params.whole_beside and not self.walked
-        share = params.whole_share
-        if data.num_jobs > params.whole_dense * data.cluster.num_servers:
-            share /= 2  # many jobs per server: the model rarely improves its hint in time
         # beside the walk it takes no time from it: the rest of the run
-        part = budget.deadline if self.walked or beside else budget.deadline.share_of_limit(share)
+        part = budget.deadline
+        if not (self.walked or beside):
+            share = params.whole_share
+            if data.num_jobs > params.whole_dense * data.cluster.num_servers:
+                share /= 2  # many jobs per server: the model rarely improves its hint in time
+            part = part.share_of_limit(share)
         self.hint, go = _whole_hint(data, engine, params, part, budget.reserve)
         if not go or self.hint is None:
             return
