@@ -3,7 +3,7 @@
 Needs root, iproute2 and the ``testbed`` extra. Steps, each on a fresh emulated cluster:
 
 1. Calibration: ``sjfbco testbed measure`` and ``contention`` (identical jobs, then
-   pairs and triples of different kinds) on a 3 x 4-GPU cluster with every job kind
+   pairs and triples of different kinds) on a 4 x 4-GPU cluster with every job kind
    of :data:`sjfbco.testbed.workload.KINDS`, fitted by ``sjfbco calibrate`` into a
    preset (written to ``--preset``, by default ``sjfbco/workloads/testbed.json``, the
    bundled ``testbed`` preset: the form with the lower held-out median among every
@@ -118,13 +118,14 @@ def count_only_path(folder: Path, out: str | None) -> Path:
 
 
 def calibrate(folder: Path, preset_path: Path, count_path: Path) -> dict:
-    """Measure on a 3 x 4-GPU cluster with every job kind; fit every form, and the
-    count-only forms alone; write both presets (the second at ``count_path``)."""
+    """Measure on a 4 x 4-GPU cluster with every job kind (four servers: the ``chain``
+    layout of the squeeze rows needs them); fit every form, and the count-only forms
+    alone; write both presets (the second at ``count_path``)."""
     jobs = [
         sjfbco.Job(id=k, num_gpus=1, iterations=1, gradient_mb=mb, compute_seconds=c, model=k)
         for k, (mb, c) in KINDS.items()
     ]
-    data = emulated_instance((4, 4, 4), 1)
+    data = emulated_instance((4, 4, 4, 4), 1)
     data = replace(data, jobs=tuple(jobs), name="testbed-calibration")
     t = time.monotonic()
     with Network(rates_of(data)) as net:

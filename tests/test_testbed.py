@@ -172,6 +172,37 @@ def test_mixed_rows_name_their_neighbours_and_keep_them_running() -> None:
     assert float(str(by["pair", 2, "big"]["slowdown"])) > 1.3  # quick lingered beside it
 
 
+@pytest.mark.slow
+def test_the_chain_layout_measures_a_squeezed_middle_job() -> None:
+    """Three kinds on a 1 + 2 + 2 + 1 cluster (no triangle: one server of two GPUs too
+    few; a chain: four servers): after the pair layout's runs, each kind once in the
+    middle of the chain, with the rows the fit reads (each end names the middle job
+    first). Every job is slowed; the middle one, its ring pair queued behind a different
+    sender at each end, by a fifth at least (all three send nearly all the time)."""
+    cluster = Cluster((1, 2, 2, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
+    cost = CostParams(xi2=0.0, alpha=0.0, slot_seconds=1.0, time_model="continuous")
+    data = ProblemData(
+        cluster,
+        tuple(
+            Job(id=n, num_gpus=2, iterations=4, gradient_mb=mb, compute_seconds=0.001, model=n)
+            for n, mb in (("a", 0.5), ("b", 1.0), ("c", 2.0))
+        ),
+        cost,
+    )
+    with Network(rates_of(data)) as net:
+        assert net.folder is not None
+        rows = measure_mixed(Hosts(net), data, net.folder, iterations=6)
+    chain = [r for r in rows if str(r["layout"]).startswith("chain")]
+    assert not [r for r in rows if r["layout"] in ("triangle", "intra")]
+    assert [(r["layout"], r["model"], r["neighbours"]) for r in chain] == [
+        ("chain-end", "b", "a;c"), ("chain", "a", "b;c"), ("chain-end", "c", "a;b"),
+        ("chain-end", "a", "b;c"), ("chain", "b", "a;c"), ("chain-end", "c", "b;a"),
+        ("chain-end", "a", "c;b"), ("chain", "c", "a;b"), ("chain-end", "b", "c;a"),
+    ]  # fmt: skip
+    assert all(float(str(r["slowdown"])) > 1.02 for r in chain)
+    assert all(float(str(r["slowdown"])) > 1.2 for r in chain if r["layout"] == "chain")
+
+
 def _two_on_one_gpu() -> tuple[ProblemData, Schedule]:
     # a (3 iterations) then b (2) on GPU (0, 0); c on server 1 alone; 0.3 s per iteration
     cluster = Cluster((1, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)

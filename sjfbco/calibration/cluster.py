@@ -337,7 +337,7 @@ class TestbedFit:
     chosen: SlowdownReport | None
     #: the intra-server fit of the slowdowns' ``intra`` rows, if any
     intra: SlowdownReport | None = None
-    #: the squeeze fit of the slowdowns' ``triangle`` rows, if any
+    #: the squeeze fit of the slowdowns' squeeze rows (``triangle``, ``chain``), if any
     squeeze: SlowdownReport | None = None
 
     def constants(self) -> dict[str, Constant]:
@@ -376,14 +376,15 @@ def fit_testbed(
     The slowdown form kept is the one with the lower held-out median error
     (in-sample when the slowdowns hold one contention level above 1; on a tie the
     first of :data:`~sjfbco.calibration.slowdown.FORMS`, the paper's first), fitted to
-    the split rows; ``intra`` rows give ``intra_sharing`` (0 without them); ``triangle``
-    rows give ``squeeze``, fitted with the chosen form's constants fixed (0 without them:
-    no other layout pins it, :mod:`~sjfbco.calibration.slowdown`); the models
+    the split rows; ``intra`` rows give ``intra_sharing`` (0 without them); the squeeze
+    rows (``triangle``, ``chain``, ``chain-end``) give ``squeeze``, fitted with the chosen
+    form's constants fixed (0 without them: no other layout pins it,
+    :mod:`~sjfbco.calibration.slowdown`); the models
     are the step files' job kinds with their known gradient and compute
     (``backward_seconds``, ``batch_size`` 1). Without slowdowns ``alpha`` is 0 and
     ``xi1`` 1 (not measured: the report says so). ``intra_steps``: fit the fixed
     latency per ring step too (:func:`fit_cluster`; else it is 0). ``squeeze``: fit the
-    squeeze term from ``triangle`` rows (``False``: 0 whatever the rows, as the count-only
+    squeeze term from the squeeze rows (``False``: 0 whatever the rows, as the count-only
     model beside a fit keeps it).
     """
     if not sized:
@@ -409,7 +410,7 @@ def fit_testbed(
     cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}
     eta = intra[0].values()["intra_sharing"] if intra else 0.0
     squeezed = [fit_slowdowns(s, SQUEEZE_FORM, seed, fixed=cont) for s in slowdowns
-                if squeeze and s.triangle.any()]  # fmt: skip
+                if squeeze and s.squeezed.any()]  # fmt: skip
     reports += squeezed
     mu = squeezed[0].values()["squeeze"] if squeezed else 0.0
     models = []

@@ -36,14 +36,19 @@ prediction that of a one-server job whose ring alone takes the iteration's
 communication, at :func:`sjfbco.cost.intra_bandwidth` of its own GPUs alone and of
 all the GPUs in use together. The contention forms fit the other rows.
 
-**Triangle rows** (``layout`` ``triangle``, the squeeze term): three split jobs, each one
-GPU on each of two of three servers, each pair of servers held by one job, so each job's
-ring pair has a different neighbour at each end (and each neighbour is squeezed the same
-way). They are fitted apart, after the contention form is chosen, by the form
-``squeeze`` (:data:`SQUEEZE_FORM`): ``squeeze`` ``mu`` alone, the chosen form's constants
-fixed, the count that of :func:`sjfbco.cost.squeezed_count` with each neighbour weighted
-by :func:`sjfbco.cost.squeezed_weight` (:func:`predict_triangle`). The pair, star and
-intra rows cannot pin ``mu``: no pair of theirs has different neighbours at its two ends.
+**Squeeze rows** (the squeeze term): three split jobs, each one GPU on each of two
+servers, placed so that some job's ring pair has a different neighbour at each end.
+``layout`` ``triangle``: on the three pairs of three servers, so every job is squeezed
+between the other two (and each of them squeezed the same way). ``chain``: on the pairs
+``(a, b)``, ``(b, c)``, ``(c, d)`` of four servers, the row of the middle job, squeezed
+between two ends that are not (``neighbours``: the two ends); ``chain-end``: the row of an
+end job, whose only neighbour is the squeezed middle one (``neighbours``: the middle job,
+then the far end). They are fitted apart, after the contention form is chosen, by the
+form ``squeeze`` (:data:`SQUEEZE_FORM`): ``squeeze`` ``mu`` alone, the chosen form's
+constants fixed, the count that of :func:`sjfbco.cost.squeezed_count` with each
+neighbour weighted by :func:`sjfbco.cost.squeezed_weight` (:func:`predict_squeezed`), as
+the evaluator computes it. The pair, star and intra rows cannot pin ``mu``: no pair of
+theirs has different neighbours at its two ends.
 """
 
 from __future__ import annotations
@@ -81,14 +86,18 @@ SLOWDOWN_OPTIONAL: tuple[str, ...] = (
     "model", "layout", "seconds", "alone_seconds", "gradient_mb", "compute_seconds", "workers",
     "servers", *NEIGHBOUR_COLUMNS,
 )  # fmt: skip
+#: The layouts of the squeeze rows (module docstring): ``triangle`` (three jobs on the
+#: three pairs of three servers), ``chain`` and ``chain-end`` (three jobs on three pairs
+#: in a row of four servers: the middle job's row, an end job's).
+SQUEEZE_LAYOUTS: tuple[str, ...] = ("triangle", "chain", "chain-end")
 #: ``layout`` values: ``pair`` (every job 1 GPU on each of the same 2 servers), ``star``
-#: (all share one hub server), ``intra`` (inside one server), ``triangle`` (three jobs on
-#: the three pairs of three servers); empty or missing: ``pair``.
-LAYOUTS: tuple[str, ...] = ("pair", "star", "intra", "triangle")
+#: (all share one hub server), ``intra`` (inside one server), the squeeze layouts; empty or
+#: missing: ``pair``.
+LAYOUTS: tuple[str, ...] = ("pair", "star", "intra", *SQUEEZE_LAYOUTS)
 FORMS: tuple[str, ...] = ("paper", "interleave", "traffic", "traffic-interleave")
 #: The form of the ``intra`` rows (fitted apart from the contention forms).
 INTRA_FORM = "intra"
-#: The form of the ``triangle`` rows (fitted apart, the contention form's constants fixed).
+#: The form of the squeeze rows (fitted apart, the contention form's constants fixed).
 SQUEEZE_FORM = "squeeze"
 #: Bounds of each fitted constant.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -175,18 +184,19 @@ class Slowdowns:
         return np.asarray(self.layout == "intra", dtype=bool)
 
     @property
-    def triangle(self) -> np.ndarray:
-        """Rows of squeezed jobs (``layout`` ``triangle``)."""
-        return np.asarray(self.layout == "triangle", dtype=bool)
+    def squeezed(self) -> np.ndarray:
+        """Rows of the squeeze layouts (:data:`SQUEEZE_LAYOUTS`)."""
+        assert self.layout is not None  # filled by __post_init__
+        return np.isin(self.layout, SQUEEZE_LAYOUTS)
 
     def rows_of(self, form: str) -> np.ndarray:
-        """The rows ``form`` fits: the intra rows (:data:`INTRA_FORM`), the triangle rows
+        """The rows ``form`` fits: the intra rows (:data:`INTRA_FORM`), the squeeze rows
         (:data:`SQUEEZE_FORM`), the others (pair and star) for a contention form."""
         if form == INTRA_FORM:
             return self.intra
         if form == SQUEEZE_FORM:
-            return self.triangle
-        return ~(self.intra | self.triangle)
+            return self.squeezed
+        return ~(self.intra | self.squeezed)
 
 
 def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
@@ -299,9 +309,9 @@ def _mixed_cells(
                 f"an intra row's job is inside one server, got {servers[:40]!r}", source=src,
                 where=where("servers"),
             )  # fmt: skip
-    if layout == "triangle" and p != 3:
+    if layout in SQUEEZE_LAYOUTS and p != 3:
         raise InputError(
-            f"a triangle row is one of 3 jobs, got jobs = {p}", source=src, where=where("jobs")
+            f"a {layout} row is one of 3 jobs, got jobs = {p}", source=src, where=where("jobs")
         )
     kinds = _cell(cells, col, "neighbours")
     if kinds:
@@ -446,30 +456,47 @@ def _slowdown_at(counts: list[float], share: np.ndarray, cost: CostParams) -> np
     return tau(f) / tau(np.ones_like(f))
 
 
-def predict_triangle(
-    params: dict[str, float], share: np.ndarray, shares: list[tuple[float, ...]]
+def predict_squeezed(
+    params: dict[str, float],
+    share: np.ndarray,
+    shares: list[tuple[float, ...]],
+    layout: np.ndarray,
 ) -> np.ndarray:
-    """Predicted slowdowns of ``triangle`` rows (module docstring): each row's job has one
-    neighbour at each end of its ring pair, and each neighbour the other two at its ends.
+    """Predicted slowdowns of the squeeze rows (module docstring), by ``layout``.
 
     ``share``: each row's compute share; ``shares``: each row's two neighbours' link shares
-    alone (:func:`each_link_share`). With ``v`` the weights (:func:`sjfbco.cost.
-    neighbour_weight`; the job's own link share alone is ``1 - s``), a job beside ``a`` and
-    ``b`` counts ``squeezed_count([(0, a, b)])`` on the weights ``a`` and ``b`` take once
-    squeezed themselves (:func:`sjfbco.cost.squeezed_weight`), as the evaluator computes it.
+    alone (:func:`each_link_share`), in the row's order. With ``v`` the weights
+    (:func:`sjfbco.cost.neighbour_weight`; the job's own link share alone is ``1 - s``)
+    and ``w`` a neighbour's weight once squeezed itself (:func:`sjfbco.cost.
+    squeezed_weight`), the count (:func:`sjfbco.cost.squeezed_count` on the job's one
+    ring pair) is, with ``a`` and ``b`` the row's neighbours:
+
+    - ``triangle``: ``a`` at one end and ``b`` at the other, each squeezed between the
+      other two: ``(0, w(a), w(b))``;
+    - ``chain`` (the middle job): the two ends, squeezed by nobody: ``(0, a, b)``;
+    - ``chain-end``: only the middle job ``a``, squeezed between this job and the far end
+      ``b``: ``(0, 0, w(a))``.
     """
     cost = cost_of(params)
     mu = cost.squeeze
+
+    def weight(v: float, left: float, right: float) -> float:
+        # a neighbour of weight v between two others, of weights left and right
+        plain = weighted_count(v, [v + left, v + right])
+        return squeezed_weight(v, plain, squeezed_count([(0.0, left, right)], mu))
+
     counts = []
-    for own, pair in zip((1.0 - share).tolist(), shares, strict=True):
+    for own, pair, where in zip((1.0 - share).tolist(), shares, layout.tolist(), strict=True):
         v0, v1, v2 = (neighbour_weight(u, cost) for u in (own, *pair))
-
-        def weight(v: float, left: float, right: float) -> float:
-            # a neighbour of weight v between the other two, of weights left and right
-            plain = weighted_count(v, [v + left, v + right])
-            return squeezed_weight(v, plain, squeezed_count([(0.0, left, right)], mu))
-
-        counts.append(squeezed_count([(0.0, weight(v1, v0, v2), weight(v2, v0, v1))], mu))
+        if where == "triangle":
+            ends = (weight(v1, v0, v2), weight(v2, v0, v1))
+        elif where == "chain":
+            ends = (v1, v2)
+        elif where == "chain-end":
+            ends = (0.0, weight(v1, v0, v2))
+        else:
+            raise ValueError(f"not a squeeze layout: {where!r}")
+        counts.append(squeezed_count([(0.0, *ends)], mu))
     return _slowdown_at(counts, share, cost)
 
 
@@ -503,7 +530,7 @@ def predict_rows(
     params: dict[str, float], rows: Slowdowns, form: str, fixed: dict[str, float] | None = None
 ) -> np.ndarray:
     """Predicted slowdowns of ``rows`` in ``form`` (:func:`predict_intra` for the intra
-    form, :func:`predict_triangle` for the squeeze form with the contention constants
+    form, :func:`predict_squeezed` for the squeeze form with the contention constants
     ``fixed``, else :func:`predict` with the co-runners' link shares)."""
     return _predictor(rows, form, fixed)(params)
 
@@ -517,7 +544,9 @@ def _predictor(
         return lambda params: predict_intra(params, rows)
     if form == SQUEEZE_FORM:
         each = each_link_share(rows)
-        return lambda params: predict_triangle({**(fixed or {}), **params}, rows.share, each)
+        return lambda params: predict_squeezed(
+            {**(fixed or {}), **params}, rows.share, each, np.asarray(rows.layout)
+        )
     shares = neighbour_link_shares(rows)
     return lambda params: predict(params, rows.jobs, rows.share, shares)
 
@@ -614,7 +643,9 @@ def fit_slowdowns(
         raise InputError(f"unknown slowdown form {form!r}; known: {known}")
     mine = rows.rows_of(form)
     if not mine.any():
-        what = {INTRA_FORM: "intra", SQUEEZE_FORM: "triangle"}.get(form, "split (pair or star)")
+        what = {INTRA_FORM: "intra", SQUEEZE_FORM: "squeeze (triangle or chain)"}.get(
+            form, "split (pair or star)"
+        )
         raise InputError(f"{rows.source}: no {what} rows to fit the {form} form to")
     rows = rows.subset(mine)
     best = _fit(rows, form, fixed)
@@ -637,7 +668,7 @@ def forms_of(rows: Slowdowns) -> tuple[str, ...]:
     """The forms ``rows`` can be fitted in apart from :data:`SQUEEZE_FORM` (fitted after
     the contention form is chosen): the contention forms if some row is of split jobs in
     the pair or star layout, :data:`INTRA_FORM` if some row is inside one server."""
-    split = (~(rows.intra | rows.triangle)).any()
+    split = (~(rows.intra | rows.squeezed)).any()
     return (*(FORMS if split else ()), *((INTRA_FORM,) if rows.intra.any() else ()))
 
 
@@ -721,8 +752,8 @@ def pinning_hint(name: str) -> str:
         "(neighbour_shares), p >= 2",
         "intra_sharing": "intra slowdowns: jobs of 2 or more GPUs inside one server beside "
         "co-runners holding more of its GPUs",
-        "squeeze": "triangle slowdowns: three split jobs on the three pairs of three servers, "
-        "of different link shares",
+        "squeeze": "squeeze slowdowns: three split jobs on the three pairs of three servers "
+        "(triangle) or in a row of four (chain), of different link shares",
         "bandwidth_inter": "step times of split placements (two or more servers)",
         "bandwidth_intra": "step times of several GPUs on one server",
         "xi2": "step times of one job on 1, 2 and 4 servers with the same GPUs",

@@ -21,7 +21,9 @@ neighbours are copies of the job.
 together (issue 43), in the same layout, each row naming its own kind and its
 neighbours' (kind, compute share, transfer time, GPUs on the shared server); with three
 servers of two GPUs or more, also triples on a *triangle* (:func:`triangle`: each job's
-ring pair has a different neighbour at each end, the squeeze term's rows).
+ring pair has a different neighbour at each end), and with four servers triples in a
+*chain* (:func:`chain`: only the middle job is squeezed, between two ends that are not:
+the pattern of the testbed's worst job, ``docs/testbed.md``), the squeeze term's rows.
 
 Each figure is the median over iterations of one run, the first
 :data:`WARMUP` iterations left out (TCP slow start, phases settling).
@@ -242,8 +244,11 @@ def measure_mixed(
     :data:`MIXED_GROUPS` as the cap fits, in two layouts: ``pair`` (each job one GPU on
     each of the two fullest servers: they share both uplinks) and ``intra`` (each job
     two GPUs of the fullest server: they share its inside); with three servers of two
-    GPUs or more every triple also runs in the ``triangle`` layout (:func:`triangle`,
-    bases from the pair layout's runs alone: the same shape). Each kind also runs alone
+    GPUs or more every triple also runs in the ``triangle`` layout (:func:`triangle`), and
+    with four servers, the two fullest of two GPUs or more, in the ``chain`` layout with
+    each of its kinds in the middle (:func:`chain`; rows ``chain`` for the middle job,
+    ``chain-end`` for the ends), bases from the pair layout's runs alone (the same
+    shape). Each kind also runs alone
     in each layout (a ``jobs`` 1 row): the base of its slowdowns, its compute share
     ``s`` = 1 - sync/step alone, and its transfer time, which the rows beside it divide
     by. One row per job of a group; ``neighbours``, ``neighbour_shares``,
@@ -281,15 +286,48 @@ def measure_mixed(
                     _mixed_row(layout, servers, group, k, every, alone, t)
                     for k, t in enumerate(times)
                 ]
+    if "pair" in bases and max(MIXED_GROUPS) >= 3:
+        rows += _squeeze_rows(hosts, folder, caps, every, bases["pair"], iterations)
+    return rows
+
+
+def _squeeze_rows(
+    hosts: Hosts,
+    folder: Path,
+    caps: Sequence[int],
+    every: Mapping[str, tuple[float, float]],
+    alone: Mapping[str, Timing],
+    iterations: int,
+) -> list[dict[str, object]]:
+    """The squeeze layouts' rows (module docstring): every triple of distinct kinds on the
+    :func:`triangle`, and on the :func:`chain` with each of its kinds in the middle, as
+    the cluster holds them; ``alone``: the kinds' runs alone on one GPU of each of two
+    servers (the pair layout's, the same shape)."""
+    rows: list[dict[str, object]] = []
     spots = triangle(caps)
-    if spots is not None and "pair" in bases and max(MIXED_GROUPS) >= 3:
+    if spots is not None:
         for group in itertools.combinations(sorted(every), 3):
             jobs = [(spot, *every[name]) for spot, name in zip(spots, group, strict=True)]
             times = run_together(hosts, folder / "x", jobs, iterations, linger=True)
             rows += [
-                _mixed_row("triangle", spots[k], group, k, every, bases["pair"], t)
+                _mixed_row("triangle", spots[k], group, k, every, alone, t)
                 for k, t in enumerate(times)
             ]
+    line = chain(caps)
+    if line is not None:
+        for triple in itertools.combinations(sorted(every), 3):
+            for middle in triple:
+                left, right = (n for n in triple if n != middle)
+                group = (left, middle, right)
+                jobs = [(spot, *every[name]) for spot, name in zip(line, group, strict=True)]
+                times = run_together(hosts, folder / "x", jobs, iterations, linger=True)
+                # each row's neighbours: the middle job's, both ends; an end's, the middle
+                # job, then the far end
+                rows += [
+                    _mixed_row("chain-end", line[0], group, 0, every, alone, times[0]),
+                    _mixed_row("chain", line[1], group, 1, every, alone, times[1]),
+                    _mixed_row("chain-end", line[2], group[::-1], 0, every, alone, times[2]),
+                ]
     return rows
 
 
@@ -305,6 +343,22 @@ def triangle(
         return None
     a, b, c = order
     return [(a, 1), (b, 1)], [(b, 1), (c, 1)], [(c, 1), (a, 1)]
+
+
+def chain(
+    gpus_per_server: Sequence[int],
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """Three split placements, one GPU on each of two servers, in a row of four servers
+    ``a``, ``b``, ``c``, ``d``: ``(a, b)``, ``(b, c)``, ``(c, d)`` (the ``chain`` layout:
+    the middle job's ring pair has a different job at each end, the end jobs' one job at
+    one end). ``b`` and ``c`` are the two fullest servers (they hold two jobs each), ``a``
+    and ``d`` the next two; ``None`` unless there are four servers and the two fullest
+    hold two GPUs or more."""
+    order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))[:4]
+    if len(order) < 4 or gpus_per_server[order[1]] < 2:
+        return None
+    b, c, a, d = order
+    return [(a, 1), (b, 1)], [(b, 1), (c, 1)], [(c, 1), (d, 1)]
 
 
 def _mixed_row(
