@@ -17,10 +17,12 @@ import pytest
 from sjfbco.calibration.cluster import SizedSteps, fit_cluster, read_sized
 from sjfbco.calibration.cluster import predict as predict_steps
 from sjfbco.calibration.slowdown import (
+    AT_LIMIT,
     CONTRADICTS,
     FORMS,
     INTRA_FORM,
     Slowdowns,
+    bootstrap,
     fit_slowdowns,
     forms_of,
     neighbour_link_shares,
@@ -196,6 +198,24 @@ def test_a_bandwidth_above_the_stated_link_rate_is_flagged_not_identified() -> N
     assert fit_cluster(_sized_rows(14.7, None)).params["bandwidth_inter"].status == "identified"
     assert fit_cluster(_sized_rows(12.0, 12.5)).params["bandwidth_inter"].status == "identified"
     assert over.to_json()["params"]["bandwidth_inter"]["status"] == "contradicts limit"
+
+
+def test_a_bandwidth_just_past_the_rate_within_its_interval_is_at_the_limit() -> None:
+    """A fit at 12.508 MB/s on a 12.5 MB/s link whose refits spread around the rate (as the
+    testbed-mixed4 calibration: interval 12.29 to 12.74) is measured at the limit, not a
+    contradiction; refits all above the rate keep the contradiction."""
+
+    def status(refits: list[float]) -> str:
+        draws = iter(refits)
+        return bootstrap(
+            {"b": 12.508}, {"b": (0.1, 1e4)}, 10, lambda pick: {"b": next(draws)},
+            lambda p: np.array([p["b"] - 12.508]), draws=len(refits),
+            limits={"b": (0.0, 12.5)},
+        )["b"].status  # fmt: skip
+
+    assert status([12.3 + 0.05 * k for k in range(10)]) == AT_LIMIT  # 12.3 to 12.75
+    assert status([12.51 + 0.01 * k for k in range(10)]) == CONTRADICTS  # all above 12.5
+    assert status([12.0 + 0.05 * k for k in range(10)]) == AT_LIMIT  # below, then past
 
 
 def test_the_link_column_is_read_and_checked(tmp_path: Path) -> None:

@@ -582,7 +582,7 @@ class Constant:
     value: float
     low: float
     high: float
-    status: str  # "identified", "at_bound", "unidentified", CONTRADICTS
+    status: str  # "identified", "at_bound", "unidentified", CONTRADICTS, AT_LIMIT
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "interval90": [self.low, self.high], "status": self.status}
@@ -685,9 +685,12 @@ def bootstrap(
     """Each constant of ``best`` with a 90% bootstrap interval and a status.
 
     ``limits``: physical limits a constant must keep, as the measurements state them
-    (e.g. a bandwidth no higher than the link's shaped rate); a value outside its limit
-    has the status :data:`CONTRADICTS` whatever else holds: the fit traded it against
-    another constant, and it is not a measurement of the thing named.
+    (e.g. a bandwidth no higher than the link's shaped rate). A value outside its limit
+    whose whole interval is outside too has the status :data:`CONTRADICTS` whatever else
+    holds: the fit traded it against another constant, and it is not a measurement of
+    the thing named. A value just past its limit whose interval reaches back to it has
+    the status :data:`AT_LIMIT`: the data put it at the limit (e.g. 12.508 MB/s fitted on
+    a link shaped to 12.5, 90% interval 12.29 to 12.74: the link runs at its rate).
 
     ``refit(pick)`` fits the rows ``pick`` (indices drawn with replacement, seeded);
     ``residuals(params)`` are the fit's relative residuals. Status:
@@ -712,13 +715,16 @@ def bootstrap(
         status = "unidentified" if loose else "at_bound" if near else "identified"
         lim = (limits or {}).get(name)
         if lim is not None and not lim[0] <= value <= lim[1]:
-            status = CONTRADICTS
+            status = CONTRADICTS if high < lim[0] or low > lim[1] else AT_LIMIT
         out[name] = Constant(value, low, high, status)
     return out
 
 
 #: The status of a constant whose fitted value breaks a physical limit (:func:`bootstrap`).
 CONTRADICTS = "contradicts limit"
+#: The status of a constant fitted just past a physical limit, its interval reaching back
+#: to it: measured at the limit (:func:`bootstrap`).
+AT_LIMIT = "at limit"
 
 
 def _flat(

@@ -441,7 +441,7 @@ def _testbed_files(paths: list[str]) -> tuple[list[str], list[str]] | None:
 
 def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) -> int:
     """Fit links (sized step times) and contention (slowdowns); print; write one preset."""
-    from sjfbco.calibration.slowdown import CONTRADICTS, pinning_hint
+    from sjfbco.calibration.slowdown import AT_LIMIT, CONTRADICTS, pinning_hint
 
     docs, constants = _fit_testbed(args, sized, slow)
     for name, c in constants.items():
@@ -451,7 +451,7 @@ def _run_testbed(args: argparse.Namespace, sized: list[str], slow: list[str]) ->
                 "bandwidth above the link's link_mb_per_s): the fit traded it against another "
                 f"constant, it is not measured; measure {pinning_hint(name)} to pin it"
             )
-        elif c.status != "identified":
+        elif c.status not in ("identified", AT_LIMIT):
             warn(
                 f"{name} = {c.value:.4g} is {c.status} (90% interval {c.low:.4g} to "
                 f"{c.high:.4g}); measure {pinning_hint(name)} to pin it"
