@@ -175,7 +175,11 @@ def run_instances(
     solvers: tuple[str, ...] = SOLVERS,
     make: Any = emulated_instance,
     count_path: Path | None = None,
+    repeats: int = 1,
 ) -> list[dict]:
+    """Solve each instance with each solver and execute the schedule (``repeats`` times,
+    back to back; the row's figures are the first execution's, ``row["repeats"]`` holds
+    every execution's job times when there are more)."""
     cal = read_preset(preset_path)
     count = read_preset(count_path) if count_path is not None else None
     out = []
@@ -191,6 +195,10 @@ def run_instances(
                 t = time.monotonic()
                 ex = execute(Hosts(net), paper, sched, folder / f"{data.name}-{solver}", cal)
                 wall = time.monotonic() - t
+                again = [  # the same schedule executed again, back to back (--repeats)
+                    execute(Hosts(net), paper, sched, folder / f"{data.name}-{solver}-{k}", cal)
+                    for k in range(1, repeats)
+                ]
                 row = {
                     "instance": data.name, "solver": solver,
                     "executed": ex.executed_makespan,
@@ -218,6 +226,10 @@ def run_instances(
                         for j in ex.jobs
                     ],
                 }  # fmt: skip
+                if again:
+                    row["repeats"] = [
+                        [[j.id, j.start, j.end] for j in e.jobs] for e in (ex, *again)
+                    ]
                 if count is not None:  # today's count-only model, calibrated the same way
                     predict_row(row, count, "count_only")
                 out.append(row)
@@ -246,6 +258,46 @@ def predict_row(row: dict, preset: Any, key: str) -> None:
     ]
     row[f"job_runs_{key}"] = runs
     row[f"per_job_{key}"] = Spread.dict_of(Spread.of([(i, e, p) for i, e, p in runs]))
+
+
+def averaged(row: dict) -> dict:
+    """``row`` with each job's executed start and end the mean over its executions
+    (``row["repeats"]``), so its run time is the mean run time, and the makespan the
+    mean makespan; a row executed once as it is. The predictions are to be made again
+    (:func:`predict_row`)."""
+    runs = row.get("repeats")
+    if not runs:
+        return row
+    jobs = [
+        [i, statistics.mean(r[k][1] for r in runs), statistics.mean(r[k][2] for r in runs)]
+        for k, (i, _, _) in enumerate(runs[0])
+    ]
+    spans = [max(e for _, _, e in r) - min(b for _, b, _ in r) for r in runs]
+    return {**row, "executed_jobs": jobs, "executed": statistics.mean(spans)}
+
+
+def repeat_noise(rows: list[dict]) -> dict[str, float] | None:
+    """How far executions of one schedule differ (``row["repeats"]``): per job, its run
+    time's max / min - 1 over the executions; per schedule, its makespan's. Median, p90
+    and worst of each; ``None`` without repeats."""
+    jobs, spans = [], []
+    for row in rows:
+        runs = row.get("repeats")
+        if not runs:
+            continue
+        for k in range(len(runs[0])):
+            t = [r[k][2] - r[k][1] for r in runs]
+            jobs.append(max(t) / min(t) - 1)
+        m = [max(e for _, _, e in r) - min(b for _, b, _ in r) for r in runs]
+        spans.append(max(m) / min(m) - 1)
+    if not jobs:
+        return None
+    q = np.quantile
+    return {
+        "jobs": len(jobs), "job_median": float(q(jobs, 0.5)), "job_p90": float(q(jobs, 0.9)),
+        "job_worst": max(jobs), "makespan_median": float(q(spans, 0.5)),
+        "makespan_worst": max(spans),
+    }  # fmt: skip
 
 
 def repredict(rows: list[dict], preset_path: Path, key: str) -> None:
@@ -378,7 +430,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "calibration's measurements beside it (CSV)")  # fmt: skip
     ap.add_argument("--preset", default=str(ROOT / "sjfbco/workloads/testbed.json"))
     ap.add_argument("--best-limit", type=float, default=10.0)
+    ap.add_argument(
+        "--repeats", type=int, default=1,
+        help="execute each schedule this many times back to back; the figures of the first "
+        "execution, and of each job's mean over the executions beside them",
+    )  # fmt: skip
     ap.add_argument("--skip-calibration", action="store_true", help="use --preset as it is")
+    ap.add_argument(
+        "--calibration-only", action="store_true",
+        help="calibrate (write --preset and, with --out, the measurements) and execute nothing",
+    )  # fmt: skip
     ap.add_argument(
         "--set", choices=(*SETS, "all"), default="all",
         help="instances: the uniform draws (issue 29), the mixed kinds (issue 43), or both",
@@ -438,12 +499,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rows = []
         if args.quick:
             rows = run_instances(
-                folder, Path(args.preset), args.best_limit, QUICK, ("sjf-bco", "ff")
+                folder,
+                Path(args.preset),
+                args.best_limit,
+                QUICK,
+                ("sjf-bco", "ff"),
+                repeats=args.repeats,
             )
-        for name in [] if args.quick else chosen:
+        for name in [] if args.quick or args.calibration_only else chosen:
             instances, make, solvers = SETS[name]
             got = run_instances(
-                folder, Path(args.preset), args.best_limit, instances, solvers, make, count_path
+                folder,
+                Path(args.preset),
+                args.best_limit,
+                instances,
+                solvers,
+                make,
+                count_path,
+                args.repeats,
             )
             rows += [{**r, "set": name} for r in got]
     keys = tuple(k for k in ("calibrated", "count_only", "paper") if rows and k in rows[0])
@@ -451,8 +524,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in chosen if not args.quick else []:
         mine = [r for r in rows if r["set"] == name]
         s[f"set_{name}"] = summary(mine, keys)
+    if args.repeats > 1 and rows:
+        presets = {"calibrated": read_preset(Path(args.preset)), "paper": PAPER}
+        if count_path is not None:
+            presets["count_only"] = read_preset(count_path)
+        mean_rows = [averaged(r) for r in rows]
+        for r in mean_rows:
+            for key in keys:
+                predict_row(r, presets[key], key)
+        s["mean_of_repeats"] = summary(mean_rows, keys)
+        s["repeat_noise"] = repeat_noise(rows)
     wall = time.monotonic() - t
     report(s, keys)
+    if "mean_of_repeats" in s:
+        print(f"each job's mean over {args.repeats} executions:")
+        report(s["mean_of_repeats"], keys)
+        print(f"executions of one schedule differ by: {s['repeat_noise']}")
     print(f"wall {wall / 60:.1f} min ({load()})")
     doc = {"rows": rows, "summary": s, "calibration": cal, "wall_s": wall,
            "load_end": os.getloadavg(), "python": sys.version.split()[0],

@@ -642,6 +642,26 @@ def test_bench_elastic_scaling_covers_every_combination(monkeypatch: pytest.Monk
                 assert r["makespan"] == pytest.approx(r["bound"], rel=1e-6)
 
 
+def test_bench_testbed_means_over_repeated_executions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--repeats``: a job's executed run time is its mean over the executions, the
+    makespan the executions' mean; the noise is each job's and makespan's max / min - 1."""
+    mod = bench("bench_testbed", monkeypatch)
+    first = [["a", 10.0, 12.0], ["b", 10.0, 14.0]]  # makespan 4, runs 2 and 4
+    second = [["a", 20.0, 23.0], ["b", 20.0, 25.0]]  # makespan 5, runs 3 and 5
+    row = {"executed": 4.0, "executed_jobs": first, "repeats": [first, second]}
+    mean = mod.averaged(row)
+    assert mean["executed"] == 4.5
+    assert [b - a for _, a, b in mean["executed_jobs"]] == [2.5, 4.5]
+    assert row["executed_jobs"] is first  # the row itself untouched
+    assert mod.averaged({"executed": 4.0, "executed_jobs": first}) == {
+        "executed": 4.0, "executed_jobs": first,
+    }  # fmt: skip
+    noise = mod.repeat_noise([row, {"executed_jobs": first}])
+    assert noise["jobs"] == 2 and noise["job_worst"] == pytest.approx(0.5)  # 3 / 2 - 1
+    assert noise["makespan_worst"] == pytest.approx(0.25)  # 5 / 4 - 1
+    assert mod.repeat_noise([{"executed_jobs": first}]) is None
+
+
 @pytest.mark.slow  # about a minute of replays; tests/test_testbed.py covers the replay itself
 def test_bench_testbed_quick_predicts_by_the_evaluator(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
