@@ -44,14 +44,15 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 import sjfbco
 from sjfbco.calibration.cluster import fit_testbed, read_sized
 from sjfbco.calibration.slowdown import read_slowdowns
-from sjfbco.evaluate import evaluate
+from sjfbco.cost import iteration_time
+from sjfbco.evaluate import Simulator, evaluate
 from sjfbco.schedule import Schedule
 from sjfbco.testbed import Hosts, Network, rates_of
 from sjfbco.testbed.measure import (
@@ -60,11 +61,15 @@ from sjfbco.testbed.measure import (
     measure_contention,
     measure_mixed,
     measure_placements,
+    run_together,
     write_rows,
 )
 from sjfbco.testbed.replay import Spread, calibrated, execute
 from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance, mixed_instance
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 #: (GPUs per server, jobs, seed) of the executed instances.
@@ -366,6 +371,96 @@ def choices(
     return out
 
 
+#: ``--probe``'s cluster and groups: split jobs of the calibration's kinds at fixed places
+#: ``(kind, ((server, GPUs), ...))``, each group run together (lingering) against each job
+#: alone. They isolate the patterns of the mixed set's worst job (``ls`` on 2-3-2-3: a 2 MB
+#: job between a 4-GPU 0.5 MB job and a 1 + 3-GPU 4 MB job) and worst makespan (``ls`` on
+#: 4-2-2-4: a 4 MB job with one GPU on each of four servers, beside jobs on servers 0 and
+#: 3), each beside the same pattern with one GPU per server.
+PROBE_CLUSTER = (2, 3, 2, 3)
+PROBE: tuple[tuple[str, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], ...] = (
+    ("chain, as executed", (("small", ((0, 2), (1, 2))), ("medium", ((1, 1), (2, 1))),
+                            ("large", ((2, 1), (3, 3))))),
+    ("chain, one GPU per server", (("small", ((0, 1), (1, 1))), ("medium", ((1, 1), (2, 1))),
+                                   ("large", ((2, 1), (3, 1))))),
+    ("one end, large 1 + 3", (("medium", ((1, 1), (2, 1))), ("large", ((2, 1), (3, 3))))),
+    ("one end, large 1 + 1", (("medium", ((1, 1), (2, 1))), ("large", ((2, 1), (3, 1))))),
+    ("both ends (pair)", (("medium", ((2, 1), (3, 1))), ("large", ((2, 1), (3, 1))))),
+    ("four-server ring, a pair across its ends", (
+        ("large", ((0, 1), (1, 1), (2, 1), (3, 1))), ("medium", ((0, 1), (3, 1))))),
+    ("four-server ring, a pair on one of its hops", (
+        ("large", ((0, 1), (1, 1), (2, 1), (3, 1))), ("medium", ((0, 1), (1, 1))))),
+)  # fmt: skip
+
+
+def probe_predicted(
+    preset: Any, group: Sequence[tuple[str, tuple[tuple[int, int], ...]]]
+) -> list[float]:
+    """The calibrated model's slowdown of each job of ``group`` started together (the one
+    evaluator's contention count, :func:`sjfbco.cost.iteration_time`) against alone."""
+    kinds = {m.name: m for m in preset.models}
+    jobs = tuple(
+        sjfbco.Job(
+            id=f"{k}-{name}", num_gpus=sum(c for _, c in where), iterations=1,
+            gradient_mb=kinds[name].gradient_mb, compute_seconds=kinds[name].backward_seconds,
+            model=name,
+        )
+        for k, (name, where) in enumerate(group)
+    )  # fmt: skip
+    base = emulated_instance(PROBE_CLUSTER, 1)
+    data = calibrated(replace(base, jobs=jobs, name="probe"), preset)
+    cl = data.cluster
+    sim = Simulator(data)
+    used: dict[int, int] = {}
+    for k, (_, where) in enumerate(group):
+        gpus = [cl.gpu_index(s, used.get(s, 0) + i) for s, c in where for i in range(c)]
+        for s, c in where:
+            used[s] = used.get(s, 0) + c
+        sim.start(k, gpus)
+    out = []
+    for k, (_, where) in enumerate(group):
+        shape = {"max_per_server": max(c for _, c in where)}
+        together = iteration_time(jobs[k], len(where), sim.contention(k), cl, data.cost, **shape)
+        out.append(together / iteration_time(jobs[k], len(where), 1, cl, data.cost, **shape))
+    return out
+
+
+def probe(preset_path: Path, repeats: int, iterations: int = 12) -> list[dict]:
+    """``--probe``: each group of :data:`PROBE` run together ``repeats`` times on a fresh
+    emulation of :data:`PROBE_CLUSTER`, each job's slowdown (median step together over
+    its median step alone, alone measured once per repeat) against the calibrated
+    model's (:func:`probe_predicted`)."""
+    preset = read_preset(preset_path)
+    kinds = {m.name: (m.gradient_mb, m.backward_seconds) for m in preset.models}
+    rates = rates_of(calibrated(emulated_instance(PROBE_CLUSTER, 1), preset))
+    out = []
+    with tempfile.TemporaryDirectory(prefix="sjtb-bench-") as tmp, Network(rates) as net:
+        hosts, folder = Hosts(net), Path(tmp)
+        for name, group in PROBE:
+            jobs = [(list(where), *kinds[kind]) for kind, where in group]
+            measured: list[list[float]] = [[] for _ in group]
+            for _ in range(repeats):
+                alone = [run_together(hosts, folder, [j], iterations)[0].step for j in jobs]
+                together = run_together(hosts, folder, jobs, iterations, linger=True)
+                for k, t in enumerate(together):
+                    measured[k].append(t.step / alone[k])
+            predicted = probe_predicted(preset, group)
+            row = {
+                "group": name,
+                "jobs": [
+                    {"kind": kind, "places": [list(p) for p in where], "measured": m,
+                     "median": statistics.median(m), "predicted": pr}
+                    for (kind, where), m, pr in zip(group, measured, predicted, strict=True)
+                ],
+            }  # fmt: skip
+            out.append(row)
+            print(f"{name:44s} " + "; ".join(
+                f"{j['kind']} {j['median']:.3f} (predicted {j['predicted']:.3f}, "
+                f"{min(j['measured']):.3f} to {max(j['measured']):.3f})" for j in row["jobs"]
+            ) + f" ({load()})", flush=True)  # fmt: skip
+    return out
+
+
 def ranking(rows: list[dict], key: str) -> tuple[int, int]:
     """Pairs of one instance whose ``key`` predictions differ by > 5%, and how many agree."""
     pairs = agree = 0
@@ -457,11 +552,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "choose differently under the new form, and does that choice run faster?); write --out",
     )  # fmt: skip
     ap.add_argument(
+        "--probe", action="store_true",
+        help="execute nothing else: the groups of PROBE (the worst job's and worst makespan's "
+        "patterns, isolated), --repeats times each, measured slowdowns against --preset's",
+    )  # fmt: skip
+    ap.add_argument(
         "--quick", action="store_true",
         help="the bundled preset, one 6-job instance, sjf-bco and ff (about a minute)",
     )  # fmt: skip
     args = ap.parse_args(argv)
     print(load())
+    if args.probe:
+        doc = {"probe": probe(Path(args.preset), args.repeats), "preset": args.preset,
+               "repeats": args.repeats, "load_end": os.getloadavg()}  # fmt: skip
+        if args.out is not None:
+            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+            print(f"wrote {args.out}")
+        return doc
     if args.choice is not None:
         new, old = (Path(p) for p in args.choice)
         names = ["uniform", "mixed"] if args.set == "all" else [args.set]

@@ -662,6 +662,26 @@ def test_bench_testbed_means_over_repeated_executions(monkeypatch: pytest.Monkey
     assert mod.repeat_noise([{"executed_jobs": first}]) is None
 
 
+def test_bench_testbed_probe_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--probe``'s predictions (no emulation needed): the evaluator's counts on the
+    stored mixed4 calibration. A neighbour at one end of a pair weighs as one at both
+    ends; the squeezed middle of the chain slows more than either; a pair across a
+    four-server ring's ends and one on one of its hops are the same to the model (the
+    probe measures whether they are to the testbed)."""
+    from sjfbco.workloads.paper import read_preset
+
+    mod = bench("bench_testbed", monkeypatch)
+    preset = read_preset(ROOT / "benchmarks/results/testbed-mixed4.preset.json")
+    got = {name: mod.probe_predicted(preset, group) for name, group in mod.PROBE}
+    assert got["one end, large 1 + 1"] == pytest.approx(got["both ends (pair)"])
+    middle = got["chain, one GPU per server"][1]
+    assert middle > got["one end, large 1 + 1"][0] > 1.0  # squeeze 0.85 > 0
+    ring = "four-server ring, a pair "
+    assert got[ring + "across its ends"] == pytest.approx(got[ring + "on one of its hops"])
+    # alone in the group: no slowdown
+    assert mod.probe_predicted(preset, (("large", ((0, 1), (1, 1))),)) == [1.0]
+
+
 @pytest.mark.slow  # about a minute of replays; tests/test_testbed.py covers the replay itself
 def test_bench_testbed_quick_predicts_by_the_evaluator(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
