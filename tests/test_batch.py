@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -346,6 +347,25 @@ def test_cli_batch_prints_summary(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "unknown solver 'nope'" in capsys.readouterr().err
 
 
+def kill_but_the_tracker(pgid: int) -> None:
+    """SIGKILL every process of group ``pgid`` but multiprocessing's resource tracker: the
+    batch process and its pool workers die at once (an out-of-memory kill), and the
+    tracker, seeing them gone, unlinks the pool's named semaphores. Killed with the group,
+    it would leave them in ``/dev/shm`` (five per run, found 2026-12-06)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:  # gone meanwhile
+            continue
+        group = int(stat.rsplit(")", 1)[1].split()[2])  # the field after state and ppid
+        if group == pgid and b"resource_tracker" not in cmdline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
 def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
     _good, _bad = make_set(tmp_path / "set", n=8)
     out = tmp_path / "r.csv"
@@ -382,7 +402,7 @@ def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:
             if n >= 5:  # the header and 4 rows
                 break
             time.sleep(0.02)
-        os.killpg(proc.pid, signal.SIGKILL)  # the batch process and its pool workers
+        kill_but_the_tracker(proc.pid)  # the batch process and its pool workers
     finally:
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
