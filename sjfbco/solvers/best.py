@@ -82,7 +82,7 @@ from sjfbco.solvers.chain import (
     run_phases,
 )
 from sjfbco.solvers.contract import SolverOutput, Status, register
-from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime
+from sjfbco.solvers.cprepack import Modes, cp_parameters, repack, retime, warm_cp_sat
 from sjfbco.solvers.lns import lns_move
 from sjfbco.solvers.moves import DEFAULT_MOVES, Moves
 from sjfbco.solvers.portfolio import genome_of, run_portfolio
@@ -990,6 +990,8 @@ def best_solve(
     if time_limit is None and params.iterations is None:
         time_limit = DEFAULT_TIME_LIMIT
     deadline = Deadline.start(time_limit, stop=interrupt.requested)
+    if time_limit is not None:
+        warm_cp_sat()  # the import counts against the limit up front, not past it
     reporter = Reporter(deadline.begun, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
     bound, bounds = lower_bounds(data, cheap, None)

@@ -382,3 +382,35 @@ def test_best_parameters_are_input_errors(params: dict[str, Any], message: str) 
     with pytest.raises(InputError) as err:
         BestParams(**params)
     assert str(err.value) == message
+
+
+_WARM_PROBE = """
+import sys
+import sjfbco.solvers.best as b
+from sjfbco import read_instance, solve
+seen = []
+real = b.lower_bounds
+def spy(*args, **kwargs):  # the first step after the clock starts
+    seen.append("ortools.sat.python.cp_model" in sys.modules)
+    return real(*args, **kwargs)
+b.lower_bounds = spy
+solve(read_instance(sys.argv[1]), "best", time_limit=None if sys.argv[2] == "-" else 1.0,
+      iterations=None if sys.argv[2] != "-" else 3)
+print(seen[0])
+"""
+
+
+@pytest.mark.parametrize(("limit", "warm"), [("1", "True"), ("-", "False")])
+def test_best_imports_cp_sat_as_its_clock_starts(limit: str, warm: str) -> None:
+    """Under a time limit ``best`` imports CP-SAT before its first step (in a fresh process),
+    so that the import (0.47 s cold, not interruptible) is paid inside the limit, not
+    past it (``cprepack.warm_cp_sat``); without a limit it leaves the import to first use."""
+    import subprocess
+    import sys
+
+    example = str(ROOT / "instances" / "small" / "example.json")
+    out = subprocess.run(
+        [sys.executable, "-c", _WARM_PROBE, example, limit], cwd=ROOT, capture_output=True,
+        text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert out.stdout.split()[-1] == warm, out.stderr
