@@ -91,6 +91,12 @@ def check_int_range(value: int, what: str, lo: int, hi: int) -> None:
         raise InputError(f"must be in [{lo}, {hi:,}], got {short(value)}", where=what)
 
 
+def largest_first(gpus_per_server: Sequence[int]) -> tuple[int, ...]:
+    """Server indices by GPUs, largest first (lower index first on ties)."""
+    caps = gpus_per_server
+    return tuple(sorted(range(len(caps)), key=lambda s: (-caps[s], s)))
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Servers of identical GPUs and the links between them (docs/model.md section 1).
@@ -168,8 +174,7 @@ class Cluster:
     @cached_property
     def largest_first(self) -> tuple[int, ...]:
         """Server indices by GPUs, largest first (lower index first on ties)."""
-        caps = self.gpus_per_server
-        return tuple(sorted(range(len(caps)), key=lambda s: (-caps[s], s)))
+        return largest_first(self.gpus_per_server)
 
     @cached_property
     def _capacity_prefix(self) -> tuple[int, ...]:

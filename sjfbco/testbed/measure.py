@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sjfbco.files import atomic_write_text
+from sjfbco.problem import largest_first
 from sjfbco.testbed.launcher import JobProcess, wait_ready
 from sjfbco.testbed.net import TestbedError
 
@@ -135,7 +136,7 @@ def placements(gpus_per_server: Sequence[int], workers: int) -> list[tuple[tuple
     Only placements the cluster holds, on its fullest servers (lowest index
     first among equals); duplicates removed.
     """
-    order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))
+    order = largest_first(gpus_per_server)
     candidates: list[tuple[int, ...]] = [(workers,)]
     for n in range(2, min(workers, len(order)) + 1):  # as even as it goes on n servers
         candidates.append(tuple(workers // n + (1 if i < workers % n else 0) for i in range(n)))
@@ -201,7 +202,7 @@ def measure_contention(
     caps = data.cluster.gpus_per_server[: hosts.num_servers]
     if len(caps) < 2:
         raise TestbedError("contention needs at least two servers")
-    order = sorted(range(len(caps)), key=lambda s: (-caps[s], s))
+    order = largest_first(caps)
     hub = order[0]
     mb = statistics.median(job.gradient_mb for job in data.jobs) if data.jobs else 2.0
     pair = [(hub, 1), (order[1], 1)]
@@ -261,7 +262,7 @@ def measure_mixed(
     if len(caps) < 2:
         raise TestbedError("contention needs at least two servers")
     every = {**kinds(data), **(grid or {})}
-    order = sorted(range(len(caps)), key=lambda s: (-caps[s], s))
+    order = largest_first(caps)
     hub, other = order[0], order[1]
     layouts: tuple[tuple[str, list[tuple[int, int]], int], ...] = (
         ("pair", [(hub, 1), (other, 1)], min(caps[hub], caps[other])),
@@ -338,7 +339,7 @@ def triangle(
     ``b``, ``c``: ``(a, b)``, ``(b, c)``, ``(c, a)`` (the ``triangle`` layout: each job's
     ring pair has a different job at each end); ``None`` unless three servers hold two
     GPUs or more."""
-    order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))[:3]
+    order = largest_first(gpus_per_server)[:3]
     if len(order) < 3 or gpus_per_server[order[2]] < 2:
         return None
     a, b, c = order
@@ -354,7 +355,7 @@ def chain(
     one end). ``b`` and ``c`` are the two fullest servers (they hold two jobs each), ``a``
     and ``d`` the next two; ``None`` unless there are four servers and the two fullest
     hold two GPUs or more."""
-    order = sorted(range(len(gpus_per_server)), key=lambda s: (-gpus_per_server[s], s))[:4]
+    order = largest_first(gpus_per_server)[:4]
     if len(order) < 4 or gpus_per_server[order[1]] < 2:
         return None
     b, c, a, d = order
