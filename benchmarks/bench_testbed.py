@@ -265,6 +265,11 @@ def predict_row(row: dict, preset: Any, key: str) -> None:
     row[f"per_job_{key}"] = Spread.dict_of(Spread.of([(i, e, p) for i, e, p in runs]))
 
 
+def span(jobs: list[list[Any]]) -> float:
+    """The makespan of one execution's ``[id, start, end]`` job times."""
+    return float(max(e for _, _, e in jobs) - min(b for _, b, _ in jobs))
+
+
 def averaged(row: dict) -> dict:
     """``row`` with each job's executed start and end the mean over its executions
     (``row["repeats"]``), so its run time is the mean run time, and the makespan the
@@ -277,8 +282,7 @@ def averaged(row: dict) -> dict:
         [i, statistics.mean(r[k][1] for r in runs), statistics.mean(r[k][2] for r in runs)]
         for k, (i, _, _) in enumerate(runs[0])
     ]
-    spans = [max(e for _, _, e in r) - min(b for _, b, _ in r) for r in runs]
-    return {**row, "executed_jobs": jobs, "executed": statistics.mean(spans)}
+    return {**row, "executed_jobs": jobs, "executed": statistics.mean(map(span, runs))}
 
 
 def repeat_noise(rows: list[dict]) -> dict[str, float] | None:
@@ -293,7 +297,7 @@ def repeat_noise(rows: list[dict]) -> dict[str, float] | None:
         for k in range(len(runs[0])):
             t = [r[k][2] - r[k][1] for r in runs]
             jobs.append(max(t) / min(t) - 1)
-        m = [max(e for _, _, e in r) - min(b for _, b, _ in r) for r in runs]
+        m = [span(r) for r in runs]
         spans.append(max(m) / min(m) - 1)
     if not jobs:
         return None
@@ -519,6 +523,13 @@ def report(s: dict, keys: tuple[str, ...]) -> None:
         )
 
 
+def write_doc(doc: dict[str, Any], out: str | None) -> None:
+    """Write ``doc`` as JSON to ``out`` (nothing without one) and say so."""
+    if out is not None:
+        Path(out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
+        print(f"wrote {out}")
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="write the figures here (JSON), the "
@@ -565,18 +576,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.probe:
         doc = {"probe": probe(Path(args.preset), args.repeats), "preset": args.preset,
                "repeats": args.repeats, "load_end": os.getloadavg()}  # fmt: skip
-        if args.out is not None:
-            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
-            print(f"wrote {args.out}")
+        write_doc(doc, args.out)
         return doc
     if args.choice is not None:
         new, old = (Path(p) for p in args.choice)
         names = ["uniform", "mixed"] if args.set == "all" else [args.set]
         got = [r for n in names for r in choices(new, old, args.best_limit, *SETS[n][:2])]
         doc = {"choice": got, "presets": [str(new), str(old)], "load_end": os.getloadavg()}
-        if args.out is not None:
-            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
-            print(f"wrote {args.out}")
+        write_doc(doc, args.out)
         return doc
     if args.repredict is not None:
         doc = json.loads(Path(args.repredict).read_text())
@@ -587,9 +594,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         doc["summary"] = summary(doc["rows"], keys)
         doc.setdefault("repredicted", {})[args.as_key] = str(args.preset)
         report(doc["summary"], keys)
-        if args.out is not None:
-            Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
-            print(f"wrote {args.out}")
+        write_doc(doc, args.out)
         return dict(doc)
     t = time.monotonic()
     chosen = ["uniform", "mixed"] if args.set == "all" else [args.set]
@@ -652,9 +657,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
            "load_end": os.getloadavg(), "python": sys.version.split()[0],
            "git": subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
                                  capture_output=True, text=True).stdout.strip()}  # fmt: skip
-    if args.out is not None:
-        Path(args.out).write_text(json.dumps(doc, indent=1, default=float) + "\n")
-        print(f"wrote {args.out}")
+    write_doc(doc, args.out)
     return doc
 
 

@@ -543,9 +543,9 @@ def _predictor(
     if form == INTRA_FORM:
         return lambda params: predict_intra(params, rows)
     if form == SQUEEZE_FORM:
-        each = each_link_share(rows)
+        each, layout = each_link_share(rows), np.asarray(rows.layout)
         return lambda params: predict_squeezed(
-            {**(fixed or {}), **params}, rows.share, each, np.asarray(rows.layout)
+            {**(fixed or {}), **params}, rows.share, each, layout
         )
     shares = neighbour_link_shares(rows)
     return lambda params: predict(params, rows.jobs, rows.share, shares)
