@@ -168,3 +168,15 @@ def cli_process(*args: str) -> subprocess.Popen[str]:
         [sys.executable, "-m", "sjfbco", *args], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )  # fmt: skip
+
+
+def processes() -> Iterator[tuple[int, list[str]]]:
+    """Every process this one can read in ``/proc``: its id and the fields of its ``stat``
+    after the command name (``[0]`` state, ``[1]`` parent, ``[2]`` process group, ...)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            yield int(entry), stat.rsplit(")", 1)[1].split()

@@ -18,7 +18,7 @@ import pytest
 from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, solve, write_instance
 from sjfbco import batch as B
 from sjfbco.cli import main
-from tests.conftest import ROOT
+from tests.conftest import ROOT, processes
 
 PLUGIN = ("tests.batch_plugin",)
 
@@ -352,18 +352,12 @@ def kill_but_the_tracker(pgid: int) -> None:
     batch process and its pool workers die at once (an out-of-memory kill), and the
     tracker, seeing them gone, unlinks the pool's named semaphores. Killed with the group,
     it would leave them in ``/dev/shm`` (five per run, found 2026-12-06)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for pid, fields in processes():
+        if int(fields[2]) != pgid:
             continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:  # gone meanwhile
-            continue
-        group = int(stat.rsplit(")", 1)[1].split()[2])  # the field after state and ppid
-        if group == pgid and b"resource_tracker" not in cmdline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(entry.name), signal.SIGKILL)
+        with contextlib.suppress(OSError):  # gone meanwhile
+            if b"resource_tracker" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_sigkill_then_resume_runs_every_task_once(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from sjfbco import batch as B
-from tests.conftest import INSTANCES, ROOT
+from tests.conftest import INSTANCES, ROOT, processes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -309,16 +309,7 @@ def test_a_full_disk_names_the_journal(tmp_path: Path, monkeypatch: pytest.Monke
 
 def _children(pid: int) -> list[int]:
     """Process ids whose parent is ``pid`` (from /proc)."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(entry))
-    return out
+    return [child for child, fields in processes() if int(fields[1]) == pid]
 
 
 def _describe_process(pid: int) -> str:
