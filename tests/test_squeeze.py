@@ -148,7 +148,7 @@ def test_the_count_only_models_refuse_the_squeeze() -> None:
     assert res.stats["relaxation"].startswith("off: the cost has neighbour terms")
 
 
-def _triangle_csv(
+def _squeeze_csv(
     path: Path, rows: list[tuple[float, float, float, float]], layouts: list[str] | None = None
 ) -> Path:
     """A slowdown file of squeeze rows: (own share, the neighbours' shares, slowdown), in
@@ -192,7 +192,7 @@ def test_the_triangle_fit_is_the_evaluators_formula(tmp_path: Path) -> None:
     for k, job in enumerate(jobs):
         together = iteration_time(job, 2, sim.contention(k), cl, cost, max_per_server=1)
         measured.append(together / iteration_time(job, 2, 1, cl, cost, max_per_server=1))
-    rows = read_slowdowns(_triangle_csv(tmp_path / "t.csv", [
+    rows = read_slowdowns(_squeeze_csv(tmp_path / "t.csv", [
         (shares[0], shares[1], shares[2], 1.0), (shares[1], shares[0], shares[2], 1.0),
         (shares[2], shares[0], shares[1], 1.0),
     ]))  # fmt: skip
@@ -232,7 +232,7 @@ def test_the_chain_fit_is_the_evaluators_formula(tmp_path: Path) -> None:
 
     measured = slowdowns(params["squeeze"])
     x, y, z = shares
-    rows = read_slowdowns(_triangle_csv(
+    rows = read_slowdowns(_squeeze_csv(
         tmp_path / "c.csv", [(x, y, z, 1.0), (y, x, z, 1.0), (z, y, x, 1.0)],
         ["chain-end", "chain", "chain-end"],
     ))  # fmt: skip
@@ -246,10 +246,10 @@ def test_calibrate_fits_the_squeeze_from_triangle_rows_only(tmp_path: Path) -> N
     fixed = {"alpha": 0.1, "xi1": 0.9, "traffic_weight": 0.85}
     combos = [(a, b, c) for a in (0.2, 0.5, 0.8) for b in (0.3, 0.6) for c in (0.1, 0.7)]
     truth = {**fixed, "squeeze": 1.7}
-    draft = read_slowdowns(_triangle_csv(tmp_path / "d.csv", [(*c, 1.0) for c in combos]))
+    draft = read_slowdowns(_squeeze_csv(tmp_path / "d.csv", [(*c, 1.0) for c in combos]))
     made = _predicted(truth, draft)
     rows = read_slowdowns(
-        _triangle_csv(tmp_path / "t.csv", [(*c, x) for c, x in zip(combos, made, strict=True)])
+        _squeeze_csv(tmp_path / "t.csv", [(*c, x) for c, x in zip(combos, made, strict=True)])
     )
     report = fit_slowdowns(rows, SQUEEZE_FORM, fixed=fixed)
     assert report.params["squeeze"].value == pytest.approx(1.7, rel=1e-4)
@@ -268,18 +268,18 @@ def test_calibrate_fits_the_squeeze_from_chain_rows(tmp_path: Path) -> None:
     where = ["chain", "chain-end"] * (len(combos) // 2)
 
     def made(mu: float, layouts: list[str], name: str) -> list[tuple[float, ...]]:
-        draft = read_slowdowns(_triangle_csv(tmp_path / name, [(*c, 1.0) for c in combos], layouts))
+        draft = read_slowdowns(_squeeze_csv(tmp_path / name, [(*c, 1.0) for c in combos], layouts))
         return [
             (*c, x)
             for c, x in zip(combos, _predicted({**fixed, "squeeze": mu}, draft), strict=True)
         ]
 
     chain_rows = made(1.7, where, "c.csv")
-    rows = read_slowdowns(_triangle_csv(tmp_path / "f.csv", chain_rows, where))
+    rows = read_slowdowns(_squeeze_csv(tmp_path / "f.csv", chain_rows, where))
     report = fit_slowdowns(rows, SQUEEZE_FORM, fixed=fixed)
     assert report.params["squeeze"].value == pytest.approx(1.7, rel=1e-4)
     tri = made(0.5, ["triangle"] * len(combos), "t.csv")
-    both = read_slowdowns(_triangle_csv(
+    both = read_slowdowns(_squeeze_csv(
         tmp_path / "b.csv", chain_rows + tri, where + ["triangle"] * len(combos)
     ))  # fmt: skip
     mu = fit_slowdowns(both, SQUEEZE_FORM, fixed=fixed).params["squeeze"].value
@@ -373,7 +373,7 @@ def test_a_testbed_fit_carries_the_squeeze_into_its_preset(tmp_path: Path) -> No
     pair = "\n".join(f"{p},0.5,{x}" for p, x in ((1, 1.0), (2, 1.27), (3, 1.62), (4, 2.0)))
     tri = [(0.2, 0.5, 0.7, 2.1), (0.5, 0.2, 0.7, 1.8), (0.7, 0.2, 0.5, 1.4)]
     both = tmp_path / "both.csv"
-    lines = _triangle_csv(tmp_path / "t.csv", tri).read_text().splitlines()
+    lines = _squeeze_csv(tmp_path / "t.csv", tri).read_text().splitlines()
     both.write_text("\n".join([lines[0], *(f"m,pair,{r},,," for r in pair.split("\n")),
                                *lines[1:]]) + "\n")  # fmt: skip
     rows = read_slowdowns(both)
