@@ -76,13 +76,27 @@ def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[
     return max(split_jobs_on_server[s] for s in job_servers)
 
 
-def neighbour_weight(share: float, cost: CostParams) -> float:
+def neighbour_weight(share: float, cost: CostParams, workers: int = 2) -> float:
     """What one *other* split job on a shared server adds to a split job's contention
-    count under the traffic term: ``1 - beta + beta u`` with ``beta =
-    cost.traffic_weight`` and ``u`` its :func:`link_share` (1 for every job when
-    ``beta = 0``: the paper's count)."""
+    count under the traffic and ring terms: ``(1 - beta + beta u) (1 + rho (r - 1))``
+    with ``beta = cost.traffic_weight``, ``u`` its :func:`link_share`, ``rho =
+    cost.ring_weight`` and ``r`` its :func:`ring_volume` (1 for every job when both
+    terms are 0: the paper's count)."""
     beta = cost.traffic_weight
-    return 1.0 - beta + beta * share
+    return (1.0 - beta + beta * share) * ring_factor(workers, cost)
+
+
+def ring_volume(workers: int) -> float:
+    """The gradient a ring all-reduce of ``workers`` GPUs passes over each hop, per MB and
+    relative to two GPUs': ``2 (w - 1) / w`` (1 for two GPUs, 1.5 for four, below 2)."""
+    return 2.0 * (workers - 1) / workers if workers > 1 else 1.0
+
+
+def ring_factor(workers: int, cost: CostParams) -> float:
+    """How much more a split co-runner of ``workers`` GPUs weighs under the ring term:
+    ``1 + rho (r - 1)``, ``rho = cost.ring_weight``, ``r`` its :func:`ring_volume` (1 for
+    two GPUs, or with the term off). An empirical term (``docs/model.md`` section 2)."""
+    return 1.0 + cost.ring_weight * (ring_volume(workers) - 1.0)
 
 
 def weighted_count(own_weight: float, server_loads: Iterable[float]) -> float:
@@ -92,9 +106,9 @@ def weighted_count(own_weight: float, server_loads: Iterable[float]) -> float:
     :func:`neighbour_weight` over the running split jobs holding a GPU there, the job's
     own ``own_weight`` included. The count is the largest over its servers of ``1 +``
     the others' weights: the job's own transfer counts whole, each co-runner by its
-    weight. At least 1, at most eq. 6's count (every weight is at most 1); equal to it
-    when every weight is 1. Rounded to 12 decimals, so that sums taken in another order
-    give the same count.
+    weight. At least 1; at most eq. 6's count without the ring term (every weight is
+    at most 1 then); equal to it when every weight is 1. Rounded to 12 decimals, so
+    that sums taken in another order give the same count.
     """
     return round(max(1.0 + load - own_weight for load in server_loads), 12)
 
@@ -924,7 +938,8 @@ class RateCache:
 
     def weight(self, job: int, num_servers: int, max_per_server: int) -> float:
         """What split job ``job`` on this placement adds to a co-runner's contention count
-        under the traffic term: :func:`neighbour_weight` of its :func:`link_share`."""
+        under the traffic and ring terms: :func:`neighbour_weight` of its
+        :func:`link_share` and GPUs."""
         key = (self._class_of[job], num_servers, max_per_server)
         share = self._weights.get(key)
         if share is None:
@@ -937,7 +952,7 @@ class RateCache:
                     gpu_speed=c.gpu_speed, cost=d.cost,
                 )
             )  # fmt: skip
-        return neighbour_weight(share, self._data.cost)
+        return neighbour_weight(share, self._data.cost, self._data.jobs[job].num_gpus)
 
     def alone(self, job: int, num_servers: int, max_per_server: int | None = None) -> float:
         """Rate without contention from other jobs (``p = 1`` if split)."""

@@ -109,7 +109,7 @@ class Simulator:
         self.max_per_server_of: dict[int, int] = {}
         #: the neighbour terms (docs/model.md section 2): rates then follow which jobs run
         #: beside a job, recomputed by :meth:`_neighbours_changed`, not by the counts alone
-        self._traffic = data.cost.traffic_weight > 0
+        self._traffic = data.cost.traffic_weight > 0 or data.cost.ring_weight > 0
         self._intra = data.cost.intra_sharing > 0
         #: the squeeze term: a split job's count over its ring's pairs of servers, and a
         #: neighbour squeezed elsewhere weighing less (rates then follow jobs two hops away)

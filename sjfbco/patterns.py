@@ -75,7 +75,8 @@ def require_count_only(data: ProblemData, what: str) -> None:
     if data.cost.neighbour_terms:
         raise InputError(
             f"{what} models contention by the count of split jobs alone; instance "
-            f"{data.name!r} sets cost.traffic_weight, cost.intra_sharing or cost.squeeze, "
+            f"{data.name!r} sets cost.traffic_weight, cost.intra_sharing, cost.squeeze or "
+            "cost.ring_weight, "
             "which it cannot represent (the 'exact' and 'best' solvers switch such models off)"
         )
 

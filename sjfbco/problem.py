@@ -32,6 +32,7 @@ from sjfbco.limits import (  # the value ranges live with the size limits
     MAX_OVERLAP_EXPONENT,
     MAX_RHO_HAT,
     MAX_RING_LATENCY,
+    MAX_RING_WEIGHT,
     MAX_SECONDS,
     MAX_SLOT,
     MAX_SLOT_SECONDS,
@@ -271,6 +272,14 @@ class CostParams:
         servers by its count without the squeeze over its count with it
         (:func:`sjfbco.cost.squeezed_count`, ``docs/model.md`` section 2). 0 (default,
         the paper's): the largest count over the job's servers (eq. 6).
+    ring_weight
+        Extended form: ``rho`` in [0, 4]; a co-runner's weight in a split job's count grows
+        with its ring: it is multiplied by ``1 + rho (r - 1)``, ``r = 2 (w - 1) / w`` the
+        gradient its ring of ``w`` GPUs passes over each hop per MB (1 for two GPUs, 1.5
+        for four, below 2): on the emulated testbed a 4 MB job of four GPUs slows a
+        neighbour 1.71 to 1.79 times where one of two GPUs slows it 1.46 to 1.48 times,
+        at nearly the same link share (``docs/model.md`` section 2). 0 (default, the
+        paper's): a co-runner weighs by its link share alone.
 
     The extension fields are written to JSON only when set (not at the
     paper's values), so instance files of the paper's model do not change;
@@ -292,6 +301,7 @@ class CostParams:
     intra_sharing: float = 0.0
     intra_step_seconds: float = 0.0
     squeeze: float = 0.0
+    ring_weight: float = 0.0
 
     def __post_init__(self) -> None:
         check_range(self.xi1, "cost.xi1", 0, 1, lo_open=True)
@@ -320,15 +330,21 @@ class CostParams:
         check_range(self.intra_sharing, "cost.intra_sharing", 0, 1)
         check_range(self.intra_step_seconds, "cost.intra_step_seconds", 0, MAX_INTRA_STEP_SECONDS)
         check_range(self.squeeze, "cost.squeeze", 0, MAX_SQUEEZE)
+        check_range(self.ring_weight, "cost.ring_weight", 0, MAX_RING_WEIGHT)
 
     @property
     def neighbour_terms(self) -> bool:
         """Whether a job's rate depends on *which* jobs run beside it, not only on how many
-        split jobs share its servers (``traffic_weight``, ``intra_sharing`` or ``squeeze``
-        on). The
+        split jobs share its servers (``traffic_weight``, ``intra_sharing``, ``squeeze`` or
+        ``ring_weight`` on). The
         bound models and the exact models that assume the count alone, or a job inside one
         server at its time alone, are switched off then (``docs/model.md`` section 4)."""
-        return self.traffic_weight > 0 or self.intra_sharing > 0 or self.squeeze > 0
+        return (
+            self.traffic_weight > 0
+            or self.intra_sharing > 0
+            or self.squeeze > 0
+            or self.ring_weight > 0
+        )
 
     @property
     def extended(self) -> bool:
@@ -355,6 +371,7 @@ EXTENSION_DEFAULTS: dict[str, float] = {
     "intra_sharing": 0.0,
     "intra_step_seconds": 0.0,
     "squeeze": 0.0,
+    "ring_weight": 0.0,
 }
 
 

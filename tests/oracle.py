@@ -32,14 +32,16 @@ def _queues(data: ProblemData, schedule: Schedule) -> tuple[list[list[int]], lis
 
 
 def _weight(data: ProblemData, q: int, counts: Counter[int]) -> float:
-    """What split job q adds to another's count under the traffic term (docs/model.md)."""
+    """What split job q adds to another's count under the traffic and ring terms
+    (docs/model.md): 1 - beta + beta u, times 1 + rho (2 (w - 1) / w - 1)."""
     job, cl, beta = data.jobs[q], data.cluster, data.cost.traffic_weight
     u = link_share(
         job.compute, job.gradient_mb, job.num_gpus, len(counts), max(counts.values()),
         bandwidth_intra=cl.bandwidth_intra, bandwidth_inter=cl.bandwidth_inter,
         gpu_speed=cl.gpu_speed, cost=data.cost,
     )  # fmt: skip
-    return 1.0 - beta + beta * float(u)
+    ring = 1.0 + data.cost.ring_weight * (2.0 * (job.num_gpus - 1) / job.num_gpus - 1.0)
+    return (1.0 - beta + beta * float(u)) * ring
 
 
 def _squeeze_count(
@@ -57,7 +59,8 @@ def _squeeze_count(
     split = [q for q in running if len(servers_of[q]) > 1]
 
     def link(q: int) -> float:
-        return _weight(data, q, counts_of[q]) if data.cost.traffic_weight > 0 else 1.0
+        weighted = data.cost.traffic_weight > 0 or data.cost.ring_weight > 0
+        return _weight(data, q, counts_of[q]) if weighted else 1.0
 
     def plain(q: int) -> float:  # the weighted count, eq. 6 with weights
         return round(
@@ -105,7 +108,7 @@ def _tau_slots(
         if data.cost.squeeze > 0:
             assert counts_of is not None
             p = _squeeze_count(data, j, running, servers_of, counts_of)
-        elif data.cost.traffic_weight > 0:
+        elif data.cost.traffic_weight > 0 or data.cost.ring_weight > 0:
             assert counts_of is not None
             p = max(
                 1.0

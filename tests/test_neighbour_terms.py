@@ -29,6 +29,8 @@ from sjfbco.cost import (
     intra_bandwidth,
     link_share,
     neighbour_weight,
+    ring_factor,
+    ring_volume,
     weighted_count,
 )
 from sjfbco.errors import InputError
@@ -95,6 +97,33 @@ def test_the_weights_and_the_count_by_hand() -> None:
     assert weighted_count(1.0, [1.0]) == 1.0  # alone: 1
 
 
+def test_the_ring_term_by_hand() -> None:
+    """A co-runner of four GPUs weighs 1 + rho (1.5 - 1) times its link share's weight."""
+    ring = replace(TRAFFIC, traffic_weight=0.0, ring_weight=1.0)
+    assert ring_volume(2) == 1.0 and ring_volume(4) == 1.5  # 2 * 3 / 4
+    assert ring_volume(3) == pytest.approx(4 / 3)
+    assert ring_factor(4, ring) == 1.5 and ring_factor(2, ring) == 1.0
+    # beta 0.5, u 0.8, four GPUs, rho 1: (1 - 0.5 + 0.4) * 1.5 = 1.35; two GPUs: 0.9
+    both = replace(TRAFFIC, traffic_weight=0.5, ring_weight=1.0)
+    assert neighbour_weight(0.8, both, 4) == pytest.approx(1.35)
+    assert neighbour_weight(0.8, both, 2) == pytest.approx(0.9)
+    assert neighbour_weight(0.8, replace(both, ring_weight=0.0), 4) == pytest.approx(0.9)
+    # two servers of 4 GPUs; a: 1 + 1 GPUs, transfer 2 * 10 * 1/2 / 10 = 1 s, compute 1 s;
+    # c: 1 + 3 GPUs, transfer 2 * 10 * 3/4 / 10 = 1.5 s, compute 1 s (alone 2.5 s)
+    wide = Cluster((4, 4), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)
+    a = Job("a", num_gpus=2, iterations=100, gradient_mb=10.0, compute_seconds=1.0)
+    c = Job("c", num_gpus=4, iterations=100, gradient_mb=10.0, compute_seconds=1.0)
+    sched = Schedule.build([[(0, 0), (1, 0)], [(0, 1), (1, 1), (1, 2), (1, 3)]], [0, 0])
+    ev = evaluate(ProblemData(wide, (a, c), ring), sched)
+    # a's count 1 + 1.5 = 2.5: tau_a = 1 + 2.5 = 3.5 s, a ends at 350; c's count 1 + 1
+    # (a has two GPUs): tau_c = 1 + 2 * 1.5 = 4 s, 87.5 iterations by 350, the other
+    # 12.5 alone at 2.5 s: 31.25 s more
+    assert ev.end == pytest.approx((350.0, 381.25), rel=1e-6)
+    # without the term both count 2: tau_a = 3 s (ends at 300), c 75 done by then: 362.5
+    off = evaluate(ProblemData(wide, (a, c), replace(ring, ring_weight=0.0)), sched)
+    assert off.end == pytest.approx((300.0, 362.5), rel=1e-6)
+
+
 def test_jobs_inside_one_server_slow_with_its_gpus_in_use_by_hand() -> None:
     one = Cluster((4,), bandwidth_intra=10.0, bandwidth_inter=10.0, gpu_speed=1e9)
     cost = CostParams(xi2=0.0, slot_seconds=1.0, time_model="continuous", intra_sharing=0.5)
@@ -136,22 +165,33 @@ def test_the_fields_are_off_by_default_and_round_trip() -> None:
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("traffic_weight", 1.5), ("traffic_weight", -0.1), ("intra_sharing", 2.0)]
+    ("field", "value"),
+    [
+        ("traffic_weight", 1.5),
+        ("traffic_weight", -0.1),
+        ("intra_sharing", 2.0),
+        ("ring_weight", -0.5),
+        ("ring_weight", 4.5),
+    ],
 )
 def test_bad_values_name_the_field(field: str, value: float) -> None:
     with pytest.raises(InputError, match=f"cost.{field}"):
         CostParams(**{field: value})
 
 
-def _with_terms(data: ProblemData, beta: float, eta: float, mu: float = 0.0) -> ProblemData:
-    cost = replace(data.cost, traffic_weight=beta, intra_sharing=eta, squeeze=mu)
+def _with_terms(
+    data: ProblemData, beta: float, eta: float, mu: float = 0.0, rho: float = 0.0
+) -> ProblemData:
+    cost = replace(data.cost, traffic_weight=beta, intra_sharing=eta, squeeze=mu, ring_weight=rho)
     return replace(data, cost=cost)
 
 
-#: (traffic_weight, intra_sharing, squeeze)
+#: (traffic_weight, intra_sharing, squeeze, ring_weight)
 TERMS = st.sampled_from([
-    (1.0, 0.0, 0.0), (0.5, 0.0, 0.0), (0.0, 0.5, 0.0), (1.0, 1.0, 0.0), (0.3, 0.1, 0.0),
-    (0.0, 0.0, 1.0), (1.0, 0.0, 1.0), (0.5, 0.2, 3.0), (0.8, 0.0, 0.5),
+    (1.0, 0.0, 0.0, 0.0), (0.5, 0.0, 0.0, 0.0), (0.0, 0.5, 0.0, 0.0), (1.0, 1.0, 0.0, 0.0),
+    (0.3, 0.1, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (1.0, 0.0, 1.0, 0.0), (0.5, 0.2, 3.0, 0.0),
+    (0.8, 0.0, 0.5, 0.0), (0.0, 0.0, 0.0, 1.0), (0.8, 0.0, 0.0, 2.0), (0.8, 0.3, 0.9, 1.2),
+    (0.0, 0.0, 1.0, 4.0),
 ])  # fmt: skip
 
 
@@ -187,7 +227,7 @@ def crowded(draw: st.DrawFn, time_model: str) -> tuple[ProblemData, Schedule]:
 @settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(instance_and_schedule(time_model="slotted"), crowded("slotted")), TERMS)
 def test_slotted_evaluator_matches_the_oracle_with_neighbour_terms(
-    case: tuple, terms: tuple[float, float, float]
+    case: tuple, terms: tuple[float, float, float, float]
 ) -> None:
     data, schedule = case
     data = _with_terms(data, *terms)
@@ -201,7 +241,7 @@ def test_slotted_evaluator_matches_the_oracle_with_neighbour_terms(
 @settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(instance_and_schedule(time_model="continuous"), crowded("continuous")), TERMS)
 def test_continuous_evaluator_matches_the_oracle_with_neighbour_terms(
-    case: tuple, terms: tuple[float, float, float]
+    case: tuple, terms: tuple[float, float, float, float]
 ) -> None:
     data, schedule = case
     _check_against_oracle(_with_terms(data, *terms), schedule)
@@ -220,7 +260,7 @@ def test_a_dry_run_start_leaves_the_simulator_as_it_was() -> None:
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(tiny_instances(), TERMS)
 def test_bounds_hold_against_brute_force_with_neighbour_terms(
-    data: ProblemData, terms: tuple[float, float, float]
+    data: ProblemData, terms: tuple[float, float, float, float]
 ) -> None:
     """The closed-form, packing and cutting-stock bounds (all ``exact`` and ``best`` keep
     under the neighbour terms) never exceed the brute-force optimum; ``exact`` reports optimal only
@@ -269,8 +309,12 @@ def test_every_solver_works_with_the_neighbour_terms(name: str) -> None:
 
 
 def test_the_count_only_models_refuse_the_neighbour_terms() -> None:
-    with pytest.raises(InputError, match=r"traffic_weight, cost\.intra_sharing or cost\.squeeze"):
+    with pytest.raises(InputError, match=r"cost\.squeeze or cost\.ring_weight"):
         TimeIndexedILP(_mixed_instance(), horizon=100)
+    ring = replace(_mixed_instance(), cost=CostParams(slot_seconds=2.0, ring_weight=0.5))
+    assert ring.cost.neighbour_terms
+    with pytest.raises(InputError, match=r"cost\.ring_weight"):
+        TimeIndexedILP(ring, horizon=100)
 
 
 def test_the_terms_change_nothing_when_off() -> None:

@@ -464,10 +464,10 @@ def relaxation_bound(
 
 #: ``stats["relaxation"]`` under the neighbour terms: the bound chain is not run.
 NEIGHBOUR_OFF = (
-    "off: the cost has neighbour terms (cost.traffic_weight, cost.intra_sharing or "
-    "cost.squeeze); the bound chain models contention by the count of split jobs and a job "
-    "inside one server at its time alone, so its bounds would not be proven (closed, "
-    "packing and LP bounds stay valid)"
+    "off: the cost has neighbour terms (cost.traffic_weight, cost.intra_sharing, "
+    "cost.squeeze or cost.ring_weight); the bound chain models contention by the count of "
+    "split jobs and a job inside one server at its time alone, so its bounds would not be "
+    "proven (closed, packing and LP bounds stay valid)"
 )
 
 

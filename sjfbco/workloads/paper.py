@@ -84,8 +84,9 @@ class Preset:
         them off.
     intra_step_seconds
         The extended form's fixed latency per ring step (s); 0 turns it off.
-    squeeze
-        The extended form's squeeze term (``docs/model.md`` section 2); 0 turns it off.
+    squeeze, ring_weight
+        The extended form's squeeze and ring terms (``docs/model.md`` section 2); 0 turns
+        them off.
     models
         The model table jobs are drawn from (default: Wang et al.'s,
         :data:`sjfbco.workloads.models.MODELS`).
@@ -110,6 +111,7 @@ class Preset:
     intra_sharing: float = 0.0
     intra_step_seconds: float = 0.0
     squeeze: float = 0.0
+    ring_weight: float = 0.0
     models: tuple[Model, ...] = MODELS
 
     def with_changes(
@@ -156,6 +158,7 @@ class Preset:
             intra_sharing=self.intra_sharing,
             intra_step_seconds=self.intra_step_seconds,
             squeeze=self.squeeze,
+            ring_weight=self.ring_weight,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -235,6 +238,7 @@ class Preset:
             intra_sharing=k.intra_sharing,
             intra_step_seconds=k.intra_step_seconds,
             squeeze=k.squeeze,
+            ring_weight=k.ring_weight,
             models=tuple(models),
         )
 

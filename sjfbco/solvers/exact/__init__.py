@@ -267,10 +267,10 @@ def _solve(
 #: ``stats["note"]`` of a run under the neighbour terms (:func:`without_models`).
 NEIGHBOUR_NOTE = (
     "bound phases and model switched off: the cost has neighbour terms "
-    "(cost.traffic_weight, cost.intra_sharing or cost.squeeze), and they model a job's rate "
-    "by the count of split jobs alone, with a job inside one server at its time alone; the "
-    "answer is the warm start with the closed-form and packing bounds, valid under every "
-    "term"
+    "(cost.traffic_weight, cost.intra_sharing, cost.squeeze or cost.ring_weight), and they "
+    "model a job's rate by the count of split jobs alone, with a job inside one server at "
+    "its time alone; the answer is the warm start with the closed-form and packing bounds, "
+    "valid under every term"
 )
 
 
@@ -280,7 +280,8 @@ def without_models(run: Run) -> SolverOutput:
 
     The relaxations and the exact models read a job's rate from its placement and the
     count of split jobs on its servers, and a job inside one server at its time alone;
-    under the traffic term a co-runner weighs less than 1, under the intra term a job
+    under the traffic term a co-runner weighs less than 1 (under the ring term, more for a
+    ring of more than two GPUs), under the intra term a job
     inside one server slows with its neighbours, and under the squeeze term a job's count
     follows which jobs hold each end of its ring's pairs, so their optimum is not the
     evaluator's and their bounds are not proven. The packing bounds rest only on every
