@@ -150,7 +150,9 @@ def calibrate(folder: Path, preset_path: Path, count_path: Path) -> dict:
     # with the fixed latency per ring step inside one server (docs/calibration.md)
     fit = fit_testbed(sized, slowdowns, intra_steps=True)
     # today's model beside it: the form chosen among the count-only forms alone
-    count = fit_testbed(sized, slowdowns, forms=COUNT_ONLY, intra_steps=True, squeeze=False)
+    count = fit_testbed(
+        sized, slowdowns, forms=COUNT_ONLY, intra_steps=True, squeeze=False, ring=False
+    )
     for chosen, path in ((fit, preset_path), (count, count_path)):
         write_preset(
             chosen.preset,

@@ -73,7 +73,9 @@ def refit(series: str) -> tuple[Path, Path]:
         both.write_text("\n".join([head[0], *(x + "," * extra for x in ident[1:]), *head[1:]]))
         sized, slow = [read_sized(RESULTS / f"{series}.steps.csv")], [read_slowdowns(both)]
         fit = fit_testbed(sized, slow, intra_steps=True)
-        count = fit_testbed(sized, slow, forms=COUNT_ONLY, intra_steps=True, squeeze=False)
+        count = fit_testbed(
+            sized, slow, forms=COUNT_ONLY, intra_steps=True, squeeze=False, ring=False
+        )
     paths = tuple(RESULTS / p for p in PRESETS[series])
     for chosen, path in zip((fit, count), paths, strict=True):
         write_preset(

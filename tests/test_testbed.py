@@ -203,6 +203,39 @@ def test_the_chain_layout_measures_a_squeezed_middle_job() -> None:
     assert all(float(str(r["slowdown"])) > 1.2 for r in chain if r["layout"] == "chain")
 
 
+@pytest.mark.slow
+def test_the_wide_layout_measures_a_pair_beside_a_ring_of_four() -> None:
+    """Two kinds on a 3 + 3 + 1 cluster (no triangle, no chain): after the pair layout's
+    runs, each kind once on the pair and once as the ring of four (one GPU beside the
+    pair, three on the other full server), with the rows the ring fit reads: the
+    co-runner's GPUs in all, and transfer ratios that are each other's inverse. Every job
+    is slowed, the pair by a fifth at least beside the 2 MB ring that hardly computes."""
+    cluster = Cluster((3, 3, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)
+    cost = CostParams(xi2=0.0, alpha=0.0, slot_seconds=1.0, time_model="continuous")
+    data = ProblemData(
+        cluster,
+        tuple(
+            Job(id=n, num_gpus=2, iterations=4, gradient_mb=mb, compute_seconds=0.001, model=n)
+            for n, mb in (("a", 0.5), ("c", 2.0))
+        ),
+        cost,
+    )
+    with Network(rates_of(data)) as net:
+        assert net.folder is not None
+        rows = measure_mixed(Hosts(net), data, net.folder, iterations=6)
+    assert not [r for r in rows if str(r["layout"]) in ("triangle", "intra", "chain")]
+    ring = [r for r in rows if r["layout"] == "wide"]
+    assert [(r["model"], r["workers"], r["neighbours"], r["neighbour_workers"]) for r in ring] == [
+        ("a", 2, "c", "4"), ("c", 4, "a", "2"), ("c", 2, "a", "4"), ("a", 4, "c", "2"),
+    ]  # fmt: skip
+    assert all(r["jobs"] == 2 and r["servers"] == 2 for r in ring)
+    for x, y in ((ring[0], ring[1]), (ring[2], ring[3])):
+        ratio = float(str(x["neighbour_transfer"])) * float(str(y["neighbour_transfer"]))
+        assert ratio == pytest.approx(1.0, rel=1e-4)
+    assert all(float(str(r["slowdown"])) > 1.02 for r in ring)
+    assert float(str(ring[0]["slowdown"])) > 1.2
+
+
 def _two_on_one_gpu() -> tuple[ProblemData, Schedule]:
     # a (3 iterations) then b (2) on GPU (0, 0); c on server 1 alone; 0.3 s per iteration
     cluster = Cluster((1, 1), bandwidth_intra=100.0, bandwidth_inter=12.5, gpu_speed=2e4)

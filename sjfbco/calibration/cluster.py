@@ -42,6 +42,7 @@ from sjfbco.calibration.measurements import check_text_at, parse_placement
 from sjfbco.calibration.slowdown import (
     FORMS,
     INTRA_FORM,
+    RING_FORM,
     SQUEEZE_FORM,
     Constant,
     SlowdownReport,
@@ -339,11 +340,13 @@ class TestbedFit:
     intra: SlowdownReport | None = None
     #: the squeeze fit of the slowdowns' squeeze rows (``triangle``, ``chain``), if any
     squeeze: SlowdownReport | None = None
+    #: the ring fit of the slowdowns' ring rows (``wide``), if any
+    ring: SlowdownReport | None = None
 
     def constants(self) -> dict[str, Constant]:
         """Every fitted constant of the preset with its interval and status."""
         out = dict(self.cluster.params) if self.cluster is not None else {}
-        for report in (self.chosen, self.intra, self.squeeze):
+        for report in (self.chosen, self.intra, self.squeeze, self.ring):
             if report is not None:
                 out.update(report.params)
         return out
@@ -365,6 +368,7 @@ def fit_testbed(
     forms: Sequence[str] = FORMS,
     intra_steps: bool = False,
     squeeze: bool = True,
+    ring: bool = True,
 ) -> TestbedFit:
     """One preset from sized step times (the links) and slowdowns (contention).
 
@@ -385,7 +389,8 @@ def fit_testbed(
     ``xi1`` 1 (not measured: the report says so). ``intra_steps``: fit the fixed
     latency per ring step too (:func:`fit_cluster`; else it is 0). ``squeeze``: fit the
     squeeze term from the squeeze rows (``False``: 0 whatever the rows, as the count-only
-    model beside a fit keeps it).
+    model beside a fit keeps it). ``ring``: likewise the ring term (``ring_weight``) from
+    the ring rows (``wide``), fitted with the chosen form's constants fixed.
     """
     if not sized:
         raise InputError("a testbed preset needs sized step times (sjfbco testbed measure)")
@@ -413,6 +418,10 @@ def fit_testbed(
                 if squeeze and s.squeezed.any()]  # fmt: skip
     reports += squeezed
     mu = squeezed[0].values()["squeeze"] if squeezed else 0.0
+    ringed = [fit_slowdowns(s, RING_FORM, seed, fixed=cont) for s in slowdowns
+              if ring and s.wide.any()]  # fmt: skip
+    reports += ringed
+    rho = ringed[0].values()["ring_weight"] if ringed else 0.0
     models = []
     for model in sorted(set(rows.model.tolist())):
         mask = rows.model == model
@@ -440,9 +449,10 @@ def fit_testbed(
         intra_sharing=eta,
         intra_step_seconds=links.get("intra_step_seconds", 0.0),
         squeeze=mu,
+        ring_weight=rho,
         models=tuple(models),
     )
     return TestbedFit(
         preset, cluster, reports, chosen, intra[0] if intra else None,
-        squeezed[0] if squeezed else None,
+        squeezed[0] if squeezed else None, ringed[0] if ringed else None,
     )  # fmt: skip

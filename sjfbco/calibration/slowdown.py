@@ -49,6 +49,15 @@ constants fixed, the count that of :func:`sjfbco.cost.squeezed_count` with each
 neighbour weighted by :func:`sjfbco.cost.squeezed_weight` (:func:`predict_squeezed`), as
 the evaluator computes it. The pair, star and intra rows cannot pin ``mu``: no pair of
 theirs has different neighbours at its two ends.
+
+**Ring rows** (the ring term): ``layout`` ``wide``, two split jobs sharing one server, at
+least one of them a ring of more than two GPUs (``sjfbco testbed contention``: one GPU on
+each of servers ``a`` and ``b`` beside one GPU on ``b`` and three on ``c``);
+``neighbour_workers`` gives each co-runner's GPUs in all (default: the row's own
+``workers``, as in every layout before it). They are fitted apart, after the contention
+form is chosen, by the form ``ring`` (:data:`RING_FORM`): ``ring_weight`` ``rho`` alone,
+each co-runner weighing :func:`sjfbco.cost.neighbour_weight` of its link share and GPUs.
+No other layout pins ``rho``: their co-runners all hold two GPUs.
 """
 
 from __future__ import annotations
@@ -72,15 +81,23 @@ from sjfbco.cost import (
     weighted_count,
 )
 from sjfbco.errors import InputError
-from sjfbco.problem import MAX_ALPHA, MAX_GPUS_PER_SERVER, MAX_SQUEEZE, CostParams
+from sjfbco.limits import GPUS
+from sjfbco.problem import (
+    MAX_ALPHA,
+    MAX_GPUS_PER_SERVER,
+    MAX_RING_WEIGHT,
+    MAX_SQUEEZE,
+    CostParams,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
 SLOWDOWN_COLUMNS: tuple[str, ...] = ("jobs", "compute_share", "slowdown")
 #: The co-runner columns of mixed rows (module docstring), semicolon-separated.
 NEIGHBOUR_COLUMNS: tuple[str, ...] = (
     "neighbours", "neighbour_shares", "neighbour_transfer", "neighbour_gpus",
+    "neighbour_workers",
 )  # fmt: skip
 SLOWDOWN_OPTIONAL: tuple[str, ...] = (
     "model", "layout", "seconds", "alone_seconds", "gradient_mb", "compute_seconds", "workers",
@@ -90,15 +107,19 @@ SLOWDOWN_OPTIONAL: tuple[str, ...] = (
 #: three pairs of three servers), ``chain`` and ``chain-end`` (three jobs on three pairs
 #: in a row of four servers: the middle job's row, an end job's).
 SQUEEZE_LAYOUTS: tuple[str, ...] = ("triangle", "chain", "chain-end")
+#: The layout of the ring rows (module docstring): a split job beside a ring of more GPUs.
+RING_LAYOUT = "wide"
 #: ``layout`` values: ``pair`` (every job 1 GPU on each of the same 2 servers), ``star``
-#: (all share one hub server), ``intra`` (inside one server), the squeeze layouts; empty or
-#: missing: ``pair``.
-LAYOUTS: tuple[str, ...] = ("pair", "star", "intra", *SQUEEZE_LAYOUTS)
+#: (all share one hub server), ``intra`` (inside one server), the squeeze layouts, the ring
+#: layout; empty or missing: ``pair``.
+LAYOUTS: tuple[str, ...] = ("pair", "star", "intra", *SQUEEZE_LAYOUTS, RING_LAYOUT)
 FORMS: tuple[str, ...] = ("paper", "interleave", "traffic", "traffic-interleave")
 #: The form of the ``intra`` rows (fitted apart from the contention forms).
 INTRA_FORM = "intra"
 #: The form of the squeeze rows (fitted apart, the contention form's constants fixed).
 SQUEEZE_FORM = "squeeze"
+#: The form of the ring rows (fitted apart, the contention form's constants fixed).
+RING_FORM = "ring"
 #: Bounds of each fitted constant.
 BOUNDS: dict[str, tuple[float, float]] = {
     "alpha": (0.0, MAX_ALPHA),
@@ -107,6 +128,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "traffic_weight": (0.0, 1.0),
     "intra_sharing": (0.0, 1.0),
     "squeeze": (0.0, MAX_SQUEEZE),
+    "ring_weight": (0.0, MAX_RING_WEIGHT),
 }
 PARAMS: dict[str, tuple[str, ...]] = {
     "paper": ("alpha", "xi1"),
@@ -115,11 +137,12 @@ PARAMS: dict[str, tuple[str, ...]] = {
     "traffic-interleave": ("alpha", "xi1", "interleave", "traffic_weight"),
     INTRA_FORM: ("intra_sharing",),
     SQUEEZE_FORM: ("squeeze",),
+    RING_FORM: ("ring_weight",),
 }
 #: Where each fit starts (inside every bound).
 START: dict[str, float] = {
     "alpha": 0.1, "xi1": 0.9, "interleave": 0.5, "traffic_weight": 0.5, "intra_sharing": 0.2,
-    "squeeze": 0.5,
+    "squeeze": 0.5, "ring_weight": 0.5,
 }  # fmt: skip
 #: Largest compute share (the compute phase is ``s / (1 - s)`` times the transfer).
 MAX_SHARE = 0.99
@@ -133,9 +156,9 @@ class Slowdowns:
 
     ``jobs``, ``share``, ``slowdown`` and ``line`` as read; the rest per row, filled
     when not given: ``layout`` (``pair``), ``workers`` (the job's GPUs; 2 for a split
-    job, one on each server), and the co-runners' compute shares, transfer ratios and
-    GPUs on the shared server (``p - 1`` copies of the row's job: its share, ratio 1, its
-    GPUs), as tuples in object arrays.
+    job, one on each server), and the co-runners' compute shares, transfer ratios, GPUs
+    on the shared server and GPUs in all (``p - 1`` copies of the row's job: its share,
+    ratio 1, its GPUs), as tuples in object arrays.
     """
 
     source: str
@@ -148,6 +171,7 @@ class Slowdowns:
     neighbour_shares: np.ndarray | None = None
     neighbour_transfer: np.ndarray | None = None
     neighbour_gpus: np.ndarray | None = None
+    neighbour_workers: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.slowdown)
@@ -160,6 +184,7 @@ class Slowdowns:
             "neighbour_shares": lambda k: (float(self.share[k]),),
             "neighbour_transfer": lambda k: (1.0,),
             "neighbour_gpus": lambda k: (int(self.workers[k]),),  # type: ignore[index]
+            "neighbour_workers": lambda k: (int(self.workers[k]),),  # type: ignore[index]
         }
         for name, one in copies.items():
             if getattr(self, name) is None:
@@ -175,6 +200,7 @@ class Slowdowns:
             self.source, self.jobs[mask], self.share[mask], self.slowdown[mask], self.line[mask],
             *(getattr(self, n)[mask] for n in (
                 "layout", "workers", "neighbour_shares", "neighbour_transfer", "neighbour_gpus",
+                "neighbour_workers",
             )),
         )  # fmt: skip
 
@@ -189,14 +215,22 @@ class Slowdowns:
         assert self.layout is not None  # filled by __post_init__
         return np.isin(self.layout, SQUEEZE_LAYOUTS)
 
+    @property
+    def wide(self) -> np.ndarray:
+        """Rows of the ring layout (:data:`RING_LAYOUT`)."""
+        return np.asarray(self.layout == RING_LAYOUT, dtype=bool)
+
     def rows_of(self, form: str) -> np.ndarray:
         """The rows ``form`` fits: the intra rows (:data:`INTRA_FORM`), the squeeze rows
-        (:data:`SQUEEZE_FORM`), the others (pair and star) for a contention form."""
+        (:data:`SQUEEZE_FORM`), the ring rows (:data:`RING_FORM`), the others (pair and
+        star) for a contention form."""
         if form == INTRA_FORM:
             return self.intra
         if form == SQUEEZE_FORM:
             return self.squeezed
-        return ~(self.intra | self.squeezed)
+        if form == RING_FORM:
+            return self.wide
+        return ~(self.intra | self.squeezed | self.wide)
 
 
 def has_columns(path: str | Path, required: tuple[str, ...]) -> bool:
@@ -278,9 +312,10 @@ def _cell(cells: list[str], col: dict[str, int], name: str) -> str:
 
 def _mixed_cells(
     cells: list[str], col: dict[str, int], src: str, line: int, p: int, share: float
-) -> tuple[str, int, tuple[float, ...], tuple[float, ...], tuple[int, ...]]:
-    """A row's layout, GPUs, and co-runners' shares, transfer ratios and GPUs (each
-    ``p - 1`` values; copies of the row's job where a cell is empty or missing)."""
+) -> tuple[str, int, tuple[float, ...], tuple[float, ...], tuple[int, ...], tuple[int, ...]]:
+    """A row's layout, GPUs, and co-runners' shares, transfer ratios, GPUs on the shared
+    server and GPUs in all (each ``p - 1`` values; copies of the row's job where a cell is
+    empty or missing)."""
 
     def where(name: str) -> str:
         return f"line {line}, column {name}"
@@ -323,12 +358,16 @@ def _mixed_cells(
     gpus = _listed(cells, col, "neighbour_gpus", src, line, p, (1, MAX_GPUS_PER_SERVER))
     if gpus is not None and any(g != int(g) for g in gpus):
         raise InputError("GPUs must be whole numbers", source=src, where=where("neighbour_gpus"))
+    rings = _listed(cells, col, "neighbour_workers", src, line, p, (1, GPUS.value))
+    if rings is not None and any(g != int(g) for g in rings):
+        raise InputError("GPUs must be whole numbers", source=src, where=where("neighbour_workers"))
     return (
         layout,
         workers or 2,
         shares if shares is not None else (share,) * (p - 1),
         ratios if ratios is not None else (1.0,) * (p - 1),
         tuple(int(g) for g in gpus) if gpus is not None else (workers or 2,) * (p - 1),
+        tuple(int(g) for g in rings) if rings is not None else (workers or 2,) * (p - 1),
     )
 
 
@@ -384,6 +423,7 @@ def cost_of(params: dict[str, float]) -> CostParams:
         traffic_weight=params.get("traffic_weight", 0.0),
         intra_sharing=params.get("intra_sharing", 0.0),
         squeeze=params.get("squeeze", 0.0),
+        ring_weight=params.get("ring_weight", 0.0),
         time_model="continuous",
     )
 
@@ -408,6 +448,24 @@ def each_link_share(rows: Slowdowns) -> list[tuple[float, ...]]:
         ) if len(s) else np.zeros(0)  # fmt: skip
         out.append(tuple(float(x) for x in np.atleast_1d(u)))
     return out
+
+
+def predict_ringed(
+    params: dict[str, float],
+    share: np.ndarray,
+    shares: list[tuple[float, ...]],
+    workers: Sequence[tuple[int, ...]],
+) -> np.ndarray:
+    """Predicted slowdowns of the ring rows (module docstring): the count is ``1 +`` the
+    co-runners' :func:`sjfbco.cost.neighbour_weight` of their link shares alone
+    (``shares``, :func:`each_link_share`) and their GPUs (``workers``), per row."""
+    cost = cost_of(params)
+    counts = [
+        # the job's own weight 1 and its co-runners' on the one shared server
+        weighted_count(1.0, [1.0 + sum(map(lambda u, w: neighbour_weight(u, cost, w), us, ws))])
+        for us, ws in zip(shares, workers, strict=True)
+    ]
+    return _slowdown_at(counts, share, cost)
 
 
 def predict(
@@ -530,8 +588,9 @@ def predict_rows(
     params: dict[str, float], rows: Slowdowns, form: str, fixed: dict[str, float] | None = None
 ) -> np.ndarray:
     """Predicted slowdowns of ``rows`` in ``form`` (:func:`predict_intra` for the intra
-    form, :func:`predict_squeezed` for the squeeze form with the contention constants
-    ``fixed``, else :func:`predict` with the co-runners' link shares)."""
+    form, :func:`predict_squeezed` for the squeeze form and :func:`predict_ringed` for the
+    ring form with the contention constants ``fixed``, else :func:`predict` with the
+    co-runners' link shares)."""
     return _predictor(rows, form, fixed)(params)
 
 
@@ -547,6 +606,9 @@ def _predictor(
         return lambda params: predict_squeezed(
             {**(fixed or {}), **params}, rows.share, each, layout
         )
+    if form == RING_FORM:
+        each, rings = each_link_share(rows), list(rows.neighbour_workers)  # type: ignore[arg-type]
+        return lambda params: predict_ringed({**(fixed or {}), **params}, rows.share, each, rings)
     shares = neighbour_link_shares(rows)
     return lambda params: predict(params, rows.jobs, rows.share, shares)
 
@@ -637,15 +699,17 @@ def fit_slowdowns(
     """Fit ``form`` to its rows of ``rows`` (:meth:`Slowdowns.rows_of`): constants with
     intervals, in-sample and held-out predictions (one contention level ``p`` left out at
     a time). ``fixed``: the contention constants the squeeze form keeps (the chosen
-    contention form's; without them ``alpha`` 0, ``xi1`` 1, no traffic weight)."""
-    if form not in (*FORMS, INTRA_FORM, SQUEEZE_FORM):
-        known = ", ".join((*FORMS, INTRA_FORM, SQUEEZE_FORM))
+    contention form's; the ring form too; without them ``alpha`` 0, ``xi1`` 1, no traffic
+    weight)."""
+    if form not in (*FORMS, INTRA_FORM, SQUEEZE_FORM, RING_FORM):
+        known = ", ".join((*FORMS, INTRA_FORM, SQUEEZE_FORM, RING_FORM))
         raise InputError(f"unknown slowdown form {form!r}; known: {known}")
     mine = rows.rows_of(form)
     if not mine.any():
-        what = {INTRA_FORM: "intra", SQUEEZE_FORM: "squeeze (triangle or chain)"}.get(
-            form, "split (pair or star)"
-        )
+        what = {
+            INTRA_FORM: "intra", SQUEEZE_FORM: "squeeze (triangle or chain)",
+            RING_FORM: f"ring ({RING_LAYOUT})",
+        }.get(form, "split (pair or star)")  # fmt: skip
         raise InputError(f"{rows.source}: no {what} rows to fit the {form} form to")
     rows = rows.subset(mine)
     best = _fit(rows, form, fixed)
@@ -665,10 +729,11 @@ def fit_slowdowns(
 
 
 def forms_of(rows: Slowdowns) -> tuple[str, ...]:
-    """The forms ``rows`` can be fitted in apart from :data:`SQUEEZE_FORM` (fitted after
-    the contention form is chosen): the contention forms if some row is of split jobs in
-    the pair or star layout, :data:`INTRA_FORM` if some row is inside one server."""
-    split = (~(rows.intra | rows.squeezed)).any()
+    """The forms ``rows`` can be fitted in apart from :data:`SQUEEZE_FORM` and
+    :data:`RING_FORM` (fitted after the contention form is chosen): the contention forms
+    if some row is of split jobs in the pair or star layout, :data:`INTRA_FORM` if some
+    row is inside one server."""
+    split = (~(rows.intra | rows.squeezed | rows.wide)).any()
     return (*(FORMS if split else ()), *((INTRA_FORM,) if rows.intra.any() else ()))
 
 
@@ -760,6 +825,7 @@ def pinning_hint(name: str) -> str:
         "co-runners holding more of its GPUs",
         "squeeze": "squeeze slowdowns: three split jobs on the three pairs of three servers "
         "(triangle) or in a row of four (chain), of different link shares",
+        "ring_weight": "wide slowdowns: a split job of two GPUs beside a ring of four or more",
         "bandwidth_inter": "step times of split placements (two or more servers)",
         "bandwidth_intra": "step times of several GPUs on one server",
         "xi2": "step times of one job on 1, 2 and 4 servers with the same GPUs",

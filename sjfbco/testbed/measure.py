@@ -23,7 +23,10 @@ neighbours' (kind, compute share, transfer time, GPUs on the shared server); wit
 servers of two GPUs or more, also triples on a *triangle* (:func:`triangle`: each job's
 ring pair has a different neighbour at each end), and with four servers triples in a
 *chain* (:func:`chain`: only the middle job is squeezed, between two ends that are not:
-the pattern of the testbed's worst job, ``docs/testbed.md``), the squeeze term's rows.
+the pattern of the testbed's worst job, ``docs/testbed.md``), the squeeze term's rows;
+and where a server holds three GPUs beside another of two or more, pairs in the *wide*
+layout (:func:`wide`: a job of one GPU on each of two servers beside a ring of four GPUs,
+one on the shared server and three on a third), the ring term's rows.
 
 Each figure is the median over iterations of one run, the first
 :data:`WARMUP` iterations left out (TCP slow start, phases settling).
@@ -73,6 +76,7 @@ SLOWDOWN_HEADER = (
     "model", "layout", "jobs", "compute_share", "slowdown", "seconds", "alone_seconds",
     "gradient_mb", "compute_seconds", "workers", "servers",
     "neighbours", "neighbour_shares", "neighbour_transfer", "neighbour_gpus",
+    "neighbour_workers",
 )  # fmt: skip
 
 
@@ -289,7 +293,55 @@ def measure_mixed(
                 ]
     if "pair" in bases and max(MIXED_GROUPS) >= 3:
         rows += _squeeze_rows(hosts, folder, caps, every, bases["pair"], iterations)
+    if "pair" in bases:
+        rows += _wide_rows(hosts, folder, caps, every, bases["pair"], iterations)
     return rows
+
+
+def _wide_rows(
+    hosts: Hosts,
+    folder: Path,
+    caps: Sequence[int],
+    every: Mapping[str, tuple[float, float]],
+    alone: Mapping[str, Timing],
+    iterations: int,
+) -> list[dict[str, object]]:
+    """The ring term's rows (module docstring): every ordered pair of distinct kinds in the
+    :func:`wide` layout, the first on the pair, the second the ring of four, one row for
+    each; ``alone``: the kinds' runs alone on the pair (the pair layout's); each kind
+    also runs alone as the ring (the base of its row and its share and transfer there)."""
+    spots = wide(caps)
+    if spots is None:
+        return []
+    pair, ring = spots
+    four = {
+        name: run_together(hosts, folder / "x", [(ring, *every[name])], iterations)[0]
+        for name in sorted(every)
+    }
+    rows: list[dict[str, object]] = []
+    for x, y in itertools.permutations(sorted(every), 2):
+        jobs = [(pair, *every[x]), (ring, *every[y])]
+        times = run_together(hosts, folder / "x", jobs, iterations, linger=True)
+        bases, rings = (alone[x], four[y]), (2, 4)
+        rows += [
+            _mixed_row("wide", spot, (x, y), k, every, alone, times[k], bases, rings)
+            for k, spot in enumerate((pair, ring))
+        ]
+    return rows
+
+
+def wide(
+    gpus_per_server: Sequence[int],
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]] | None:
+    """Two split placements sharing one server (the ``wide`` layout): a pair, one GPU on
+    each of ``a`` and ``b``, and a ring of four, one GPU on ``b`` and three on ``c``
+    (``b`` the fullest server, ``c`` the next, ``a`` the third); ``None`` unless there are
+    three servers, ``b`` holding two GPUs or more and ``c`` three or more."""
+    order = largest_first(gpus_per_server)[:3]
+    if len(order) < 3 or gpus_per_server[order[1]] < 3:
+        return None
+    b, c, a = order
+    return [(a, 1), (b, 1)], [(b, 1), (c, 3)]
 
 
 def _squeeze_rows(
@@ -370,28 +422,38 @@ def _mixed_row(
     every: Mapping[str, tuple[float, float]],
     alone: Mapping[str, Timing],
     t: Timing,
+    bases: Sequence[Timing] | None = None,
+    rings: Sequence[int] | None = None,
 ) -> dict[str, object]:
-    """The row of job ``k`` of ``group`` (kind names) measured at ``t``."""
+    """The row of job ``k`` of ``group`` (kind names) measured at ``t``.
+
+    ``bases``: each job's run alone on its placement (default: its kind's in ``alone``,
+    every job of the group on the same shape); ``rings``: each job's GPUs in all (default:
+    the row's own)."""
     name = group[k]
-    base = alone[name]
-    others = [g for i, g in enumerate(group) if i != k]
+    alone_of = list(bases) if bases is not None else [alone[n] for n in group]
+    base = alone_of[k]
+    workers = sum(c for _, c in servers)
+    gpus = list(rings) if rings is not None else [workers] * len(group)
+    others = [i for i in range(len(group)) if i != k]
     mb, compute = every[name]
 
-    def share(n: str) -> float:
-        return max(0.0, 1.0 - alone[n].sync / alone[n].step)
+    def share(i: int) -> float:
+        return max(0.0, 1.0 - alone_of[i].sync / alone_of[i].step)
 
     def joined(values: Sequence[object]) -> str:
         return ";".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in values)
 
     return {
-        "model": name, "layout": layout, "jobs": len(group), "compute_share": share(name),
+        "model": name, "layout": layout, "jobs": len(group), "compute_share": share(k),
         "slowdown": t.step / base.step, "seconds": t.step, "alone_seconds": base.step,
         "gradient_mb": mb, "compute_seconds": compute,
-        "workers": sum(c for _, c in servers), "servers": len(servers),
-        "neighbours": joined(others),
-        "neighbour_shares": joined([share(n) for n in others]),
-        "neighbour_transfer": joined([alone[n].sync / max(base.sync, 1e-9) for n in others]),
+        "workers": workers, "servers": len(servers),
+        "neighbours": joined([group[i] for i in others]),
+        "neighbour_shares": joined([share(i) for i in others]),
+        "neighbour_transfer": joined([alone_of[i].sync / max(base.sync, 1e-9) for i in others]),
         "neighbour_gpus": joined([servers[0][1]] * len(others)),
+        "neighbour_workers": joined([gpus[i] for i in others]),
     }  # fmt: skip
 
 
