@@ -396,6 +396,11 @@ PROBE: tuple[tuple[str, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], ..
         ("large", ((0, 1), (1, 1), (2, 1), (3, 1))), ("medium", ((0, 1), (3, 1))))),
     ("four-server ring, a pair on one of its hops", (
         ("large", ((0, 1), (1, 1), (2, 1), (3, 1))), ("medium", ((0, 1), (1, 1))))),
+    # rings of three: the calibration's wide rows have rings of four only, so these test
+    # the ring term's shape (2 (w - 1) / w) out of sample
+    ("one end, large 1 + 2", (("medium", ((1, 1), (2, 1))), ("large", ((2, 1), (3, 2))))),
+    ("three-server ring, a pair on one of its hops", (
+        ("large", ((0, 1), (1, 1), (2, 1))), ("medium", ((0, 1), (1, 1))))),
 )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ import importlib
 import math
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -680,6 +681,13 @@ def test_bench_testbed_probe_predicts_by_the_evaluator(monkeypatch: pytest.Monke
     assert got[ring + "across its ends"] == pytest.approx(got[ring + "on one of its hops"])
     # alone in the group: no slowdown
     assert mod.probe_predicted(preset, (("large", ((0, 1), (1, 1))),)) == [1.0]
+    # the ring term (not in that preset): a neighbour of two GPUs weighs as before, one of
+    # three 1 + rho / 3 times more, one of four 1 + rho / 2 times more
+    ringed = replace(preset, ring_weight=1.0)
+    again = {name: mod.probe_predicted(ringed, group) for name, group in mod.PROBE}
+    assert again["one end, large 1 + 1"] == pytest.approx(got["one end, large 1 + 1"])
+    three, four = again["one end, large 1 + 2"][0], again["one end, large 1 + 3"][0]
+    assert four > three > got["one end, large 1 + 2"][0]
 
 
 @pytest.mark.slow  # about a minute of replays; tests/test_testbed.py covers the replay itself
