@@ -319,6 +319,25 @@ def repredict(rows: list[dict], preset_path: Path, key: str) -> None:
         predict_row(row, preset, key)
 
 
+def resummarised(doc: dict, preset_path: Path, key: str) -> dict:
+    """``--repredict``: the stored executions of ``doc`` predicted again on ``preset_path``
+    as ``key``, and its summary with that key added everywhere it had figures: the whole
+    set, each instance set (``set_*``) and, for executions repeated, each job's mean
+    (``mean_of_repeats``); what depends on no prediction (``repeat_noise``) kept."""
+    rows = doc["rows"]
+    repredict(rows, preset_path, key)
+    keys = tuple(k for k in ("calibrated", "count_only", "paper", key) if k in rows[0])
+    old = doc.get("summary", {})
+    out = {**old, **summary(rows, keys)}
+    for name in {r["set"] for r in rows if "set" in r}:
+        out[f"set_{name}"] = summary([r for r in rows if r.get("set") == name], keys)
+    if "mean_of_repeats" in old:
+        mean_rows = [averaged(r) for r in rows]
+        repredict(mean_rows, preset_path, key)
+        out["mean_of_repeats"] = {**old["mean_of_repeats"], **summary(mean_rows, (key,))}
+    return out
+
+
 def pooled_jobs(rows: list[dict], key: str) -> Spread | None:
     """Per-job errors pooled over every job of every execution: median, p90, worst."""
     runs = [
@@ -594,11 +613,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return doc
     if args.repredict is not None:
         doc = json.loads(Path(args.repredict).read_text())
-        repredict(doc["rows"], Path(args.preset), args.as_key)
+        doc["summary"] = resummarised(doc, Path(args.preset), args.as_key)
         keys = tuple(
             k for k in ("calibrated", "count_only", "paper", args.as_key) if k in doc["rows"][0]
         )
-        doc["summary"] = summary(doc["rows"], keys)
         doc.setdefault("repredicted", {})[args.as_key] = str(args.preset)
         report(doc["summary"], keys)
         write_doc(doc, args.out)

@@ -12,6 +12,7 @@ time. ``tests/test_project.py`` checks that no benchmark is left out.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 import statistics
 import sys
@@ -661,6 +662,23 @@ def test_bench_testbed_means_over_repeated_executions(monkeypatch: pytest.Monkey
     assert noise["jobs"] == 2 and noise["job_worst"] == pytest.approx(0.5)  # 3 / 2 - 1
     assert noise["makespan_worst"] == pytest.approx(0.25)  # 5 / 4 - 1
     assert mod.repeat_noise([{"executed_jobs": first}]) is None
+
+
+def test_bench_testbed_repredict_keeps_every_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--repredict`` on a series executed twice: the new key joins the whole summary, the
+    instance set's and each job's mean over the repeats; predicted on the series' own
+    preset it equals the stored ``calibrated`` figures there (the oracle), and the repeat
+    noise, which depends on no prediction, is kept as stored."""
+    mod = bench("bench_testbed", monkeypatch)
+    doc = json.loads((ROOT / "benchmarks/results/testbed-mixed5.json").read_text())
+    stored = json.loads(json.dumps(doc["summary"]))
+    out = mod.resummarised(doc, ROOT / "benchmarks/results/testbed-mixed5.preset.json", "same")
+    for part in (out, out["set_mixed"], out["mean_of_repeats"]):
+        same, cal = part["same"], part["calibrated"]
+        assert same["per_job"] == pytest.approx(cal["per_job"])
+        assert same["max_abs_error"] == pytest.approx(cal["max_abs_error"])
+    assert out["mean_of_repeats"]["calibrated"] == stored["mean_of_repeats"]["calibrated"]
+    assert out["repeat_noise"] == stored["repeat_noise"]
 
 
 def test_bench_testbed_probe_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
