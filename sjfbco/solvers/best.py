@@ -365,14 +365,15 @@ def cp_move(
 
 
 def lower_bounds(
-    data: ProblemData, kind: str, deadline: Deadline | None
+    data: ProblemData, kind: str, deadline: Deadline | None, skipped: list[str] | None = None
 ) -> tuple[float, dict[str, float]]:
-    """The best bound of the kind asked for, and each one computed (slots); the LP by
-    ``deadline`` (``None``: to completion)."""
+    """The best bound of the kind asked for, and each one computed (slots); the LP, and
+    the idle bound's program, by ``deadline`` (``None``: to completion), noting in
+    ``skipped`` a program skipped (:func:`~sjfbco.bounds.packing.packing_bounds`)."""
     out = {"closed": closed(data)}
     best = out["closed"]
     if kind in ("packing", "lp"):
-        out.update(packing_bounds(data, best))
+        out.update(packing_bounds(data, best, deadline, skipped))
         best = max(out.values())
     if kind == "lp":
         out["cutting_stock"] = cutting_stock_bound(data, best, deadline)
@@ -991,6 +992,7 @@ def best_solve(
         time_limit = DEFAULT_TIME_LIMIT
     deadline = Deadline.start(time_limit, stop=interrupt.requested)
     cold = cold_start(deadline)
+    skipped = [] if cold is None else [cold]
     if cold is not None:
         # as if the import had taken its time (no time left: the portfolio's first
         # construction), what a run that paid it would have had: a longer limit never
@@ -998,7 +1000,7 @@ def best_solve(
         deadline = deadline.reserve(CP_SAT_IMPORT_S)
     reporter = Reporter(deadline.begun, time_limit)
     cheap = "packing" if params.bound in ("lp", "relaxation") else params.bound
-    bound, bounds = lower_bounds(data, cheap, None)
+    bound, bounds = lower_bounds(data, cheap, deadline, skipped)
     reporter.bound_moved(bound)
     budget = Tally(deadline, params.iterations)
     engine = Engine(data, random.Random(seed), budget, bound, reporter, params.moves)
@@ -1058,6 +1060,6 @@ def best_solve(
         "stopped_by": "bound" if engine.done else budget.stopped_by,
         "seed": seed,
         "time_limit": time_limit,
-        "cold_skipped": cold,
+        "cold_skipped": skipped,
     }
     return SolverOutput(best.schedule(data.cluster), Status.FEASIBLE, float(bound), stats)

@@ -80,7 +80,7 @@ def cold_start(deadline: Deadline) -> str | None:
     Returns
     -------
     str or None
-        Why the import was skipped (``stats["cold_skipped"]`` of ``best``,
+        Why the import was skipped (in ``stats["cold_skipped"]`` of ``best``,
         ``stats["skipped"]`` of ``exact``); ``None``: it was not (done, not needed, or
         no limit: left to the first CP-SAT model).
     """

@@ -182,13 +182,16 @@ def run_exact(
     require_slotted(data, "solver 'exact'")
     deadline = Deadline.start(time_limit, stop=interrupt.requested)
     cold = cold_start(deadline)
-    closed = int(lower_bound(data))
+    skipped = [] if cold is None else [cold]
+    closed = int(lower_bound(data, deadline, skipped))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
     if spare_wanted(p, deadline) and not data.cost.neighbour_terms and cold is None:
         first = start_spare(data, closed, deadline, parts.shares, parts.spare, parts.size_caps)
         spares += [first] if first is not None else []
     try:
-        return _solve(data, p, deadline, closed, spares, time_limit, seed, parts, cold)
+        return _solve(
+            data, p, deadline, closed, spares, time_limit, seed, parts, skipped, cold is None
+        )
     finally:
         for spare in spares:
             spare.stop()
@@ -218,17 +221,18 @@ def _solve(
     time_limit: float | None,
     seed: int,
     parts: Parts,
-    cold: str | None = None,
+    skipped: Sequence[str] = (),
+    cp_sat: bool = True,
 ) -> SolverOutput:
     """:func:`run_exact` once the spare core (if any) is started; see the module doc.
-    ``cold``: why CP-SAT's import was skipped (:func:`~sjfbco.solvers.cprepack.cold_start`),
-    listed in ``stats["skipped"]``."""
+    ``skipped``: the cold imports skipped so far, listed in ``stats["skipped"]``;
+    ``cp_sat``: whether CP-SAT may be imported (:func:`~sjfbco.solvers.cprepack.cold_start`)."""
     shares = parts.shares
     # under the neighbour terms, or without time for CP-SAT's import, the warm start is the
     # answer (:func:`without_models`): it gets the whole limit, not its share of it
     warm_deadline = (
         deadline
-        if data.cost.neighbour_terms or cold is not None
+        if data.cost.neighbour_terms or not cp_sat
         else deadline.share_of_limit(shares.best + shares.warm_others)
     )
     name, warm, warm_ev = best_warm_start(
@@ -240,7 +244,7 @@ def _solve(
         params=asdict(p),
         warm_makespan=warm_ev.makespan,
         incumbent_from=name,
-        skipped=[] if cold is None else [cold],
+        skipped=list(skipped),
     )
     spare = spares[0] if spares else None
     run = Run(
@@ -257,7 +261,7 @@ def _solve(
     )
     if data.cost.neighbour_terms:
         return without_models(run)
-    if cold is not None:  # the relaxation phases run on CP-SAT, the others after them
+    if not cp_sat:  # the relaxation phases run on CP-SAT, the others after them
         run.stats.skipped += ["bound phases", "model"]
         return run.output(Status.TIME_LIMIT)
     refusal = pattern_refusal(data, parts.size_caps)
