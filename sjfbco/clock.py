@@ -180,17 +180,13 @@ class Deadline:
         return self.end is not None and self.end - self.now() < least
 
     def fits_import(self, module: str, seconds: float) -> bool:
-        """Whether a step that imports ``module`` may start: it is imported already, there
-        is no limit, or ``seconds`` (its cold import, e.g. :data:`CP_SAT_IMPORT_S`) are
-        left of the run. An import cannot be interrupted, so one begun with less left
-        overruns the limit. It serves every later step of the process, so it is weighed
-        against the run's end (``limit`` after ``begun``, or this deadline's end if that
-        is later), not a part's: the part of the step that begins it may be overrun by it,
-        as before, the limit not."""
-        if module in sys.modules or self.end is None:
-            return True
-        run_end = self.end if self.limit is None else max(self.end, self.begun + self.limit)
-        return run_end - self.now() >= seconds
+        """Whether a step that imports ``module`` may start by this deadline (the step's
+        own: its part of the run): ``module`` is imported already, there is no limit, or
+        ``seconds`` (its cold import, e.g. :data:`CP_SAT_IMPORT_S`) are left. An import
+        cannot be interrupted, so one begun with less left overruns the step, and the
+        steps after it (``best``'s walk) would lose that time: a longer limit could then
+        end worse than a shorter one that skipped the step."""
+        return module in sys.modules or not self.too_short(seconds)
 
     def seconds(self, least: float = MIN_SLICE) -> float | None:
         """Seconds for a library that takes seconds: what is left but at least ``least``

@@ -261,10 +261,8 @@ def test_fits_import_by_hand():
     clock.t = 2.0  # past the end: an imported module still fits, a cold one never
     assert d.fits_import("math", 0.35) and not d.fits_import("sjfbco_no_such_module", 0.0)
     assert Deadline.start(None, now=clock).fits_import("sjfbco_no_such_module", 1e9)
-    # a part is weighed by the run's end: at 0.1 s of a 1 s run, a part of 0.05 s (ending
-    # at 0.15) still has 0.9 s of run left for the import; at 0.7 s, 0.3 s
+    # a part is weighed by its own end: at 0.1 s of a 1 s run, a part of 0.5 s has 0.5 s
+    # left for the import, a part of 0.3 s not (the step would overrun its share)
     clock.t = 0.1
-    part = d.window(0.05)
-    assert part.end == pytest.approx(0.15) and part.fits_import("sjfbco_no_such_module", 0.35)
-    clock.t = 0.7
-    assert not part.fits_import("sjfbco_no_such_module", 0.35)
+    assert d.window(0.5).fits_import("sjfbco_no_such_module", 0.35)
+    assert not d.window(0.3).fits_import("sjfbco_no_such_module", 0.35)
