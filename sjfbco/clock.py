@@ -32,6 +32,7 @@ seconds to C libraries; the iteration count of ``best``'s walk is kept by the wa
 from __future__ import annotations
 
 import math
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,23 @@ POLL_S = 0.05
 #: below). Source: chosen by hand with the first shared budget (issue 17, commit 5c0c04a)
 #: and written as a literal in 12 places until issue 45 gathered them here; untuned.
 MIN_SLICE = 0.05
+
+#: Seconds a first (cold) import of OR-Tools' CP-SAT (``ortools.sat.python.cp_model``) is
+#: taken to cost: nothing can interrupt an import, so a step that would import it is skipped
+#: when less is left (:meth:`Deadline.fits_import`). Measured 0.31 to 0.33 s in fresh
+#: processes at load 0.3 to 0.5 (0.47 s at load 1.3 to 1.9):
+#: ``docs/benchmarks/2026-12-cold-imports.md``.
+CP_SAT_IMPORT_S = 0.35
+
+#: Seconds a first (cold) import of ``scipy.optimize`` (HiGHS's ``linprog``) is taken to
+#: cost, as :data:`CP_SAT_IMPORT_S`. Measured 0.27 to 0.37 s in fresh processes at load 0.3
+#: to 0.5: ``docs/benchmarks/2026-12-cold-imports.md``.
+SCIPY_OPTIMIZE_IMPORT_S = 0.35
+
+#: The module whose first import :data:`CP_SAT_IMPORT_S` prices.
+CP_SAT = "ortools.sat.python.cp_model"
+#: The module whose first import :data:`SCIPY_OPTIMIZE_IMPORT_S` prices.
+SCIPY_OPTIMIZE = "scipy.optimize"
 
 
 def _never() -> bool:
@@ -160,6 +178,15 @@ class Deadline:
         """Less than ``least`` seconds left (the least useful slice): not worth starting
         a model or a phase; ``False`` without a limit."""
         return self.end is not None and self.end - self.now() < least
+
+    def fits_import(self, module: str, seconds: float) -> bool:
+        """Whether a step that imports ``module`` may start by this deadline (the step's
+        own: its part of the run): ``module`` is imported already, there is no limit, or
+        ``seconds`` (its cold import, e.g. :data:`CP_SAT_IMPORT_S`) are left. An import
+        cannot be interrupted, so one begun with less left overruns the step, and the
+        steps after it (``best``'s walk) would lose that time: a longer limit could then
+        end worse than a shorter one that skipped the step."""
+        return module in sys.modules or not self.too_short(seconds)
 
     def seconds(self, least: float = MIN_SLICE) -> float | None:
         """Seconds for a library that takes seconds: what is left but at least ``least``

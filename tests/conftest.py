@@ -170,6 +170,25 @@ def cli_process(*args: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def fresh_python(code: str, *args: str) -> str:
+    """The standard output of ``python -c CODE ARGS`` in a fresh interpreter from this
+    checkout (nothing imported yet: what a first import costs, or whether one happens)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+#: What a fresh process has imported of the libraries whose first import nothing can
+#: interrupt (``sjfbco.clock.CP_SAT_IMPORT_S``): appended to a probe, prints one JSON line.
+LOADED_PROBE = """
+print(json.dumps({m: m in sys.modules for m in ("ortools.sat.python.cp_model", "scipy.optimize")}))
+"""
+
+
 def processes() -> Iterator[tuple[int, list[str]]]:
     """Every process this one can read in ``/proc``: its id and the fields of its ``stat``
     after the command name (``[0]`` state, ``[1]`` parent, ``[2]`` process group, ...)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -10,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sjfbco import Cluster, CostParams, Job, ProblemData, solve
-from sjfbco.bounds import lower_bound
+from sjfbco.bounds import idle, lower_bound
 from sjfbco.bounds.idle import (
+    PROGRAM_SKIPPED,
     Classes,
     certificate,
     idle_bound,
@@ -22,10 +24,11 @@ from sjfbco.bounds.idle import (
 )
 from sjfbco.bounds.packing import energy_bound, packing_bounds, width_functions
 from sjfbco.caps import DEFAULT_CAPS
+from sjfbco.clock import Deadline
 from sjfbco.cost import min_run_time
 from sjfbco.solvers import heuristics
 from tests.bruteforce import brute_force
-from tests.conftest import instances
+from tests.conftest import LOADED_PROBE, fresh_python, instances
 from tests.tiny import fragment_instances, tiny_instances
 
 
@@ -189,3 +192,49 @@ def test_never_above_any_schedule(data: ProblemData) -> None:
         makespan = solve(data, name).makespan
         assert value <= makespan + 1e-9, (which, name, value, makespan)
         assert cheap <= makespan + 1e-9, (name, cheap, makespan)
+
+
+# ---- a cold import that does not fit in the time left ------------------------------------------
+
+
+def test_the_program_is_skipped_when_scipys_cold_import_cannot_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three pairs (by hand above): with less than ``SCIPY_OPTIMIZE_IMPORT_S`` left and
+    scipy.optimize taken as not imported (a name never imported stands for it), the
+    program is not solved, the bound is Phi(1, 0) = the area 2 (still valid), and
+    ``which`` and ``skipped`` say so; with time enough, or no deadline, it is 2.4 again."""
+    data = three_pairs()
+    t = [0.0]
+    short = Deadline.start(1.0, now=lambda: t[0])
+    t[0] = 0.9  # 0.1 s left, below 0.35
+    monkeypatch.setattr(idle, "SCIPY_OPTIMIZE", "sjfbco_never_imported")
+    value, which = idle_bound(data, deadline=short)
+    assert value == pytest.approx(2.0) and which == f"gpu-time; {PROGRAM_SKIPPED}"
+    skipped: list[str] = []
+    assert packing_bounds(data, deadline=short, skipped=skipped)["idle"] == 2.0
+    assert skipped == [f"idle bound: {PROGRAM_SKIPPED}"]
+    t[0] = 0.0  # 1 s left: the import fits
+    assert idle_bound(data, deadline=short) == (pytest.approx(2.4), "gpu-time, fragmentation")
+    assert idle_bound(data)[0] == pytest.approx(2.4)
+
+
+_COLD_PROBE = """
+import json, sys
+from sjfbco import solve
+from tests.test_bounds_idle import three_pairs
+r = solve(three_pairs(), "list", time_limit=0.2)
+print(json.dumps({"lower_bound": r.lower_bound, "bound_skipped": r.stats["bound_skipped"]}))
+"""
+
+
+def test_solve_skips_the_idle_program_past_a_short_limit() -> None:
+    """``solve()``'s bound in a fresh process with a 0.2 s limit (below scipy.optimize's
+    cold import, 0.35 s): the idle bound's program is not begun, ``stats["bound_skipped"]``
+    says so, and the bound reported is the one without it: 2 slots, not 3 (by hand above)."""
+    lines = fresh_python(_COLD_PROBE + LOADED_PROBE).splitlines()
+    run, loaded = json.loads(lines[-2]), json.loads(lines[-1])
+    assert loaded["scipy.optimize"] is False
+    assert run["bound_skipped"] == [f"idle bound: {PROGRAM_SKIPPED}"]
+    assert run["lower_bound"] == 2.0  # the area 3 * 2 * 2 / 6 (every other bound is 2 here)
+    assert solve(three_pairs(), "list").lower_bound == 3.0  # no limit: the program ran

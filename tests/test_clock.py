@@ -247,3 +247,22 @@ def test_no_absolute_end_outside_the_clock():
     assert not found, f"absolute ends made outside sjfbco/clock.py: {found}"
     planted = ast.parse("import time\nend = time.perf_counter() + 5\nx = 1 + time.monotonic()")
     assert _absolute_ends(planted) == [2, 3]
+
+
+def test_fits_import_by_hand():
+    """A step that imports a module may start when the module is imported already, when
+    there is no limit, or when its cold cost is left (the import cannot be interrupted)."""
+    clock = FakeTime(0.0)
+    d = Deadline.start(1.0, now=clock)
+    clock.t = 0.7  # 0.3 s left
+    assert not d.fits_import("sjfbco_no_such_module", 0.35)  # 0.3 < 0.35: would overrun
+    assert d.fits_import("sjfbco_no_such_module", 0.3)  # exactly enough
+    assert d.fits_import("math", 0.35)  # imported already: costs nothing
+    clock.t = 2.0  # past the end: an imported module still fits, a cold one never
+    assert d.fits_import("math", 0.35) and not d.fits_import("sjfbco_no_such_module", 0.0)
+    assert Deadline.start(None, now=clock).fits_import("sjfbco_no_such_module", 1e9)
+    # a part is weighed by its own end: at 0.1 s of a 1 s run, a part of 0.5 s has 0.5 s
+    # left for the import, a part of 0.3 s not (the step would overrun its share)
+    clock.t = 0.1
+    assert d.window(0.5).fits_import("sjfbco_no_such_module", 0.35)
+    assert not d.window(0.3).fits_import("sjfbco_no_such_module", 0.35)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import replace
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sjfbco import Cluster, CostParams, Job, ProblemData, solve
+from sjfbco import Cluster, CostParams, Job, ProblemData, read_instance, solve
 from sjfbco.bounds.closed import area_bound, closed_bound
 from sjfbco.caps import DEFAULT_CAPS
 from sjfbco.clock import Deadline
@@ -20,6 +21,7 @@ from sjfbco.relaxations.grouped import (
     instance_modes,
     job_modes,
 )
+from tests.conftest import INSTANCES, LOADED_PROBE, fresh_python
 from tests.test_relaxation import _optimum
 from tests.tiny import tiny_instances, trap_instances
 
@@ -168,3 +170,29 @@ def test_jobs_of_one_class_with_other_iterations_get_their_own_slots() -> None:
     jobs = (data.jobs[0], replace(data.jobs[1], iterations=9))
     data = ProblemData(data.cluster, jobs, data.cost)
     assert instance_modes(data) == [(2, 4), (5, 9)]
+
+
+_COLD_PROBE = """
+import json, sys
+from sjfbco import read_instance
+from sjfbco.clock import Deadline
+from sjfbco.relaxations.grouped import GroupedConfiguration
+res = GroupedConfiguration(read_instance(sys.argv[1]), 200).bound(deadline=Deadline.start(0.2))
+print(json.dumps({"bound": res.bound, "status": res.status}))
+"""
+
+
+def test_grouped_bound_skips_when_scipys_cold_import_cannot_fit() -> None:
+    """In a fresh process, with 0.2 s left, below scipy.optimize's cold import
+    (``clock.SCIPY_OPTIMIZE_IMPORT_S``, 0.35 s): the LPs are not built, the import (which
+    nothing can interrupt) is not begun, and the status says why; with scipy.optimize
+    imported already (this process, below) the same deadline builds them."""
+    import scipy.optimize  # noqa: F401
+
+    example = INSTANCES / "small" / "example.json"
+    lines = fresh_python(_COLD_PROBE + LOADED_PROBE, str(example)).splitlines()
+    res, loaded = json.loads(lines[-2]), json.loads(lines[-1])
+    assert res["bound"] is None and loaded["scipy.optimize"] is False
+    assert res["status"] == "skipped: scipy.optimize's import (0.35 s cold) does not fit"
+    warm = GroupedConfiguration(read_instance(example), 200).bound(deadline=Deadline.start(0.2))
+    assert not warm.status.startswith("skipped")

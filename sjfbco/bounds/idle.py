@@ -73,12 +73,20 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from sjfbco.caps import DEFAULT_CAPS, SizeCaps
+from sjfbco.clock import SCIPY_OPTIMIZE, SCIPY_OPTIMIZE_IMPORT_S
 from sjfbco.cost import ConfigurationError, least_shape, rate_at
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import Job, ProblemData
+
+#: How :func:`idle_bound`'s ``which`` ends when a program was skipped: importing
+#: scipy.optimize (which nothing can interrupt) would have overrun the deadline.
+PROGRAM_SKIPPED = (
+    f"program skipped: scipy.optimize's import ({SCIPY_OPTIMIZE_IMPORT_S} s cold) does not fit"
+)
 
 #: A row of the linear program is taken as binding above ``Phi(1, 0)`` or the known bound
 #: only when it exceeds it by more than this (slots; float noise of sums of run times).
@@ -302,6 +310,7 @@ def idle_bound(
     start: float = 0.0,
     widths: Callable[[np.ndarray, int], Sequence[tuple[str, np.ndarray]]] = gpu_time,
     size_caps: SizeCaps = DEFAULT_CAPS,
+    deadline: Deadline | None = None,
 ) -> tuple[float, str]:
     """The best ``Phi`` (module docstring) over the width functions; ``(bound, which)``.
 
@@ -309,7 +318,11 @@ def idle_bound(
     functions (default :func:`gpu_time`, which gives the area bound with idle
     GPUs charged; :func:`sjfbco.bounds.packing.width_functions` gives more);
     ``start`` is a bound already known, used only to skip programs that cannot
-    beat it. Not rounded (in the slotted model round up to a slot).
+    beat it. Not rounded (in the slotted model round up to a slot). A program that
+    would import ``scipy.optimize`` cold with less than its cost
+    (:data:`~sjfbco.clock.SCIPY_OPTIMIZE_IMPORT_S`) left before ``deadline`` (``None``:
+    none) is skipped, and ``which`` ends with :data:`PROGRAM_SKIPPED`: the bound is then
+    ``Phi(1, 0)`` alone, still valid.
     """
     if data.num_jobs == 0:
         return 0.0, "none"
@@ -324,6 +337,10 @@ def idle_bound(
         top = max(width_row, float(level_rows.max(initial=0.0)))
         if top <= max(start, best, width_row) + ROW_TOL:
             continue  # the program's optimum is at most top: nothing to gain
+        if deadline is not None and not deadline.fits_import(
+            SCIPY_OPTIMIZE, SCIPY_OPTIMIZE_IMPORT_S
+        ):
+            return best, f"{which}; {PROGRAM_SKIPPED}"
         found = multipliers(classes, u, levels, room)
         if found is None:  # pragma: no cover
             continue

@@ -33,12 +33,13 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from sjfbco.bounds.closed import closed_bound
-from sjfbco.bounds.idle import idle_bound
+from sjfbco.bounds.idle import PROGRAM_SKIPPED, idle_bound
 from sjfbco.caps import DEFAULT_CAPS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from sjfbco.clock import Deadline
     from sjfbco.problem import ProblemData
 
 T = TypeVar("T")
@@ -284,26 +285,38 @@ def gpu_packing_bound(
     return float(max(start, lo + 1 if slotted else lo))
 
 
-def packing_bounds(data: ProblemData, start: float = 0.0) -> dict[str, float]:
+def packing_bounds(
+    data: ProblemData,
+    start: float = 0.0,
+    deadline: Deadline | None = None,
+    skipped: list[str] | None = None,
+) -> dict[str, float]:
     """The bounds of this module, each rounded up to a slot in the slotted model.
 
     ``start`` is a bound already known (e.g. the closed forms): the per-GPU
     packing scan begins at the best of it and the others; the idle bound
     (:mod:`sjfbco.bounds.idle`) solves its linear programs only where they can
-    beat it.
+    beat it, and (``deadline``, ``None``: no limit) where scipy.optimize's cold import
+    fits in the time left; a skipped program is noted in ``skipped`` (when given).
     """
     rho = run_times(data)
     out = {
         "energy": round_up(data, energy_bound(data, rho)[0]),
         "clique": round_up(data, clique_bound(data, rho)),
     }
-    out["idle"] = round_up(data, idle_bound(data, max(start, *out.values()), width_functions)[0])
+    idle, which = idle_bound(data, max(start, *out.values()), width_functions, deadline=deadline)
+    if which.endswith(PROGRAM_SKIPPED) and skipped is not None:
+        skipped.append(f"idle bound: {PROGRAM_SKIPPED}")
+    out["idle"] = round_up(data, idle)
     out["gpu_packing"] = gpu_packing_bound(data, max(start, *out.values()), rho)
     return out
 
 
-def lower_bound(data: ProblemData) -> float:
+def lower_bound(
+    data: ProblemData, deadline: Deadline | None = None, skipped: list[str] | None = None
+) -> float:
     """The cheap bound :func:`sjfbco.solve` reports: the best of the closed forms
-    (:mod:`sjfbco.bounds.closed`) and :func:`packing_bounds`."""
+    (:mod:`sjfbco.bounds.closed`) and :func:`packing_bounds` (by ``deadline``, noting in
+    ``skipped`` what it skipped)."""
     closed = closed_bound(data)
-    return max(closed, *packing_bounds(data, closed).values())
+    return max(closed, *packing_bounds(data, closed, deadline, skipped).values())

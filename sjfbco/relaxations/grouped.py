@@ -78,6 +78,7 @@ import numpy as np
 from sjfbco.bounds.closed import closed_bound
 from sjfbco.bounds.packing import width_functions
 from sjfbco.caps import DEFAULT_CAPS, SizeCaps
+from sjfbco.clock import SCIPY_OPTIMIZE, SCIPY_OPTIMIZE_IMPORT_S
 from sjfbco.cost import ConfigurationError, least_shape, rate_at, slots_to_finish
 from sjfbco.patterns import (
     BuildTimeout,
@@ -248,6 +249,13 @@ class GroupedConfiguration:
         most = self.size_caps.grouped_configurations
         if confs > most:
             why = f"not built: {confs:,} configurations (at most {most:,})"
+            return TimeIndexedBound(None, False, why, 0.0, 0)
+        if deadline is not None and not deadline.fits_import(
+            SCIPY_OPTIMIZE, SCIPY_OPTIMIZE_IMPORT_S
+        ):
+            why = (
+                f"skipped: scipy.optimize's import ({SCIPY_OPTIMIZE_IMPORT_S} s cold) does not fit"
+            )
             return TimeIndexedBound(None, False, why, 0.0, 0)
         columns, status, steps = 0, "optimal", 0
         try:

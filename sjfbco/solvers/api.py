@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, cast, get_args
 
 from sjfbco import interrupt
 from sjfbco.bounds import lower_bound as cheap_lower_bound
+from sjfbco.clock import Deadline
 from sjfbco.errors import InputError
 from sjfbco.evaluate import evaluate
 from sjfbco.files import read_instance
@@ -77,7 +78,11 @@ def solve(
     runtime = time.perf_counter() - t0
     out = _as_output(solver, out)
     ev = evaluate(data, out.schedule) if out.schedule is not None else None
-    lb = cheap_lower_bound(data)
+    stats = dict(out.stats)
+    skipped: list[str] = []  # by the limit, a cold import that does not fit is not begun
+    lb = cheap_lower_bound(data, Deadline.since(t0, time_limit), skipped)
+    if skipped:
+        stats["bound_skipped"] = skipped
     if out.lower_bound is not None:
         lb = max(lb, out.lower_bound)
     status = out.status
@@ -88,7 +93,7 @@ def solve(
         status = Status.FEASIBLE if ev is not None else Status.INFEASIBLE
     elif stopped:
         status = Status.INTERRUPTED  # Ctrl-C: the incumbent and bound so far
-    return Result(solver, status, out.schedule, ev, lb, runtime, dict(out.stats), typed, data.name)
+    return Result(solver, status, out.schedule, ev, lb, runtime, stats, typed, data.name)
 
 
 #: The assignment modes of the placement solvers (``docs/algorithms.md``): ``offline``

@@ -41,6 +41,7 @@ import numpy as np
 
 from sjfbco import interrupt
 from sjfbco.caps import DEFAULT_CAPS, SizeCaps
+from sjfbco.clock import CP_SAT, CP_SAT_IMPORT_S
 from sjfbco.cost import shape_of
 from sjfbco.evaluate import EPS
 from sjfbco.solvers.anytime import Watch
@@ -67,6 +68,27 @@ def warm_cp_sat() -> None:
     import ran past the limit (a 1 s limit took 1.13 s in a fresh process,
     ``docs/solvers.md``)."""
     from ortools.sat.python import cp_model  # noqa: F401
+
+
+def cold_start(deadline: Deadline) -> str | None:
+    """Under a limit, import CP-SAT as the clock starts (:func:`warm_cp_sat`): the import
+    counts against the limit up front, not past it, and every step after it is sized on
+    the time left. When fewer than its cold cost (:data:`~sjfbco.clock.CP_SAT_IMPORT_S`)
+    are left, the import, which nothing can interrupt, would overrun the limit: it is
+    skipped, and the caller runs no step that needs CP-SAT.
+
+    Returns
+    -------
+    str or None
+        Why the import was skipped (in ``stats["cold_skipped"]`` of ``best``,
+        ``stats["skipped"]`` of ``exact``); ``None``: it was not (done, not needed, or
+        no limit: left to the first CP-SAT model).
+    """
+    if deadline.unlimited or deadline.fits_import(CP_SAT, CP_SAT_IMPORT_S):
+        if not deadline.unlimited:
+            warm_cp_sat()
+        return None
+    return f"CP-SAT's import: {CP_SAT_IMPORT_S} s cold, {deadline.room():.2f} s left"
 
 
 #: Where a mode puts a job's GPUs: ``((server, GPUs), ...)``.

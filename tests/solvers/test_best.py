@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import random
 from dataclasses import replace
@@ -19,7 +20,7 @@ from sjfbco.solvers.best import BestParams
 from sjfbco.solvers.servers import ServerSearch, server_search
 from sjfbco.solvers.sgs import parallel_sgs, serial_sgs
 from tests.bruteforce import brute_force
-from tests.conftest import INSTANCES, ROOT, instances
+from tests.conftest import INSTANCES, LOADED_PROBE, ROOT, fresh_python, instances
 from tests.tiny import tiny_instances
 
 PAPER = INSTANCES / "paper" / "paper-s10-seed0.json"
@@ -405,12 +406,36 @@ def test_best_imports_cp_sat_as_its_clock_starts(limit: str, warm: str) -> None:
     """Under a time limit ``best`` imports CP-SAT before its first step (in a fresh process),
     so that the import (0.47 s cold, not interruptible) is paid inside the limit, not
     past it (``cprepack.warm_cp_sat``); without a limit it leaves the import to first use."""
-    import subprocess
-    import sys
+    out = fresh_python(_WARM_PROBE, str(ROOT / "instances" / "small" / "example.json"), limit)
+    assert out.split()[-1] == warm
 
+
+_COLD_PROBE = """
+import json, sys
+from sjfbco import read_instance, solve
+r = solve(read_instance(sys.argv[1]), "best", time_limit=float(sys.argv[2]))
+print(json.dumps({"makespan": r.makespan, "cold_skipped": r.stats["cold_skipped"],
+                  "iterations": r.stats["iterations"], "portfolio": r.stats["portfolio"]}))
+"""
+
+
+@pytest.mark.parametrize("limit", ["0.2", "0.34"])
+def test_best_skips_cp_sat_when_its_cold_import_cannot_fit(limit: str) -> None:
+    """A limit shorter than CP-SAT's cold import (``clock.CP_SAT_IMPORT_S``, 0.35 s) in a
+    fresh process: the import, which nothing can interrupt, is not begun (it would overrun
+    the limit), ``stats["cold_skipped"]`` says so, no step imports CP-SAT or scipy.optimize
+    later, and the run goes on as if the import had taken its time: no time left, so no
+    step of the walk and the portfolio's first construction, the answer of a run that paid
+    the import. Nothing here depends on the clock: the limit is below the cost when the
+    clock starts."""
     example = str(ROOT / "instances" / "small" / "example.json")
-    out = subprocess.run(
-        [sys.executable, "-c", _WARM_PROBE, example, limit], cwd=ROOT, capture_output=True,
-        text=True, timeout=120, check=True,
-    )  # fmt: skip
-    assert out.stdout.split()[-1] == warm, out.stderr
+    lines = fresh_python(_COLD_PROBE + LOADED_PROBE, example, limit).splitlines()
+    run, loaded = json.loads(lines[-2]), json.loads(lines[-1])
+    assert loaded == {"ortools.sat.python.cp_model": False, "scipy.optimize": False}
+    (cold,) = run["cold_skipped"]  # (the idle bound's program is not needed here)
+    assert cold.startswith("CP-SAT's import: 0.35 s cold, 0.")
+    # only the first construction of the portfolio (its order: a run without a limit)
+    whole = solve(read_instance(example), "best", iterations=1).stats["portfolio"]
+    name = next(iter(whole))
+    assert run["portfolio"] == {name: whole[name]} and run["makespan"] == whole[name]
+    assert run["iterations"] == 0

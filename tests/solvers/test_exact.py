@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -35,7 +36,7 @@ from sjfbco.solvers.exact import (
 )
 from sjfbco.solvers.exact.recipe import bound_phases
 from tests.bruteforce import brute_force
-from tests.conftest import INSTANCES, ROOT
+from tests.conftest import INSTANCES, LOADED_PROBE, ROOT, fresh_python
 from tests.test_clock import FakeTime
 from tests.tiny import tiny_instances, trap_instances
 
@@ -1142,3 +1143,28 @@ def test_the_docstring_lists_the_recipe_in_its_order() -> None:
         ok = ok and found >= 0
         at = found + len(step) if found >= 0 else at
     assert not ok
+
+
+_COLD_PROBE = """
+import json, sys
+from sjfbco import read_instance, solve
+r = solve(read_instance(sys.argv[1]), "exact", time_limit=0.2, backend=sys.argv[2])
+print(json.dumps({"status": r.status.value, "skipped": r.stats["skipped"],
+                  "warm_makespan": r.stats["warm_makespan"], "makespan": r.makespan}))
+"""
+
+
+@pytest.mark.parametrize("backend", ["cpsat", "cbc"])
+def test_exact_skips_cp_sat_when_its_cold_import_cannot_fit(backend: str) -> None:
+    """A 0.2 s limit in a fresh process, below CP-SAT's cold import
+    (``clock.CP_SAT_IMPORT_S``, 0.35 s): the import is not begun (it would overrun the
+    limit, nothing can interrupt it), nor anything that needs it or scipy.optimize; the
+    warm start is the answer, status ``time limit``, and ``stats["skipped"]`` says why. The
+    limit is below the cost when the clock starts: nothing here depends on timing."""
+    example = str(INSTANCES / "small" / "example.json")
+    lines = fresh_python(_COLD_PROBE + LOADED_PROBE, example, backend).splitlines()
+    run, loaded = json.loads(lines[-2]), json.loads(lines[-1])
+    assert loaded == {"ortools.sat.python.cp_model": False, "scipy.optimize": False}
+    cold, *rest = run["skipped"]
+    assert cold.startswith("CP-SAT's import: 0.35 s cold, 0.") and rest == ["bound phases", "model"]
+    assert run["status"] == "time limit" and run["makespan"] == run["warm_makespan"]

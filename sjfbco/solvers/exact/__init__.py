@@ -86,6 +86,7 @@ from sjfbco.solvers.chain import (
     start_spare,
 )
 from sjfbco.solvers.contract import SolverOutput, SolverSpec, Status, register
+from sjfbco.solvers.cprepack import cold_start
 from sjfbco.solvers.exact.model import ModelRun, finish, solve_model
 from sjfbco.solvers.exact.params import BUILD_S_PER_VARIABLE, EXACT_BACKENDS, Backend, ExactParams
 from sjfbco.solvers.exact.recipe import bound_phases, remainder_phases
@@ -180,13 +181,17 @@ def run_exact(
     p = params
     require_slotted(data, "solver 'exact'")
     deadline = Deadline.start(time_limit, stop=interrupt.requested)
-    closed = int(lower_bound(data))
+    cold = cold_start(deadline)
+    skipped = [] if cold is None else [cold]
+    closed = int(lower_bound(data, deadline, skipped))
     spares: list[Spare] = []  # every spare core started, each stopped at the end
-    if spare_wanted(p, deadline) and not data.cost.neighbour_terms:
+    if spare_wanted(p, deadline) and not data.cost.neighbour_terms and cold is None:
         first = start_spare(data, closed, deadline, parts.shares, parts.spare, parts.size_caps)
         spares += [first] if first is not None else []
     try:
-        return _solve(data, p, deadline, closed, spares, time_limit, seed, parts)
+        return _solve(
+            data, p, deadline, closed, spares, time_limit, seed, parts, skipped, cold is None
+        )
     finally:
         for spare in spares:
             spare.stop()
@@ -216,14 +221,18 @@ def _solve(
     time_limit: float | None,
     seed: int,
     parts: Parts,
+    skipped: Sequence[str] = (),
+    cp_sat: bool = True,
 ) -> SolverOutput:
-    """:func:`run_exact` once the spare core (if any) is started; see the module doc."""
+    """:func:`run_exact` once the spare core (if any) is started; see the module doc.
+    ``skipped``: the cold imports skipped so far, listed in ``stats["skipped"]``;
+    ``cp_sat``: whether CP-SAT may be imported (:func:`~sjfbco.solvers.cprepack.cold_start`)."""
     shares = parts.shares
-    # under the neighbour terms the warm start is the answer (:func:`without_models`): it
-    # gets the whole limit, not its share of it
+    # under the neighbour terms, or without time for CP-SAT's import, the warm start is the
+    # answer (:func:`without_models`): it gets the whole limit, not its share of it
     warm_deadline = (
         deadline
-        if data.cost.neighbour_terms
+        if data.cost.neighbour_terms or not cp_sat
         else deadline.share_of_limit(shares.best + shares.warm_others)
     )
     name, warm, warm_ev = best_warm_start(
@@ -235,6 +244,7 @@ def _solve(
         params=asdict(p),
         warm_makespan=warm_ev.makespan,
         incumbent_from=name,
+        skipped=list(skipped),
     )
     spare = spares[0] if spares else None
     run = Run(
@@ -251,6 +261,9 @@ def _solve(
     )
     if data.cost.neighbour_terms:
         return without_models(run)
+    if not cp_sat:  # the relaxation phases run on CP-SAT, the others after them
+        run.stats.skipped += ["bound phases", "model"]
+        return run.output(Status.TIME_LIMIT)
     refusal = pattern_refusal(data, parts.size_caps)
     phases = parts.phases(p, shares)
     if refusal is not None:
