@@ -416,7 +416,7 @@ PROBE: tuple[tuple[str, tuple[tuple[str, tuple[tuple[int, int], ...]], ...]], ..
     ("four-server ring, a pair on one of its hops", (
         ("large", ((0, 1), (1, 1), (2, 1), (3, 1))), ("medium", ((0, 1), (1, 1))))),
     # rings of three: the calibration's wide rows have rings of four only, so these test
-    # the ring term's shape (2 (w - 1) / w) out of sample
+    # the ring term's shape out of sample (they moved it to a step, docs/model.md)
     ("one end, large 1 + 2", (("medium", ((1, 1), (2, 1))), ("large", ((2, 1), (3, 2))))),
     ("three-server ring, a pair on one of its hops", (
         ("large", ((0, 1), (1, 1), (2, 1))), ("medium", ((0, 1), (1, 1))))),
@@ -489,6 +489,19 @@ def probe(preset_path: Path, repeats: int, iterations: int = 12) -> list[dict]:
                 f"{min(j['measured']):.3f} to {max(j['measured']):.3f})" for j in row["jobs"]
             ) + f" ({load()})", flush=True)  # fmt: skip
     return out
+
+
+def probe_again(groups: list[dict], preset: Any, key: str) -> None:
+    """``--repredict`` of a ``--probe`` document: each job's slowdown on ``preset`` as
+    ``predicted_KEY`` beside the stored ``predicted``, one line per group printed."""
+    for g in groups:
+        group = [(j["kind"], tuple(tuple(p) for p in j["places"])) for j in g["jobs"]]
+        for j, x in zip(g["jobs"], probe_predicted(preset, group), strict=True):
+            j[f"predicted_{key}"] = x
+        print(f"{g['group']:44s} " + "; ".join(
+            f"{j['kind']} {j['median']:.3f} (predicted {j[f'predicted_{key}']:.3f}, "
+            f"{j[f'predicted_{key}'] / j['median'] - 1:+.1%})" for j in g["jobs"]
+        ))  # fmt: skip
 
 
 def ranking(rows: list[dict], key: str) -> tuple[int, int]:
@@ -613,6 +626,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return doc
     if args.repredict is not None:
         doc = json.loads(Path(args.repredict).read_text())
+        if "probe" in doc:  # a --probe document: each job's slowdown predicted again
+            probe_again(doc["probe"], read_preset(Path(args.preset)), args.as_key)
+            doc.setdefault("repredicted", {})[args.as_key] = str(args.preset)
+            write_doc(doc, args.out)
+            return dict(doc)
         doc["summary"] = resummarised(doc, Path(args.preset), args.as_key)
         keys = tuple(
             k for k in ("calibrated", "count_only", "paper", args.as_key) if k in doc["rows"][0]

@@ -78,25 +78,19 @@ def contention_count(job_servers: Sequence[int], split_jobs_on_server: Sequence[
 
 def neighbour_weight(share: float, cost: CostParams, workers: int = 2) -> float:
     """What one *other* split job on a shared server adds to a split job's contention
-    count under the traffic and ring terms: ``(1 - beta + beta u) (1 + rho (r - 1))``
-    with ``beta = cost.traffic_weight``, ``u`` its :func:`link_share`, ``rho =
-    cost.ring_weight`` and ``r`` its :func:`ring_volume` (1 for every job when both
-    terms are 0: the paper's count)."""
+    count under the traffic and ring terms: ``(1 - beta + beta u) g`` with ``beta =
+    cost.traffic_weight``, ``u`` its :func:`link_share` and ``g`` its :func:`ring_factor`
+    (1 for every job when both terms are 0: the paper's count)."""
     beta = cost.traffic_weight
     return (1.0 - beta + beta * share) * ring_factor(workers, cost)
 
 
-def ring_volume(workers: int) -> float:
-    """The gradient a ring all-reduce of ``workers`` GPUs passes over each hop, per MB and
-    relative to two GPUs': ``2 (w - 1) / w`` (1 for two GPUs, 1.5 for four, below 2)."""
-    return 2.0 * (workers - 1) / workers if workers > 1 else 1.0
-
-
 def ring_factor(workers: int, cost: CostParams) -> float:
     """How much more a split co-runner of ``workers`` GPUs weighs under the ring term:
-    ``1 + rho (r - 1)``, ``rho = cost.ring_weight``, ``r`` its :func:`ring_volume` (1 for
-    two GPUs, or with the term off). An empirical term (``docs/model.md`` section 2)."""
-    return 1.0 + cost.ring_weight * (ring_volume(workers) - 1.0)
+    ``1 + rho`` (``rho = cost.ring_weight``) for a ring of more than two GPUs, 1 for two
+    (or with the term off). An empirical step (``docs/model.md`` section 2): measured, a
+    ring of three GPUs slows a neighbour as much as one of four."""
+    return 1.0 + cost.ring_weight if workers > 2 else 1.0
 
 
 def weighted_count(own_weight: float, server_loads: Iterable[float]) -> float:

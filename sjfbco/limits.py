@@ -158,7 +158,7 @@ MAX_INTRA_STEP_SECONDS = 0.1
 #: the smaller side up to 4 times over (TCP's two-queue unfairness is argued near 1 to 2,
 #: ``docs/model.md`` section 2).
 MAX_SQUEEZE = 4.0
-#: Largest ``cost.ring_weight``: a co-runner whose ring passes its whole gradient twice over
-#: each hop (many GPUs) weighs up to 5 times its link share's weight (the emulated testbed
-#: fits it near 1, ``docs/model.md`` section 2).
+#: Largest ``cost.ring_weight``: a co-runner whose ring has more than two GPUs weighs up to
+#: 5 times its link share's weight (the emulated testbed fits it near 0.3,
+#: ``docs/model.md`` section 2).
 MAX_RING_WEIGHT = 4.0

@@ -273,13 +273,12 @@ class CostParams:
         (:func:`sjfbco.cost.squeezed_count`, ``docs/model.md`` section 2). 0 (default,
         the paper's): the largest count over the job's servers (eq. 6).
     ring_weight
-        Extended form: ``rho`` in [0, 4]; a co-runner's weight in a split job's count grows
-        with its ring: it is multiplied by ``1 + rho (r - 1)``, ``r = 2 (w - 1) / w`` the
-        gradient its ring of ``w`` GPUs passes over each hop per MB (1 for two GPUs, 1.5
-        for four, below 2): on the emulated testbed a 4 MB job of four GPUs slows a
-        neighbour 1.71 to 1.79 times where one of two GPUs slows it 1.46 to 1.48 times,
-        at nearly the same link share (``docs/model.md`` section 2). 0 (default, the
-        paper's): a co-runner weighs by its link share alone.
+        Extended form: ``rho`` in [0, 4]; a co-runner's weight in a split job's count is
+        multiplied by ``1 + rho`` when its ring has more than two GPUs: on the emulated
+        testbed a 4 MB job of three or four GPUs slows a 2 MB neighbour 1.71 to 1.80 times
+        where one of two GPUs slows it 1.46 to 1.52 times, at nearly the same link share
+        (``docs/model.md`` section 2). 0 (default, the paper's): a co-runner weighs by its
+        link share alone.
 
     The extension fields are written to JSON only when set (not at the
     paper's values), so instance files of the paper's model do not change;

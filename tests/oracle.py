@@ -33,14 +33,14 @@ def _queues(data: ProblemData, schedule: Schedule) -> tuple[list[list[int]], lis
 
 def _weight(data: ProblemData, q: int, counts: Counter[int]) -> float:
     """What split job q adds to another's count under the traffic and ring terms
-    (docs/model.md): 1 - beta + beta u, times 1 + rho (2 (w - 1) / w - 1)."""
+    (docs/model.md): 1 - beta + beta u, times 1 + rho for a ring of more than two GPUs."""
     job, cl, beta = data.jobs[q], data.cluster, data.cost.traffic_weight
     u = link_share(
         job.compute, job.gradient_mb, job.num_gpus, len(counts), max(counts.values()),
         bandwidth_intra=cl.bandwidth_intra, bandwidth_inter=cl.bandwidth_inter,
         gpu_speed=cl.gpu_speed, cost=data.cost,
     )  # fmt: skip
-    ring = 1.0 + data.cost.ring_weight * (2.0 * (job.num_gpus - 1) / job.num_gpus - 1.0)
+    ring = 1.0 + data.cost.ring_weight if job.num_gpus >= 3 else 1.0
     return (1.0 - beta + beta * float(u)) * ring
 
 

@@ -30,7 +30,6 @@ from sjfbco.cost import (
     link_share,
     neighbour_weight,
     ring_factor,
-    ring_volume,
     weighted_count,
 )
 from sjfbco.errors import InputError
@@ -98,14 +97,14 @@ def test_the_weights_and_the_count_by_hand() -> None:
 
 
 def test_the_ring_term_by_hand() -> None:
-    """A co-runner of four GPUs weighs 1 + rho (1.5 - 1) times its link share's weight."""
-    ring = replace(TRAFFIC, traffic_weight=0.0, ring_weight=1.0)
-    assert ring_volume(2) == 1.0 and ring_volume(4) == 1.5  # 2 * 3 / 4
-    assert ring_volume(3) == pytest.approx(4 / 3)
-    assert ring_factor(4, ring) == 1.5 and ring_factor(2, ring) == 1.0
-    # beta 0.5, u 0.8, four GPUs, rho 1: (1 - 0.5 + 0.4) * 1.5 = 1.35; two GPUs: 0.9
-    both = replace(TRAFFIC, traffic_weight=0.5, ring_weight=1.0)
+    """A co-runner of more than two GPUs weighs 1 + rho times its link share's weight."""
+    ring = replace(TRAFFIC, traffic_weight=0.0, ring_weight=0.5)
+    assert ring_factor(4, ring) == ring_factor(3, ring) == ring_factor(16, ring) == 1.5
+    assert ring_factor(2, ring) == 1.0
+    # beta 0.5, u 0.8, rho 0.5, three or four GPUs: (1 - 0.5 + 0.4) * 1.5 = 1.35; two: 0.9
+    both = replace(TRAFFIC, traffic_weight=0.5, ring_weight=0.5)
     assert neighbour_weight(0.8, both, 4) == pytest.approx(1.35)
+    assert neighbour_weight(0.8, both, 3) == pytest.approx(1.35)
     assert neighbour_weight(0.8, both, 2) == pytest.approx(0.9)
     assert neighbour_weight(0.8, replace(both, ring_weight=0.0), 4) == pytest.approx(0.9)
     # two servers of 4 GPUs; a: 1 + 1 GPUs, transfer 2 * 10 * 1/2 / 10 = 1 s, compute 1 s;

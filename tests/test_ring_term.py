@@ -57,7 +57,7 @@ def _predicted(params: dict[str, float], rows: Slowdowns) -> np.ndarray:
 def test_the_ring_fit_is_the_evaluators_formula(tmp_path: Path) -> None:
     """A job of two GPUs on servers (0, 1) beside one of four on 1 + 3 GPUs of servers (1,
     2), through the evaluator, slow down as :func:`predict_ringed` says for both rows; the
-    wide one weighs 1 + rho / 2 times more than at rho 0, the other the same."""
+    wide one weighs 1 + rho times more than at rho 0, the other the same."""
     params = {"alpha": 0.2, "xi1": 0.9, "traffic_weight": 0.8, "ring_weight": 1.2}
     small, big = 0.3, 0.6  # compute shares alone of the two-GPU and the four-GPU job
     # 1 MB over 1 MB/s: transfer alone 2 * 1 * (w - 1) / w s (1 s on 2 GPUs, 1.5 s on 4);
