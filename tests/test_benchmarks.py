@@ -681,6 +681,27 @@ def test_bench_testbed_repredict_keeps_every_summary(monkeypatch: pytest.MonkeyP
     assert out["repeat_noise"] == stored["repeat_noise"]
 
 
+def test_bench_testbed_repredicts_a_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--repredict`` of a ``--probe`` document: each job's slowdown on another preset
+    beside the stored one. The second probe was predicted on the sixth series' preset
+    under the ring term's first shape (a ring of four weighing ``1 + rho / 2``); predicted
+    again on that preset under the step (``1 + rho``), the groups without a ring of more
+    than two GPUs are as stored (the oracle), those with one are predicted slower."""
+    mod = bench("bench_testbed", monkeypatch)
+    from sjfbco.workloads.paper import read_preset
+
+    doc = json.loads((ROOT / "benchmarks/results/testbed-probe2.json").read_text())
+    preset = read_preset(ROOT / "benchmarks/results/testbed-mixed6.preset.json")
+    mod.probe_again(doc["probe"], preset, "same")
+    by = {g["group"]: g["jobs"] for g in doc["probe"]}
+    for name in ("one end, large 1 + 1", "both ends (pair)"):
+        assert [j["predicted_same"] for j in by[name]] == pytest.approx(
+            [j["predicted"] for j in by[name]], rel=1e-12
+        )
+    medium = by["one end, large 1 + 3"][0]
+    assert medium["kind"] == "medium" and medium["predicted_same"] > medium["predicted"]
+
+
 def test_bench_testbed_probe_predicts_by_the_evaluator(monkeypatch: pytest.MonkeyPatch) -> None:
     """``--probe``'s predictions (no emulation needed): the evaluator's counts on the
     stored mixed4 calibration. A neighbour at one end of a pair weighs as one at both
