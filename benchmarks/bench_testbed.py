@@ -329,13 +329,27 @@ def resummarised(doc: dict, preset_path: Path, key: str) -> dict:
     keys = tuple(k for k in ("calibrated", "count_only", "paper", key) if k in rows[0])
     old = doc.get("summary", {})
     out = {**old, **summary(rows, keys)}
-    for name in {r["set"] for r in rows if "set" in r}:
-        out[f"set_{name}"] = summary([r for r in rows if r.get("set") == name], keys)
+    out.update(per_set(rows, keys, sorted({r["set"] for r in rows if "set" in r})))
     if "mean_of_repeats" in old:
-        mean_rows = [averaged(r) for r in rows]
-        repredict(mean_rows, preset_path, key)
-        out["mean_of_repeats"] = {**old["mean_of_repeats"], **summary(mean_rows, (key,))}
+        mean = mean_summary(rows, {key: read_preset(preset_path)})
+        out["mean_of_repeats"] = {**old["mean_of_repeats"], **mean}
     return out
+
+
+def per_set(rows: list[dict], keys: tuple[str, ...], names: Sequence[str]) -> dict:
+    """``set_NAME``: the :func:`summary` of each instance set ``NAME`` of ``names``."""
+    return {f"set_{name}": summary([r for r in rows if r.get("set") == name], keys)
+            for name in names}  # fmt: skip
+
+
+def mean_summary(rows: list[dict], presets: dict[str, Any]) -> dict:
+    """The :func:`summary` of each job's mean over its executions (:func:`averaged`),
+    predicted on each preset of ``presets`` (key -> preset) as that key."""
+    mean_rows = [averaged(r) for r in rows]
+    for r in mean_rows:
+        for key, preset in presets.items():
+            predict_row(r, preset, key)
+    return summary(mean_rows, tuple(presets))
 
 
 def pooled_jobs(rows: list[dict], key: str) -> Spread | None:
@@ -676,18 +690,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             rows += [{**r, "set": name} for r in got]
     keys = tuple(k for k in ("calibrated", "count_only", "paper") if rows and k in rows[0])
     s = summary(rows, keys)
-    for name in chosen if not args.quick else []:
-        mine = [r for r in rows if r["set"] == name]
-        s[f"set_{name}"] = summary(mine, keys)
+    s.update(per_set(rows, keys, chosen if not args.quick else []))
     if args.repeats > 1 and rows:
         presets = {"calibrated": read_preset(Path(args.preset)), "paper": PAPER}
         if count_path is not None:
             presets["count_only"] = read_preset(count_path)
-        mean_rows = [averaged(r) for r in rows]
-        for r in mean_rows:
-            for key in keys:
-                predict_row(r, presets[key], key)
-        s["mean_of_repeats"] = summary(mean_rows, keys)
+        s["mean_of_repeats"] = mean_summary(rows, {key: presets[key] for key in keys})
         s["repeat_noise"] = repeat_noise(rows)
     wall = time.monotonic() - t
     report(s, keys)

@@ -314,6 +314,7 @@ def _wide_rows(
     if spots is None:
         return []
     pair, ring = spots
+    rings = tuple(sum(c for _, c in spot) for spot in spots)  # each job's GPUs in all
     four = {
         name: run_together(hosts, folder / "x", [(ring, *every[name])], iterations)[0]
         for name in sorted(every)
@@ -322,7 +323,7 @@ def _wide_rows(
     for x, y in itertools.permutations(sorted(every), 2):
         jobs = [(pair, *every[x]), (ring, *every[y])]
         times = run_together(hosts, folder / "x", jobs, iterations, linger=True)
-        bases, rings = (alone[x], four[y]), (2, 4)
+        bases = (alone[x], four[y])
         rows += [
             _mixed_row("wide", spot, (x, y), k, every, alone, times[k], bases, rings)
             for k, spot in enumerate((pair, ring))
