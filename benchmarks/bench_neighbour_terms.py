@@ -10,7 +10,9 @@ the candidates it scored (its speed: the evaluator's neighbour path is slower th
 count-only one), and one evaluation of its schedule timed. Under a neighbour form it
 also scores the schedule ``best`` found under the paper's form with the new form's
 evaluator: whether the term changes what ``best`` chooses, and whether its choice is
-better under the term.
+better under the term; and, where the count-only twin's seeds apply (traffic, squeeze or
+ring term), runs ``best`` again with ``twin_seeds=False``, right after,
+so that the pair saw the same load (``docs/benchmarks/2026-12-extended-best.md#seeds``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import replace
 from typing import Any
 
 from sjfbco import datasets, evaluate, read_instance, solve
+from sjfbco.solvers.portfolio import count_only_twin
 
 #: The cost forms compared, as fields of ``CostParams`` set on the instance.
 FORMS: dict[str, dict[str, float]] = {
@@ -31,6 +34,8 @@ FORMS: dict[str, dict[str, float]] = {
     "intra": {"intra_sharing": 0.3},
     "both": {"traffic_weight": 1.0, "intra_sharing": 0.3},
     "squeeze": {"traffic_weight": 1.0, "squeeze": 1.0},
+    # the seventh testbed series' calibration (benchmarks/results/testbed-mixed7.preset.json)
+    "testbed7": {"traffic_weight": 0.80, "squeeze": 0.95, "ring_weight": 0.31},
 }
 INSTANCES = ("paper/paper-s10-seed0", "paper/paper-s10-seed1", "paper/paper-s15-seed0")
 
@@ -49,6 +54,11 @@ def run(name: str, time_limit: float) -> list[dict[str, Any]]:
         if form == "paper":
             paper_schedule = res.schedule
         assert paper_schedule is not None
+        without = None
+        if count_only_twin(data) is not None:
+            res0 = solve(data, "best", time_limit=time_limit, seed=0, twin_seeds=False)
+            assert res0.schedule is not None
+            without = evaluate(data, res0.schedule).makespan
         rows.append(
             {
                 "instance": name,
@@ -59,6 +69,10 @@ def run(name: str, time_limit: float) -> list[dict[str, Any]]:
                 "scored": res.stats.get("evaluated"),
                 "evaluate_s": round(seconds, 4),
                 "paper_choice_makespan": evaluate(data, paper_schedule).makespan,
+                "without_twin_seeds": without,
+                "twin_seeds": {
+                    k: v for k, v in res.stats["portfolio"].items() if k.startswith("twin")
+                },
                 "relaxation": res.stats.get("relaxation"),
             }
         )
@@ -91,6 +105,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     f"bound {row['bound']:6g} gap {100 * row['gap']:5.1f}% "
                     f"scored {row['scored']} evaluate {row['evaluate_s']:.4f} s "
                     f"paper's choice {row['paper_choice_makespan']:6g}"
+                    + (
+                        ""
+                        if row["without_twin_seeds"] is None
+                        else f" without twin seeds {row['without_twin_seeds']:6g}"
+                        f" (best seed {min(row['twin_seeds'].values(), default=0):6g})"
+                    )
                 )
     print(f"load before: {load}, after: {os.getloadavg()}")
     return {"rows": rows, "load_before": load, "load_after": os.getloadavg()}

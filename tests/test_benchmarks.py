@@ -836,7 +836,16 @@ def test_bench_neighbour_terms_quick_is_the_evaluators(monkeypatch: pytest.Monke
     the paper's form its own choice is the paper's choice."""
     out = run("bench_neighbour_terms", ["--quick"], monkeypatch)
     rows = out["rows"]
-    assert [r["form"] for r in rows] == ["paper", "traffic", "intra", "both", "squeeze"]
+    forms = ["paper", "traffic", "intra", "both", "squeeze", "testbed7"]
+    assert [r["form"] for r in rows] == forms
     for r in rows:
         assert r["bound"] <= r["makespan"] and 0 <= r["gap"] < 1
     assert rows[0]["paper_choice_makespan"] == rows[0]["makespan"]
+    # the twin's seeds: under a form that weighs split co-runners, ten of them, each
+    # offered to best, which never ends above one; none under the paper's or intra alone
+    for r in rows:
+        if r["form"] in ("paper", "intra"):
+            assert r["without_twin_seeds"] is None and r["twin_seeds"] == {}
+        else:
+            assert len(r["twin_seeds"]) == 10 and r["without_twin_seeds"] is not None
+            assert r["makespan"] <= min(r["twin_seeds"].values())

@@ -5,7 +5,9 @@
 1. **Portfolio** (:mod:`sjfbco.solvers.portfolio`). Every priority rule of the
    ``list`` solver in both schemes and both split policies, then SJF-BCO, LWF,
    LS and FIFO-gang (their own searches; above ``portfolio_limit`` jobs SJF-BCO
-   only); every schedule scored by the evaluator. Under a time limit the
+   only); under the traffic, squeeze or ring term also the parallel rules decoded at
+   the count's rates (seeds of the count-only twin, :func:`~sjfbco.solvers.portfolio.
+   twin_rules`); every schedule scored by the evaluator. Under a time limit the
    portfolio has ``portfolio_share`` of it: a construction whose estimated cost
    does not fit is skipped and SJF-BCO stops between its passes, both said in
    ``stats["portfolio_skipped"]``. The incumbent is never worse than SJF-BCO's
@@ -197,6 +199,11 @@ class BestParams:
         construction whose estimated cost does not fit in what is left of it is
         skipped (``stats["portfolio_skipped"]``), SJF-BCO stops between its passes
         at its end (:mod:`sjfbco.solvers.portfolio`), and the search gets the rest.
+    twin_seeds
+        Under the traffic, squeeze or ring term, the portfolio also
+        decodes its parallel list rules at the count's rates and offers those schedules,
+        scored under the real form (:func:`~sjfbco.solvers.portfolio.twin_rules`); no
+        effect on the paper's form.
     moves
         The walk's move mix, reach, look-backs and reserves
         (:class:`~sjfbco.solvers.moves.Moves`; a library caller's object, not a ``--param``
@@ -263,6 +270,7 @@ class BestParams:
     serial_limit: int = knob(250_000, UNTUNED)
     portfolio_limit: int = knob(5_000, UNTUNED)
     portfolio_share: float = knob(0.3, UNTUNED)
+    twin_seeds: bool = knob(True, "docs/benchmarks/2026-12-extended-best.md#seeds")
     moves: Moves = knob(DEFAULT_MOVES, _PARAMETERS)
     lns_moves: int = knob(0, "docs/benchmarks/2026-12-anytime.md#mix")
     lns_jobs: int = knob(40, UNTUNED)
@@ -1013,6 +1021,7 @@ def best_solve(
         serial_limit=params.serial_limit,
         portfolio_limit=params.portfolio_limit,
         deadline=deadline.from_start(params.portfolio_share),
+        twin_seeds=params.twin_seeds,
     )
     assert engine.best is not None and built.genome is not None
     # what follows a candidate may cost a full decode: kept back before the deadline

@@ -1,9 +1,10 @@
 """The construction phase of ``best``: the schedules its search starts from.
 
 Every priority rule of the ``list`` solver with both split policies in the
-parallel scheme, SJF-BCO, the same rules in the serial scheme (only when jobs x
-servers is at most ``serial_limit``: its decode costs about that many slot
-operations per job), then LWF, LS and FIFO-gang (up to ``portfolio_limit``
+parallel scheme, SJF-BCO, under the traffic, squeeze or ring term the parallel rules
+decoded on the count-only twin (:func:`twin_rules`), the same rules in the serial scheme
+(only when jobs x servers is at most ``serial_limit``: its decode costs about that many
+slot operations per job), then LWF, LS and FIFO-gang (up to ``portfolio_limit``
 jobs): the cheap ones first. Every schedule is scored by the evaluator and
 offered to the search engine.
 
@@ -24,10 +25,11 @@ search needs a schedule to start from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sjfbco.clock import Deadline
+from sjfbco.cost import ConfigurationError
 from sjfbco.evaluate import dispatch
 from sjfbco.schedule import check_schedule
 from sjfbco.solvers.contract import SOLVERS, Status
@@ -37,6 +39,7 @@ from sjfbco.solvers.sgs import (
     PRIORITY_RULES,
     SPLIT_POLICIES,
     Candidate,
+    build,
     candidate_from,
     priority_order,
     split_permissions,
@@ -54,6 +57,10 @@ PORTFOLIO = ("sjf-bco", "lwf", "ls", "fifo-gang")
 #: passes, LWF 15 to 18, LS and FIFO-gang 4 to 6), rounded up. SJF-BCO's is one pass and
 #: its evaluation (it stops between passes at its limit).
 COST_IN_DECODES = {"sjf-bco": 4.0, "lwf": 18.0, "ls": 6.0, "fifo-gang": 6.0}
+#: What one seed of the count-only twin (:func:`twin_rules`) is estimated to cost, in
+#: decodes of one list rule: its decode on the twin and its evaluation under the real form
+#: (untuned: one decode plus an evaluation, which costs less than a decode, rounded up).
+TWIN_COST_IN_DECODES = 2.0
 
 
 def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
@@ -156,6 +163,55 @@ def list_rules(
                 engine.memo = (g, cand)
 
 
+def count_only_twin(data: ProblemData) -> ProblemData | None:
+    """The instance with the traffic, squeeze and ring terms off (a split job's rate then
+    depends on the *count* of split jobs sharing its servers, eq. 6), or ``None`` when
+    none of them is on. Every other field stays, the intra term too: it slows a job
+    inside one server with the GPUs in use there, not by weighing split co-runners."""
+    cost = data.cost
+    if not (cost.traffic_weight > 0 or cost.squeeze > 0 or cost.ring_weight > 0):
+        return None
+    return data.replace(cost=replace(cost, traffic_weight=0.0, squeeze=0.0, ring_weight=0.0))
+
+
+def twin_rules(
+    data: ProblemData, twin: ProblemData, engine: Engine, window: Window, out: Portfolio
+) -> None:
+    """Seeds from the count-only ``twin`` (:func:`count_only_twin`): every priority rule x
+    split policy decoded in the parallel scheme on the twin, its GPU sets and start order
+    dispatched under ``data``'s form (planned starts 0: a job starts as soon as its GPUs
+    are free, in that order) and offered to ``engine`` *outside* the walk
+    (:meth:`~sjfbco.solvers.search.Engine.offer_outside`): the answer is never above
+    the best seed, and the walk is the one it would be without them. Under the neighbour
+    terms the walk's landscape may hide schedules the count-only decoder meets
+    (``docs/benchmarks/2026-12-extended-best.md``); a seed made the walk's incumbent
+    instead sent it elsewhere (on the testbed's 3-3-3 instance it then ended at a seed's
+    26.09 where the walk alone finds 25.91). Within the portfolio's window, they cost no
+    phase of their own, so ``best`` stays monotone in its limit. A seed whose estimate
+    (:data:`TWIN_COST_IN_DECODES`) does not fit is skipped; one that puts a job above one
+    slot per iteration under ``data``'s form is dropped."""
+    rho_hat = estimates(twin)
+    for rule in PRIORITY_RULES:
+        for policy in SPLIT_POLICIES:
+            label = f"twin {rule}/parallel/{policy}"
+            unit = window.unit()
+            why = window.refuse(None if unit is None else TWIN_COST_IN_DECODES * unit)
+            if why is not None:
+                out.skipped[label] = why
+                continue
+            order = priority_order(twin, rule, rho_hat)
+            try:
+                seed = build(twin, "parallel", order, split_permissions(twin, policy))
+                zeros = [0] * data.num_jobs
+                sim = dispatch(data, seed.gpus, zeros, seed.rank)
+            except ConfigurationError:
+                continue
+            engine.evaluated += 1
+            cand = candidate_from(data, sim, seed.gpus, zeros, seed.rank)
+            out.sources[label] = cand.makespan
+            engine.offer_outside(cand, label)
+
+
 def run_heuristics(
     data: ProblemData,
     engine: Engine,
@@ -199,8 +255,11 @@ def run_portfolio(
     serial_limit: int,
     portfolio_limit: int,
     deadline: Deadline | None = None,
+    twin_seeds: bool = True,
 ) -> Portfolio:
-    """The list rules in the parallel scheme (fast), SJF-BCO, the list rules in the serial
+    """The list rules in the parallel scheme (fast), SJF-BCO, the count-only twin's seeds
+    (:func:`twin_rules`, under the neighbour terms it covers, unless ``twin_seeds`` is
+    false), the list rules in the serial
     scheme (when jobs x servers is at most ``serial_limit``), then the other heuristics of
     :data:`PORTFOLIO`, under the timing rules of the module docstring (by ``deadline``;
     ``None``: no limit): the cheap ones first."""
@@ -212,6 +271,9 @@ def run_portfolio(
     run_heuristics(
         data, engine, window, out, seed=seed, portfolio_limit=portfolio_limit, names=first
     )
+    twin = count_only_twin(data) if twin_seeds else None
+    if twin is not None:
+        twin_rules(data, twin, engine, window, out)
     if serial_ok:
         list_rules(data, engine, "serial", window, out)
     run_heuristics(

@@ -5,15 +5,28 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 
 from sjfbco import read_instance, solve
 from sjfbco.clock import Deadline
+from sjfbco.evaluate import evaluate
 from sjfbco.solvers.common import prepare
 from sjfbco.solvers.placement import search, unlimited_passes
-from sjfbco.solvers.portfolio import PORTFOLIO, run_portfolio
+from sjfbco.solvers.portfolio import (
+    PORTFOLIO,
+    Portfolio,
+    Window,
+    count_only_twin,
+    run_portfolio,
+    twin_rules,
+)
 from sjfbco.solvers.search import Engine, Tally
+from sjfbco.solvers.sgs import PRIORITY_RULES, SPLIT_POLICIES
 from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
-from tests.conftest import INSTANCES
+from sjfbco.testbed.replay import calibrated
+from sjfbco.testbed.workload import mixed_instance
+from sjfbco.workloads.paper import read_preset
+from tests.conftest import INSTANCES, ROOT
 
 PAPER = INSTANCES / "paper" / "paper-s10-seed0.json"
 #: A deadline that has passed (it ended at 0 on the real clock).
@@ -117,8 +130,6 @@ def test_the_portfolio_says_when_sjf_bco_was_cut_short() -> None:
 
 
 def _list_labels() -> list[str]:
-    from sjfbco.solvers.sgs import PRIORITY_RULES, SPLIT_POLICIES
-
     return [
         f"{r}/{s}/{p}"
         for s in ("parallel", "serial")
@@ -143,3 +154,111 @@ def test_best_is_monotone_in_its_budget() -> None:
         b = [(p["makespan"], p["mean_jct"], p["source"]) for p in long.stats["improvements"]]
         assert a[:-1] == b[: len(a) - 1]
     assert runs[-1].stats["iterations"] == 2000
+
+
+def _twin_labels() -> list[str]:
+    return [f"twin {r}/parallel/{p}" for r in PRIORITY_RULES for p in SPLIT_POLICIES]
+
+
+def _with(data, **terms):  # type: ignore[no-untyped-def]
+    return data.replace(cost=replace(data.cost, **terms))
+
+
+def test_the_count_only_twin_turns_off_the_terms_that_weigh_co_runners() -> None:
+    data = read_instance(PAPER)
+    assert count_only_twin(data) is None  # the paper's form: nothing to turn off
+    assert count_only_twin(_with(data, interleave=0.5)) is None  # not a neighbour weight
+    assert count_only_twin(_with(data, intra_sharing=0.1)) is None  # not a co-runner weight
+    on = _with(
+        data, traffic_weight=0.8, squeeze=0.9, ring_weight=0.3, interleave=0.5, intra_sharing=0.1
+    )
+    twin = count_only_twin(on)
+    assert twin is not None
+    # the intra term and the interleave stay: the twin differs in the three weights only
+    assert twin.cost == replace(on.cost, traffic_weight=0.0, squeeze=0.0, ring_weight=0.0)
+    assert twin.jobs == on.jobs and twin.cluster == on.cluster
+    for term in ("traffic_weight", "squeeze", "ring_weight"):  # each one alone calls for it
+        assert count_only_twin(_with(data, **{term: 0.5})) is not None
+
+
+def _seeds(data, deadline):  # type: ignore[no-untyped-def]
+    """What :func:`twin_rules` offers: (candidate, label, genome) in order, and its
+    portfolio record."""
+    engine = _engine(data)
+    offered = []
+
+    def offer(cand, source, genome=None):  # type: ignore[no-untyped-def]
+        offered.append((cand, source, genome))
+        return True
+
+    engine.offer_outside = offer  # type: ignore[method-assign]
+    out = Portfolio()
+    twin = count_only_twin(data)
+    assert twin is not None
+    twin_rules(data, twin, engine, Window(deadline), out)
+    return offered, out, engine
+
+
+def test_each_twin_seed_is_the_evaluators_figure_under_the_real_form() -> None:
+    """Every seed is decoded at the count's rates but scored under the instance's own form:
+    its makespan is what the one evaluator gives its schedule under the terms, and it is
+    offered outside the walk, without a genome (the walk's genomes decode at the real
+    rates)."""
+    data = _with(read_instance(PAPER), traffic_weight=0.86, squeeze=0.85, ring_weight=0.3)
+    offered, out, engine = _seeds(data, Deadline.never())
+    assert [s for _, s, _ in offered] == _twin_labels()
+    assert engine.evaluated == len(offered) == 10
+    for cand, source, genome in offered:
+        assert genome is None and out.sources[source] == cand.makespan
+        assert evaluate(data, cand.schedule(data.cluster)).makespan == cand.makespan
+    # the twin's schedules are not the real decoder's: scored under the terms, some differ
+    real = _portfolio(data, None, FakeClock())[1].sources
+    assert any(out.sources[s] != real[s.replace("twin", "list", 1)] for s in out.sources)
+
+
+def test_twin_seeds_that_do_not_fit_are_skipped_and_said() -> None:
+    """The portfolio's time is up (a deadline at 0 on a clock past it, one decode measured
+    at a second): every seed is refused before it is decoded, each under its label."""
+    data = _with(read_instance(PAPER), traffic_weight=0.86)
+    engine = _engine(data)
+    out = Portfolio()
+    window = Window(Deadline(0.5, None, 0.0, FakeClock(step=1.0)))
+    window.decode["parallel"] = 1.0
+    twin = count_only_twin(data)
+    assert twin is not None
+    twin_rules(data, twin, engine, window, out)
+    assert out.sources == {} and engine.evaluated == 0
+    assert set(out.skipped) == set(_twin_labels())
+    assert all(why.startswith("estimated 2.00 s") for why in out.skipped.values())
+
+
+def test_the_portfolio_offers_twin_seeds_only_under_the_terms() -> None:
+    data = read_instance(PAPER)
+    plain = _portfolio(data, None, FakeClock(step=1.0))[1]
+    assert not any(s.startswith("twin") for s in plain.sources)  # the paper's form: none
+    engine, out = _portfolio(_with(data, traffic_weight=0.86), None, FakeClock(step=1.0))
+    assert len(out.sources) == 30 + len(PORTFOLIO)  # the 20 list rules and 10 twin seeds
+    assert engine.answer is not None and engine.answer.makespan == min(out.sources.values())
+    # the walk's incumbent is the best of the others: the seeds stay outside it
+    others = [v for k, v in out.sources.items() if not k.startswith("twin")]
+    assert engine.best is not None and engine.best.makespan == min(others)
+
+
+def test_twin_seeds_reach_below_the_walk_and_leave_it_alone() -> None:
+    """The testbed's 4-2-2-4 mixed instance under the eighth series' calibration (the
+    traffic, squeeze, ring and intra terms on), deterministic (``iterations``, no time
+    limit): a seed of the count-only twin (20.69 s) is below all the walk reaches (21.43 s
+    in 300 candidates, 21.74 s in 50), and the answer is exactly the better of the walk
+    without seeds and the best seed: the seeds stay outside the walk."""
+    preset = read_preset(ROOT / "benchmarks" / "results" / "testbed-mixed8.preset.json")
+    data = calibrated(mixed_instance((4, 2, 2, 4), 14, 14, preset=preset), preset)
+    assert count_only_twin(data) is not None
+    for n in (50, 300):
+        quick = {"iterations": n, "seed": 0, "bound": "packing", "whole_share": 0}
+        runs = {twin: solve(data, "best", twin_seeds=twin, **quick) for twin in (False, True)}
+        seeds = [v for k, v in runs[True].stats["portfolio"].items() if k.startswith("twin")]
+        assert len(seeds) == 10
+        assert not any(k.startswith("twin") for k in runs[False].stats["portfolio"])
+        assert min(seeds) < runs[False].makespan  # the walk alone does not get there
+        assert runs[True].makespan == min(runs[False].makespan, min(seeds))
+        assert runs[True].stats["iterations"] == runs[False].stats["iterations"] == n
