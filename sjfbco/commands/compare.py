@@ -6,7 +6,7 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.bounds import lower_bound
+from sjfbco.bounds import closed_bound
 from sjfbco.commands import options
 from sjfbco.commands.common import (
     ProgressBar,
@@ -151,7 +151,7 @@ def _compare_all(
     with ProgressBar(progress_enabled(args)) as bar:
         for data in instances:
             bar.plain(f"{data.name}: ")
-            bar.bound = lower_bound(data) if bar.enabled else None  # for best's clock
+            bar.bound = closed_bound(data) if bar.enabled else None  # best's clock (solve.py)
             runs = compare(
                 data,
                 solvers=solvers,

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sjfbco.bounds import lower_bound
+from sjfbco.bounds import closed_bound
 from sjfbco.commands import options
 from sjfbco.commands.common import (
     ProgressBar,
@@ -170,9 +170,10 @@ def _show_run(
     several: bool,
 ) -> None:
     """Set the progress bar up for one run: an anytime solver (``best``, ``exact``) as a
-    clock of its time limit with the instance's lower bound (``sjfbco.bounds.lower_bound``,
-    computed only when the bar shows; the solver may prove a better one, shown in the
-    table), any other as one bar per task."""
+    clock of its time limit with the instance's closed-form bound (``sjfbco.bounds.
+    closed_bound``, computed only when the bar shows: linear in the jobs and outside the
+    solver's clock, so it holds no program and no import; the solver may prove a better
+    one, shown in the table), any other as one bar per task."""
     prefix = f"{data.name} {name}: " if len(args.instances) > 1 or several else f"{name}: "
     if SOLVERS[name].heuristic:
         bar.plain(prefix if len(args.instances) > 1 or several else "")
@@ -182,7 +183,7 @@ def _show_run(
         limit = DEFAULT_TIME_LIMIT
     if limit is not None and several and has_mode(name):
         limit *= 2  # it runs in both assignment modes
-    bar.clock(prefix, limit, lower_bound(data) if bar.enabled else None)
+    bar.clock(prefix, limit, closed_bound(data) if bar.enabled else None)
 
 
 def _check_outputs(args: argparse.Namespace, solvers: list[str], n_runs: int) -> None:
