@@ -200,10 +200,10 @@ class BestParams:
         skipped (``stats["portfolio_skipped"]``), SJF-BCO stops between its passes
         at its end (:mod:`sjfbco.solvers.portfolio`), and the search gets the rest.
     twin_seeds
-        Under the traffic, squeeze or ring term, the portfolio also
-        decodes its parallel list rules at the count's rates and offers those schedules,
-        scored under the real form (:func:`~sjfbco.solvers.portfolio.twin_rules`); no
-        effect on the paper's form.
+        Under the traffic, squeeze or ring term, the portfolio also decodes its parallel
+        list rules at the count's rates and offers those schedules, scored under the real
+        form, outside the walk (:func:`~sjfbco.solvers.portfolio.twin_rules`); no effect
+        on the paper's form.
     moves
         The walk's move mix, reach, look-backs and reserves
         (:class:`~sjfbco.solvers.moves.Moves`; a library caller's object, not a ``--param``

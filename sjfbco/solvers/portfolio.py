@@ -58,9 +58,10 @@ PORTFOLIO = ("sjf-bco", "lwf", "ls", "fifo-gang")
 #: its evaluation (it stops between passes at its limit).
 COST_IN_DECODES = {"sjf-bco": 4.0, "lwf": 18.0, "ls": 6.0, "fifo-gang": 6.0}
 #: What one seed of the count-only twin (:func:`twin_rules`) is estimated to cost, in
-#: decodes of one list rule: its decode on the twin and its evaluation under the real form
-#: (untuned: one decode plus an evaluation, which costs less than a decode, rounded up).
-TWIN_COST_IN_DECODES = 2.0
+#: decodes of one list rule under the real form: its decode on the twin and its dispatch
+#: under the real form took 0.52 to 1.16 of one on paper instances of 2,000 and 5,000 jobs
+#: (``docs/benchmarks/2026-12-extended-best.md#seeds``), rounded up.
+TWIN_COST_IN_DECODES = 1.5
 
 
 def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:

@@ -229,7 +229,7 @@ def test_twin_seeds_that_do_not_fit_are_skipped_and_said() -> None:
     twin_rules(data, twin, engine, window, out)
     assert out.sources == {} and engine.evaluated == 0
     assert set(out.skipped) == set(_twin_labels())
-    assert all(why.startswith("estimated 2.00 s") for why in out.skipped.values())
+    assert all(why.startswith("estimated 1.50 s") for why in out.skipped.values())
 
 
 def test_the_portfolio_offers_twin_seeds_only_under_the_terms() -> None:
