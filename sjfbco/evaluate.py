@@ -400,18 +400,17 @@ class Simulator:
         ``b`` only (the squeeze term)."""
         out = []
         for a, b in ring_pairs(run.servers):
-            on_a, on_b = self._split_runs[a], self._split_runs[b]
-            in_b = {id(r) for r in on_b}
             shared = only_a = only_b = 0.0
-            for r in on_a:
+            # a run is in _split_runs[s] exactly when s is one of its servers (_add), so
+            # its few servers say whether it is on the pair's other end too
+            for r in self._split_runs[a]:
                 if r is not run:
-                    if id(r) in in_b:
+                    if b in r.servers:
                         shared += weight(r)
                     else:
                         only_a += weight(r)
-            in_a = {id(r) for r in on_a}
-            for r in on_b:
-                if r is not run and id(r) not in in_a:
+            for r in self._split_runs[b]:
+                if r is not run and a not in r.servers:
                     only_b += weight(r)
             out.append((shared, only_a, only_b))
         return out
