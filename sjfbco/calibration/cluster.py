@@ -414,14 +414,18 @@ def fit_testbed(
     links = cluster.values()
     cont = chosen.values() if chosen is not None else {"alpha": 0.0, "xi1": 1.0}
     eta = intra[0].values()["intra_sharing"] if intra else 0.0
-    squeezed = [fit_slowdowns(s, SQUEEZE_FORM, seed, fixed=cont) for s in slowdowns
-                if squeeze and s.squeezed.any()]  # fmt: skip
-    reports += squeezed
-    mu = squeezed[0].values()["squeeze"] if squeezed else 0.0
-    ringed = [fit_slowdowns(s, RING_FORM, seed, fixed=cont) for s in slowdowns
-              if ring and s.wide.any()]  # fmt: skip
-    reports += ringed
-    rho = ringed[0].values()["ring_weight"] if ringed else 0.0
+
+    def apart(form: str, wanted: bool) -> SlowdownReport | None:
+        # a term fitted after the contention form, its constants fixed: every file with
+        # the form's rows is fitted (its report kept), the first one's fit is the preset's
+        fits = [fit_slowdowns(s, form, seed, fixed=cont) for s in slowdowns
+                if wanted and s.rows_of(form).any()]  # fmt: skip
+        reports.extend(fits)
+        return fits[0] if fits else None
+
+    squeezed, ringed = apart(SQUEEZE_FORM, squeeze), apart(RING_FORM, ring)
+    mu = squeezed.values()["squeeze"] if squeezed else 0.0
+    rho = ringed.values()["ring_weight"] if ringed else 0.0
     models = []
     for model in sorted(set(rows.model.tolist())):
         mask = rows.model == model
@@ -452,7 +456,5 @@ def fit_testbed(
         ring_weight=rho,
         models=tuple(models),
     )
-    return TestbedFit(
-        preset, cluster, reports, chosen, intra[0] if intra else None,
-        squeezed[0] if squeezed else None, ringed[0] if ringed else None,
-    )  # fmt: skip
+    return TestbedFit(preset, cluster, reports, chosen, intra[0] if intra else None, squeezed,
+                      ringed)  # fmt: skip
