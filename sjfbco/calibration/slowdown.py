@@ -355,19 +355,23 @@ def _mixed_cells(
         _count(len(kinds.split(";")), p, src, where("neighbours"))
     shares = _listed(cells, col, "neighbour_shares", src, line, p, (0.0, MAX_SHARE))
     ratios = _listed(cells, col, "neighbour_transfer", src, line, p, (1e-6, 1e6))
-    gpus = _listed(cells, col, "neighbour_gpus", src, line, p, (1, MAX_GPUS_PER_SERVER))
-    if gpus is not None and any(g != int(g) for g in gpus):
-        raise InputError("GPUs must be whole numbers", source=src, where=where("neighbour_gpus"))
-    rings = _listed(cells, col, "neighbour_workers", src, line, p, (1, GPUS.value))
-    if rings is not None and any(g != int(g) for g in rings):
-        raise InputError("GPUs must be whole numbers", source=src, where=where("neighbour_workers"))
+
+    def gpus(name: str, most: int) -> tuple[int, ...]:
+        # whole GPU counts in [1, most]; copies of the row's own where the cell is empty
+        got = _listed(cells, col, name, src, line, p, (1, most))
+        if got is None:
+            return (workers or 2,) * (p - 1)
+        if any(g != int(g) for g in got):
+            raise InputError("GPUs must be whole numbers", source=src, where=where(name))
+        return tuple(int(g) for g in got)
+
     return (
         layout,
         workers or 2,
         shares if shares is not None else (share,) * (p - 1),
         ratios if ratios is not None else (1.0,) * (p - 1),
-        tuple(int(g) for g in gpus) if gpus is not None else (workers or 2,) * (p - 1),
-        tuple(int(g) for g in rings) if rings is not None else (workers or 2,) * (p - 1),
+        gpus("neighbour_gpus", MAX_GPUS_PER_SERVER),
+        gpus("neighbour_workers", GPUS.value),
     )
 
 
