@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import sjfbco
-from sjfbco.calibration.cluster import fit_testbed, read_sized
-from sjfbco.calibration.slowdown import read_slowdowns
+from sjfbco.calibration.cluster import SizedSteps, TestbedFit, fit_testbed, read_sized
+from sjfbco.calibration.slowdown import Slowdowns, read_slowdowns
 from sjfbco.cost import iteration_time
 from sjfbco.evaluate import Simulator, evaluate
 from sjfbco.schedule import Schedule
@@ -113,6 +113,22 @@ def load() -> str:
 COUNT_ONLY = ("paper", "interleave")
 
 
+def fits(sized: list[SizedSteps], slowdowns: list[Slowdowns]) -> tuple[TestbedFit, TestbedFit]:
+    """The calibration's two fits of the same measurements: every form, with the fixed
+    latency per ring step inside one server (docs/calibration.md); and today's model beside
+    it, the form chosen among the count-only forms alone (no squeeze or ring term)."""
+    fit = fit_testbed(sized, slowdowns, intra_steps=True)
+    count = fit_testbed(
+        sized, slowdowns, forms=COUNT_ONLY, intra_steps=True, squeeze=False, ring=False
+    )
+    return fit, count
+
+
+def prediction_keys(rows: list[dict], *more: str) -> tuple[str, ...]:
+    """The predictions ``rows`` hold (those of ``more`` too), in the order reports show."""
+    return tuple(k for k in ("calibrated", "count_only", "paper", *more) if rows and k in rows[0])
+
+
 def count_only_path(folder: Path, out: str | None) -> Path:
     """Where the count-only preset goes: beside ``--out`` (``X.count-only.preset.json``),
     else in the run's temporary ``folder`` (never beside the bundled preset, inside the
@@ -147,12 +163,7 @@ def calibrate(folder: Path, preset_path: Path, count_path: Path) -> dict:
         [read_sized(folder / "steps.csv")],
         [read_slowdowns(folder / "contention.csv")],
     )
-    # with the fixed latency per ring step inside one server (docs/calibration.md)
-    fit = fit_testbed(sized, slowdowns, intra_steps=True)
-    # today's model beside it: the form chosen among the count-only forms alone
-    count = fit_testbed(
-        sized, slowdowns, forms=COUNT_ONLY, intra_steps=True, squeeze=False, ring=False
-    )
+    fit, count = fits(sized, slowdowns)
     for chosen, path in ((fit, preset_path), (count, count_path)):
         write_preset(
             chosen.preset,
@@ -326,7 +337,7 @@ def resummarised(doc: dict, preset_path: Path, key: str) -> dict:
     (``mean_of_repeats``); what depends on no prediction (``repeat_noise``) kept."""
     rows = doc["rows"]
     repredict(rows, preset_path, key)
-    keys = tuple(k for k in ("calibrated", "count_only", "paper", key) if k in rows[0])
+    keys = prediction_keys(rows, key)
     old = doc.get("summary", {})
     out = {**old, **summary(rows, keys)}
     out.update(per_set(rows, keys, sorted({r["set"] for r in rows if "set" in r})))
@@ -646,9 +657,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             write_doc(doc, args.out)
             return dict(doc)
         doc["summary"] = resummarised(doc, Path(args.preset), args.as_key)
-        keys = tuple(
-            k for k in ("calibrated", "count_only", "paper", args.as_key) if k in doc["rows"][0]
-        )
+        keys = prediction_keys(doc["rows"], args.as_key)
         doc.setdefault("repredicted", {})[args.as_key] = str(args.preset)
         report(doc["summary"], keys)
         write_doc(doc, args.out)
@@ -688,7 +697,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 args.repeats,
             )
             rows += [{**r, "set": name} for r in got]
-    keys = tuple(k for k in ("calibrated", "count_only", "paper") if rows and k in rows[0])
+    keys = prediction_keys(rows)
     s = summary(rows, keys)
     s.update(per_set(rows, keys, chosen if not args.quick else []))
     if args.repeats > 1 and rows:

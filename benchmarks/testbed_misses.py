@@ -40,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_testbed import COUNT_ONLY, PAPER, predict_row, summary
-from sjfbco.calibration.cluster import fit_testbed, read_sized
+from benchmarks.bench_testbed import PAPER, fits, predict_row, summary
+from sjfbco.calibration.cluster import read_sized
 from sjfbco.calibration.slowdown import read_slowdowns
 from sjfbco.workloads.paper import read_preset, write_preset
 
@@ -72,10 +72,7 @@ def refit(series: str) -> tuple[Path, Path]:
         both = Path(tmp) / "contention.csv"
         both.write_text("\n".join([head[0], *(x + "," * extra for x in ident[1:]), *head[1:]]))
         sized, slow = [read_sized(RESULTS / f"{series}.steps.csv")], [read_slowdowns(both)]
-        fit = fit_testbed(sized, slow, intra_steps=True)
-        count = fit_testbed(
-            sized, slow, forms=COUNT_ONLY, intra_steps=True, squeeze=False, ring=False
-        )
+        fit, count = fits(sized, slow)
     paths = tuple(RESULTS / p for p in PRESETS[series])
     for chosen, path in zip((fit, count), paths, strict=True):
         write_preset(
