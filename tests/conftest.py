@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
+#: The benchmarks' stored measurements and presets (``benchmarks/results``).
+RESULTS = ROOT / "benchmarks" / "results"
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 settings.register_profile("default", deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,6 @@ real emulation in ``tests/test_testbed.py``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -28,11 +27,12 @@ from sjfbco.cost import iteration_time
 from sjfbco.errors import InputError
 from sjfbco.evaluate import Simulator
 from sjfbco.testbed.measure import wide
+from tests.conftest import RESULTS
 
 if TYPE_CHECKING:
-    import numpy as np
+    from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+    import numpy as np
 
 
 def _wide_csv(path: Path, rows: list[tuple[float, float, int, float]]) -> Path:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,12 +44,13 @@ from sjfbco.testbed.measure import (
     write_rows,
 )
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
+from tests.conftest import RESULTS
 from tests.test_neighbour_terms import _mixed_instance
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 # four servers of 1, 2, 2, 1 GPUs; 10 MB/s links; reduction fast enough to vanish
 CHAIN = Cluster((1, 2, 2, 1), bandwidth_intra=1000.0, bandwidth_inter=10.0, gpu_speed=1e9)

@@ -25,9 +25,9 @@ from sjfbco.testbed.measure import placements
 from sjfbco.testbed.replay import Execution, JobTimes, Spread, calibrated
 from sjfbco.testbed.workload import KINDS, NOMINAL, emulated_instance, mixed_instance
 from sjfbco.workloads.paper import Preset
+from tests.conftest import RESULTS
 
 DATA = Path(__file__).parent / "data"
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
 
 
 def test_interleaved_hand_computed() -> None:

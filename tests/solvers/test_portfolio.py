@@ -26,7 +26,7 @@ from sjfbco.solvers.sjf_bco import SJFBCOParams, kappa_candidates, sjf_bco_rule
 from sjfbco.testbed.replay import calibrated
 from sjfbco.testbed.workload import mixed_instance
 from sjfbco.workloads.paper import read_preset
-from tests.conftest import INSTANCES, ROOT
+from tests.conftest import INSTANCES, RESULTS
 
 PAPER = INSTANCES / "paper" / "paper-s10-seed0.json"
 #: A deadline that has passed (it ended at 0 on the real clock).
@@ -250,7 +250,7 @@ def test_twin_seeds_reach_below_the_walk_and_leave_it_alone() -> None:
     limit): a seed of the count-only twin (20.69 s) is below all the walk reaches (21.43 s
     in 300 candidates, 21.74 s in 50), and the answer is exactly the better of the walk
     without seeds and the best seed: the seeds stay outside the walk."""
-    preset = read_preset(ROOT / "benchmarks" / "results" / "testbed-mixed8.preset.json")
+    preset = read_preset(RESULTS / "testbed-mixed8.preset.json")
     data = calibrated(mixed_instance((4, 2, 2, 4), 14, 14, preset=preset), preset)
     assert count_only_twin(data) is not None
     for n in (50, 300):
