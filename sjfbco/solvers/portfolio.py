@@ -192,6 +192,7 @@ def twin_rules(
     (:data:`TWIN_COST_IN_DECODES`) does not fit is skipped; one that puts a job above one
     slot per iteration under ``data``'s form is dropped."""
     rho_hat = estimates(twin)
+    zeros = [0] * data.num_jobs
     for rule in PRIORITY_RULES:
         for policy in SPLIT_POLICIES:
             label = f"twin {rule}/parallel/{policy}"
@@ -203,7 +204,6 @@ def twin_rules(
             order = priority_order(twin, rule, rho_hat)
             try:
                 seed = build(twin, "parallel", order, split_permissions(twin, policy))
-                zeros = [0] * data.num_jobs
                 sim = dispatch(data, seed.gpus, zeros, seed.rank)
             except ConfigurationError:
                 continue
