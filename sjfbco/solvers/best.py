@@ -747,7 +747,7 @@ class Walk:
         # not worth starting without room for it, a search and the hand-out after it; and
         # the walk ends there (skipping to the next phase would leave a longer run's walk)
         if self.room() < self.params.moves.room_reserves * budget.reserve:
-            budget.stopped_by = "time limit"
+            budget.stopped_by = budget.ended()
             return None
         assert engine.best is not None
         try:
@@ -1050,8 +1050,8 @@ def best_solve(
         whole = step.finish()
     if step.beside is not None:
         laps.seconds["whole"] += step.seconds
-    if budget.stopped_by is None and budget.expired():  # expired() notes an interruption
-        budget.stopped_by = "time limit"
+    if budget.stopped_by is None and budget.expired():
+        budget.stopped_by = budget.ended()
     best = engine.answer
     assert best is not None
     stats: dict[str, Any] = {

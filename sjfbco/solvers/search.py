@@ -104,6 +104,13 @@ class Tally:
             return True
         return self.deadline.expired()
 
+    def ended(self) -> str:
+        """Why the run ends, asked once an end is seen: ``"interrupted"`` when Ctrl-C has
+        come by now, else ``"time limit"``. Read after the expiry, not before it: a SIGINT
+        handled between a check of the stop test and a check of the clock (the deadline's
+        ``expired`` reads the stop test too) would otherwise be called a time limit."""
+        return "interrupted" if self.whole.interrupted() else "time limit"
+
     def window(self, seconds: float | None) -> None:
         """Let the next phase run at most ``seconds`` (``None``: until the run ends)."""
         self.phase = None if seconds is None or self.whole.unlimited else self.whole.window(seconds)
@@ -117,7 +124,7 @@ class Tally:
             self.stopped_by = "interrupted"
             return False
         if self.deadline.expired():
-            self.stopped_by = "time limit"
+            self.stopped_by = self.ended()
             return False
         if self.phase is not None and self.phase.expired():
             return False

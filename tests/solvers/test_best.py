@@ -153,6 +153,33 @@ def test_tally_windows_end_a_phase_not_the_run() -> None:
     assert not stopped.spend() and stopped.stopped_by == "interrupted"
 
 
+def test_a_sigint_between_the_tallys_two_checks_is_called_an_interruption() -> None:
+    """The SIGINT handler runs between any two bytecodes: one that runs after the stop
+    test was read false, but before the deadline's own ``expired`` (which reads the stop
+    test again) was a time limit in the run's statistics (a CI run of 2026-12-06 saw it)."""
+    from sjfbco.clock import Deadline
+    from sjfbco.solvers.search import Tally
+    from tests.test_clock import FakeTime
+
+    def late_stop() -> Tally:
+        calls = [0]
+
+        def stop() -> bool:  # false at the first read, the SIGINT comes right after it
+            calls[0] += 1
+            return calls[0] > 1
+
+        return Tally(Deadline.start(60.0, stop=stop), None)
+
+    spent = late_stop()
+    assert not spent.spend() and spent.stopped_by == "interrupted"
+    seen = late_stop()
+    assert seen.expired() and seen.ended() == "interrupted"
+    clock = FakeTime(0.0)
+    timed = Tally(Deadline.start(60.0, now=clock), None)
+    clock.t = 60.0
+    assert not timed.spend() and timed.stopped_by == "time limit" == timed.ended()
+
+
 def test_best_is_registered_outside_all() -> None:
     from sjfbco.solvers import heuristics
 
