@@ -39,7 +39,7 @@ from sjfbco.progress import Ticker
 from sjfbco.schedule import Evaluation, Schedule, ScheduleError, check_schedule
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
     from sjfbco.problem import ProblemData
 
@@ -62,6 +62,13 @@ class _Run:
     rates: dict[float, float]  # the job's memoised rates on this placement by p (RateCache.row)
     end: _Bucket | None = None  # the calendar's bucket of its current end; None once ended
     weight: float = 1.0  # what it adds to a co-runner's count (traffic term; 1: eq. 6)
+    #: squeeze term: the ring's pairs of servers (cost.ring_pairs), set when it starts split
+    pairs: list[tuple[int, int]] | None = None
+    #: squeeze term: its squeezed weight (Simulator._discounted), kept while no split run
+    #: joins or leaves one of its servers (``None``: to be computed)
+    discount: float | None = None
+    #: squeeze term: the squeezed weight its neighbours' counts last read (Simulator._moved)
+    told: float | None = None
 
 
 class Simulator:
@@ -114,9 +121,6 @@ class Simulator:
         #: the squeeze term: a split job's count over its ring's pairs of servers, and a
         #: neighbour squeezed elsewhere weighing less (rates then follow jobs two hops away)
         self._squeeze = data.cost.squeeze
-        #: each split run's squeezed weight, by job, while one event re-rates its runs
-        #: (the state does not move meanwhile; ``None`` between events)
-        self._weights_now: dict[int, float] | None = None
         self._neighbour = self._traffic or self._intra or self._squeeze > 0
         #: GPUs in use on each server, and the running jobs inside each (intra term)
         self._used = [0] * data.cluster.num_servers
@@ -346,6 +350,9 @@ class Simulator:
             for s in run.servers:
                 self._n_split[s] += 1
                 self._split_runs[s].append(run)
+            if self._squeeze > 0:
+                run.pairs = ring_pairs(run.servers)
+                self._stale(run.servers)
         else:
             self._local_runs[run.servers[0]].append(run)
 
@@ -358,8 +365,18 @@ class Simulator:
             for s in run.servers:
                 self._n_split[s] -= 1
                 self._split_runs[s].remove(run)
+            if self._squeeze > 0:
+                self._stale(run.servers)
         else:
             self._local_runs[run.servers[0]].remove(run)
+
+    def _stale(self, servers: Iterable[int]) -> None:
+        """Forget the squeezed weights of the split runs on ``servers``, whose split runs
+        changed: a run's weight reads only the split runs on its own servers (their
+        weights and which pairs they hold), so every other run's stays what it was."""
+        for s in servers:
+            for r in self._split_runs[s]:
+                r.discount = None
 
     def _finish(self, finished: list[_Run], t: float) -> None:
         """:meth:`advance`'s bookkeeping of the ended runs under the neighbour terms."""
@@ -380,7 +397,7 @@ class Simulator:
         term; 0 without it)."""
         if len(run.servers) > 1:
             if self._squeeze > 0:
-                return squeezed_count(self._pair_loads(run, self._discounted), self._squeeze)
+                return squeezed_count(self._pair_loads(run, discounted=True), self._squeeze)
             if not self._traffic:
                 return max(self._n_split[s] for s in run.servers)
             return self._plain(run)
@@ -392,48 +409,58 @@ class Simulator:
         loads = (sum(r.weight for r in self._split_runs[s]) for s in run.servers)
         return weighted_count(run.weight, loads)
 
-    def _pair_loads(
-        self, run: _Run, weight: Callable[[_Run], float]
-    ) -> list[tuple[float, float, float]]:
+    def _pair_loads(self, run: _Run, *, discounted: bool) -> list[tuple[float, float, float]]:
         """For each ring pair ``(a, b)`` of a split run (:func:`~sjfbco.cost.ring_pairs`),
-        the summed ``weight`` of the other split runs on both ends, on ``a`` only and on
-        ``b`` only (the squeeze term)."""
+        the summed weights of the other split runs on both ends, on ``a`` only and on
+        ``b`` only (the squeeze term): their squeezed weights (:meth:`_discounted`) if
+        ``discounted``, else their own."""
         out = []
-        for a, b in ring_pairs(run.servers):
+        split = self._split_runs
+        assert run.pairs is not None
+        for a, b in run.pairs:
             shared = only_a = only_b = 0.0
             # a run is in _split_runs[s] exactly when s is one of its servers (_add), so
             # its few servers say whether it is on the pair's other end too
-            for r in self._split_runs[a]:
+            for r in split[a]:
                 if r is not run:
+                    w = r.weight
+                    if discounted:
+                        w = self._discounted(r) if r.discount is None else r.discount
                     if b in r.servers:
-                        shared += weight(r)
+                        shared += w
                     else:
-                        only_a += weight(r)
-            for r in self._split_runs[b]:
+                        only_a += w
+            for r in split[b]:
                 if r is not run and a not in r.servers:
-                    only_b += weight(r)
+                    w = r.weight
+                    if discounted:
+                        w = self._discounted(r) if r.discount is None else r.discount
+                    only_b += w
             out.append((shared, only_a, only_b))
         return out
 
     def _discounted(self, run: _Run) -> float:
         """What a split run adds to its neighbours' pairs under the squeeze term
-        (:func:`~sjfbco.cost.squeezed_weight`), once per run and event."""
-        memo = self._weights_now
-        if memo is not None and run.job in memo:
-            return memo[run.job]
-        squeezed = squeezed_count(self._pair_loads(run, _weight_of), self._squeeze)
-        weight = squeezed_weight(run.weight, self._plain(run), squeezed)
-        if memo is not None:
-            memo[run.job] = weight
-        return weight
+        (:func:`~sjfbco.cost.squeezed_weight`), kept on the run until :meth:`_stale`
+        forgets it."""
+        if run.discount is None:
+            squeezed = squeezed_count(self._pair_loads(run, discounted=False), self._squeeze)
+            run.discount = squeezed_weight(run.weight, self._plain(run), squeezed)
+        return run.discount
 
-    def _affected(self, servers: Iterable[int]) -> list[_Run]:
-        """The runs whose rate may follow a change on ``servers`` (each once, in order)."""
+    def _affected(self, servers: Iterable[int], *, event: bool = True) -> list[_Run]:
+        """The runs whose rate may follow a change on ``servers`` (each once, in order).
+
+        Under the squeeze term a split run's neighbours follow its squeezed weight: they
+        are among the affected when that weight moved since the last ``event`` that
+        touched its servers (the value they last read, :attr:`_Run.told`), or always when
+        ``event`` is false (a trial start, :meth:`_fits_neighbours`: nothing is noted)."""
         seen: dict[int, _Run] = {}
+        squeeze = self._squeeze > 0
         for s in servers:
             for r in self._split_runs[s]:
                 seen.setdefault(r.job, r)
-                if self._squeeze > 0:  # its neighbours' weights follow its count
+                if squeeze and self._moved(r, event):  # its neighbours' weights follow it
                     for t in r.servers:
                         for x in self._split_runs[t]:
                             seen.setdefault(x.job, x)
@@ -442,23 +469,34 @@ class Simulator:
                     seen.setdefault(r.job, r)
         return list(seen.values())
 
+    def _moved(self, run: _Run, event: bool) -> bool:
+        """Whether a split run's squeezed weight differs from the one its neighbours last
+        read (noting the new one if ``event``); always true outside an ``event``.
+
+        Between two events that touch none of its servers the weight cannot move (it reads
+        only their split runs), so every neighbour's count since the last such event read
+        :attr:`_Run.told`; a neighbour whose inputs did not move keeps its count."""
+        if not event:
+            return True
+        weight = self._discounted(run)
+        if weight == run.told:
+            return False
+        run.told = weight
+        return True
+
     def _neighbours_changed(self, servers: Iterable[int], new: _Run | None) -> None:
         """Re-rate every run on ``servers`` whose key moved (and ``new``, just started).
 
         Under the traffic term a split job's count follows the weights of the split jobs
         on its servers; under the intra term a job inside one server follows the GPUs in
         use there; so an event re-reads every such run of the servers it touches."""
-        self._weights_now = {}
-        try:
-            if new is not None:  # a job inside one server is among the affected only with intra
-                self._set_rate(new, self._level(new))
-            for run in self._affected(servers):
-                if run is not new:
-                    level = self._level(run)
-                    if level != run.p:
-                        self._set_rate(run, level)
-        finally:
-            self._weights_now = None
+        if new is not None:  # a job inside one server is among the affected only with intra
+            self._set_rate(new, self._level(new))
+        for run in self._affected(servers):
+            if run is not new:
+                level = self._level(run)
+                if level != run.p:
+                    self._set_rate(run, level)
 
     def _fits_neighbours(self, job: int, gpu_ids: Sequence[int]) -> bool:
         """:meth:`fits` under the neighbour terms: the start is made, every affected rate
@@ -470,16 +508,19 @@ class Simulator:
         servers = tuple(sorted(per_server))
         g_max = max(per_server.values())
         trial = _Run(job, tuple(gpu_ids), servers, g_max, 0, 0, 0, self.now, {})
+        # the squeezed weights the trial forgets (its servers' split runs), given back once
+        # it is taken back: the state is then what it was (it was last in every list)
+        kept = [(r, r.discount) for s in servers for r in self._split_runs[s]]
         self._add(trial, per_server)
-        self._weights_now = {}
         try:
-            for run in [trial, *self._affected(servers)]:
+            for run in [trial, *self._affected(servers, event=False)]:
                 self._rates.rate(run.job, len(run.servers), self._level(run), run.max_per_server)
         except ConfigurationError:
             return False
         finally:
             self._remove(trial)
-            self._weights_now = None
+            for r, discount in kept:
+                r.discount = discount
         return True
 
     def _set_rate(self, run: _Run, p: float) -> None:
@@ -579,10 +620,6 @@ class _Ends:
         bucket = self.buckets.pop(heapq.heappop(self.times))
         self.size -= len(bucket.runs)
         return bucket
-
-
-def _weight_of(run: _Run) -> float:
-    return run.weight
 
 
 def _job_of(run: _Run) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -40,6 +41,7 @@ from sjfbco.solvers import SOLVERS
 from sjfbco.workloads.paper import PRESETS, read_preset, write_preset
 from tests.bruteforce import brute_force
 from tests.conftest import instance_and_schedule
+from tests.oracle import _squeeze_count
 from tests.test_evaluate import _check_against_oracle
 from tests.tiny import tiny_instances
 
@@ -244,6 +246,65 @@ def test_continuous_evaluator_matches_the_oracle_with_neighbour_terms(
 ) -> None:
     data, schedule = case
     _check_against_oracle(_with_terms(data, *terms), schedule)
+
+
+def _drive(data: ProblemData, schedule: Schedule, probe: bool) -> list[tuple]:
+    """Start the jobs one after another in planned order, each once its GPUs are free;
+    with ``probe``, a dry run (:meth:`Simulator.fits`) of every later job whose GPUs are
+    free before each start. After every event: the time and each running job's count
+    (a stale squeezed weight shows there, where rounding to slots may hide it in the ends),
+    each checked against the oracle's count from scratch under the squeeze term."""
+    sim = Simulator(data)
+    index = data.cluster.gpu_index
+    gpus = [[index(s, i) for s, i in g] for g in schedule.gpus]
+    order = sorted(range(data.num_jobs), key=lambda j: (schedule.start[j], j))
+    seen: list[tuple] = []
+
+    def note() -> None:
+        running = sorted(sim.running)
+        seen.append((sim.now, [(j, sim.contention(j)) for j in running]))
+        if data.cost.squeeze > 0:  # each split job's count against the oracle's, from scratch
+            server_of = data.cluster.gpu_pair
+            counts = {q: Counter(server_of(g)[0] for g in sim.gpu_ids_of[q]) for q in running}
+            servers = {q: set(c) for q, c in counts.items()}
+            for q in running:
+                if len(servers[q]) > 1:
+                    assert sim.contention(q) == _squeeze_count(data, q, running, servers, counts)
+
+    for at, j in enumerate(order):
+        while any(sim.owner(g) >= 0 for g in gpus[j]):
+            sim.advance()
+            note()
+        if probe:
+            for k in order[at + 1 :]:
+                if all(sim.owner(g) < 0 for g in gpus[k]):
+                    sim.fits(k, gpus[k])
+        sim.start(j, gpus[j])
+        note()
+    while sim.busy:
+        sim.advance()
+        note()
+    return seen
+
+
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
+@given(crowded("slotted"), TERMS)
+def test_dry_runs_between_events_leave_every_rate_as_it_was(
+    case: tuple, terms: tuple[float, float, float, float]
+) -> None:
+    """The squeeze term keeps each split run's squeezed weight from one event to the next
+    and re-rates a neighbour only when that weight moved (``Simulator._moved``); a dry
+    run adds a job to its servers and takes it back, and must give every weight back as
+    it was: every count after every event is the same to the bit with and without dry
+    runs (a dry run that left its weights behind differed in 129 of 400 seeded cases,
+    against 2 of 400 in the ends alone)."""
+    data, schedule = case
+    data = _with_terms(data, *terms)
+    try:
+        plain = _drive(data, schedule, probe=False)
+    except ConfigurationError:
+        assume(False)
+    assert _drive(data, schedule, probe=True) == plain
 
 
 def test_a_dry_run_start_leaves_the_simulator_as_it_was() -> None:
