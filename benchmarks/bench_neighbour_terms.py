@@ -13,19 +13,35 @@ evaluator: whether the term changes what ``best`` chooses, and whether its choic
 better under the term; and, where the count-only twin's seeds apply (traffic, squeeze or
 ring term), runs ``best`` again with ``twin_seeds=False``, right after,
 so that the pair saw the same load (``docs/benchmarks/2026-12-extended-best.md#seeds``).
+
+``--decodes JOBS [--repeats 3]``: instead, the CPU seconds of one parallel decode of each
+of ``best``'s ten list rules under the paper's form, the traffic term, the testbed's
+calibration and a heavier squeeze, on the paper's workload at ``JOBS`` jobs (20
+servers): what ``best``'s first construction costs, and so the least time limit it can
+keep (``docs/benchmarks/2026-12-neighbour-terms.md``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from dataclasses import replace
 from typing import Any
 
 from sjfbco import datasets, evaluate, read_instance, solve
+from sjfbco.solvers.placement import estimates
 from sjfbco.solvers.portfolio import count_only_twin
+from sjfbco.solvers.sgs import (
+    PRIORITY_RULES,
+    SPLIT_POLICIES,
+    build,
+    priority_order,
+    split_permissions,
+)
+from sjfbco.workloads.paper import paper_instance
 
 #: The cost forms compared, as fields of ``CostParams`` set on the instance.
 FORMS: dict[str, dict[str, float]] = {
@@ -82,6 +98,58 @@ def run(name: str, time_limit: float) -> list[dict[str, Any]]:
 #: ``--quick``: one small instance of the benchmark set, one second per run.
 QUICK = ("bench/x8-s3-seed0",)
 
+#: ``--decodes``: the forms timed (the testbed's calibration and the heavier squeeze of
+#: ``docs/benchmarks/2026-12-neighbour-terms.md``'s scale check).
+DECODE_FORMS: dict[str, dict[str, float]] = {
+    "paper": {},
+    "traffic": {"traffic_weight": 0.8},
+    "testbed7": FORMS["testbed7"],
+    "squeeze": {"traffic_weight": 0.8, "squeeze": 0.9, "ring_weight": 0.3},
+}
+
+
+def decodes(jobs: int, repeats: int) -> list[dict[str, Any]]:
+    """One parallel decode of each of the portfolio's list rules (priority rule x split
+    policy: ``best``'s first constructions) on ``paper_instance(20, 0, jobs)`` under each
+    of :data:`DECODE_FORMS`; CPU seconds, least of ``repeats``. Each makespan is checked
+    against :func:`sjfbco.evaluate` of the decoded schedule (the decoder and the evaluator
+    share the simulator's neighbour path)."""
+    base = paper_instance(20, 0, jobs)
+    rows = []
+    for form, fields in DECODE_FORMS.items():
+        data = base.replace(cost=replace(base.cost, **fields))
+        rho_hat = estimates(data)
+        for rule in PRIORITY_RULES:
+            for policy in SPLIT_POLICIES:
+                order = priority_order(data, rule, rho_hat)
+                allowed = split_permissions(data, policy)
+                seconds = math.inf
+                for _ in range(repeats):
+                    tick = time.process_time()
+                    cand = build(data, "parallel", order, allowed)
+                    seconds = min(seconds, time.process_time() - tick)
+                schedule = cand.schedule(data.cluster)
+                assert evaluate(data, schedule).makespan == cand.makespan
+                rows.append(
+                    {"form": form, "rule": f"{rule}/{policy}", "jobs": jobs,
+                     "cpu_s": round(seconds, 4), "makespan": cand.makespan}
+                )  # fmt: skip
+    return rows
+
+
+def print_decodes(rows: list[dict[str, Any]]) -> None:
+    """Per form: each rule's CPU seconds, their sum and its ratio to the paper form's."""
+    paper = sum(r["cpu_s"] for r in rows if r["form"] == "paper")
+    for form in DECODE_FORMS:
+        mine = [r for r in rows if r["form"] == form]
+        total = sum(r["cpu_s"] for r in mine)
+        slow = max(mine, key=lambda r: r["cpu_s"])
+        print(
+            f"{form:9} {mine[0]['jobs']} jobs: ten decodes {total:.2f} s CPU "
+            f"({total / paper:.1f} x the paper form's), slowest {slow['rule']} "
+            f"{slow['cpu_s']:.2f} s (makespan {slow['makespan']:g})"
+        )
+
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -89,7 +157,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--instances", default=",".join(INSTANCES))
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true", help="one 8-job instance, 1 s per run")
+    ap.add_argument(
+        "--decodes",
+        type=int,
+        metavar="JOBS",
+        help="time the ten list-rule decodes at JOBS jobs per form instead (--quick: once)",
+    )
+    ap.add_argument("--repeats", type=int, default=3, help="--decodes: least of this many")
     args = ap.parse_args(argv)
+    if args.decodes is not None:
+        load = os.getloadavg()
+        rows = decodes(args.decodes, 1 if args.quick else args.repeats)
+        if args.json:
+            for row in rows:
+                print(json.dumps(row))
+        print_decodes(rows)
+        print(f"load before: {load}, after: {os.getloadavg()}")
+        return {"rows": rows, "load_before": load, "load_after": os.getloadavg()}
     names = list(QUICK) if args.quick else args.instances.split(",")
     limit = 1.0 if args.quick else args.time_limit
     load = os.getloadavg()

@@ -849,3 +849,19 @@ def test_bench_neighbour_terms_quick_is_the_evaluators(monkeypatch: pytest.Monke
         else:
             assert len(r["twin_seeds"]) == 10 and r["without_twin_seeds"] is not None
             assert r["makespan"] <= min(r["twin_seeds"].values())
+
+
+def test_bench_neighbour_terms_decodes_every_rule_under_every_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--decodes``: the ten list rules under each form, each decode the evaluator's
+    figure (checked inside), the paper form's first rule the registered ``list`` solver's."""
+    out = run("bench_neighbour_terms", ["--decodes", "200", "--quick"], monkeypatch)
+    rows = out["rows"]
+    forms = ["paper", "traffic", "testbed7", "squeeze"]
+    assert [r["form"] for r in rows] == [f for f in forms for _ in range(10)]
+    assert {r["jobs"] for r in rows} == {200}
+    assert len({r["rule"] for r in rows}) == 10
+    data = paper_instance(20, 0, 200)
+    first = solve(data, "list", rule="lpt", split="allow", mode="timestepped")  # parallel
+    assert rows[0]["rule"] == "lpt/allow" and rows[0]["makespan"] == first.makespan
