@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from sjfbco.cost import ConfigurationError
 from sjfbco.solvers.moves import DEFAULT_MOVES, Moves
-from sjfbco.solvers.sgs import Candidate, alone_durations, build
+from sjfbco.solvers.sgs import Candidate, Stopped, alone_durations, build
 
 if TYPE_CHECKING:
     import random
@@ -205,13 +205,17 @@ class Engine:
     # -- decoding ----------------------------------------------------------------------------
     def decode(self, genome: Genome) -> Candidate | None:
         """The genome's schedule, or ``None`` when it puts a job above one slot per
-        iteration (contention the plan did not foresee: an invalid schedule)."""
+        iteration (contention the plan did not foresee: an invalid schedule), or when
+        Ctrl-C came during the decode and the run has an answer already (the decode is
+        given up, :class:`~sjfbco.solvers.sgs.Stopped`: at 20,000 jobs under the
+        squeeze term one takes seconds; the caller's next budget check ends the run)."""
         if self.memo is not None and self.memo[0] == genome:
             return self.memo[1]
         self.evaluated += 1
+        stop = None if self.best is None else self.budget.whole.interrupted
         try:
-            return build(self.data, genome.scheme, genome.order, genome.split, self.durations)
-        except ConfigurationError:
+            return build(self.data, genome.scheme, genome.order, genome.split, self.durations, stop)
+        except (ConfigurationError, Stopped):
             return None
 
     def offer(self, cand: Candidate, source: str, genome: Genome | None = None) -> bool:

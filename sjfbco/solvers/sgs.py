@@ -40,7 +40,7 @@ from sjfbco.evaluate import EPS, Simulator, dispatch, gc_paused
 from sjfbco.schedule import Schedule
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from sjfbco.problem import Cluster, ProblemData
 
@@ -244,8 +244,21 @@ def _by_split(servers: Sequence[int], n_split: Sequence[int]) -> Iterator[int]:
     yield from sorted((s for s in servers if n_split[s] > 0), key=lambda s: (n_split[s], s))
 
 
+#: Decision times of :func:`parallel_sgs` between two readings of its ``stop`` test (one
+#: reading costs about a function call; a decision time at least a few: measured in
+#: ``docs/benchmarks/2026-12-neighbour-terms.md#stoppable-decodes``).
+STOP_EVERY = 64
+
+
+class Stopped(Exception):
+    """A decode given up because its ``stop`` test came true (Ctrl-C): no schedule."""
+
+
 def parallel_sgs(
-    data: ProblemData, order: Sequence[int], split_ok: Sequence[bool] | None = None
+    data: ProblemData,
+    order: Sequence[int],
+    split_ok: Sequence[bool] | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Candidate:
     """The parallel schedule-generation scheme (assignment mode ``timestepped``).
 
@@ -259,6 +272,9 @@ def parallel_sgs(
         Per job: may it start split over several servers when no single
         server can take it now? Default: yes. Jobs larger than every server
         always split.
+    stop
+        Read every :data:`STOP_EVERY` decision times; once true, the decode raises
+        :class:`Stopped` (``None``: it runs to its end).
 
     Returns
     -------
@@ -293,7 +309,14 @@ def parallel_sgs(
     waiting = WaitingJobs(data, order, split_ok, biggest)
     sim, pool, starts = Simulator(data), IdlePool(cl), Starts(data.num_jobs)
     continuous = data.cost.time_model == "continuous"
+    countdown = STOP_EVERY
     while starts.count < data.num_jobs or sim.busy:
+        if stop is not None:
+            countdown -= 1
+            if not countdown:
+                if stop():
+                    raise Stopped
+                countdown = STOP_EVERY
         waiting.admit(sim.now)
         start_fitting(waiting, pool, sim, starts, biggest)
         until = waiting.next_arrival()
@@ -731,14 +754,17 @@ def build(
     order: Sequence[int],
     split_ok: Sequence[bool] | None = None,
     durations: np.ndarray | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Candidate:
     """Run the ``parallel`` or ``serial`` scheme, without the cyclic garbage collector (a
     decode makes no reference cycles; the collector's full passes over a million jobs'
     objects were a sixth of a decode at 100,000 jobs and more above, as in
-    :func:`~sjfbco.evaluate.gc_paused`)."""
+    :func:`~sjfbco.evaluate.gc_paused`). ``stop``: the parallel scheme's stop test
+    (:func:`parallel_sgs`); the serial scheme runs to its end (``best`` uses it only up
+    to ``serial_limit`` jobs x servers, where a decode is short)."""
     if scheme not in ("parallel", "serial"):
         raise ValueError(f"unknown scheme {scheme!r}; known: parallel, serial")
     with gc_paused():
         if scheme == "parallel":
-            return parallel_sgs(data, order, split_ok)
+            return parallel_sgs(data, order, split_ok, stop)
         return serial_sgs(data, order, split_ok, durations)

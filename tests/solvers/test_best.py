@@ -466,3 +466,30 @@ def test_best_skips_cp_sat_when_its_cold_import_cannot_fit(limit: str) -> None:
     name = next(iter(whole))
     assert run["portfolio"] == {name: whole[name]} and run["makespan"] == whole[name]
     assert run["iterations"] == 0
+
+
+def test_ctrl_c_gives_up_a_decode_once_the_run_has_an_answer() -> None:
+    """Under Ctrl-C the engine's decode is given up (``None``, as an invalid genome: the
+    caller's next budget check ends the run), but never the first one: without an
+    answer the run has nothing to return."""
+    from sjfbco.clock import Deadline
+    from sjfbco.solvers.search import Engine, Genome, Tally
+    from sjfbco.solvers.sgs import split_permissions
+
+    data = read_instance(INSTANCES / "paper" / "paper-s10-seed0.json")
+    asked = [False]
+    budget = Tally(Deadline.start(60.0, stop=lambda: asked[0]), None)
+    engine = Engine(data, random.Random(0), budget, 0.0, lambda c, s: None)
+    allow = tuple(split_permissions(data, "allow"))
+    first = Genome("parallel", tuple(range(data.num_jobs)), allow)
+    asked[0] = True  # Ctrl-C before the first construction
+    cand = engine.decode(first)
+    assert cand is not None and engine.offer(cand, "first", first)
+    other = Genome("parallel", tuple(reversed(range(data.num_jobs))), allow)
+    assert engine.decode(other) is None and engine.evaluated == 2
+    asked[0] = False
+    again = engine.decode(other)
+    assert (
+        again is not None
+        and again.makespan == evaluate(data, again.schedule(data.cluster)).makespan
+    )

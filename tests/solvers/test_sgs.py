@@ -12,8 +12,10 @@ from sjfbco import Cluster, CostParams, Job, ProblemData, evaluate, read_instanc
 from sjfbco.solvers.placement import estimates
 from sjfbco.solvers.sgs import (
     PRIORITY_RULES,
+    STOP_EVERY,
     FreeProfile,
     IdlePool,
+    Stopped,
     alone_durations,
     build,
     parallel_sgs,
@@ -230,3 +232,29 @@ def test_free_profile_by_hand() -> None:
     assert prof.earliest(2, 3, 0) == 5  # every window from 0 to 4 meets [4, 5)
     assert prof.earliest(4, 1, 3) == 9
     assert prof.after(4) == 5 and prof.after(9) is None
+
+
+def test_a_stop_test_gives_up_a_parallel_decode_and_is_read_every_64_decision_times() -> None:
+    """``stop`` is read once per :data:`STOP_EVERY` decision times: a test that stays false
+    changes nothing (the same candidate as without one), one that comes true gives the
+    decode up with :class:`Stopped` at its next reading."""
+    data = read_instance(INSTANCES / "paper" / "paper-s10-seed0.json")  # 160 jobs
+    order = list(range(data.num_jobs))
+    plain = build(data, "parallel", order)
+    reads: list[int] = []
+
+    def never() -> bool:
+        reads.append(1)
+        return False
+
+    assert build(data, "parallel", order, stop=never) == plain
+    seen: list[int] = []
+
+    def second() -> bool:
+        seen.append(1)
+        return len(seen) == 2
+
+    with pytest.raises(Stopped):
+        build(data, "parallel", order, stop=second)
+    assert len(seen) == 2 == len(reads)  # 160 jobs: 128 to 191 decision times
+    assert STOP_EVERY == 64
