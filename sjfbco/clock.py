@@ -118,12 +118,16 @@ class Deadline:
 
     @classmethod
     def after(
-        cls, seconds: float | None, *, now: Callable[[], float] = time.perf_counter
+        cls,
+        seconds: float | None,
+        *,
+        now: Callable[[], float] = time.perf_counter,
+        stop: Callable[[], bool] = _never,
     ) -> Deadline:
         """The deadline ``seconds`` from now (``None``: none), unchecked (a part handed on
         may be empty or past): what a solver called with seconds by the registry's
-        contract runs by."""
-        return cls.since(now(), seconds, now=now)
+        contract runs by; ``stop`` ends it too (Ctrl-C: ``sjfbco.interrupt.requested``)."""
+        return replace(cls.since(now(), seconds, now=now), stop=stop)
 
     @classmethod
     def since(

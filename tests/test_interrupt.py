@@ -141,3 +141,23 @@ def test_a_backend_beside_the_main_thread_is_polled_and_its_poll_can_stop_it() -
         t.start()
         t.join(30)
     assert box == {"r": "stopped"} and polls[0] >= 3
+
+
+def test_ctrl_c_stops_sjf_bco_between_its_passes_inside_an_anytime_run() -> None:
+    """``best``'s portfolio runs SJF-BCO by the registry's contract (seconds, no stop
+    test): a Ctrl-C caught by the run (``interrupt.catching``) now stops its search
+    between passes with its first feasible pass, as its time limit does; outside a
+    catching run, SJF-BCO runs to its end as before."""
+    from sjfbco.solvers import SOLVERS
+    from sjfbco.solvers.contract import Status
+
+    data = read_instance(INSTANCES / "paper" / "paper-s10-seed0.json")
+    spec = SOLVERS["sjf-bco"]
+    with interrupt.catching():
+        interrupt.request()
+        cut = spec.fn(data, spec.params(), time_limit=None, seed=0)
+    whole = spec.fn(data, spec.params(), time_limit=None, seed=0)
+    assert cut.status is Status.TIME_LIMIT and cut.schedule is not None
+    assert cut.stats["placement_passes"] == 1 < whole.stats["placement_passes"]
+    assert whole.status is Status.FEASIBLE
+    assert evaluate(data, whole.schedule).makespan <= evaluate(data, cut.schedule).makespan

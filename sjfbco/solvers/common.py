@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sjfbco import interrupt
 from sjfbco.checks import check_choice, check_count, check_number
 from sjfbco.clock import Deadline
 from sjfbco.cost import best_shape, fill_servers, min_run_time
@@ -121,7 +122,9 @@ def run_list_scheduler(
         rules,
         prep.horizon,
         bisect=bisect,
-        deadline=Deadline.after(time_limit),
+        # Ctrl-C stops the search between passes too when an anytime solver's run
+        # catches it (best's portfolio runs SJF-BCO: at 20,000 jobs its passes take seconds)
+        deadline=Deadline.after(time_limit, stop=interrupt.requested),
         limit_free=limit_free,
     )
     stats: dict[str, Any] = {

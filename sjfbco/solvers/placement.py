@@ -381,12 +381,13 @@ def unlimited_passes(
     deadline: Deadline | None,
 ) -> tuple[list[tuple[Trial, np.ndarray]], bool]:
     """:meth:`TrialRunner.run_unlimited` for each rule in turn, and whether ``deadline``
-    (``None``: none) stopped them: checked between passes, once one pass is feasible."""
+    (``None``: none; its stop test, Ctrl-C, too) stopped them: checked between passes,
+    once one pass is feasible."""
     passes: list[tuple[Trial, np.ndarray]] = []
     for _, rule in rules:
         if (
             deadline is not None
-            and deadline.room() < 0
+            and deadline.expired()
             and any(trial.feasible for trial, _ in passes)
         ):
             return passes, True
@@ -411,7 +412,8 @@ def search(
     cluster and the best trial kept (ties: the earlier rule). If it beats the
     best so far, keep it and search lower, else search higher. With
     ``bisect=False`` a single step at ``theta = horizon`` (no limit). A
-    ``deadline`` (``None``: none) stops the search between trials.
+    ``deadline`` (``None``: none; its stop test, Ctrl-C, too) stops the search between
+    trials.
 
     ``limit_free=True`` (offline mode, rules made of least-loaded and LBSGF
     queries only) runs each rule once without limit and derives every
@@ -437,7 +439,7 @@ def search(
         steps += 1
         step_best, step_label = INFEASIBLE, None
         for k, (label, rule) in enumerate(rules):
-            if deadline is not None and deadline.room() < 0 and best.feasible:
+            if deadline is not None and deadline.expired() and best.feasible:
                 timed_out = True
                 break
             trials += 1
