@@ -20,9 +20,18 @@ Parts:
   per instance stopped at the last moment, the earlier moments read from its
   improvements (what a stop there returns: every schedule joins the answer as found).
 
+- ``latency``: how long a stop takes. ``best`` with a 300 s limit on
+  ``paper_instance(20, 0, JOBS)`` (``--jobs``) under each cost form of ``--forms``
+  (:data:`FORMS`), stopped by :func:`sjfbco.interrupt.request` at each moment; per run the
+  seconds from the request to ``solve()``'s return (the solver's own stop, then
+  ``solve()``'s evaluation of the answer, timed apart on the answer's schedule). At
+  20,000 jobs under the squeeze term one decode takes seconds: a stop inside one used to
+  wait for its end (``docs/benchmarks/2026-12-neighbour-terms.md#stoppable-decodes``).
+
 Sizes: the default is 10/15/20 servers x seeds 200 and 201 at 10 and 30 s, moments 20, 60
 and 120 s of a 300 s run. ``--quick`` is one instance of 10 servers, 3 s, and a 12 s run
-stopped at 4 and 8 s (a check that the script works, about 30 s). ``--full`` is the issue's
+stopped at 4 and 8 s (a check that the script works, about 30 s; ``latency``: 2,000 jobs
+under the squeeze form stopped at 1 s). ``--full`` is the issue's
 size: 10/15/20 servers x 5 seeds (200 to 204), limits 10, 30 and 60 s, moments 20, 60 and
 120 s (hours: for a machine with its CPU). One run at a time (CP-SAT gets one core);
 every figure is wall-clock on whatever else the machine runs, so the load
@@ -39,10 +48,11 @@ import signal
 import statistics
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sjfbco import interrupt, solve
+from sjfbco import evaluate, interrupt, solve
 from sjfbco.workloads.paper import paper_instance
 
 #: The configurations the mix part compares by default: today's ``best``; with large-
@@ -51,6 +61,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "default": {},
     "lns": {"lns_moves": 4},
     "lns-half-whole": {"lns_moves": 4, "whole_share": 0.35},
+}
+
+
+#: ``latency``'s cost forms, as fields of ``CostParams``.
+FORMS: dict[str, dict[str, float]] = {
+    "paper": {},
+    "squeeze": {"traffic_weight": 0.8, "squeeze": 0.9, "ring_weight": 0.3},
 }
 
 
@@ -197,6 +214,52 @@ def stops(
     return {"pairs": pairs, "violations": sum(not p["ok"] for p in pairs)}
 
 
+def _ask(asked: list[float]) -> None:
+    """A stop request, as the first Ctrl-C makes, noting its time in ``asked``."""
+    asked.append(time.perf_counter())
+    interrupt.request()
+
+
+def latency(jobs: int, forms: list[str], moments: list[float]) -> list[dict[str, Any]]:
+    """The latency part (module docstring): a row per form and moment."""
+    base = paper_instance(servers=20, seed=0, jobs=jobs)
+    rows = []
+    for form in forms:
+        data = base.replace(cost=replace(base.cost, **FORMS[form]))
+        for t in moments:
+            asked: list[float] = []
+            before = load()
+            timer = threading.Timer(t, _ask, (asked,))
+            timer.start()
+            try:
+                res = solve(data, "best", time_limit=300.0, seed=0)
+            finally:
+                timer.cancel()
+            back = time.perf_counter()
+            assert res.schedule is not None
+            tick = time.perf_counter()
+            evaluate(data, res.schedule)
+            row = {
+                "jobs": jobs,
+                "form": form,
+                "moment": t,
+                "status": res.status.value,
+                "stopped_by": res.stats.get("stopped_by"),
+                "makespan": res.makespan,
+                "after_stop_s": round(back - asked[0], 3) if asked else None,
+                "evaluate_s": round(time.perf_counter() - tick, 3),
+                "load": [before, load()],
+            }
+            rows.append(row)
+            print(
+                f"{jobs} jobs, {form}: stopped at {t:g} s, back {row['after_stop_s']} s later "
+                f"({row['status']}, by {row['stopped_by']}; an evaluation of the answer "
+                f"{row['evaluate_s']} s), makespan {res.makespan:g}, load {before}-{load()}",
+                flush=True,
+            )
+    return rows
+
+
 def _limit(limit: float | None) -> str:
     return "  iterations" if limit is None else f"{limit:>5g} s"
 
@@ -204,7 +267,14 @@ def _limit(limit: float | None) -> str:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the parts asked for; their figures by part name."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", nargs="+", default=["mix", "interrupt"], choices=["mix", "interrupt"])
+    ap.add_argument(
+        "--part", nargs="+", default=["mix", "interrupt"], choices=["mix", "interrupt", "latency"]
+    )
+    ap.add_argument("--jobs", type=int, default=20_000, help="latency: the instance's jobs")
+    ap.add_argument("--forms", nargs="+", default=list(FORMS), choices=list(FORMS))
+    ap.add_argument(
+        "--stop-at", type=float, nargs="+", default=[6.0], help="latency: the moments (s)"
+    )
     ap.add_argument("--servers", type=int, nargs="+", default=[10, 15, 20])
     ap.add_argument("--seeds", type=int, nargs="+", default=[200, 201])
     ap.add_argument("--limits", type=float, nargs="+", default=[10.0, 30.0])
@@ -266,6 +336,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out["mix"] = mix(instances, list(limits), configs)
     if "interrupt" in args.part:
         out["interrupt"] = stops(instances, long, moments, _params(args.params), args.once)
+    if "latency" in args.part:
+        if args.quick:
+            out["latency"] = latency(2_000, ["squeeze"], [1.0])
+        else:
+            out["latency"] = latency(args.jobs, args.forms, args.stop_at)
     out["load_at_end"] = load()
     if args.json:
         print(json.dumps(out, indent=1))

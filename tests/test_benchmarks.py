@@ -428,6 +428,20 @@ def test_bench_anytime_quick_measures_the_mix_and_the_stops(
     assert out["interrupt"]["violations"] == sum(not p["ok"] for p in pairs)
 
 
+def test_bench_anytime_latency_stops_a_run_under_the_squeeze(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--part latency --quick``: 2,000 jobs under the squeeze form, stopped at 1 s: the
+    run says it was interrupted (by the request, not by its limit), and the seconds after
+    the stop and of an evaluation are measured (never asserted)."""
+    out = run("bench_anytime", ["--part", "latency", "--quick"], monkeypatch)
+    (row,) = out["latency"]
+    assert (row["jobs"], row["form"], row["moment"]) == (2000, "squeeze", 1.0)
+    assert row["status"] == "interrupted" == row["stopped_by"]
+    assert row["after_stop_s"] > 0 and row["evaluate_s"] > 0
+    assert "mix" not in out and "interrupt" not in out
+
+
 def test_bench_best_is_never_worse_than_sjf_bco(monkeypatch: pytest.MonkeyPatch) -> None:
     argv = ["--part", "paper", "--seeds", "1", "--time-limit", "1", "--workers", "1"]
     rows = run("bench_best", argv, monkeypatch)["paper"]["rows"]
