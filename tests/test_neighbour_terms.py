@@ -269,7 +269,12 @@ def _drive(data: ProblemData, schedule: Schedule, probe: bool) -> list[tuple]:
             servers = {q: set(c) for q, c in counts.items()}
             for q in running:
                 if len(servers[q]) > 1:
-                    assert sim.contention(q) == _squeeze_count(data, q, running, servers, counts)
+                    # to 1e-9: both round to 12 decimals, but their sums run in other orders,
+                    # and a sum at a rounding boundary differs in the last one (1 case of
+                    # 3,000 drawn with 15 to 40 jobs, before and after the change that this
+                    # test came with); a stale or missing weight moves a count by far more
+                    oracle = _squeeze_count(data, q, running, servers, counts)
+                    assert sim.contention(q) == pytest.approx(oracle, rel=1e-9, abs=1e-9)
 
     for at, j in enumerate(order):
         while any(sim.owner(g) >= 0 for g in gpus[j]):
