@@ -205,14 +205,16 @@ class Engine:
     # -- decoding ----------------------------------------------------------------------------
     def decode(self, genome: Genome) -> Candidate | None:
         """The genome's schedule, or ``None`` when it puts a job above one slot per
-        iteration (contention the plan did not foresee: an invalid schedule), or when
-        Ctrl-C came during the decode and the run has an answer already (the decode is
-        given up, :class:`~sjfbco.solvers.sgs.Stopped`: at 20,000 jobs under the
-        squeeze term one takes seconds; the caller's next budget check ends the run)."""
+        iteration (contention the plan did not foresee: an invalid schedule), or when the
+        run has an answer already and its deadline (less the reserve; Ctrl-C too: the
+        budget's) came during the decode: the decode is given up
+        (:class:`~sjfbco.solvers.sgs.Stopped`; at 20,000 jobs under the squeeze term one
+        takes seconds) and the caller's next budget check ends the run. The first
+        decode of a run always ends: without it the run has nothing to return."""
         if self.memo is not None and self.memo[0] == genome:
             return self.memo[1]
         self.evaluated += 1
-        stop = None if self.best is None else self.budget.whole.interrupted
+        stop = None if self.best is None else self.budget.deadline.expired
         try:
             return build(self.data, genome.scheme, genome.order, genome.split, self.durations, stop)
         except (ConfigurationError, Stopped):

@@ -17,6 +17,7 @@ from sjfbco.solvers.portfolio import (
     Portfolio,
     Window,
     count_only_twin,
+    list_rules,
     run_portfolio,
     twin_rules,
 )
@@ -75,14 +76,16 @@ def test_without_a_limit_every_construction_runs() -> None:
 
 def test_a_limit_that_has_passed_runs_only_the_first_construction() -> None:
     """Every decode costs one second on the fake clock and the portfolio's time is up
-    from the start: the first list rule still runs (the search needs a schedule), every
-    other construction is skipped and says why."""
+    from the start: the first list rule still runs (the search needs a schedule), and so
+    does the first parallel decode avoiding splits (its cost is not known: only the run's
+    deadline stops it, and this engine's run has none); every other construction is
+    skipped and says why."""
     data = read_instance(PAPER)
     engine, out = _portfolio(data, 0.5, FakeClock(step=1.0))
-    assert list(out.sources) == ["list lpt/parallel/allow"]
+    assert list(out.sources) == ["list lpt/parallel/allow", "list lpt/parallel/avoid"]
     assert engine.best is not None and out.genome is not None
     assert set(out.skipped) == {
-        *(f"list {r}" for r in _list_labels()[1:]),
+        *(f"list {r}" for r in _list_labels()[2:]),
         *PORTFOLIO,
     }
     assert all(why.startswith("estimated") for why in out.skipped.values())
@@ -262,3 +265,23 @@ def test_twin_seeds_reach_below_the_walk_and_leave_it_alone() -> None:
         assert min(seeds) < runs[False].makespan  # the walk alone does not get there
         assert runs[True].makespan == min(runs[False].makespan, min(seeds))
         assert runs[True].stats["iterations"] == runs[False].stats["iterations"] == n
+
+
+def test_a_decode_of_unknown_cost_is_given_up_at_the_runs_deadline() -> None:
+    """The first parallel decode avoiding splits has no estimate of its own and runs
+    regardless of the portfolio's window, read against the run's deadline every
+    ``STOP_EVERY`` decision times: here that deadline (a fake clock, one second a reading,
+    ending at 1.5 s) passes at its first reading, so the decode is given up and says so,
+    and no other decode starts once the run's time is up (the window has no end)."""
+    data = read_instance(PAPER)
+    budget = Tally(Deadline(1.5, None, 0.0, FakeClock(step=1.0)), None)
+    engine = Engine(data, random.Random(0), budget, 0.0, lambda c, s: None)
+    out = Portfolio()
+    list_rules(data, engine, "parallel", Window(Deadline.never()), out)
+    assert list(out.sources) == ["list lpt/parallel/allow"]  # the first always runs
+    labels = [f"list {r}/parallel/{p}" for r in PRIORITY_RULES for p in SPLIT_POLICIES]
+    assert out.skipped == {
+        "list lpt/parallel/avoid": "stopped (time limit)",
+        **{label: "not started (time limit)" for label in labels[2:]},
+    }
+    assert budget.stopped_by is None  # the portfolio notes nothing: the walk's own checks do
