@@ -148,8 +148,9 @@ def list_rules(
     its cost: under the squeeze term at 20,000 jobs ``lpt`` allowing splits took 2.3 s,
     avoiding them 0.25 s, and reached 30379 against 25586): it runs while the run has
     time (past the portfolio's window). Every decode but the first is given up at the
-    run's deadline (:meth:`~sjfbco.solvers.search.Engine.decode`), so the limit holds
-    and a longer one never does less. The serial scheme (not stoppable) keeps its
+    run's deadline less the longest decode seen (kept back for ``solve()``'s evaluation of
+    the answer; :meth:`~sjfbco.solvers.search.Engine.decode`), so the limit holds and a
+    longer one never does less. The serial scheme (not stoppable) keeps its
     estimate from the other policy."""
     rho_hat = estimates(data)
     for rule in PRIORITY_RULES:
@@ -177,7 +178,11 @@ def list_rules(
             if cand is None and engine.budget.expired():  # given up: no measure of its cost
                 out.skipped[label] = f"stopped ({engine.budget.ended()})"
                 continue
-            window.decode[scheme] = window.policy[scheme, policy] = window.clock() - tick
+            seconds = window.decode[scheme] = window.policy[scheme, policy] = window.clock() - tick
+            # a decode stopped at the run's deadline must leave solve() room to evaluate the
+            # answer (about a decode; at a million jobs tens of seconds): the budget keeps
+            # the longest decode seen back (the search sets its own reserve after this)
+            engine.budget.reserve = max(engine.budget.reserve, seconds)
             if cand is None:
                 continue
             out.sources[label] = cand.makespan
