@@ -1030,12 +1030,11 @@ def best_solve(
     # a million jobs about a decode; without it solve() took 1.19 x the limit while the
     # solver kept to 0.85 x: docs/benchmarks/2026-12-million.md)
     walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
-    # (+ 1: solve()'s evaluation of the answer after the run, docs/benchmarks/2026-12-million.md),
-    # and never less than the portfolio kept back (its longest decode: the answer may be
-    # that schedule, and its evaluation costs about as much)
-    budget.reserve = max(
-        budget.reserve,
-        built.decode_seconds * ((params.moves.handout_decodes if walk.local else 1) + 1),
+    # (+ 1: solve()'s evaluation of the answer after the run, docs/benchmarks/2026-12-million.md;
+    # it replaces the portfolio's, which kept its longest decode back: one slow rule's
+    # decode would end the walk early, 25581 -> 25582 at 20,000 jobs and 10 s)
+    budget.reserve = built.decode_seconds * (
+        (params.moves.handout_decodes if walk.local else 1) + 1
     )
     laps.lap("portfolio")
     # 2. the LP bound and the bound chain, within their shares of the budget

@@ -135,6 +135,16 @@ class Window:
         return self.decode.get("parallel", next(iter(self.decode.values()), None))
 
 
+def _run_refuses(engine: Engine, guess: float | None) -> str | None:
+    """Why a decode of unknown cost does not start: the other split policy's cost
+    (``guess``) does not fit in what is left of the run (its deadline less the reserve;
+    a decode that does start is given up there)."""
+    left = engine.budget.deadline.left()
+    if left is None or guess is None or guess <= left:
+        return None
+    return f"estimated {guess:.2f} s (the other split policy's), {left:.2f} s left in the run"
+
+
 def list_rules(
     data: ProblemData, engine: Engine, scheme: str, window: Window, out: Portfolio
 ) -> None:
@@ -146,8 +156,10 @@ def list_rules(
     A rule is estimated by the last decode of its scheme and split policy. The first
     parallel decode of a policy has no such estimate (the other policy's can be ten times
     its cost: under the squeeze term at 20,000 jobs ``lpt`` allowing splits took 2.3 s,
-    avoiding them 0.25 s, and reached 30379 against 25586): it runs while the run has
-    time (past the portfolio's window). Every decode but the first is given up at the
+    avoiding them 0.25 s, and reached 30379 against 25586): it runs past the portfolio's
+    window when the other policy's cost fits in what is left of the run (at a million
+    jobs, where the two cost the same, it does not). Every decode but the first is given
+    up at the
     run's deadline less the longest decode seen (kept back for ``solve()``'s evaluation of
     the answer; :meth:`~sjfbco.solvers.search.Engine.decode`), so the limit holds and a
     longer one never does less. The serial scheme (not stoppable) keeps its
@@ -157,14 +169,13 @@ def list_rules(
         for policy in SPLIT_POLICIES:
             label = f"list {rule}/{scheme}/{policy}"
             cost = window.policy.get((scheme, policy))
+            guess = window.decode.get(scheme, window.unit()) if cost is None else cost
             if out.genome is not None and engine.budget.expired():
                 why: str | None = f"not started ({engine.budget.ended()})"
             elif cost is None and scheme == "parallel" and out.genome is not None:
-                why = None  # its cost is not known: it runs, stoppable at the run's deadline
+                why = _run_refuses(engine, guess)  # unknown cost: the run's time, not the window's
             else:
-                why = window.refuse(
-                    window.decode.get(scheme, window.unit()) if cost is None else cost
-                )
+                why = window.refuse(guess)
             if why is not None and out.genome is not None:
                 out.skipped[label] = why
                 continue

@@ -271,10 +271,12 @@ def test_a_decode_of_unknown_cost_is_given_up_at_the_runs_deadline() -> None:
     """The first parallel decode avoiding splits has no estimate of its own and runs
     regardless of the portfolio's window, read against the run's deadline every
     ``STOP_EVERY`` decision times: here that deadline (a fake clock, one second a reading,
-    ending at 1.5 s) passes at its first reading, so the decode is given up and says so,
-    and no other decode starts once the run's time is up (the window has no end)."""
+    ending at 2.5 s) has not come when the run's time left is read (at 2 s: the other
+    policy's decode, a few milliseconds, fits) but has at the decode's first reading, so
+    the decode is given up and says so, and no other decode starts once the run's time is
+    up (the window has no end)."""
     data = read_instance(PAPER)
-    budget = Tally(Deadline(1.5, None, 0.0, FakeClock(step=1.0)), None)
+    budget = Tally(Deadline(2.5, None, 0.0, FakeClock(step=1.0)), None)
     engine = Engine(data, random.Random(0), budget, 0.0, lambda c, s: None)
     out = Portfolio()
     list_rules(data, engine, "parallel", Window(Deadline.never()), out)
@@ -285,3 +287,10 @@ def test_a_decode_of_unknown_cost_is_given_up_at_the_runs_deadline() -> None:
         **{label: "not started (time limit)" for label in labels[2:]},
     }
     assert budget.stopped_by is None  # the portfolio notes nothing: the walk's own checks do
+    # the same with the deadline at 1.5 s: the time left (read at 2 s) holds no decode
+    budget = Tally(Deadline(1.5, None, 0.0, FakeClock(step=1.0)), None)
+    engine = Engine(data, random.Random(0), budget, 0.0, lambda c, s: None)
+    out = Portfolio()
+    list_rules(data, engine, "parallel", Window(Deadline.never()), out)
+    assert out.skipped["list lpt/parallel/avoid"].endswith("0.00 s left in the run")
+    assert out.skipped["list gpu-time/parallel/avoid"] == "not started (time limit)"
