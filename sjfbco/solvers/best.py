@@ -1031,8 +1031,8 @@ def best_solve(
     # solver kept to 0.85 x: docs/benchmarks/2026-12-million.md)
     walk = Walk(data, params, engine, built.genome, built.serial_ok, laps)
     # (+ 1: solve()'s evaluation of the answer after the run, docs/benchmarks/2026-12-million.md;
-    # it replaces the portfolio's, which kept its longest decode back: kept, one slow
-    # rule's decode ended the walk at 5.9 s of 10 at 20,000 jobs, paper form)
+    # it replaces the portfolio's, its longest decode: keeping that, one slow rule's
+    # decode ended the walk at 5.9 s of 10 at 20,000 jobs under the paper's form)
     budget.reserve = built.decode_seconds * (
         (params.moves.handout_decodes if walk.local else 1) + 1
     )

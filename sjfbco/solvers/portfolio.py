@@ -159,11 +159,10 @@ def list_rules(
     avoiding them 0.25 s, and reached 30379 against 25586): it runs past the portfolio's
     window when the other policy's cost fits in what is left of the run (at a million
     jobs, where the two cost the same, it does not). Every decode but the first is given
-    up at the
-    run's deadline less the longest decode seen (kept back for ``solve()``'s evaluation of
-    the answer; :meth:`~sjfbco.solvers.search.Engine.decode`), so the limit holds and a
-    longer one never does less. The serial scheme (not stoppable) keeps its
-    estimate from the other policy."""
+    up at the run's deadline less the longest decode seen (kept back for ``solve()``'s
+    evaluation of the answer; :meth:`~sjfbco.solvers.search.Engine.decode`), so the
+    limit holds and a longer one never does less. The serial scheme (not stoppable)
+    keeps its estimate from the other policy."""
     rho_hat = estimates(data)
     for rule in PRIORITY_RULES:
         for policy in SPLIT_POLICIES:

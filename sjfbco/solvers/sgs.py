@@ -251,7 +251,8 @@ STOP_EVERY = 64
 
 
 class Stopped(Exception):
-    """A decode given up because its ``stop`` test came true (Ctrl-C): no schedule."""
+    """A decode given up because its ``stop`` test came true (``best``: Ctrl-C, or the
+    run's deadline less its reserve): no schedule."""
 
 
 def parallel_sgs(
