@@ -1,8 +1,8 @@
 """``best`` at every moment and the mix of its steps (issue 44 items 1 and 2), measured.
 
-Run: ``PYTHONPATH=. python benchmarks/bench_anytime.py [--part mix interrupt] [--quick |
---full] [--servers 10 15 20] [--seeds 200 201] [--limits 10 30] [--config NAME=K=V,K=V]
-[--json]``.
+Run: ``PYTHONPATH=. python benchmarks/bench_anytime.py [--part mix interrupt latency]
+[--quick | --full] [--servers 10 15 20] [--seeds 200 201] [--limits 10 30] [--config
+NAME=K=V,K=V] [--jobs 20000] [--forms paper squeeze] [--stop-at 6] [--json]``.
 
 Parts:
 
