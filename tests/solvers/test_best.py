@@ -468,10 +468,11 @@ def test_best_skips_cp_sat_when_its_cold_import_cannot_fit(limit: str) -> None:
     assert run["iterations"] == 0
 
 
-def test_ctrl_c_gives_up_a_decode_once_the_run_has_an_answer() -> None:
-    """Under Ctrl-C the engine's decode is given up (``None``, as an invalid genome: the
-    caller's next budget check ends the run), but never the first one: without an
-    answer the run has nothing to return."""
+def test_ctrl_c_or_the_deadline_gives_up_a_decode_once_the_run_has_an_answer() -> None:
+    """Under Ctrl-C, or once the run's deadline less its reserve has come, the engine's
+    decode is given up (``None``, as an invalid genome: the caller's next budget check
+    ends the run), but never the first one: without an answer the run has nothing to
+    return."""
     from sjfbco.clock import Deadline
     from sjfbco.solvers.search import Engine, Genome, Tally
     from sjfbco.solvers.sgs import split_permissions
@@ -493,3 +494,15 @@ def test_ctrl_c_gives_up_a_decode_once_the_run_has_an_answer() -> None:
         again is not None
         and again.makespan == evaluate(data, again.schedule(data.cluster)).makespan
     )
+    # the run's deadline less its reserve gives a decode up the same way (a fake clock)
+    from tests.test_clock import FakeTime
+
+    clock = FakeTime(0.0)
+    engine = Engine(data, random.Random(0), Tally(Deadline.start(60.0, now=clock), None), 0.0,
+                    lambda c, s: None)  # fmt: skip
+    assert engine.offer(engine.decode(first), "first", first)  # type: ignore[arg-type]
+    engine.budget.reserve = 10.0
+    clock.t = 50.0  # the deadline less the reserve
+    assert engine.decode(other) is None
+    engine.budget.reserve = 0.0
+    assert engine.decode(other) is not None
