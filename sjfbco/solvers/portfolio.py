@@ -161,8 +161,9 @@ def list_rules(
     jobs, where the two cost the same, it does not). Every decode but the first is given
     up at the run's deadline less the longest decode seen (kept back for ``solve()``'s
     evaluation of the answer; :meth:`~sjfbco.solvers.search.Engine.decode`), so the
-    limit holds and a longer one never does less. The serial scheme (not stoppable)
-    keeps its estimate from the other policy."""
+    limit holds and a longer one never does less. The serial scheme keeps its estimate
+    from the other policy (its first decode is estimated by a parallel one: at 12,000
+    jobs 8.4 s against 0.13 s, but given up at the run's deadline too)."""
     rho_hat = estimates(data)
     for rule in PRIORITY_RULES:
         for policy in SPLIT_POLICIES:

@@ -597,6 +597,7 @@ def serial_sgs(
     order: Sequence[int],
     split_ok: Sequence[bool] | None = None,
     durations: np.ndarray | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> Candidate:
     """The serial schedule-generation scheme (assignment mode ``offline``).
 
@@ -611,6 +612,11 @@ def serial_sgs(
         Default: yes. Jobs larger than every server always split.
     durations
         :func:`alone_durations` of ``data`` (computed if not given).
+    stop
+        Read every :data:`STOP_EVERY` jobs placed; once true, the decode raises
+        :class:`Stopped` (``None``: it runs to its end). The placements are its cost (at
+        12,000 jobs on 20 servers 98% of a decode of 8.3 s; the dispatch after them
+        is short).
 
     Notes
     -----
@@ -639,7 +645,9 @@ def serial_sgs(
         durations = alone_durations(data)
     planner = SerialPlanner(data, durations)
     plan: list[StartPlan] = [(0, 0.0, [])] * data.num_jobs
-    for j in order:
+    for k, j in enumerate(order, 1):
+        if stop is not None and not k % STOP_EVERY and stop():
+            raise Stopped
         plan[j] = planner.place(j, split_ok is None or bool(split_ok[j]))
     prio = [0] * data.num_jobs
     for r, j in enumerate(order):
@@ -760,12 +768,11 @@ def build(
     """Run the ``parallel`` or ``serial`` scheme, without the cyclic garbage collector (a
     decode makes no reference cycles; the collector's full passes over a million jobs'
     objects were a sixth of a decode at 100,000 jobs and more above, as in
-    :func:`~sjfbco.evaluate.gc_paused`). ``stop``: the parallel scheme's stop test
-    (:func:`parallel_sgs`); the serial scheme runs to its end (``best`` uses it only up
-    to ``serial_limit`` jobs x servers, where a decode is short)."""
+    :func:`~sjfbco.evaluate.gc_paused`). ``stop``: the scheme's stop test
+    (:func:`parallel_sgs`, :func:`serial_sgs`)."""
     if scheme not in ("parallel", "serial"):
         raise ValueError(f"unknown scheme {scheme!r}; known: parallel, serial")
     with gc_paused():
         if scheme == "parallel":
             return parallel_sgs(data, order, split_ok, stop)
-        return serial_sgs(data, order, split_ok, durations)
+        return serial_sgs(data, order, split_ok, durations, stop)

@@ -234,10 +234,11 @@ def test_free_profile_by_hand() -> None:
     assert prof.after(4) == 5 and prof.after(9) is None
 
 
-def test_a_stop_test_gives_up_a_parallel_decode_and_is_read_every_64_decision_times() -> None:
-    """``stop`` is read once per :data:`STOP_EVERY` decision times: a test that stays false
-    changes nothing (the same candidate as without one), one that comes true gives the
-    decode up with :class:`Stopped` at its next reading."""
+def test_a_stop_test_gives_up_a_decode_and_is_read_every_64_steps() -> None:
+    """``stop`` is read once per :data:`STOP_EVERY` decision times (parallel scheme) or
+    jobs placed (serial): a test that stays false changes nothing (the same candidate as
+    without one), one that comes true gives the decode up with :class:`Stopped` at its
+    next reading."""
     data = read_instance(INSTANCES / "paper" / "paper-s10-seed0.json")  # 160 jobs
     order = list(range(data.num_jobs))
     plain = build(data, "parallel", order)
@@ -258,3 +259,12 @@ def test_a_stop_test_gives_up_a_parallel_decode_and_is_read_every_64_decision_ti
         build(data, "parallel", order, stop=second)
     assert len(seen) == 2 == len(reads)  # 160 jobs: 128 to 191 decision times
     assert STOP_EVERY == 64
+    # the serial scheme reads it every 64 jobs placed: twice for 160 jobs
+    durations = alone_durations(data)
+    serial = build(data, "serial", order, durations=durations)
+    reads.clear()
+    assert build(data, "serial", order, durations=durations, stop=never) == serial
+    assert len(reads) == 2
+    seen.clear()
+    with pytest.raises(Stopped):
+        build(data, "serial", order, durations=durations, stop=second)
