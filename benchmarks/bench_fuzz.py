@@ -191,8 +191,10 @@ def make_case(kind: str, rng: random.Random, inputs: Inputs, d: Path) -> list[li
         path = d / "preset.json"
         fuzz.write_text(path, fuzz.dumps(fuzz.mutate_doc(inputs.preset, rng), rng))
         return [["generate", "paper", "--preset", path, "--jobs", "20", "--servers", "3"]]
-    # options only
-    v = str(rng.choice([0, -1, 1, 3, "nan", "inf", "1e12", "1e9", "x", "2.5", "1e-320", "1e6"]))
+    # options only; 1000001: one above the default limits on jobs and tasks (a million
+    # jobs is a valid instance, 21.6 s of CPU to generate: past the hang line, not a hang;
+    # bench_million times it)
+    v = str(rng.choice([0, -1, 1, 3, "nan", "inf", "1e12", "1e9", "x", "2.5", "1e-320", "1000001"]))
     return [
         rng.choice(
             [
