@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING
 
 from sjfbco.clock import Deadline
 from sjfbco.cost import ConfigurationError
-from sjfbco.evaluate import dispatch
 from sjfbco.schedule import check_schedule
 from sjfbco.solvers.contract import SOLVERS, Status
 from sjfbco.solvers.placement import estimates
@@ -42,7 +41,7 @@ from sjfbco.solvers.sgs import (
     SPLIT_POLICIES,
     Candidate,
     build,
-    candidate_from,
+    dispatched,
     priority_order,
     split_permissions,
 )
@@ -69,9 +68,7 @@ TWIN_COST_IN_DECODES = 1.5
 def evaluated(data: ProblemData, schedule: Schedule) -> Candidate:
     """A schedule of another solver as a :class:`Candidate` (the evaluator's figures)."""
     gpus = check_schedule(data, schedule)
-    ranks = [schedule.rank(j) for j in range(data.num_jobs)]
-    sim = dispatch(data, gpus, schedule.start, ranks)
-    return candidate_from(data, sim, gpus, schedule.start, ranks)
+    return dispatched(data, gpus, schedule.start, [schedule.rank(j) for j in range(data.num_jobs)])
 
 
 def genome_of(cand: Candidate, data: ProblemData, split: tuple[bool, ...]) -> Genome:
@@ -244,11 +241,10 @@ def twin_rules(
             order = priority_order(twin, rule, rho_hat)
             try:
                 seed = build(twin, "parallel", order, split_permissions(twin, policy))
-                sim = dispatch(data, seed.gpus, zeros, seed.rank)
+                cand = dispatched(data, seed.gpus, zeros, seed.rank)
             except ConfigurationError:
                 continue
             engine.evaluated += 1
-            cand = candidate_from(data, sim, seed.gpus, zeros, seed.rank)
             out.sources[label] = cand.makespan
             engine.offer_outside(cand, label)
 

@@ -753,6 +753,18 @@ def hand_out(data: ProblemData, plan: Sequence[StartPlan], prio: Sequence[float]
         start[j] = t
         rank[j] = r
         heapq.heappush(busy, (math.ceil(end - EPS), j, chosen))
+    return dispatched(data, gpus, start, rank)
+
+
+def dispatched(
+    data: ProblemData,
+    gpus: Sequence[Sequence[int]],
+    start: Sequence[int],
+    rank: Sequence[int],
+) -> Candidate:
+    """GPU sets, planned starts and ranks run by the evaluator's dispatch, as a
+    :class:`Candidate` (:class:`~sjfbco.cost.ConfigurationError` if a job would exceed one
+    slot per iteration)."""
     sim = dispatch(data, gpus, start, rank)
     return candidate_from(data, sim, gpus, start, rank)
 
