@@ -420,7 +420,9 @@ class Simulator:
         for a, b in run.pairs:
             shared = only_a = only_b = 0.0
             # a run is in _split_runs[s] exactly when s is one of its servers (_add), so
-            # its few servers say whether it is on the pair's other end too
+            # its few servers say whether it is on the pair's other end too; a kept
+            # squeezed weight is read here, not through _discounted (a call per neighbour
+            # cost 3% to 6% of a decode: 5,000 jobs, 0.438-0.453 s against 0.467 s)
             for r in split[a]:
                 if r is not run:
                     w = r.weight
